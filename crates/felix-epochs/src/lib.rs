@@ -1,0 +1,1 @@
+//! The generation history of a felix shard.

@@ -1,0 +1,86 @@
+//! Byte layouts of the felix storage format, version 2.
+//!
+//! This crate is the single place where the on-disk format is written down in
+//! code: segment headers, records, sparse index files, the epochs file, the
+//! corruption vocabulary every layer above reports in, and the naming of
+//! segment files and shard directories. `docs/storage-format.md` describes the
+//! same bytes in prose; a change to one without the other is a bug.
+//!
+//! Invariants this crate keeps:
+//!
+//! * It does no I/O and builds as `#![no_std]` (with `alloc` only for the
+//!   types that own text, such as [`ShardKey`] and [`CorruptionSite`]).
+//! * Decoding allocates nothing: every decoder borrows the caller's bytes.
+//! * No length read from input is acted on before the checksum that covers it
+//!   has been verified and the length has been range-checked.
+//! * Decoders never panic, whatever the input.
+//!
+//! # Example
+//!
+//! ```
+//! use felix_format::{decode_record, encode_record_header, RECORD_HEADER_LEN};
+//!
+//! let payload = b"hi";
+//! let header = encode_record_header(7, 9, payload)?;
+//! let mut bytes = header.to_vec();
+//! bytes.extend_from_slice(payload);
+//!
+//! let record = decode_record(&bytes, Some(7))?;
+//! assert_eq!(record.header.offset, 7);
+//! assert_eq!(record.payload, b"hi");
+//! assert_eq!(record.encoded_len(), (RECORD_HEADER_LEN + 2) as u64);
+//! # Ok::<(), felix_format::CorruptionKind>(())
+//! ```
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
+
+mod bytes_be;
+mod checksum;
+mod corruption;
+pub mod epochs;
+mod index;
+mod naming;
+mod record;
+mod segment_header;
+
+pub use corruption::{CorruptionKind, CorruptionSite};
+pub use index::{
+    INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, IndexView, encode_index_entry,
+    parse_index,
+};
+pub use naming::{
+    FileKind, FileName, SHARD_COMPONENT_MAX_CHARS, ShardKey, file_name, parse_file_name,
+};
+pub use record::{
+    RecordHeader, RecordView, decode_record, decode_record_header, encode_record_header,
+    record_encoded_len,
+};
+pub use segment_header::SegmentHeader;
+
+/// Magic of a segment data file (`*.log`): ASCII `FLSG`, "Felix Segment".
+pub const SEGMENT_MAGIC: u32 = u32::from_be_bytes(*b"FLSG");
+/// Magic of a sparse index file (`*.index`): ASCII `FLSI`, "Felix Segment Index".
+pub const INDEX_MAGIC: u32 = u32::from_be_bytes(*b"FLSI");
+/// Magic of the generation history file (`epochs`): ASCII `FLEP`.
+pub const EPOCHS_MAGIC: u32 = u32::from_be_bytes(*b"FLEP");
+/// Magic of a felix-wire network frame (`FLX1`).
+///
+/// Never valid on disk; it is named here so that a frame which turned up in a
+/// segment file is recognised as such in diagnostics instead of being called
+/// merely "unknown magic".
+pub const WIRE_FRAME_MAGIC: u32 = u32::from_be_bytes(*b"FLX1");
+
+/// The one version number covering both the segment and the index layouts.
+pub const FORMAT_VERSION: u16 = 2;
+
+/// Length of a segment file header.
+pub const SEGMENT_HEADER_LEN: usize = 32;
+/// Length of a record header; the payload follows it directly.
+pub const RECORD_HEADER_LEN: usize = 28;
+
+/// The largest payload a record may carry: 64 MiB.
+///
+/// It bounds the allocation that a corrupt length field could request, so it
+/// is checked before any buffer is sized from `payload_len`.
+pub const MAX_PAYLOAD_BYTES: u32 = 64 * 1024 * 1024;
