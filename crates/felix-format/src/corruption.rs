@@ -26,7 +26,7 @@ use crate::{INDEX_MAGIC, SEGMENT_MAGIC, WIRE_FRAME_MAGIC};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CorruptionKind {
     /// A segment file does not start with `FLSG`.
-    #[error("segment magic is {}, expected 0x464C5347 (FLSG){}", Magic(*.found), magic_hint(*.found))]
+    #[error("segment magic is {}, expected 0x464c5347 (FLSG){}", Magic(*.found), magic_hint(*.found))]
     SegmentMagic {
         /// The four bytes found, big-endian.
         found: u32,
@@ -107,7 +107,7 @@ pub enum CorruptionKind {
         found: u64,
     },
     /// An index file does not start with `FLSI`.
-    #[error("index magic is {}, expected 0x464C5349 (FLSI){}", Magic(*.found), magic_hint(*.found))]
+    #[error("index magic is {}, expected 0x464c5349 (FLSI){}", Magic(*.found), magic_hint(*.found))]
     IndexMagic {
         /// The four bytes found, big-endian.
         found: u32,

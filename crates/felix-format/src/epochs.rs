@@ -48,7 +48,7 @@ pub enum EpochsDecodeError {
         len: usize,
     },
     /// The file does not start with `FLEP`.
-    #[error("epochs magic is {found:#010x}, expected 0x464C4550 (FLEP)")]
+    #[error("epochs magic is {found:#010x}, expected 0x464c4550 (FLEP)")]
     Magic {
         /// The four bytes found, big-endian.
         found: u32,

@@ -32,6 +32,14 @@
 //! # Ok::<(), felix_format::CorruptionKind>(())
 //! ```
 #![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+// Decoders read bytes from disk: nothing here may panic on them.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 extern crate alloc;
 
