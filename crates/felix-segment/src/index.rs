@@ -1,0 +1,293 @@
+//! The sparse offset index: in memory, on disk, and how it is built.
+//!
+//! An index maps some offsets to the byte positions of their records so a
+//! read can start near its target instead of at the segment's first record.
+//! It is never trusted: every entry is only a starting point for a scan that
+//! re-validates the records it passes, and any index that fails to load is
+//! rebuilt from its segment (by `felix-recovery`).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use felix_format::{
+    CorruptionKind, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, RECORD_HEADER_LEN,
+    SEGMENT_HEADER_LEN, encode_index_entry, parse_index,
+};
+
+use crate::error::{Result, SegmentError};
+use crate::fs::sync_data;
+
+/// The entries of one segment's index, ascending by offset and position.
+///
+/// Memory is 16 bytes per entry; an index is held only for the active
+/// segment and for sealed segments that are read.
+///
+/// ```
+/// use felix_format::IndexEntry;
+/// use felix_segment::SparseIndex;
+///
+/// let index = SparseIndex::from_entries(100, vec![
+///     IndexEntry { offset: 100, position: 32 },
+///     IndexEntry { offset: 150, position: 4200 },
+/// ]);
+/// assert_eq!(index.seek(149), IndexEntry { offset: 100, position: 32 });
+/// assert_eq!(index.seek(150), IndexEntry { offset: 150, position: 4200 });
+/// assert_eq!(index.seek(10_000), IndexEntry { offset: 150, position: 4200 });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparseIndex {
+    base_offset: u64,
+    entries: Vec<IndexEntry>,
+}
+
+impl SparseIndex {
+    /// An index with no entries; every seek starts at the first record.
+    pub fn empty(base_offset: u64) -> Self {
+        Self {
+            base_offset,
+            entries: Vec::new(),
+        }
+    }
+
+    /// An index from entries the caller built by scanning the segment.
+    pub fn from_entries(base_offset: u64, entries: Vec<IndexEntry>) -> Self {
+        Self {
+            base_offset,
+            entries,
+        }
+    }
+
+    /// The base offset of the segment this index belongs to.
+    pub fn base_offset(&self) -> u64 {
+        self.base_offset
+    }
+
+    /// The entries, ascending.
+    pub fn entries(&self) -> &[IndexEntry] {
+        &self.entries
+    }
+
+    /// The greatest entry at or below `offset`, or the segment's first record
+    /// when there is none: where a scan for `offset` should begin.
+    pub fn seek(&self, offset: u64) -> IndexEntry {
+        seek_entries(&self.entries, self.base_offset, offset)
+    }
+
+    /// Loads and validates the index file at `path` for a segment with
+    /// `base_offset` whose valid records end at `segment_len`.
+    ///
+    /// A torn final entry is dropped. Every other problem is returned so the
+    /// caller can rebuild the index; none of them is damage to data.
+    pub fn load(
+        path: &Path,
+        base_offset: u64,
+        segment_len: u64,
+    ) -> std::result::Result<Self, IndexLoadError> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(IndexLoadError::Missing {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(IndexLoadError::Io(SegmentError::io("open", path, e))),
+        };
+        let file_len = file
+            .metadata()
+            .map_err(|e| IndexLoadError::Io(SegmentError::io("stat", path, e)))?
+            .len();
+        // Positions ascend strictly and records are at least 28 bytes, so a
+        // valid index cannot hold more entries than this; a longer file is
+        // garbage and is not read into memory.
+        let max_entries =
+            segment_len.saturating_sub(SEGMENT_HEADER_LEN as u64) / RECORD_HEADER_LEN as u64 + 1;
+        let max_len = INDEX_HEADER_LEN as u64 + (max_entries + 1) * INDEX_ENTRY_LEN as u64;
+        if file_len > max_len {
+            return Err(IndexLoadError::Invalid {
+                path: path.to_path_buf(),
+                kind: CorruptionKind::IndexEntryOutOfOrder {
+                    entry: max_entries,
+                    offset: 0,
+                    position: segment_len,
+                },
+            });
+        }
+        let mut bytes = vec![0u8; usize::try_from(file_len).unwrap_or(0)];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| IndexLoadError::Io(SegmentError::io("pread", path, e)))?;
+        let view = parse_index(&bytes, base_offset, segment_len).map_err(|kind| {
+            IndexLoadError::Invalid {
+                path: path.to_path_buf(),
+                kind,
+            }
+        })?;
+        Ok(Self {
+            base_offset,
+            entries: view.iter().collect(),
+        })
+    }
+
+    /// Writes the whole index to `path` (replacing any file there) and syncs
+    /// it. Used after a rebuild; a crash midway leaves an index that fails to
+    /// load and is rebuilt again, which is harmless.
+    pub fn write_file(&self, path: &Path) -> Result<()> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| SegmentError::io("create", path, e))?;
+        let mut bytes = Vec::with_capacity(INDEX_HEADER_LEN + self.entries.len() * INDEX_ENTRY_LEN);
+        bytes.extend_from_slice(
+            &IndexHeader {
+                base_offset: self.base_offset,
+            }
+            .encode(),
+        );
+        for entry in &self.entries {
+            bytes.extend_from_slice(&encode_index_entry(*entry));
+        }
+        file.write_all_at(&bytes, 0)
+            .map_err(|e| SegmentError::io("write", path, e))?;
+        sync_data(&file, path)
+    }
+}
+
+/// The greatest of `entries` at or below `offset`, or the first record of a
+/// segment beginning at `base_offset`.
+pub(crate) fn seek_entries(entries: &[IndexEntry], base_offset: u64, offset: u64) -> IndexEntry {
+    let first = IndexEntry {
+        offset: base_offset,
+        position: SEGMENT_HEADER_LEN as u64,
+    };
+    let after = entries.partition_point(|e| e.offset <= offset);
+    after
+        .checked_sub(1)
+        .and_then(|i| entries.get(i).copied())
+        .unwrap_or(first)
+}
+
+/// Why an index could not be used. Every variant means "rebuild it".
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum IndexLoadError {
+    /// No index file exists.
+    #[error("index {} is missing", path.display())]
+    Missing {
+        /// The expected index path.
+        path: PathBuf,
+    },
+    /// The file exists but fails validation.
+    #[error("index {} is invalid: {kind}", path.display())]
+    Invalid {
+        /// The index path.
+        path: PathBuf,
+        /// What is wrong with it.
+        kind: CorruptionKind,
+    },
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(SegmentError),
+}
+
+/// Decides which records get an index entry: the segment's first record and
+/// then the first record at least `spacing_bytes` after the last entry.
+#[derive(Debug, Clone)]
+pub struct IndexBuilder {
+    spacing_bytes: u64,
+    entries: Vec<IndexEntry>,
+}
+
+impl IndexBuilder {
+    /// A builder emitting an entry every `spacing_bytes` of segment data
+    /// (a spacing of 0 is treated as 1: every record).
+    pub fn new(spacing_bytes: u64) -> Self {
+        Self {
+            spacing_bytes: spacing_bytes.max(1),
+            entries: Vec::new(),
+        }
+    }
+
+    /// A builder continuing from existing entries (after recovery).
+    pub fn resume(spacing_bytes: u64, entries: Vec<IndexEntry>) -> Self {
+        Self {
+            spacing_bytes: spacing_bytes.max(1),
+            entries,
+        }
+    }
+
+    /// Notes a record at `position`; returns whether it got an entry.
+    pub fn observe(&mut self, offset: u64, position: u64) -> bool {
+        let due = self
+            .entries
+            .last()
+            .is_none_or(|last| position >= last.position.saturating_add(self.spacing_bytes));
+        if due {
+            self.entries.push(IndexEntry { offset, position });
+        }
+        due
+    }
+
+    /// The entries so far.
+    pub fn entries(&self) -> &[IndexEntry] {
+        &self.entries
+    }
+
+    /// The finished index for a segment with `base_offset`.
+    pub fn into_index(self, base_offset: u64) -> SparseIndex {
+        SparseIndex::from_entries(base_offset, self.entries)
+    }
+}
+
+/// The active segment's index file, extended as entries accumulate.
+#[derive(Debug)]
+pub(crate) struct IndexFile {
+    file: File,
+    path: PathBuf,
+    written: usize,
+}
+
+impl IndexFile {
+    /// Creates (or replaces) the index file with a header and `entries`.
+    pub(crate) fn create(path: PathBuf, base_offset: u64, entries: &[IndexEntry]) -> Result<Self> {
+        let index = SparseIndex::from_entries(base_offset, entries.to_vec());
+        index.write_file(&path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|e| SegmentError::io("open", &path, e))?;
+        Ok(Self {
+            file,
+            path,
+            written: entries.len(),
+        })
+    }
+
+    /// Appends the entries not yet written. The index may lag the segment;
+    /// it is never trusted, so this is not synced except at seal.
+    pub(crate) fn append_pending(&mut self, entries: &[IndexEntry]) -> Result<()> {
+        let Some(pending) = entries.get(self.written..) else {
+            return Ok(());
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::with_capacity(pending.len() * INDEX_ENTRY_LEN);
+        for entry in pending {
+            bytes.extend_from_slice(&encode_index_entry(*entry));
+        }
+        let at = (INDEX_HEADER_LEN + self.written * INDEX_ENTRY_LEN) as u64;
+        self.file
+            .write_all_at(&bytes, at)
+            .map_err(|e| SegmentError::io("write", &self.path, e))?;
+        self.written = entries.len();
+        Ok(())
+    }
+
+    /// Syncs the index file's data.
+    pub(crate) fn sync(&self) -> Result<()> {
+        sync_data(&self.file, &self.path)
+    }
+}

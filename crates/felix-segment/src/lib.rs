@@ -1,0 +1,34 @@
+//! One felix segment file and its sparse index: create, append, read, seek,
+//! seal.
+//!
+//! A segment is a 32-byte header followed by records back to back (see
+//! `felix-format`). This crate writes and reads one segment the way a
+//! production log does: one `write` per batch, `fdatasync` for durability,
+//! `pread` for reads so readers share a descriptor without locks, and a
+//! sparse index that speeds reads up but is never trusted.
+//!
+//! Invariants this crate keeps:
+//!
+//! * It never decides whether damage is repairable; it reports damage with
+//!   its [`felix_format::CorruptionSite`] and leaves policy to
+//!   `felix-recovery`.
+//! * A record is reported as appended only after all of its bytes were
+//!   written; after a write or sync failure a writer accepts nothing more.
+//! * Every record a read returns passed its header and record checksums.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod error;
+pub mod fs;
+mod index;
+mod segment;
+mod writer;
+
+pub use error::{Result, SegmentError};
+pub use index::{IndexBuilder, IndexLoadError, SparseIndex};
+pub use segment::{ReadLimit, ReadRecord, SegmentFile};
+pub use writer::{Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle};

@@ -1,0 +1,378 @@
+//! An open segment file and validated reads from it.
+//!
+//! Reads use `pread` on one shared descriptor, so any number of readers and
+//! the writer use the same file without a lock. A read returns only records
+//! that passed both checksums and whose offsets follow on from the index
+//! entry it started at.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use felix_format::{
+    CorruptionKind, CorruptionSite, FileKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+    SegmentHeader, decode_record, decode_record_header, file_name,
+};
+
+use crate::error::{Result, SegmentError};
+use crate::fs::read_exact_at;
+
+/// The first read of a scan covers at least this many bytes, so that a read
+/// starting at an index entry usually needs one `pread`.
+const MIN_READ_BYTES: u64 = 64 * 1024;
+/// While skipping towards the first wanted record, bytes already passed are
+/// dropped once this many have accumulated, so a sparse index never makes a
+/// read hold more than this much memory for records it will not return.
+const SKIP_WINDOW_BYTES: usize = 64 * 1024;
+
+/// One segment file: its identity, header and descriptor.
+#[derive(Debug)]
+pub struct SegmentFile {
+    id: u64,
+    header: SegmentHeader,
+    path: PathBuf,
+    file: File,
+    shard: Arc<str>,
+}
+
+/// A record read from a segment, payload sliced from the read's one buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// The record's logical offset.
+    pub offset: u64,
+    /// Its publish time.
+    pub timestamp_micros: u64,
+    /// Byte position of the record in the segment file.
+    pub position: u64,
+    /// The verified payload.
+    pub payload: Bytes,
+}
+
+/// How far a read may go: the end of what the writer has completed.
+///
+/// Readers must not look past what has been fully written, or they could
+/// observe a record whose bytes are still arriving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimit {
+    /// One past the last byte of the last complete record.
+    pub end_position: u64,
+    /// One past the last complete record's offset.
+    pub next_offset: u64,
+}
+
+impl SegmentFile {
+    /// Opens segment `id` in `dir` and validates its header.
+    ///
+    /// Returns the file and its current length. Header damage is a
+    /// [`SegmentError::Corrupt`] at position 0.
+    pub fn open(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
+        let path = dir.join(file_name(id, FileKind::Segment).as_str());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| SegmentError::io("open", &path, e))?;
+        Self::from_file(file, path, id, shard)
+    }
+
+    /// Opens segment `id` in `dir` read-only, for tools that must not modify
+    /// anything.
+    pub fn open_read_only(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
+        let path = dir.join(file_name(id, FileKind::Segment).as_str());
+        let file = File::open(&path).map_err(|e| SegmentError::io("open", &path, e))?;
+        Self::from_file(file, path, id, shard)
+    }
+
+    fn from_file(file: File, path: PathBuf, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
+        let len = file
+            .metadata()
+            .map_err(|e| SegmentError::io("stat", &path, e))?
+            .len();
+        let mut raw = [0u8; SEGMENT_HEADER_LEN];
+        let available = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .min(SEGMENT_HEADER_LEN);
+        read_exact_at(
+            &file,
+            &path,
+            raw.get_mut(..available).unwrap_or_default(),
+            0,
+        )?;
+        let header =
+            SegmentHeader::decode(raw.get(..available).unwrap_or_default()).map_err(|kind| {
+                SegmentError::Corrupt {
+                    site: CorruptionSite::new(&*shard, id, 0),
+                    kind,
+                }
+            })?;
+        Ok((
+            Self {
+                id,
+                header,
+                path,
+                file,
+                shard,
+            },
+            len,
+        ))
+    }
+
+    pub(crate) fn from_parts(
+        id: u64,
+        header: SegmentHeader,
+        path: PathBuf,
+        file: File,
+        shard: Arc<str>,
+    ) -> Self {
+        Self {
+            id,
+            header,
+            path,
+            file,
+            shard,
+        }
+    }
+
+    /// The segment id (the number in its file name).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The offset of the segment's first record, from its header.
+    pub fn base_offset(&self) -> u64 {
+        self.header.base_offset
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &SegmentHeader {
+        &self.header
+    }
+
+    /// The segment file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of this segment's index file.
+    pub fn index_path(&self) -> PathBuf {
+        self.path
+            .with_file_name(file_name(self.id, FileKind::Index).as_str())
+    }
+
+    /// The shard label errors carry.
+    pub fn shard(&self) -> &Arc<str> {
+        &self.shard
+    }
+
+    /// The descriptor, for syncing and for writers.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// A [`CorruptionSite`] at `position` of this segment.
+    pub fn site(&self, position: u64) -> CorruptionSite {
+        CorruptionSite::new(&*self.shard, self.id, position)
+    }
+
+    /// Reads records from offset `from`, starting the scan at `start` (an
+    /// index entry at or below `from`), until `max_bytes` of encoded records
+    /// have been collected — but always at least one record.
+    ///
+    /// Every record passed on the way is checked (header CRC and offset
+    /// sequence), and every record returned also passed its record checksum.
+    /// An entry that does not lead to valid records is
+    /// [`SegmentError::StaleIndex`]; damage after the first valid record is
+    /// [`SegmentError::Corrupt`].
+    pub fn read(
+        &self,
+        start: IndexEntry,
+        from: u64,
+        limit: ReadLimit,
+        max_bytes: u64,
+    ) -> Result<Vec<ReadRecord>> {
+        if from < self.base_offset() || from >= limit.next_offset {
+            return Err(SegmentError::OffsetOutOfRange {
+                segment: self.id,
+                offset: from,
+                base_offset: self.base_offset(),
+                next_offset: limit.next_offset,
+            });
+        }
+        let sane_start = start.offset <= from
+            && start.offset >= self.base_offset()
+            && start.position >= SEGMENT_HEADER_LEN as u64
+            && start.position < limit.end_position;
+        if !sane_start {
+            return Err(SegmentError::StaleIndex {
+                entry: start,
+                site: self.site(start.position),
+                kind: CorruptionKind::IndexEntryOutOfOrder {
+                    entry: 0,
+                    offset: start.offset,
+                    position: start.position,
+                },
+            });
+        }
+        let mut window = Window::new(self, start.position, limit.end_position, max_bytes);
+        let mut spans: Vec<(u64, u64, usize, usize)> = Vec::new();
+        let mut collected: u64 = 0;
+        let mut expected = start.offset;
+        while expected < limit.next_offset {
+            let at = window.cursor_position();
+            let fail = |failure: ReadFailure| match failure {
+                ReadFailure::Kind(kind) => self.classify(start, expected, at, kind),
+                ReadFailure::Io(err) => err,
+            };
+            let header = window
+                .ensure(RECORD_HEADER_LEN as u64)
+                .and_then(|bytes| Ok(decode_record_header(bytes)?))
+                .and_then(|header| Ok(header.check_offset(expected).map(|()| header)?))
+                .map_err(fail)?;
+            let total = header.encoded_len();
+            if expected >= from && !spans.is_empty() && collected + total > max_bytes {
+                break;
+            }
+            let payload_start = window.cursor + RECORD_HEADER_LEN;
+            let bytes = window.ensure(total).map_err(fail)?;
+            if expected >= from {
+                let record =
+                    decode_record(bytes, Some(expected)).map_err(|kind| fail(kind.into()))?;
+                let payload_end = payload_start + record.payload.len();
+                spans.push((
+                    expected,
+                    record.header.timestamp_micros,
+                    payload_start,
+                    payload_end,
+                ));
+                collected += total;
+            }
+            window.advance(total, spans.is_empty());
+            expected += 1;
+            if collected >= max_bytes && !spans.is_empty() {
+                break;
+            }
+        }
+        let base_position = window.base_position;
+        let buffer = window.buf.freeze();
+        Ok(spans
+            .into_iter()
+            .map(|(offset, timestamp_micros, start, end)| ReadRecord {
+                offset,
+                timestamp_micros,
+                position: base_position + (start - RECORD_HEADER_LEN) as u64,
+                payload: buffer.slice(start..end),
+            })
+            .collect())
+    }
+
+    /// Damage met at the entry the scan started from means the entry is
+    /// wrong; damage met later is damage to the segment.
+    fn classify(
+        &self,
+        start: IndexEntry,
+        expected: u64,
+        at: u64,
+        kind: CorruptionKind,
+    ) -> SegmentError {
+        if expected == start.offset
+            && at == start.position
+            && start.position != SEGMENT_HEADER_LEN as u64
+        {
+            SegmentError::StaleIndex {
+                entry: start,
+                site: self.site(at),
+                kind,
+            }
+        } else {
+            SegmentError::Corrupt {
+                site: self.site(at),
+                kind,
+            }
+        }
+    }
+}
+
+/// A growing window of the file read with `pread`, consumed front to back.
+struct Window<'a> {
+    segment: &'a SegmentFile,
+    /// File position of `buf[0]`.
+    base_position: u64,
+    buf: BytesMut,
+    /// Read cursor within `buf`.
+    cursor: usize,
+    end_position: u64,
+    first_read: u64,
+}
+
+impl<'a> Window<'a> {
+    fn new(segment: &'a SegmentFile, position: u64, end_position: u64, max_bytes: u64) -> Self {
+        Self {
+            segment,
+            base_position: position,
+            buf: BytesMut::new(),
+            cursor: 0,
+            end_position,
+            first_read: max_bytes
+                .saturating_add(RECORD_HEADER_LEN as u64)
+                .max(MIN_READ_BYTES),
+        }
+    }
+
+    fn cursor_position(&self) -> u64 {
+        self.base_position + self.cursor as u64
+    }
+
+    /// Makes `n` bytes from the cursor available, reading more of the file
+    /// if needed. Running into the end of the readable range is `Truncated`
+    /// with the counts relative to the cursor.
+    fn ensure(&mut self, n: u64) -> std::result::Result<&[u8], ReadFailure> {
+        let have = (self.buf.len() - self.cursor) as u64;
+        if have < n {
+            let available_in_file = self.end_position.saturating_sub(self.cursor_position());
+            if available_in_file < n {
+                return Err(CorruptionKind::Truncated {
+                    needed: n,
+                    available: available_in_file,
+                }
+                .into());
+            }
+            let buffered_end = self.base_position + self.buf.len() as u64;
+            // Grow geometrically so a long run costs few reads, but never
+            // read less than the first read's size.
+            let want = (n - have).max(self.first_read).max(self.buf.len() as u64);
+            let read_len = want.min(self.end_position - buffered_end);
+            let old_len = self.buf.len();
+            let new_len = old_len + usize::try_from(read_len).unwrap_or(usize::MAX);
+            self.buf.resize(new_len, 0);
+            let target = self.buf.get_mut(old_len..).unwrap_or_default();
+            read_exact_at(&self.segment.file, &self.segment.path, target, buffered_end)
+                .map_err(ReadFailure::Io)?;
+        }
+        let end = self.cursor + usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(self.buf.get(self.cursor..end).unwrap_or_default())
+    }
+
+    /// Moves past a record. While nothing has been collected, drops what was
+    /// passed once it grows large, so skipping is bounded in memory.
+    fn advance(&mut self, n: u64, skipping: bool) {
+        self.cursor += usize::try_from(n).unwrap_or(usize::MAX);
+        if skipping && self.cursor >= SKIP_WINDOW_BYTES {
+            let _passed = self.buf.split_to(self.cursor);
+            self.base_position += self.cursor as u64;
+            self.cursor = 0;
+        }
+    }
+}
+
+/// Why a window could not supply bytes: damage, or the read itself failed.
+enum ReadFailure {
+    Kind(CorruptionKind),
+    Io(SegmentError),
+}
+
+impl From<CorruptionKind> for ReadFailure {
+    fn from(kind: CorruptionKind) -> Self {
+        Self::Kind(kind)
+    }
+}

@@ -1,0 +1,473 @@
+//! Appending to the active segment: one `write` per batch, then `fdatasync`
+//! on demand, then sealing.
+//!
+//! The writer never reports a record as appended unless all of its bytes were
+//! written, and after any write or sync failure it refuses further work with
+//! the original error: a failed `fsync` is never retried, because the kernel
+//! may already have dropped the pages it failed to write.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use felix_format::{
+    FileKind, IndexEntry, MAX_PAYLOAD_BYTES, SegmentHeader, encode_record_header, file_name,
+    record_encoded_len,
+};
+
+use crate::error::{Result, SegmentError};
+use crate::fs::{preallocate, sync_data, sync_dir};
+use crate::index::{IndexBuilder, IndexFile, SparseIndex, seek_entries};
+use crate::segment::{ReadLimit, SegmentFile};
+
+/// A staging buffer larger than this is released after its batch, so one
+/// huge batch does not pin its memory for the life of the segment.
+const STAGING_KEEP_BYTES: usize = 4 * 1024 * 1024;
+
+/// How a segment is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentConfig {
+    /// An index entry is emitted for the first record and then every this
+    /// many bytes of segment data.
+    pub index_spacing_bytes: u64,
+    /// Disk space to reserve up front with `fallocate(FALLOC_FL_KEEP_SIZE)`,
+    /// normally the segment size; `None` grows the file as it is written.
+    pub preallocate_bytes: Option<u64>,
+}
+
+impl Default for SegmentConfig {
+    fn default() -> Self {
+        Self {
+            index_spacing_bytes: 4096,
+            preallocate_bytes: None,
+        }
+    }
+}
+
+/// One record to append: its publish time and payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Publish time in microseconds.
+    pub timestamp_micros: u64,
+    /// The payload, at most [`MAX_PAYLOAD_BYTES`].
+    pub payload: Bytes,
+}
+
+impl Record {
+    /// A record from a timestamp and anything convertible to [`Bytes`].
+    pub fn new(timestamp_micros: u64, payload: impl Into<Bytes>) -> Self {
+        Self {
+            timestamp_micros,
+            payload: payload.into(),
+        }
+    }
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Offset of the batch's first record.
+    pub first_offset: u64,
+    /// Offset of the batch's last record.
+    pub last_offset: u64,
+    /// The segment's length after the batch.
+    pub end_position: u64,
+}
+
+/// Shared record of the failure that stopped a writer.
+type Poison = Arc<OnceLock<Arc<SegmentError>>>;
+
+/// The writer of the active segment.
+///
+/// ```
+/// use felix_segment::{Record, SegmentConfig, SegmentWriter};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut writer = SegmentWriter::create(dir.path(), 0, 100, SegmentConfig::default(), "doc".into())?;
+/// let appended = writer.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+/// assert_eq!((appended.first_offset, appended.last_offset), (100, 101));
+/// writer.sync()?;
+/// let records = writer.read(100, 1 << 20)?;
+/// assert_eq!(records[1].payload, "b");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SegmentWriter {
+    segment: Arc<SegmentFile>,
+    next_offset: u64,
+    len: u64,
+    staging: Vec<u8>,
+    index: IndexBuilder,
+    index_file: IndexFile,
+    preallocated: bool,
+    poison: Poison,
+}
+
+impl SegmentWriter {
+    /// Creates segment `id` in `dir` whose first record will be `base_offset`.
+    ///
+    /// The file is created with `create_new` (an existing segment is never
+    /// overwritten), its header written and `fdatasync`ed, and the directory
+    /// fsynced, all before the writer accepts a record: a record must never
+    /// live in a segment whose header or directory entry could vanish.
+    pub fn create(
+        dir: &Path,
+        id: u64,
+        base_offset: u64,
+        config: SegmentConfig,
+        shard: Arc<str>,
+    ) -> Result<Self> {
+        let path = dir.join(file_name(id, FileKind::Segment).as_str());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| SegmentError::io("create", &path, e))?;
+        let header = SegmentHeader::new(base_offset, now_micros());
+        file.write_all_at(&header.encode(), 0)
+            .map_err(|e| SegmentError::io("write", &path, e))?;
+        let preallocated = match config.preallocate_bytes {
+            Some(bytes) => preallocate(&file, &path, bytes)?,
+            None => false,
+        };
+        sync_data(&file, &path)?;
+        let segment = SegmentFile::from_parts(id, header, path, file, shard);
+        let index_file = IndexFile::create(segment.index_path(), base_offset, &[])?;
+        sync_dir(dir)?;
+        tracing::debug!(shard = %segment.shard(), segment = id, base_offset, "segment created");
+        Ok(Self {
+            segment: Arc::new(segment),
+            next_offset: base_offset,
+            len: felix_format::SEGMENT_HEADER_LEN as u64,
+            staging: Vec::new(),
+            index: IndexBuilder::new(config.index_spacing_bytes),
+            index_file,
+            preallocated,
+            poison: Arc::default(),
+        })
+    }
+
+    /// Continues writing a segment that recovery has verified: its records
+    /// end at `len` and `next_offset`, and `index` holds the entries the
+    /// recovery scan rebuilt. The index file is rewritten from them.
+    pub fn resume(
+        segment: Arc<SegmentFile>,
+        next_offset: u64,
+        len: u64,
+        index: SparseIndex,
+        config: SegmentConfig,
+    ) -> Result<Self> {
+        let index_file =
+            IndexFile::create(segment.index_path(), segment.base_offset(), index.entries())?;
+        Ok(Self {
+            segment,
+            next_offset,
+            len,
+            staging: Vec::new(),
+            index: IndexBuilder::resume(config.index_spacing_bytes, index.entries().to_vec()),
+            index_file,
+            preallocated: false,
+            poison: Arc::default(),
+        })
+    }
+
+    /// Appends `records` with contiguous offsets from [`Self::next_offset`],
+    /// in one `write`.
+    ///
+    /// Every payload is checked before anything is encoded, so an oversized
+    /// record rejects the whole batch with nothing written. A failed write
+    /// stops the writer; the bytes it may have left are beyond the writer's
+    /// length and are never reported as records.
+    pub fn append(&mut self, records: &[Record]) -> Result<Appended> {
+        self.check_poison()?;
+        let Some(last_index) = records.len().checked_sub(1) else {
+            return Err(SegmentError::EmptyBatch);
+        };
+        for (index_in_batch, record) in records.iter().enumerate() {
+            if record.payload.len() > MAX_PAYLOAD_BYTES as usize {
+                return Err(SegmentError::PayloadTooLarge {
+                    index_in_batch,
+                    len: record.payload.len(),
+                    max: MAX_PAYLOAD_BYTES,
+                });
+            }
+        }
+        self.staging.clear();
+        for (i, record) in records.iter().enumerate() {
+            let header = encode_record_header(
+                self.next_offset + i as u64,
+                record.timestamp_micros,
+                &record.payload,
+            )
+            .map_err(|kind| SegmentError::Corrupt {
+                site: self.segment.site(self.len),
+                kind,
+            })?;
+            self.staging.extend_from_slice(&header);
+            self.staging.extend_from_slice(&record.payload);
+        }
+        if let Err(e) = self.segment.file().write_all_at(&self.staging, self.len) {
+            return Err(self.poison_with(SegmentError::io("write", self.segment.path(), e)));
+        }
+        // Only now that every byte is written do the records exist, so only
+        // now are they indexed and counted.
+        let first_offset = self.next_offset;
+        let mut position = self.len;
+        for record in records {
+            self.index.observe(self.next_offset, position);
+            position += record_encoded_len(record.payload.len() as u32);
+            self.next_offset += 1;
+        }
+        self.len = position;
+        if self.staging.capacity() > STAGING_KEEP_BYTES {
+            self.staging = Vec::new();
+        }
+        Ok(Appended {
+            first_offset,
+            last_offset: first_offset + last_index as u64,
+            end_position: self.len,
+        })
+    }
+
+    /// Makes everything appended so far durable (`fdatasync`), writing any
+    /// new index entries first (unsynced: the index may lag).
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_poison()?;
+        if let Err(e) = self.index_file.append_pending(self.index.entries()) {
+            return Err(self.poison_with(e));
+        }
+        self.sync_handle().sync_data()
+    }
+
+    /// A handle that can `fdatasync` this segment without borrowing the
+    /// writer, so a flusher thread can sync while appends continue. A failure
+    /// through the handle stops the writer too.
+    pub fn sync_handle(&self) -> SyncHandle {
+        SyncHandle {
+            segment: Arc::clone(&self.segment),
+            poison: Arc::clone(&self.poison),
+        }
+    }
+
+    /// Finishes the segment: sync its data, write out the index, trim any
+    /// preallocation to the records' length, and fsync.
+    pub fn seal(mut self) -> Result<SealedSegment> {
+        self.check_poison()?;
+        let result = (|| {
+            let path = self.segment.path();
+            sync_data(self.segment.file(), path)?;
+            self.index_file.append_pending(self.index.entries())?;
+            self.index_file.sync()?;
+            if self.preallocated {
+                self.segment
+                    .file()
+                    .set_len(self.len)
+                    .map_err(|e| SegmentError::io("truncate", path, e))?;
+            }
+            self.segment
+                .file()
+                .sync_all()
+                .map_err(|e| SegmentError::io("fsync", path, e))
+        })();
+        if let Err(e) = result {
+            return Err(self.poison_with(e));
+        }
+        tracing::debug!(shard = %self.segment.shard(), segment = self.segment.id(), next_offset = self.next_offset, "segment sealed");
+        let base_offset = self.segment.base_offset();
+        Ok(SealedSegment {
+            segment: self.segment,
+            next_offset: self.next_offset,
+            len: self.len,
+            index: self.index.into_index(base_offset),
+        })
+    }
+
+    /// Reads records from `from` (see [`SegmentFile::read`]) using the
+    /// writer's own index.
+    pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<crate::ReadRecord>> {
+        let entry = seek_entries(self.index.entries(), self.segment.base_offset(), from);
+        self.segment.read(entry, from, self.read_limit(), max_bytes)
+    }
+
+    /// The limit readers may go up to: what this writer has fully written.
+    pub fn read_limit(&self) -> ReadLimit {
+        ReadLimit {
+            end_position: self.len,
+            next_offset: self.next_offset,
+        }
+    }
+
+    /// The segment being written.
+    pub fn segment(&self) -> &Arc<SegmentFile> {
+        &self.segment
+    }
+
+    /// The offset the next appended record will get.
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// Bytes of the segment file holding header and complete records.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the segment holds no record yet.
+    pub fn is_empty(&self) -> bool {
+        self.next_offset == self.segment.base_offset()
+    }
+
+    /// The index entries so far.
+    pub fn index_entries(&self) -> &[IndexEntry] {
+        self.index.entries()
+    }
+
+    /// The failure that stopped this writer, if any.
+    pub fn poisoned(&self) -> Option<&Arc<SegmentError>> {
+        self.poison.get()
+    }
+
+    fn check_poison(&self) -> Result<()> {
+        match self.poison.get() {
+            Some(original) => Err(SegmentError::Poisoned {
+                path: self.segment.path().to_path_buf(),
+                original: Arc::clone(original),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison_with(&self, err: SegmentError) -> SegmentError {
+        poison(&self.poison, self.segment.path(), err)
+    }
+}
+
+/// Records `err` as the writer's first failure and returns the error to give
+/// the caller: the original for the first failure, `Poisoned` afterwards.
+fn poison(cell: &Poison, path: &Path, err: SegmentError) -> SegmentError {
+    let original = Arc::new(err);
+    match cell.set(Arc::clone(&original)) {
+        Ok(()) => {
+            tracing::error!(path = %path.display(), error = %original, "segment writer stopped");
+            SegmentError::Poisoned {
+                path: path.to_path_buf(),
+                original,
+            }
+        }
+        Err(_) => SegmentError::Poisoned {
+            path: path.to_path_buf(),
+            original: cell.get().map_or(original, Arc::clone),
+        },
+    }
+}
+
+/// Syncs a segment from another thread; see [`SegmentWriter::sync_handle`].
+#[derive(Debug, Clone)]
+pub struct SyncHandle {
+    segment: Arc<SegmentFile>,
+    poison: Poison,
+}
+
+impl SyncHandle {
+    /// `fdatasync`s the segment. A failure stops the writer for good.
+    pub fn sync_data(&self) -> Result<()> {
+        if let Some(original) = self.poison.get() {
+            return Err(SegmentError::Poisoned {
+                path: self.segment.path().to_path_buf(),
+                original: Arc::clone(original),
+            });
+        }
+        sync_data(self.segment.file(), self.segment.path())
+            .map_err(|e| poison(&self.poison, self.segment.path(), e))
+    }
+
+    /// The segment this handle syncs.
+    pub fn segment(&self) -> &Arc<SegmentFile> {
+        &self.segment
+    }
+}
+
+/// A segment that will not be written again.
+#[derive(Debug)]
+pub struct SealedSegment {
+    /// The segment file.
+    pub segment: Arc<SegmentFile>,
+    /// One past its last record's offset.
+    pub next_offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Its index.
+    pub index: SparseIndex,
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+
+    use super::*;
+
+    /// Swaps the writer's descriptor for a read-only one, so the next write
+    /// fails with a real `EBADF` from the kernel.
+    fn break_writes(writer: &mut SegmentWriter) {
+        let seg = &writer.segment;
+        let read_only = File::open(seg.path()).unwrap();
+        writer.segment = Arc::new(SegmentFile::from_parts(
+            seg.id(),
+            *seg.header(),
+            seg.path().to_path_buf(),
+            read_only,
+            Arc::clone(seg.shard()),
+        ));
+    }
+
+    #[test]
+    fn append_after_write_failure_refuses_with_the_original_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer =
+            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
+        writer.append(&[Record::new(1, "kept")]).unwrap();
+        break_writes(&mut writer);
+
+        let first = writer.append(&[Record::new(2, "lost")]).unwrap_err();
+        let SegmentError::Poisoned { original, .. } = &first else {
+            panic!("{first:?}")
+        };
+        assert!(
+            matches!(&**original, SegmentError::Io { op: "write", path, .. } if path == writer.segment.path()),
+            "{original:?}"
+        );
+        // The failed batch was never counted.
+        assert_eq!(writer.next_offset(), 1);
+        assert_eq!(writer.len(), 32 + 28 + 4);
+
+        for err in [
+            writer.append(&[Record::new(3, "x")]).unwrap_err(),
+            writer.sync().unwrap_err(),
+            writer.sync_handle().sync_data().unwrap_err(),
+        ] {
+            let SegmentError::Poisoned {
+                original: again, ..
+            } = &err
+            else {
+                panic!("{err:?}")
+            };
+            assert!(
+                Arc::ptr_eq(original, again),
+                "the same original failure every time"
+            );
+        }
+        // What was written before the failure is still readable.
+        assert_eq!(writer.read(0, 100).unwrap()[0].payload, "kept");
+        assert!(matches!(writer.seal(), Err(SegmentError::Poisoned { .. })));
+    }
+}

@@ -1,0 +1,303 @@
+//! Reads through the sparse index: every offset found, and damaged indexes
+//! never turning into wrong records.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{interop_payload, label, payload_for, record, writer};
+use felix_format::{CorruptionKind, INDEX_HEADER_LEN, IndexEntry, IndexHeader, encode_index_entry};
+use felix_segment::{IndexLoadError, ReadLimit, SegmentError, SegmentFile, SparseIndex};
+
+const RECORDS: u64 = 10_000;
+
+/// Writes and seals a 10,000-record segment with the given spacing.
+fn sealed(dir: &Path, spacing: u64) -> (Arc<SegmentFile>, ReadLimit) {
+    let mut w = writer(dir, 0, spacing);
+    for chunk in (0..RECORDS).collect::<Vec<_>>().chunks(500) {
+        let records: Vec<_> = chunk
+            .iter()
+            .map(|&o| record(o, (o % 97) as usize))
+            .collect();
+        w.append(&records).unwrap();
+    }
+    let sealed = w.seal().unwrap();
+    let limit = ReadLimit {
+        end_position: sealed.len,
+        next_offset: sealed.next_offset,
+    };
+    (sealed.segment, limit)
+}
+
+fn check_every_offset(segment: &SegmentFile, index: &SparseIndex, limit: ReadLimit) {
+    for offset in 0..RECORDS {
+        let records = segment.read(index.seek(offset), offset, limit, 1).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].offset, offset);
+        assert_eq!(
+            records[0].payload,
+            payload_for(offset, (offset % 97) as usize)
+        );
+    }
+}
+
+#[test]
+fn read_every_offset_through_index_with_spacing_one_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 1);
+    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    assert_eq!(
+        index.entries().len(),
+        RECORDS as usize,
+        "spacing 1 indexes every record"
+    );
+    check_every_offset(&segment, &index, limit);
+}
+
+#[test]
+fn read_every_offset_through_index_with_spacing_4_kib() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let expected_entries = (limit.end_position - 32).div_ceil(4096) as usize;
+    assert!(index.entries().len().abs_diff(expected_entries) <= 1 + expected_entries / 10);
+    for pair in index.entries().windows(2) {
+        assert!(pair[1].position - pair[0].position >= 4096);
+        assert!(pair[1].position - pair[0].position < 4096 + 28 + 97);
+    }
+    check_every_offset(&segment, &index, limit);
+}
+
+#[test]
+fn read_every_offset_through_index_with_spacing_larger_than_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 1 << 40);
+    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    assert_eq!(
+        index.entries(),
+        [IndexEntry {
+            offset: 0,
+            position: 32
+        }]
+    );
+    check_every_offset(&segment, &index, limit);
+}
+
+fn write_index(path: &Path, base: u64, entries: &[(u64, u64)], tail: &[u8]) {
+    let mut bytes = IndexHeader { base_offset: base }.encode().to_vec();
+    for &(offset, position) in entries {
+        bytes.extend(encode_index_entry(IndexEntry { offset, position }));
+    }
+    bytes.extend_from_slice(tail);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn load_damaged_indexes_reports_a_reason_to_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let path = segment.index_path();
+    let load = || SparseIndex::load(&path, 0, limit.end_position);
+
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(load(), Err(IndexLoadError::Missing { path: p }) if p == path));
+
+    std::fs::write(&path, b"").unwrap();
+    assert!(matches!(
+        load(),
+        Err(IndexLoadError::Invalid {
+            kind: CorruptionKind::Truncated {
+                needed: 24,
+                available: 0
+            },
+            ..
+        })
+    ));
+
+    std::fs::write(&path, [0x5Au8; 100]).unwrap();
+    assert!(matches!(
+        load(),
+        Err(IndexLoadError::Invalid {
+            kind: CorruptionKind::IndexMagic { found: 0x5A5A_5A5A },
+            ..
+        })
+    ));
+
+    write_index(&path, 9, &[(9, 32)], &[]);
+    assert!(matches!(
+        load(),
+        Err(IndexLoadError::Invalid {
+            kind: CorruptionKind::IndexBaseOffset {
+                expected: 0,
+                found: 9
+            },
+            ..
+        })
+    ));
+
+    write_index(&path, 0, &[(0, 32), (50, 5000), (40, 6000)], &[]);
+    assert!(matches!(
+        load(),
+        Err(IndexLoadError::Invalid {
+            kind: CorruptionKind::IndexEntryOutOfOrder {
+                entry: 2,
+                offset: 40,
+                position: 6000
+            },
+            ..
+        })
+    ));
+
+    write_index(&path, 0, &[(0, 32), (5, limit.end_position)], &[]);
+    assert!(matches!(
+        load(),
+        Err(IndexLoadError::Invalid {
+            kind: CorruptionKind::IndexEntryOutOfOrder { entry: 1, .. },
+            ..
+        })
+    ));
+
+    // A torn final entry is dropped, not a reason to rebuild.
+    write_index(&path, 0, &[(0, 32)], &[0, 0, 0, 1]);
+    assert_eq!(
+        load().unwrap().entries(),
+        [IndexEntry {
+            offset: 0,
+            position: 32
+        }]
+    );
+    std::fs::write(
+        &path,
+        [&IndexHeader { base_offset: 0 }.encode()[..], &[1; 7]].concat(),
+    )
+    .unwrap();
+    assert_eq!(load().unwrap().entries().len(), 0);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        INDEX_HEADER_LEN as u64 + 7
+    );
+}
+
+#[test]
+fn read_through_entry_pointing_mid_record_is_stale_index_never_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let good = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let real = good.entries()[3];
+    for delta in 1..40u64 {
+        let wrong = IndexEntry {
+            offset: real.offset,
+            position: real.position + delta,
+        };
+        let result = segment.read(wrong, real.offset + 2, limit, 1);
+        match result {
+            Err(SegmentError::StaleIndex { entry, site, .. }) => {
+                assert_eq!(entry, wrong);
+                assert_eq!(site.position, wrong.position);
+            }
+            other => panic!("delta {delta}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn read_through_entry_with_wrong_offset_is_stale_index_never_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let good = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let real = good.entries()[3];
+    // The entry claims an earlier offset at the right position: following it
+    // would mislabel every record, so the first record's offset must refute it.
+    let wrong = IndexEntry {
+        offset: real.offset - 1,
+        position: real.position,
+    };
+    let err = segment.read(wrong, real.offset, limit, 1).unwrap_err();
+    assert!(
+        matches!(err, SegmentError::StaleIndex { kind: CorruptionKind::OffsetOutOfOrder { expected, found }, .. } if expected == real.offset - 1 && found == real.offset),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn read_through_entry_past_the_target_is_stale_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let err = segment
+        .read(
+            IndexEntry {
+                offset: 500,
+                position: 9000,
+            },
+            100,
+            limit,
+            1,
+        )
+        .unwrap_err();
+    assert!(matches!(err, SegmentError::StaleIndex { .. }), "{err:?}");
+}
+
+/// Copies an interop case so nothing can modify the shared corpus.
+fn interop_copy(case: &str) -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/interop")
+        .join(case);
+    let dst = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dst.path().join(entry.file_name())).unwrap();
+    }
+    dst
+}
+
+#[test]
+fn read_interop_clean_4seg_record_by_record_gives_the_readme_payloads() {
+    let dir = interop_copy("clean-4seg");
+    let mut offset = 0u64;
+    for id in 0..4 {
+        let (segment, len) = SegmentFile::open(dir.path(), id, label()).unwrap();
+        assert_eq!(segment.base_offset(), offset);
+        let index = SparseIndex::load(&segment.index_path(), offset, len).unwrap();
+        // The segment's record count is found by reading to its end.
+        let all = segment
+            .read(
+                index.seek(offset),
+                offset,
+                ReadLimit {
+                    end_position: len,
+                    next_offset: u64::MAX,
+                },
+                u64::MAX,
+            )
+            .unwrap_err();
+        // Reading past the last record runs into the end of the file.
+        assert!(
+            matches!(
+                all,
+                SegmentError::Corrupt {
+                    kind: CorruptionKind::Truncated {
+                        needed: 28,
+                        available: 0
+                    },
+                    ..
+                }
+            ),
+            "{all:?}"
+        );
+        loop {
+            let limit = ReadLimit {
+                end_position: len,
+                next_offset: offset + 1,
+            };
+            let records = segment.read(index.seek(offset), offset, limit, 1).unwrap();
+            assert_eq!(records[0].offset, offset);
+            assert_eq!(records[0].payload, interop_payload(offset, 100));
+            offset += 1;
+            if records[0].position + 128 == len {
+                break;
+            }
+        }
+    }
+    assert_eq!(offset, 2000);
+}
