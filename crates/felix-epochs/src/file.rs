@@ -1,0 +1,361 @@
+//! The `epochs` file in a shard directory: loading it tolerantly and
+//! replacing it atomically.
+//!
+//! The invariant is that a reader sees either the previous file or the new
+//! one, never a mix: a half-written history would be read back as a
+//! confident answer about where a generation began, and that answer becomes a
+//! truncation point. So the file is only ever replaced by writing a temporary
+//! beside it, syncing it, renaming it over the old one and syncing the
+//! directory.
+//!
+//! The file is not authoritative. Every way it can be unusable reads as an
+//! empty history, reported through a `tracing` warning and a [`LoadStatus`]
+//! the caller can inspect, because a lost history only costs the ability to
+//! repair a divergence automatically, never a record.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
+
+use crate::history::{EpochHistory, HistoryError};
+
+/// Name of the generation history file inside a shard directory.
+pub const EPOCHS_FILE_NAME: &str = "epochs";
+/// Name of the temporary the history is written to before it is renamed over
+/// [`EPOCHS_FILE_NAME`]; one left by a crash is removed on the next load.
+pub const EPOCHS_TEMP_FILE_NAME: &str = "epochs.tmp";
+
+/// An I/O failure, with the operation and the path it was applied to.
+///
+/// ```
+/// use std::io;
+/// use felix_epochs::EpochsFile;
+///
+/// let dir = tempfile::tempdir()?;
+/// let missing = EpochsFile::in_dir(dir.path().join("gone"));
+/// let err = missing.store(&felix_epochs::EpochHistory::new()).unwrap_err();
+/// assert_eq!(err.op(), "create");
+/// assert!(err.to_string().starts_with("create "));
+/// # Ok::<(), io::Error>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {}: {source}", path.display())]
+pub struct EpochsIoError {
+    op: &'static str,
+    path: PathBuf,
+    #[source]
+    source: io::Error,
+}
+
+impl EpochsIoError {
+    fn new(op: &'static str, path: &Path, source: io::Error) -> Self {
+        Self {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The operation that failed, such as `"fsync"` or `"rename"`.
+    ///
+    /// See [`EpochsIoError`] for an example.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// The path the operation was applied to.
+    ///
+    /// See [`EpochsIoError`] for an example.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The kind of the underlying I/O error.
+    ///
+    /// See [`EpochsIoError`] for an example.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.source.kind()
+    }
+}
+
+/// Why an existing epochs file was read as an empty history.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum DiscardReason {
+    /// The bytes are not a valid epochs file: short, wrong magic or version,
+    /// a count that does not match the length, or a failing body CRC.
+    #[error("{0}")]
+    Decode(#[from] EpochsDecodeError),
+    /// The file decoded, but its entries are not a valid history, such as
+    /// entries that do not ascend.
+    #[error("{0}")]
+    History(#[from] HistoryError),
+    /// The file is longer than any valid epochs file, so it was not read.
+    #[error("epochs file is {len} bytes, longer than the largest valid one ({max} bytes)")]
+    TooLarge {
+        /// The file's length.
+        len: u64,
+        /// [`MAX_EPOCHS_FILE_LEN`].
+        max: usize,
+    },
+    /// The file exists but could not be opened or read.
+    #[error("{0}")]
+    Unreadable(EpochsIoError),
+}
+
+/// How [`EpochsFile::load`] came by its history.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum LoadStatus {
+    /// There is no epochs file, as in every shard written before it existed.
+    Absent,
+    /// The file was read and is the history.
+    Loaded,
+    /// The file exists but was unusable, so the history is empty.
+    Discarded(DiscardReason),
+}
+
+/// What [`EpochsFile::load`] found.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The history; empty unless `status` is [`LoadStatus::Loaded`].
+    pub history: EpochHistory,
+    /// How the history was come by.
+    pub status: LoadStatus,
+    /// Whether a temporary left by an interrupted store was removed.
+    pub removed_stale_temp: bool,
+}
+
+/// The steps of replacing the file, in order; a crash after any of them
+/// leaves the old file or the new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum StoreStep {
+    /// The temporary holds the new bytes, perhaps only in the page cache.
+    TempWritten,
+    /// The temporary's bytes are durable.
+    TempSynced,
+    /// The temporary has been renamed over the file, perhaps not durably.
+    Renamed,
+    /// The rename is durable.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "only tests name the step after which nothing is left to do"
+        )
+    )]
+    DirSynced,
+}
+
+/// The epochs file of one shard directory.
+///
+/// A shard has one writer: [`load`](Self::load) removes a stale temporary,
+/// so it must not run while a [`store`](Self::store) to the same directory is
+/// in progress.
+///
+/// ```
+/// use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
+///
+/// let dir = tempfile::tempdir()?;
+/// let file = EpochsFile::in_dir(dir.path());
+/// assert!(matches!(file.load().status, LoadStatus::Absent));
+///
+/// let mut history = EpochHistory::new();
+/// history.record(1, 0)?;
+/// file.store(&history)?;
+/// let loaded = file.load();
+/// assert!(matches!(loaded.status, LoadStatus::Loaded));
+/// assert_eq!(loaded.history, history);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochsFile {
+    dir: PathBuf,
+    path: PathBuf,
+    temp_path: PathBuf,
+}
+
+impl EpochsFile {
+    /// The epochs file of the shard directory `dir`. Touches nothing.
+    ///
+    /// ```
+    /// let file = felix_epochs::EpochsFile::in_dir("/data/shard");
+    /// assert_eq!(file.path(), std::path::Path::new("/data/shard/epochs"));
+    /// ```
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Self {
+            path: dir.join(EPOCHS_FILE_NAME),
+            temp_path: dir.join(EPOCHS_TEMP_FILE_NAME),
+            dir,
+        }
+    }
+
+    /// The path of the file itself.
+    ///
+    /// See [`EpochsFile::in_dir`] for an example.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the history, reading anything unusable as empty.
+    ///
+    /// A temporary left by an interrupted [`store`](Self::store) is removed
+    /// first; it is never read, because until the rename it was not the
+    /// history. An absent file is [`LoadStatus::Absent`]; any other failure is
+    /// [`LoadStatus::Discarded`] with the reason, also logged as a warning.
+    /// Loading never fails: the history is a convenience, and no state of
+    /// this file may stop a shard from opening.
+    ///
+    /// See [`EpochsFile`] for an example.
+    pub fn load(&self) -> Loaded {
+        let removed_stale_temp = self.remove_stale_temp();
+        let (history, status) = match self.read() {
+            Ok(Some(history)) => (history, LoadStatus::Loaded),
+            Ok(None) => (EpochHistory::new(), LoadStatus::Absent),
+            Err(reason) => {
+                tracing::warn!(
+                    path = %self.path.display(),
+                    %reason,
+                    "epochs file discarded; the generation history reads as empty, \
+                     so a divergence from the leader cannot be repaired automatically"
+                );
+                (EpochHistory::new(), LoadStatus::Discarded(reason))
+            }
+        };
+        Loaded {
+            history,
+            status,
+            removed_stale_temp,
+        }
+    }
+
+    /// Replaces the file with `history`, atomically and durably.
+    ///
+    /// Writes a temporary, syncs it, renames it over the file and syncs the
+    /// directory, so a crash at any point leaves the old file or the new one.
+    /// On error the old file is still in place unless the rename happened; a
+    /// temporary left behind is removed by the next load.
+    ///
+    /// See [`EpochsFile`] for an example.
+    pub fn store(&self, history: &EpochHistory) -> Result<(), EpochsIoError> {
+        self.store_until(history, None)
+    }
+
+    /// [`store`](Self::store), stopping after `stop_after` as a crash would,
+    /// so tests can inspect every intermediate state.
+    pub(crate) fn store_until(
+        &self,
+        history: &EpochHistory,
+        stop_after: Option<StoreStep>,
+    ) -> Result<(), EpochsIoError> {
+        let stop = |step: StoreStep| stop_after == Some(step);
+        let mut bytes = Vec::new();
+        encode_epochs(history.entries(), &mut bytes).map_err(|e| {
+            // A history never exceeds the cap, so this is a broken invariant,
+            // reported rather than written as a file no reader accepts.
+            EpochsIoError::new("encode", &self.temp_path, io::Error::other(e))
+        })?;
+
+        let mut temp = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&self.temp_path)
+            .map_err(|e| EpochsIoError::new("create", &self.temp_path, e))?;
+        temp.write_all(&bytes)
+            .map_err(|e| EpochsIoError::new("write", &self.temp_path, e))?;
+        if stop(StoreStep::TempWritten) {
+            return Ok(());
+        }
+        // Without this, the rename could reach the disk before the data, and
+        // a crash would leave the new name on an empty or partial file.
+        temp.sync_all()
+            .map_err(|e| EpochsIoError::new("fsync", &self.temp_path, e))?;
+        drop(temp);
+        if stop(StoreStep::TempSynced) {
+            return Ok(());
+        }
+        fs::rename(&self.temp_path, &self.path)
+            .map_err(|e| EpochsIoError::new("rename", &self.temp_path, e))?;
+        if stop(StoreStep::Renamed) {
+            return Ok(());
+        }
+        sync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    /// Removes a temporary left by a crash, reporting whether there was one.
+    /// A failure only means the next store overwrites it instead.
+    fn remove_stale_temp(&self) -> bool {
+        match fs::remove_file(&self.temp_path) {
+            Ok(()) => {
+                tracing::info!(
+                    path = %self.temp_path.display(),
+                    "removed the temporary of an interrupted epochs store"
+                );
+                true
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => {
+                tracing::warn!(
+                    error = %EpochsIoError::new("remove", &self.temp_path, e),
+                    "could not remove the temporary of an interrupted epochs store"
+                );
+                false
+            }
+        }
+    }
+
+    /// The history in the file, `None` when there is no file.
+    fn read(&self) -> Result<Option<EpochHistory>, DiscardReason> {
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(DiscardReason::Unreadable(EpochsIoError::new(
+                    "open", &self.path, e,
+                )));
+            }
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("stat", &self.path, e)))?
+            .len();
+        // Checked before reading, so a huge file costs no allocation.
+        if usize::try_from(len).map_or(true, |len| len > MAX_EPOCHS_FILE_LEN) {
+            return Err(DiscardReason::TooLarge {
+                len,
+                max: MAX_EPOCHS_FILE_LEN,
+            });
+        }
+        let mut bytes = Vec::new();
+        // The limit also bounds a file that grows after the length check.
+        file.take(MAX_EPOCHS_FILE_LEN as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("read", &self.path, e)))?;
+        let entries = decode_epochs(&bytes)?.collect();
+        Ok(Some(EpochHistory::from_entries(entries)?))
+    }
+}
+
+/// Makes a rename in `dir` durable.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> Result<(), EpochsIoError> {
+    let handle = File::open(dir).map_err(|e| EpochsIoError::new("open directory", dir, e))?;
+    handle
+        .sync_all()
+        .map_err(|e| EpochsIoError::new("fsync directory", dir, e))
+}
+
+/// Makes a rename in `dir` durable. Other platforms cannot open a directory
+/// through `std`; their rename is journaled by the filesystem instead.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> Result<(), EpochsIoError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

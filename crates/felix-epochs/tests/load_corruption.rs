@@ -1,0 +1,320 @@
+//! Every way the epochs file can be unusable reads as an empty history, with
+//! the reason reported; a good file reads back exactly as stored.
+
+use std::fs;
+
+use felix_epochs::{
+    DiscardReason, EPOCHS_FILE_NAME, EpochEntry, EpochHistory, EpochsFile, HistoryError,
+    LoadStatus, Loaded, MAX_EPOCH_ENTRIES,
+};
+use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, encode_epochs};
+use proptest::prelude::*;
+
+fn entry(generation: u64, start_offset: u64) -> EpochEntry {
+    EpochEntry {
+        generation,
+        start_offset,
+    }
+}
+
+fn sample_entries() -> Vec<EpochEntry> {
+    vec![entry(1, 0), entry(2, 10), entry(5, 40)]
+}
+
+fn encoded(entries: &[EpochEntry]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_epochs(entries, &mut bytes).unwrap();
+    bytes
+}
+
+/// Writes `bytes` as the epochs file of a fresh directory and loads it.
+fn load_bytes(bytes: &[u8]) -> Loaded {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(EPOCHS_FILE_NAME), bytes).unwrap();
+    EpochsFile::in_dir(dir.path()).load()
+}
+
+/// The decode error a discarded load reports, failing on any other outcome.
+fn decode_reason(loaded: &Loaded) -> EpochsDecodeError {
+    assert!(loaded.history.is_empty());
+    match loaded.status {
+        LoadStatus::Discarded(DiscardReason::Decode(e)) => e,
+        ref other => panic!("expected a decode discard, got {other:?}"),
+    }
+}
+
+#[test]
+fn load_stored_history_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = EpochsFile::in_dir(dir.path());
+    let history = EpochHistory::from_entries(sample_entries()).unwrap();
+    file.store(&history).unwrap();
+    assert_eq!(
+        fs::read(dir.path().join(EPOCHS_FILE_NAME)).unwrap(),
+        encoded(&sample_entries())
+    );
+    let loaded = file.load();
+    assert!(matches!(loaded.status, LoadStatus::Loaded));
+    assert_eq!(loaded.history, history);
+    assert!(!loaded.removed_stale_temp);
+}
+
+#[test]
+fn load_stored_empty_history_is_loaded_not_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = EpochsFile::in_dir(dir.path());
+    file.store(&EpochHistory::new()).unwrap();
+    let loaded = file.load();
+    assert!(matches!(loaded.status, LoadStatus::Loaded));
+    assert!(loaded.history.is_empty());
+}
+
+#[test]
+fn load_full_history_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = EpochsFile::in_dir(dir.path());
+    let entries = (0..MAX_EPOCH_ENTRIES as u64)
+        .map(|g| entry(g, g * 3))
+        .collect();
+    let history = EpochHistory::from_entries(entries).unwrap();
+    file.store(&history).unwrap();
+    let loaded = file.load();
+    assert!(matches!(loaded.status, LoadStatus::Loaded));
+    assert_eq!(loaded.history, history);
+}
+
+#[test]
+fn load_missing_file_is_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = EpochsFile::in_dir(dir.path()).load();
+    assert!(matches!(loaded.status, LoadStatus::Absent));
+    assert!(loaded.history.is_empty());
+    assert!(!loaded.removed_stale_temp);
+}
+
+#[test]
+fn load_file_cut_at_every_byte_is_discarded() {
+    let full = encoded(&sample_entries());
+    for len in 0..full.len() {
+        let reason = decode_reason(&load_bytes(&full[..len]));
+        let expected = if len < 12 {
+            EpochsDecodeError::Short { len }
+        } else {
+            EpochsDecodeError::CountMismatch {
+                count: 3,
+                expected: 48,
+                found: len - 12,
+            }
+        };
+        assert_eq!(reason, expected, "cut at {len}");
+    }
+}
+
+#[test]
+fn load_file_every_bit_flipped_is_discarded() {
+    let full = encoded(&sample_entries());
+    for byte in 0..full.len() {
+        for bit in 0..8 {
+            let mut bytes = full.clone();
+            bytes[byte] ^= 1 << bit;
+            let reason = decode_reason(&load_bytes(&bytes));
+            // Each header field is checked before the body, so the flipped
+            // field is the one reported.
+            let ok = match byte {
+                0..4 => matches!(reason, EpochsDecodeError::Magic { .. }),
+                4..6 => matches!(reason, EpochsDecodeError::Version { .. }),
+                6..8 => matches!(
+                    reason,
+                    EpochsDecodeError::TooManyEntries { .. }
+                        | EpochsDecodeError::CountMismatch { .. }
+                ),
+                _ => matches!(reason, EpochsDecodeError::BodyChecksum { .. }),
+            };
+            assert!(ok, "byte {byte} bit {bit}: {reason:?}");
+        }
+    }
+}
+
+#[test]
+fn load_wrong_magic_is_discarded() {
+    let mut bytes = encoded(&sample_entries());
+    bytes[..4].copy_from_slice(b"FLSG");
+    assert_eq!(
+        decode_reason(&load_bytes(&bytes)),
+        EpochsDecodeError::Magic { found: 0x464C_5347 }
+    );
+}
+
+#[test]
+fn load_unknown_version_is_discarded() {
+    let mut bytes = encoded(&sample_entries());
+    bytes[4..6].copy_from_slice(&2u16.to_be_bytes());
+    assert_eq!(
+        decode_reason(&load_bytes(&bytes)),
+        EpochsDecodeError::Version { found: 2 }
+    );
+}
+
+#[test]
+fn load_count_not_matching_length_is_discarded() {
+    let mut bytes = encoded(&sample_entries());
+    bytes[6..8].copy_from_slice(&2u16.to_be_bytes());
+    assert_eq!(
+        decode_reason(&load_bytes(&bytes)),
+        EpochsDecodeError::CountMismatch {
+            count: 2,
+            expected: 32,
+            found: 48
+        }
+    );
+}
+
+#[test]
+fn load_count_above_cap_is_discarded() {
+    let mut bytes = encoded(&sample_entries());
+    bytes[6..8].copy_from_slice(&u16::MAX.to_be_bytes());
+    assert_eq!(
+        decode_reason(&load_bytes(&bytes)),
+        EpochsDecodeError::TooManyEntries {
+            count: u16::MAX,
+            max: MAX_EPOCH_ENTRIES
+        }
+    );
+}
+
+#[test]
+fn load_failing_body_crc_is_discarded() {
+    let mut bytes = encoded(&sample_entries());
+    // Entry 1's start offset, 10, becomes 11.
+    bytes[12 + 16 + 15] ^= 1;
+    let reason = decode_reason(&load_bytes(&bytes));
+    let stored = u32::from_be_bytes(bytes[8..12].try_into().unwrap());
+    assert!(matches!(
+        reason,
+        EpochsDecodeError::BodyChecksum { expected, found } if expected == stored && found != stored
+    ));
+}
+
+#[test]
+fn load_entries_not_ascending_is_discarded() {
+    // The codec encodes any entries; ascent is the history's rule.
+    for (bad, why) in [
+        (entry(2, 20), "generation repeats"),
+        (entry(3, 10), "start repeats"),
+        (entry(3, 5), "start goes back"),
+    ] {
+        let bytes = encoded(&[entry(1, 0), entry(2, 10), bad]);
+        let loaded = load_bytes(&bytes);
+        assert!(loaded.history.is_empty(), "{why}");
+        assert!(
+            matches!(
+                loaded.status,
+                LoadStatus::Discarded(DiscardReason::History(HistoryError::NotAscending {
+                    index: 2,
+                    previous,
+                    entry: found,
+                })) if previous == entry(2, 10) && found == bad
+            ),
+            "{why}: {:?}",
+            loaded.status
+        );
+    }
+}
+
+#[test]
+fn load_file_longer_than_any_valid_is_discarded_unread() {
+    let mut bytes = encoded(&sample_entries());
+    bytes.resize(MAX_EPOCHS_FILE_LEN + 1, 0);
+    let loaded = load_bytes(&bytes);
+    assert!(loaded.history.is_empty());
+    assert!(matches!(
+        loaded.status,
+        LoadStatus::Discarded(DiscardReason::TooLarge { len, max })
+            if len == MAX_EPOCHS_FILE_LEN as u64 + 1 && max == MAX_EPOCHS_FILE_LEN
+    ));
+}
+
+#[test]
+fn load_unreadable_file_is_discarded_with_operation_and_path() {
+    // A directory where the file should be opens on Unix but fails to read.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(EPOCHS_FILE_NAME);
+    fs::create_dir(&path).unwrap();
+    let loaded = EpochsFile::in_dir(dir.path()).load();
+    assert!(loaded.history.is_empty());
+    let LoadStatus::Discarded(DiscardReason::Unreadable(err)) = &loaded.status else {
+        panic!("expected an unreadable discard, got {:?}", loaded.status);
+    };
+    assert!(matches!(err.op(), "open" | "read"), "{err}");
+    assert_eq!(err.path(), path);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{} {}: ", err.op(), path.display()))
+    );
+}
+
+#[test]
+fn store_rename_over_directory_fails_with_operation_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join(EPOCHS_FILE_NAME);
+    fs::create_dir(&blocker).unwrap();
+    fs::write(blocker.join("occupant"), b"x").unwrap();
+    let err = EpochsFile::in_dir(dir.path())
+        .store(&EpochHistory::from_entries(sample_entries()).unwrap())
+        .unwrap_err();
+    assert_eq!(err.op(), "rename");
+    assert_eq!(err.path(), dir.path().join("epochs.tmp"));
+}
+
+#[test]
+fn display_discard_reason_reads_for_an_operator() {
+    let reason = DiscardReason::Decode(EpochsDecodeError::Short { len: 3 });
+    assert_eq!(
+        reason.to_string(),
+        "epochs file is 3 bytes, shorter than its 12-byte header"
+    );
+    let reason = DiscardReason::TooLarge {
+        len: 70_000,
+        max: MAX_EPOCHS_FILE_LEN,
+    };
+    assert_eq!(
+        reason.to_string(),
+        "epochs file is 70000 bytes, longer than the largest valid one (65548 bytes)"
+    );
+}
+
+fn arb_history() -> impl Strategy<Value = EpochHistory> {
+    prop::collection::vec((1u64..1_000, 0u64..1_000), 0..40).prop_map(|steps| {
+        let mut history = EpochHistory::new();
+        let (mut generation, mut start) = (0u64, 0u64);
+        for (generation_step, start_step) in steps {
+            generation += generation_step;
+            start += start_step;
+            history.record(generation, start).unwrap();
+        }
+        history
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn load_stored_arbitrary_history_round_trips(history in arb_history()) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = EpochsFile::in_dir(dir.path());
+        file.store(&history).unwrap();
+        let loaded = file.load();
+        prop_assert!(matches!(loaded.status, LoadStatus::Loaded));
+        prop_assert_eq!(loaded.history, history);
+    }
+
+    #[test]
+    fn load_arbitrary_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let loaded = load_bytes(&bytes);
+        prop_assert!(matches!(loaded.status, LoadStatus::Loaded | LoadStatus::Discarded(_)));
+        if !matches!(loaded.status, LoadStatus::Loaded) {
+            prop_assert!(loaded.history.is_empty());
+        }
+    }
+}
