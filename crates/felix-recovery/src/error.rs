@@ -1,0 +1,41 @@
+//! Why a shard could not be inspected, repaired or opened.
+
+use std::path::PathBuf;
+
+use felix_segment::SegmentError;
+
+use crate::report::Finding;
+
+/// A failure of recovery.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    /// Reading or writing the directory failed.
+    #[error(transparent)]
+    Io(#[from] SegmentError),
+    /// Damage was found that the chosen policy may not repair. Nothing was
+    /// modified.
+    #[error("{}", unrepairable_text(dir, blocking, *repair_checksum_tail))]
+    Unrepairable {
+        /// The shard directory.
+        dir: PathBuf,
+        /// Every finding the policy does not allow repairing.
+        blocking: Vec<Finding>,
+        /// The policy that was in force.
+        repair_checksum_tail: bool,
+    },
+}
+
+fn unrepairable_text(dir: &std::path::Path, blocking: &[Finding], repair_checksum_tail: bool) -> String {
+    let mut text = format!(
+        "shard {} cannot be opened: {} finding(s) not repairable{}; nothing was modified",
+        dir.display(),
+        blocking.len(),
+        if repair_checksum_tail { "" } else { " by default" },
+    );
+    for finding in blocking {
+        text.push_str("\n  - ");
+        text.push_str(&finding.to_string());
+    }
+    text
+}

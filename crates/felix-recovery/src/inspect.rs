@@ -1,0 +1,422 @@
+//! Reading a shard directory and deciding what is wrong with it, without
+//! modifying a byte.
+//!
+//! Every descriptor opened here is read-only, so an inspection is safe to
+//! run on a shard another process owns, and `felix-store verify` can promise
+//! that it changes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use felix_format::{
+    CorruptionKind, CorruptionSite, FileKind, IndexEntry, SEGMENT_HEADER_LEN, file_name,
+    parse_file_name,
+};
+use felix_segment::{IndexLoadError, SegmentError, SegmentFile, SparseIndex};
+
+use felix_format::{RECORD_HEADER_LEN, decode_record_header};
+
+use crate::chunked::ChunkedReader;
+use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
+use crate::error::RecoveryError;
+use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
+use crate::scan::{
+    ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start,
+    tail_is_zero,
+};
+
+/// File names in a shard directory that belong to other layers and are not
+/// strays: the generation history and its temporary, and the writer's lock.
+pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &["epochs", "epochs.tmp", "lock"];
+
+/// How to inspect a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InspectOptions {
+    /// Spacing of index entries when an index is rebuilt.
+    pub index_spacing_bytes: u64,
+    /// Scan every record of every segment in full, not only the newest
+    /// segment (sealed segments otherwise get a header check, index
+    /// validation and a scan of their tail).
+    pub full_verify: bool,
+}
+
+impl Default for InspectOptions {
+    fn default() -> Self {
+        Self { index_spacing_bytes: 4096, full_verify: false }
+    }
+}
+
+/// What one segment holds, as it will be after the planned repairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentSummary {
+    /// Segment id.
+    pub id: u64,
+    /// First offset, from the header (`None` when the header is damaged).
+    pub base_offset: Option<u64>,
+    /// One past the last intact record (`None` when unknown).
+    pub next_offset: Option<u64>,
+    /// The file's length now.
+    pub file_len: u64,
+    /// Where its intact records end.
+    pub valid_len: u64,
+    /// Whether it is the newest segment (the one a writer continues).
+    pub newest: bool,
+    /// Whether its index can be used as it is.
+    pub index_ok: bool,
+    /// Whether the segment is removed by the plan (abandoned creation).
+    pub removed: bool,
+}
+
+impl SegmentSummary {
+    /// Records the segment holds, when known.
+    pub fn records(&self) -> Option<u64> {
+        Some(self.next_offset? - self.base_offset?)
+    }
+}
+
+/// The result of inspecting a shard directory.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    /// The shard directory.
+    pub dir: PathBuf,
+    /// The label errors carry.
+    pub shard: Arc<str>,
+    /// Segments in id order.
+    pub segments: Vec<SegmentSummary>,
+    /// Damage to data, in the order found.
+    pub findings: Vec<Finding>,
+    /// Facts that are not damage.
+    pub notes: Vec<Note>,
+    /// What a repair would do.
+    pub plan: Vec<Action>,
+    /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
+    /// and for the newest segment.
+    pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,
+}
+
+impl Inspection {
+    /// Findings the policy does not allow repairing: if any, opening fails.
+    pub fn blocking(&self, repair_checksum_tail: bool) -> Vec<&Finding> {
+        self.findings
+            .iter()
+            .filter(|f| match f.repair {
+                RepairClass::Default => false,
+                RepairClass::OptIn => !repair_checksum_tail,
+                RepairClass::Never => true,
+            })
+            .collect()
+    }
+
+    /// Whether opening with this policy would succeed.
+    pub fn would_open(&self, repair_checksum_tail: bool) -> bool {
+        self.blocking(repair_checksum_tail).is_empty()
+    }
+
+    /// The segments that remain after the plan.
+    pub fn live_segments(&self) -> impl Iterator<Item = &SegmentSummary> {
+        self.segments.iter().filter(|s| !s.removed)
+    }
+
+    /// The shard's first offset after the plan, if any segment remains.
+    pub fn base_offset(&self) -> Option<u64> {
+        self.live_segments().next()?.base_offset
+    }
+
+    /// The shard's next offset after the plan, if known.
+    pub fn next_offset(&self) -> Option<u64> {
+        self.live_segments().last()?.next_offset
+    }
+
+    /// Records across the remaining segments, if every count is known.
+    pub fn records(&self) -> Option<u64> {
+        self.live_segments().map(SegmentSummary::records).sum()
+    }
+}
+
+/// Inspects the shard directory `dir`, reading but never writing.
+///
+/// Lists `*.log` files and sorts them by the number in their names, checks
+/// every segment header, validates (or rebuilds in memory) every index,
+/// scans sealed segments' tails (or all of them with `full_verify`) and the
+/// newest segment in full, checks that offsets continue from segment to
+/// segment, and classifies every damage found.
+pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Inspection, RecoveryError> {
+    let shard: Arc<str> = Arc::from(shard);
+    let mut inspection = Inspection {
+        dir: dir.to_path_buf(),
+        shard: Arc::clone(&shard),
+        segments: Vec::new(),
+        findings: Vec::new(),
+        notes: Vec::new(),
+        plan: Vec::new(),
+        rebuilt: BTreeMap::new(),
+    };
+    let (ids, orphans, strays) = list_dir(dir)?;
+    inspection.notes.extend(strays.into_iter().map(|name| Note::StrayFile { name }));
+    inspection.notes.extend(orphans.into_iter().map(|segment| Note::OrphanIndex { segment }));
+
+    let count = ids.len();
+    let mut previous: Option<(u64, Option<u64>)> = None;
+    for (i, &id) in ids.iter().enumerate() {
+        let newest = i + 1 == count;
+        let summary = inspect_segment(&mut inspection, id, newest, i > 0, options)?;
+        if let (Some((prev_id, Some(prev_next))), Some(base)) = (previous, summary.base_offset)
+            && prev_next != base
+        {
+            inspection.findings.push(Finding {
+                kind: CorruptionKind::OffsetOutOfOrder { expected: prev_next, found: base },
+                site: CorruptionSite::new(&*shard, id, 0),
+                repair: RepairClass::Never,
+                context: FindingContext::OffsetGap { previous_segment: prev_id },
+            });
+        }
+        if !summary.removed {
+            previous = Some((id, summary.next_offset));
+        }
+        inspection.segments.push(summary);
+    }
+    Ok(inspection)
+}
+
+/// Segment ids (sorted numerically), orphan index ids and stray names.
+fn list_dir(dir: &Path) -> Result<(Vec<u64>, Vec<u64>, Vec<String>), RecoveryError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
+    let mut logs = BTreeSet::new();
+    let mut indexes = BTreeSet::new();
+    let mut strays = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        match parse_file_name(&name) {
+            Some((id, FileKind::Segment)) => {
+                logs.insert(id);
+            }
+            Some((id, FileKind::Index)) => {
+                indexes.insert(id);
+            }
+            None if KNOWN_NON_SEGMENT_FILES.contains(&&*name) => {}
+            None => strays.push(name.into_owned()),
+        }
+    }
+    strays.sort();
+    let orphans = indexes.difference(&logs).copied().collect();
+    Ok((logs.into_iter().collect(), orphans, strays))
+}
+
+fn inspect_segment(
+    inspection: &mut Inspection,
+    id: u64,
+    newest: bool,
+    older_exists: bool,
+    options: &InspectOptions,
+) -> Result<SegmentSummary, RecoveryError> {
+    let shard = Arc::clone(&inspection.shard);
+    let (segment, file_len) = match SegmentFile::open_read_only(&inspection.dir, id, Arc::clone(&shard)) {
+        Ok(opened) => opened,
+        Err(SegmentError::Corrupt { site, kind }) => {
+            let path = inspection.dir.join(file_name(id, FileKind::Segment).as_str());
+            let file_len = std::fs::metadata(&path)
+                .map_err(|e| RecoveryError::Io(SegmentError::io("stat", &path, e)))?
+                .len();
+            return Ok(header_damage(inspection, id, path, file_len, site, kind, newest, older_exists));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let base = segment.base_offset();
+    let (scan, index_ok) = if newest {
+        let scan = scan_segment(&segment, file_len, ScanStart::first_record(&segment), ScanDepth::Full, options.index_spacing_bytes)?;
+        let index_ok = check_index(inspection, &segment, scan.valid_len)?;
+        (scan, index_ok)
+    } else {
+        scan_sealed(inspection, &segment, file_len, options)?
+    };
+
+    if let Some(damage) = scan.damage {
+        let location = if newest {
+            let from = search_start(&damage, &segment, file_len)?;
+            match find_intact_record(&segment, file_len, from)? {
+                Some(at) => (DamageLocation::NewestFollowedByIntact, Some(at)),
+                None => (DamageLocation::NewestConfined, None),
+            }
+        } else {
+            (DamageLocation::Sealed, None)
+        };
+        let repair = is_repairable_tail(&damage.kind, location.0);
+        let tail_all_zero = tail_is_zero(&segment, file_len, damage.position)?;
+        inspection.findings.push(Finding {
+            kind: damage.kind,
+            site: segment.site(damage.position),
+            repair,
+            context: FindingContext::Record {
+                location: location.0,
+                intact_record_at: location.1,
+                tail_all_zero,
+                tail_bytes: file_len - damage.position,
+            },
+        });
+        if repair != RepairClass::Never {
+            inspection.plan.push(Action::Truncate {
+                segment: id,
+                path: segment.path().to_path_buf(),
+                from_len: file_len,
+                to_len: damage.position,
+            });
+        }
+    }
+    if newest {
+        inspection.rebuilt.insert(id, SparseIndex::from_entries(base, scan.index.clone()));
+    }
+    if !index_ok {
+        inspection.plan.push(Action::RebuildIndex {
+            segment: id,
+            path: segment.index_path(),
+            entries: scan.index.len(),
+        });
+        inspection.rebuilt.insert(id, SparseIndex::from_entries(base, scan.index));
+    }
+    let known_next = scan.damage.is_none() || newest;
+    Ok(SegmentSummary {
+        id,
+        base_offset: Some(base),
+        next_offset: known_next.then_some(scan.next_offset),
+        file_len,
+        valid_len: scan.valid_len,
+        newest,
+        index_ok,
+        removed: false,
+    })
+}
+
+/// Records damage to a segment header, recognising an abandoned creation.
+#[expect(clippy::too_many_arguments, reason = "one call site; the facts are all needed")]
+fn header_damage(
+    inspection: &mut Inspection,
+    id: u64,
+    path: PathBuf,
+    file_len: u64,
+    site: CorruptionSite,
+    kind: CorruptionKind,
+    newest: bool,
+    older_exists: bool,
+) -> SegmentSummary {
+    // A newest segment no longer than its header, whose header did not
+    // verify, was being created when the process died: the header is synced
+    // before any record is written, so no record can live in it.
+    let abandoned = newest && file_len <= SEGMENT_HEADER_LEN as u64;
+    let (repair, context) = if abandoned {
+        let repair = if older_exists { RepairClass::Default } else { RepairClass::Never };
+        (repair, FindingContext::AbandonedSegment { older_segment_exists: older_exists })
+    } else {
+        (RepairClass::Never, FindingContext::SegmentHeader)
+    };
+    inspection.findings.push(Finding { kind, site, repair, context });
+    let removed = abandoned && older_exists;
+    if removed {
+        inspection.plan.push(Action::RemoveSegment { segment: id, path, len: file_len });
+    }
+    SegmentSummary {
+        id,
+        base_offset: None,
+        next_offset: None,
+        file_len,
+        valid_len: 0,
+        newest,
+        index_ok: false,
+        removed,
+    }
+}
+
+/// Loads a segment's index, noting why when it cannot be used.
+fn load_index(inspection: &mut Inspection, segment: &SegmentFile, valid_len: u64) -> Result<SparseIndex, ()> {
+    match SparseIndex::load(&segment.index_path(), segment.base_offset(), valid_len) {
+        Ok(index) => Ok(index),
+        Err(err) => {
+            let reason = match err {
+                IndexLoadError::Missing { .. } => IndexProblem::Missing,
+                IndexLoadError::Invalid { kind, .. } => IndexProblem::Invalid(kind),
+                // An unreadable index is as good as a missing one: it is
+                // rebuilt, and the data itself is what matters.
+                _ => IndexProblem::Missing,
+            };
+            inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason });
+            Err(())
+        }
+    }
+}
+
+/// Whether a segment's index loads and every entry names a real record
+/// boundary (a verified header with the entry's offset). An index may lag its
+/// segment, but never lead it or disagree with it.
+fn check_index(
+    inspection: &mut Inspection,
+    segment: &SegmentFile,
+    valid_len: u64,
+) -> Result<bool, RecoveryError> {
+    let Ok(index) = load_index(inspection, segment, valid_len) else { return Ok(false) };
+    if entries_are_boundaries(segment, valid_len, index.entries())? {
+        Ok(true)
+    } else {
+        inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason: IndexProblem::Stale });
+        Ok(false)
+    }
+}
+
+/// Checks each entry against the record header at its position, reading
+/// sequentially because entries ascend.
+fn entries_are_boundaries(
+    segment: &SegmentFile,
+    file_len: u64,
+    entries: &[IndexEntry],
+) -> Result<bool, RecoveryError> {
+    let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
+    for entry in entries {
+        let ok = reader
+            .get(entry.position, RECORD_HEADER_LEN as u64)?
+            .and_then(|bytes| decode_record_header(bytes).ok())
+            .is_some_and(|header| header.offset == entry.offset);
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Scans a sealed segment: its tail from the last index entry with headers
+/// only, or everything in full when asked. When the tail scan meets damage,
+/// the segment is rescanned from its first record before anything is called
+/// damage: a clean rescan means the index entry was stale, not the data.
+fn scan_sealed(
+    inspection: &mut Inspection,
+    segment: &SegmentFile,
+    file_len: u64,
+    options: &InspectOptions,
+) -> Result<(SegmentScan, bool), RecoveryError> {
+    let first = ScanStart::first_record(segment);
+    let spacing = options.index_spacing_bytes;
+    if options.full_verify {
+        let scan = scan_segment(segment, file_len, first, ScanDepth::Full, spacing)?;
+        let index_ok = check_index(inspection, segment, scan.valid_len)?;
+        return Ok((scan, index_ok));
+    }
+    let index = load_index(inspection, segment, file_len);
+    if let Ok(index) = &index
+        && let Some(&IndexEntry { offset, position }) = index.entries().last()
+    {
+        let tail_start = ScanStart { offset, position };
+        let tail = scan_segment(segment, file_len, tail_start, ScanDepth::Headers, spacing)?;
+        if tail.damage.is_none() {
+            return Ok((tail, true));
+        }
+        let full = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
+        let stale = full.damage.is_none();
+        if stale {
+            inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason: IndexProblem::Stale });
+        }
+        return Ok((full, !stale));
+    }
+    let scan = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
+    Ok((scan, index.is_ok()))
+}

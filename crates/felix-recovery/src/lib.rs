@@ -1,0 +1,54 @@
+//! Scanning, classifying damage, repair, index rebuild, and opening a shard
+//! directory after a crash.
+//!
+//! Recovery turns a directory of segment files left by a crash into a shard
+//! that can be opened — or into a precise refusal naming the shard, segment
+//! and byte. The rules are the spec's "What recovery may repair":
+//! only damage confined to the end of the newest segment can ever be
+//! repaired, a `Truncated` tail (an unfinished write, provably) is repaired
+//! by default, and damage that may be rot of an acknowledged record is
+//! repaired only when the caller opts in.
+//!
+//! Invariants this crate keeps:
+//!
+//! * It writes nothing unless its caller chose a repair: [`inspect`] opens
+//!   every file read-only; only [`repair`] (and [`open_shard`], which calls
+//!   it) modifies the directory.
+//! * Indexes are never trusted: a missing, invalid or stale index is rebuilt
+//!   from its segment and reported as a note, never as damage.
+//!
+//! ```
+//! use felix_recovery::{inspect, InspectOptions};
+//! use felix_segment::{Record, SegmentConfig, SegmentWriter};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut writer = SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "doc".into())?;
+//! writer.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+//! writer.sync()?;
+//!
+//! let inspection = inspect(dir.path(), "doc", &InspectOptions::default())?;
+//! assert!(inspection.findings.is_empty());
+//! assert_eq!(inspection.next_offset(), Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod chunked;
+mod classify;
+mod error;
+mod inspect;
+mod open;
+mod repair;
+mod report;
+mod scan;
+
+pub use classify::{DamageLocation, RepairClass, is_repairable_tail};
+pub use error::RecoveryError;
+pub use inspect::{InspectOptions, Inspection, KNOWN_NON_SEGMENT_FILES, SegmentSummary, inspect};
+pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard};
+pub use repair::repair;
+pub use report::{Action, Finding, FindingContext, IndexProblem, Note};
+pub use scan::{
+    Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start,
+    tail_is_zero,
+};

@@ -1,0 +1,215 @@
+//! What recovery found and did, in terms an operator and a script can act on.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use felix_format::{CorruptionKind, CorruptionSite};
+
+use crate::classify::{DamageLocation, RepairClass};
+
+/// One piece of damage to segment data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// What is wrong.
+    pub kind: CorruptionKind,
+    /// Where the damaged record or header begins.
+    pub site: CorruptionSite,
+    /// Who may authorise its repair.
+    pub repair: RepairClass,
+    /// Further facts that decided the repair class.
+    pub context: FindingContext,
+}
+
+/// The facts behind a finding's repair class.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingContext {
+    /// Damage to a record, at a location that decided its class.
+    Record {
+        /// Newest-confined, newest-followed-by-intact, or sealed.
+        location: DamageLocation,
+        /// Position of the first intact record after the damage, if any.
+        intact_record_at: Option<u64>,
+        /// Whether every byte from the damage to the end of the file is zero
+        /// (preallocated or extended space that was never written).
+        tail_all_zero: bool,
+        /// Bytes from the damage to the end of the file.
+        tail_bytes: u64,
+    },
+    /// Damage to a segment's 32-byte header.
+    SegmentHeader,
+    /// The newest segment is no longer than its header and the header is
+    /// incomplete or unwritten: a segment creation the crash interrupted.
+    /// No record can live in it.
+    AbandonedSegment {
+        /// Whether an older segment exists (if not, the shard's start is
+        /// unknown and the file is not removed).
+        older_segment_exists: bool,
+    },
+    /// A segment does not begin where the previous one ended.
+    OffsetGap {
+        /// The previous segment's id.
+        previous_segment: u64,
+    },
+}
+
+impl Finding {
+    /// One sentence for an operator: what the damage means and what can be
+    /// done about it.
+    pub fn detail(&self) -> String {
+        match self.context {
+            FindingContext::Record { location, intact_record_at, tail_all_zero, tail_bytes } => {
+                let place = match location {
+                    DamageLocation::NewestConfined => format!(
+                        "in the newest segment's tail ({tail_bytes} bytes to end of file, no intact record after it{})",
+                        if tail_all_zero { "; the tail is all zeros" } else { "" }
+                    ),
+                    DamageLocation::NewestFollowedByIntact => format!(
+                        "in the newest segment, followed by an intact record at byte {}",
+                        intact_record_at.unwrap_or_default()
+                    ),
+                    DamageLocation::Sealed => "in a sealed segment".to_owned(),
+                };
+                let action = match self.repair {
+                    RepairClass::Default => "an unfinished write; truncated on open".to_owned(),
+                    RepairClass::OptIn => format!(
+                        "may be rot of an acknowledged record; truncating {tail_bytes} bytes needs --repair-checksum-tail"
+                    ),
+                    RepairClass::Never => {
+                        "not repairable: restore this segment from a replica or backup".to_owned()
+                    }
+                };
+                format!("{}: {place}; {action}", self.kind)
+            }
+            FindingContext::SegmentHeader => format!(
+                "{}: segment header damage is never a torn write; restore this segment from a replica or backup",
+                self.kind
+            ),
+            FindingContext::AbandonedSegment { older_segment_exists: true } => format!(
+                "{}: an interrupted segment creation holding no records; removed on open",
+                self.kind
+            ),
+            FindingContext::AbandonedSegment { older_segment_exists: false } => format!(
+                "{}: the only segment is shorter than its header, so the shard's first offset is unknown; remove the directory or restore it",
+                self.kind
+            ),
+            FindingContext::OffsetGap { previous_segment } => format!(
+                "{}: segment does not continue segment {previous_segment}; records are missing between them",
+                self.kind
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}] at {}", self.detail(), self.repair.as_str(), self.site)
+    }
+}
+
+/// Something recovery did (or, for a dry run, would do) to the directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The newest segment was cut back to its last intact record.
+    Truncate {
+        /// Segment id.
+        segment: u64,
+        /// The segment file.
+        path: PathBuf,
+        /// Length before.
+        from_len: u64,
+        /// Length after.
+        to_len: u64,
+    },
+    /// An abandoned segment (and its index) was removed.
+    RemoveSegment {
+        /// Segment id.
+        segment: u64,
+        /// The segment file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// An index was rebuilt from its segment.
+    RebuildIndex {
+        /// Segment id.
+        segment: u64,
+        /// The index file.
+        path: PathBuf,
+        /// Entries written.
+        entries: usize,
+    },
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Truncate { path, from_len, to_len, .. } => write!(
+                f,
+                "truncate {} from {from_len} to {to_len} bytes ({} bytes removed)",
+                path.display(),
+                from_len - to_len
+            ),
+            Self::RemoveSegment { path, len, .. } => {
+                write!(f, "remove {} ({len} bytes, no records)", path.display())
+            }
+            Self::RebuildIndex { path, entries, .. } => {
+                write!(f, "rebuild {} ({entries} entries)", path.display())
+            }
+        }
+    }
+}
+
+/// Something worth knowing that is not damage to data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// An index could not be used and will be (or was) rebuilt.
+    IndexUnusable {
+        /// Segment id.
+        segment: u64,
+        /// Why.
+        reason: IndexProblem,
+    },
+    /// A file in the shard directory that is not one of ours; left alone.
+    StrayFile {
+        /// Its name.
+        name: String,
+    },
+    /// An index file with no segment beside it; left alone.
+    OrphanIndex {
+        /// Segment id in its name.
+        segment: u64,
+    },
+}
+
+/// Why an index could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexProblem {
+    /// No index file.
+    Missing,
+    /// The file failed validation.
+    Invalid(CorruptionKind),
+    /// It loaded, but an entry did not lead to a record.
+    Stale,
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::IndexUnusable { segment, reason } => {
+                let name = felix_format::file_name(*segment, felix_format::FileKind::Index);
+                match reason {
+                    IndexProblem::Missing => write!(f, "index {name} is missing; rebuilt from its segment"),
+                    IndexProblem::Invalid(kind) => write!(f, "index {name} is invalid ({kind}); rebuilt from its segment"),
+                    IndexProblem::Stale => write!(f, "index {name} does not match its segment; rebuilt from it"),
+                }
+            }
+            Self::StrayFile { name } => write!(f, "stray file {name:?} left alone"),
+            Self::OrphanIndex { segment } => write!(
+                f,
+                "index {} has no segment beside it; left alone",
+                felix_format::file_name(*segment, felix_format::FileKind::Index)
+            ),
+        }
+    }
+}
