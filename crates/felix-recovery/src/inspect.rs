@@ -152,7 +152,7 @@ pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Insp
         plan: Vec::new(),
         rebuilt: BTreeMap::new(),
     };
-    let (ids, orphans, strays) = list_dir(dir)?;
+    let Listing { segments: ids, orphans, strays } = list_dir(dir)?;
     inspection.notes.extend(strays.into_iter().map(|name| Note::StrayFile { name }));
     inspection.notes.extend(orphans.into_iter().map(|segment| Note::OrphanIndex { segment }));
 
@@ -179,8 +179,18 @@ pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Insp
     Ok(inspection)
 }
 
-/// Segment ids (sorted numerically), orphan index ids and stray names.
-fn list_dir(dir: &Path) -> Result<(Vec<u64>, Vec<u64>, Vec<String>), RecoveryError> {
+/// What a shard directory holds, by name.
+struct Listing {
+    /// Segment ids, sorted numerically (not by name: iteration order is
+    /// filesystem-defined).
+    segments: Vec<u64>,
+    /// Ids of index files with no segment.
+    orphans: Vec<u64>,
+    /// Names that are neither ours nor known to other layers.
+    strays: Vec<String>,
+}
+
+fn list_dir(dir: &Path) -> Result<Listing, RecoveryError> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
     let mut logs = BTreeSet::new();
@@ -203,7 +213,7 @@ fn list_dir(dir: &Path) -> Result<(Vec<u64>, Vec<u64>, Vec<String>), RecoveryErr
     }
     strays.sort();
     let orphans = indexes.difference(&logs).copied().collect();
-    Ok((logs.into_iter().collect(), orphans, strays))
+    Ok(Listing { segments: logs.into_iter().collect(), orphans, strays })
 }
 
 fn inspect_segment(

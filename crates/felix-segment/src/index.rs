@@ -156,8 +156,15 @@ impl SparseIndex {
 }
 
 /// The greatest of `entries` at or below `offset`, or the first record of a
-/// segment beginning at `base_offset`.
-pub(crate) fn seek_entries(entries: &[IndexEntry], base_offset: u64, offset: u64) -> IndexEntry {
+/// segment beginning at `base_offset`: where a scan for `offset` begins.
+///
+/// ```
+/// use felix_format::IndexEntry;
+/// let entries = [IndexEntry { offset: 5, position: 900 }];
+/// assert_eq!(felix_segment::seek_entries(&entries, 0, 4), IndexEntry { offset: 0, position: 32 });
+/// assert_eq!(felix_segment::seek_entries(&entries, 0, 6), entries[0]);
+/// ```
+pub fn seek_entries(entries: &[IndexEntry], base_offset: u64, offset: u64) -> IndexEntry {
     let first = IndexEntry {
         offset: base_offset,
         position: SEGMENT_HEADER_LEN as u64,

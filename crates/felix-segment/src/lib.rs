@@ -29,6 +29,6 @@ mod segment;
 mod writer;
 
 pub use error::{Result, SegmentError};
-pub use index::{IndexBuilder, IndexLoadError, SparseIndex};
+pub use index::{IndexBuilder, IndexLoadError, SparseIndex, seek_entries};
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
 pub use writer::{Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle};

@@ -210,8 +210,14 @@ impl SegmentWriter {
             self.staging.extend_from_slice(&header);
             self.staging.extend_from_slice(&record.payload);
         }
-        if let Err(e) = self.segment.file().write_all_at(&self.staging, self.len) {
-            return Err(self.poison_with(SegmentError::io("write", self.segment.path(), e)));
+        let written = crate::fs::injected("write", self.segment.path()).and_then(|()| {
+            self.segment
+                .file()
+                .write_all_at(&self.staging, self.len)
+                .map_err(|e| SegmentError::io("write", self.segment.path(), e))
+        });
+        if let Err(e) = written {
+            return Err(self.poison_with(e));
         }
         // Only now that every byte is written do the records exist, so only
         // now are they indexed and counted.

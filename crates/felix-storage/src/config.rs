@@ -1,0 +1,66 @@
+//! How a store lays out and protects its shards.
+
+use std::time::Duration;
+
+/// When appended records become durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Records live in the page cache until a segment is sealed or the caller
+    /// syncs: a power loss may lose them, a process crash does not.
+    None,
+    /// A background thread syncs every shard at this interval.
+    Periodic(Duration),
+    /// `append` returns only once an `fdatasync` covers the batch. Concurrent
+    /// appenders share syncs (group commit).
+    OnCommit,
+}
+
+/// When sealed segments are deleted from the head of a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retention {
+    /// Keep the shard at or below this many bytes (whole segments only; the
+    /// active segment is never deleted).
+    pub max_bytes: Option<u64>,
+    /// Delete a sealed segment once its newest record is older than this.
+    pub max_age: Option<Duration>,
+    /// Run retention on every shard at this interval, on a store thread.
+    pub interval: Option<Duration>,
+}
+
+/// Configuration of every shard a store opens.
+///
+/// ```
+/// use felix_storage::{Durability, StoreConfig};
+/// let config = StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() };
+/// assert_eq!(config.segment_size_bytes, 1 << 30);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// A batch that would take the active segment past this size goes to a
+    /// new segment.
+    pub segment_size_bytes: u64,
+    /// Spacing of sparse index entries.
+    pub index_spacing_bytes: u64,
+    /// Reserve `segment_size_bytes` of disk for each new segment up front.
+    pub preallocate: bool,
+    /// When appends become durable.
+    pub durability: Durability,
+    /// When old segments are deleted.
+    pub retention: Retention,
+    /// On open, also truncate damage that may be rot of an acknowledged
+    /// record when it is confined to the newest segment's tail.
+    pub repair_checksum_tail: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            segment_size_bytes: 1 << 30,
+            index_spacing_bytes: 4096,
+            preallocate: true,
+            durability: Durability::OnCommit,
+            retention: Retention::default(),
+            repair_checksum_tail: false,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Errors of the storage API.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use felix_epochs::{EpochsIoError, HistoryError};
+use felix_recovery::RecoveryError;
+use felix_segment::SegmentError;
+
+/// What went wrong in a store or shard operation.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// An append was given no records.
+    #[error("shard {shard}: an append needs at least one record")]
+    EmptyBatch {
+        /// The shard.
+        shard: Arc<str>,
+    },
+    /// A payload is over the format's limit; nothing was written.
+    #[error(
+        "shard {shard}: record {index_in_batch} of the batch has a {len}-byte payload, over the limit of {max} bytes; nothing was written"
+    )]
+    PayloadTooLarge {
+        /// The shard.
+        shard: Arc<str>,
+        /// Position in the batch.
+        index_in_batch: usize,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: u32,
+    },
+    /// A read asked for an offset retention (or a replica's start) removed.
+    #[error("shard {shard}: offset {requested} is trimmed; the oldest offset is {oldest}")]
+    Trimmed {
+        /// The shard.
+        shard: Arc<str>,
+        /// The offset asked for.
+        requested: u64,
+        /// The oldest offset still held.
+        oldest: u64,
+    },
+    /// A replicated batch does not continue the log exactly.
+    #[error(
+        "shard {shard}: replicated record {index_in_batch} has offset {found}, expected {expected}"
+    )]
+    ReplicaOffsetMismatch {
+        /// The shard.
+        shard: Arc<str>,
+        /// Position in the batch.
+        index_in_batch: usize,
+        /// The offset required there.
+        expected: u64,
+        /// The offset given.
+        found: u64,
+    },
+    /// A truncation point below the shard's first offset.
+    #[error("shard {shard}: cannot truncate to {requested}, below the oldest offset {oldest}")]
+    TruncateBelowBase {
+        /// The shard.
+        shard: Arc<str>,
+        /// The offset asked for.
+        requested: u64,
+        /// The oldest offset held.
+        oldest: u64,
+    },
+    /// Another process (or another store in this process) holds the shard.
+    #[error("shard directory {} is locked by another writer", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The shard stopped accepting writes after a write or sync failure.
+    /// Reads of durable data still work; reopening runs recovery.
+    #[error("shard {shard} accepts no more writes after an earlier failure: {original}")]
+    Poisoned {
+        /// The shard.
+        shard: Arc<str>,
+        /// The failure that stopped it.
+        original: Arc<StorageError>,
+    },
+    /// A segment operation failed.
+    #[error("shard {shard}: {source}")]
+    Segment {
+        /// The shard.
+        shard: Arc<str>,
+        /// What failed.
+        #[source]
+        source: SegmentError,
+    },
+    /// Opening the shard found damage it may not repair, or failed to read it.
+    #[error(transparent)]
+    Recovery(#[from] RecoveryError),
+    /// The generation history refused a change.
+    #[error("shard {shard}: {source}")]
+    Generation {
+        /// The shard.
+        shard: Arc<str>,
+        /// Why.
+        #[source]
+        source: HistoryError,
+    },
+    /// Writing the epochs file failed.
+    #[error("shard {shard}: {source}")]
+    Epochs {
+        /// The shard.
+        shard: Arc<str>,
+        /// Why.
+        #[source]
+        source: EpochsIoError,
+    },
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl StorageError {
+    /// The I/O error kind at the root of this error, if any (following a
+    /// poisoned shard to its original failure), e.g. to recognise a full disk.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Self::Segment { source, .. } => source.io_kind(),
+            Self::Poisoned { original, .. } => original.io_kind(),
+            Self::Epochs { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}
+
+/// Shorthand used across this crate.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,60 @@
+//! The storage API a Felix broker uses: [`Store`] and [`Shard`].
+//!
+//! A store is a root directory of shard directories. A shard is one stream
+//! shard's log: appends assign contiguous offsets and go to disk one `write`
+//! per batch; reads return whole, checksummed records by offset from any
+//! thread, concurrently with appends; segments roll over by size, old ones
+//! are deleted by retention, and replicas can copy a leader's records with
+//! its offsets, truncate a divergent tail, and keep a generation history.
+//!
+//! Durability is a per-store policy ([`Durability`]): page cache only, a
+//! periodic background sync, or on-commit, where `append` returns once an
+//! `fdatasync` covers it and concurrent appenders share syncs (group
+//! commit). A failed write or sync stops the shard's writes for good with
+//! the original error: a failed `fsync` is never retried.
+//!
+//! Everything is synchronous and thread-safe; no async runtime is needed (a
+//! broker on tokio calls it from blocking tasks).
+//!
+//! Invariants this crate keeps:
+//!
+//! * No record is acknowledged as durable before the sync its policy
+//!   requires has succeeded, and `durable_offset` never passes what a
+//!   successful sync covered.
+//! * A segment's header and directory entry are durable before any record
+//!   lives in it; a new segment exists only after the old one is sealed.
+//!
+//! ```
+//! use felix_storage::{Record, Shard, StoreConfig};
+//!
+//! let dir = tempfile::tempdir()?;
+//! {
+//!     let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+//!     shard.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+//! }
+//! let reopened = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+//! assert_eq!(reopened.next_offset(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod config;
+mod error;
+mod lock;
+mod shard;
+mod stats;
+mod store;
+
+pub use config::{Durability, Retention, StoreConfig};
+pub use error::{Result, StorageError};
+pub use felix_format::ShardKey;
+pub use felix_segment::Record;
+pub use lock::LOCK_FILE_NAME;
+pub use shard::{AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, Shard};
+pub use stats::ShardStats;
+pub use store::Store;

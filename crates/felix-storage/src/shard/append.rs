@@ -1,0 +1,247 @@
+//! Appends, rollover and group commit.
+
+use std::sync::Arc;
+
+use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
+use felix_segment::{Record, SegmentWriter};
+
+use super::{Sealed, Shard, WriterState, segment_config};
+use crate::config::Durability;
+use crate::error::{Result, StorageError};
+use crate::stats::Counters;
+
+/// The offsets an append assigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendReceipt {
+    /// The batch's first offset.
+    pub first_offset: u64,
+    /// The batch's last offset.
+    pub last_offset: u64,
+}
+
+impl Shard {
+    /// Appends a batch, assigning contiguous offsets, in one `write`.
+    ///
+    /// With [`Durability::OnCommit`] it returns once an `fdatasync` covers
+    /// the batch; concurrent appenders share syncs. An empty batch or an
+    /// oversized payload is rejected before anything is written.
+    pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
+        let receipt = self.append_nowait(records)?;
+        if self.config.durability == Durability::OnCommit {
+            self.wait_durable(receipt.last_offset + 1)?;
+        }
+        Ok(receipt)
+    }
+
+    /// Appends a batch without waiting for durability, whatever the policy:
+    /// offsets are assigned and the bytes written. Pair with
+    /// [`Shard::wait_durable`] to sequence commits yourself.
+    pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
+        self.check_batch(records.iter().map(|r| r.payload.len()))?;
+        let mut state = self.writer_state();
+        self.check_poison()?;
+        self.append_locked(&mut state, records)
+    }
+
+    /// Validates a batch before anything is written.
+    pub(crate) fn check_batch(&self, lens: impl ExactSizeIterator<Item = usize>) -> Result<()> {
+        if lens.len() == 0 {
+            return Err(StorageError::EmptyBatch {
+                shard: Arc::clone(&self.label),
+            });
+        }
+        for (index_in_batch, len) in lens.enumerate() {
+            if len > MAX_PAYLOAD_BYTES as usize {
+                return Err(StorageError::PayloadTooLarge {
+                    shard: Arc::clone(&self.label),
+                    index_in_batch,
+                    len,
+                    max: MAX_PAYLOAD_BYTES,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a validated batch with the writer lock held: roll if needed,
+    /// write, publish to readers and to group commit.
+    pub(crate) fn append_locked(
+        &self,
+        state: &mut WriterState,
+        records: &[Record],
+    ) -> Result<AppendReceipt> {
+        let batch_bytes: u64 = records
+            .iter()
+            .map(|r| record_encoded_len(r.payload.len() as u32))
+            .sum();
+        // A batch is never split, so it goes to a new segment when it would
+        // take a non-empty one past the size limit; an oversized batch thus
+        // gets an otherwise-empty segment of its own.
+        if !state.writer.is_empty()
+            && state.writer.len() + batch_bytes > self.config.segment_size_bytes
+        {
+            self.roll(state)?;
+        }
+        let appended = match state.writer.append(records) {
+            Ok(appended) => appended,
+            Err(source) => return Err(self.poison_with(self.segment_error(source))),
+        };
+        let max_ts = records.iter().map(|r| r.timestamp_micros).max();
+        state.active_max_timestamp = state.active_max_timestamp.max(max_ts);
+        self.publish(&state.writer);
+        Counters::add(&self.counters.records_appended, records.len() as u64);
+        Counters::add(&self.counters.bytes_appended, batch_bytes);
+        Counters::add(&self.counters.appends, 1);
+        Ok(AppendReceipt {
+            first_offset: appended.first_offset,
+            last_offset: appended.last_offset,
+        })
+    }
+
+    /// Makes the writer's new records visible to readers and to syncers.
+    pub(crate) fn publish(&self, writer: &SegmentWriter) {
+        {
+            let mut view = self.view_mut();
+            view.active_limit = writer.read_limit();
+            let published = view.active_index.len();
+            if let Some(new) = writer.index_entries().get(published..) {
+                view.active_index.extend_from_slice(new);
+            }
+        }
+        let mut commit = self.commit_state();
+        commit.written = writer.next_offset();
+    }
+
+    /// Seals the active segment and starts the next one.
+    ///
+    /// The old segment is synced, its index written and its preallocation
+    /// trimmed before the new segment exists; the new segment's header and
+    /// directory entry are synced before any record is written to it.
+    fn roll(&self, state: &mut WriterState) -> Result<()> {
+        let span =
+            tracing::info_span!("roll", shard = %self.label, segment = state.next_segment_id);
+        let _entered = span.enter();
+        let base = state.writer.next_offset();
+        let next = SegmentWriter::create(
+            &self.dir,
+            state.next_segment_id,
+            base,
+            segment_config(&self.config),
+            Arc::clone(&self.label),
+        );
+        let next = match next {
+            Ok(next) => next,
+            Err(source) => return Err(self.poison_with(self.segment_error(source))),
+        };
+        let old = std::mem::replace(&mut state.writer, next);
+        let sealed = match old.seal() {
+            Ok(sealed) => sealed,
+            Err(source) => return Err(self.poison_with(self.segment_error(source))),
+        };
+        state.next_segment_id += 1;
+        let max_ts = state.active_max_timestamp.take();
+        let entry = Arc::new(Sealed {
+            id: sealed.segment.id(),
+            base_offset: sealed.segment.base_offset(),
+            next_offset: sealed.next_offset,
+            len: sealed.len,
+            max_timestamp_micros: std::sync::Mutex::new(max_ts),
+            opened: std::sync::Mutex::new(Some(Arc::new(super::OpenedSegment {
+                file: sealed.segment,
+                index: sealed.index,
+            }))),
+        });
+        {
+            let mut view = self.view_mut();
+            view.sealed.push(entry);
+            view.active = Arc::clone(state.writer.segment());
+            view.active_limit = state.writer.read_limit();
+            view.active_index = state.writer.index_entries().to_vec();
+        }
+        {
+            let mut commit = self.commit_state();
+            // Sealing synced everything before the new segment.
+            commit.durable = commit.durable.max(base);
+            commit.handle = state.writer.sync_handle();
+        }
+        self.committed.notify_all();
+        Counters::add(&self.counters.rolls, 1);
+        tracing::info!(base_offset = base, "rolled to a new segment");
+        Ok(())
+    }
+
+    /// Waits until every record below `offset` is durable, syncing if no
+    /// other thread is. Offsets beyond what was written are clamped to it.
+    ///
+    /// Group commit: while one thread is in `fdatasync`, the others wait; the
+    /// next sync covers everything written meanwhile, so N concurrent
+    /// appenders cost far fewer than N syncs.
+    pub fn wait_durable(&self, offset: u64) -> Result<()> {
+        let mut commit = self.commit_state();
+        let target = offset.min(commit.written);
+        loop {
+            self.check_poison()?;
+            if commit.durable >= target {
+                Counters::add(&self.counters.synced_appends, 1);
+                return Ok(());
+            }
+            if commit.syncing {
+                commit = self
+                    .committed
+                    .wait(commit)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            }
+            commit.syncing = true;
+            let upto = commit.written;
+            let handle = commit.handle.clone();
+            drop(commit);
+            let result = handle.sync_data();
+            commit = self.commit_state();
+            commit.syncing = false;
+            match result {
+                Ok(()) => {
+                    commit.durable = commit.durable.max(upto);
+                    Counters::add(&self.counters.syncs, 1);
+                }
+                Err(source) => {
+                    // Never retried: the failure stops the shard for good.
+                    let err = self.segment_error(source);
+                    drop(commit);
+                    let err = self.poison_with(err);
+                    self.committed.notify_all();
+                    return Err(err);
+                }
+            }
+            self.committed.notify_all();
+        }
+    }
+
+    /// Makes everything written so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.wait_durable(u64::MAX)
+    }
+
+    pub(crate) fn check_poison(&self) -> Result<()> {
+        match self.poison.get() {
+            Some(original) => Err(StorageError::Poisoned {
+                shard: Arc::clone(&self.label),
+                original: Arc::clone(original),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops writes for good, keeping the first failure as the reason.
+    pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
+        let original = Arc::new(err);
+        if self.poison.set(Arc::clone(&original)).is_ok() {
+            tracing::error!(shard = %self.label, error = %original, "shard stopped accepting writes");
+        }
+        self.committed.notify_all();
+        StorageError::Poisoned {
+            shard: Arc::clone(&self.label),
+            original: self.poison.get().map_or(original, Arc::clone),
+        }
+    }
+}

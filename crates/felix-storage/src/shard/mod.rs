@@ -1,0 +1,382 @@
+//! One stream shard: a directory of segments with one writer and any number
+//! of concurrent readers.
+//!
+//! Locking, in the order they may be taken:
+//!
+//! 1. `writer` — held by appends, rolls, truncation and retention, across
+//!    the `write` system call. Readers never take it.
+//! 2. `view` — what readers see (segments, the active segment's limit and
+//!    index). Held only to copy a few fields out or to publish an append;
+//!    never across a system call, so a slow disk never blocks a reader.
+//! 3. `commit` — group commit's state. Never held across `fdatasync`: the
+//!    syncing thread releases it, so appenders keep writing while a sync is
+//!    in flight, and the next sync covers everything they wrote.
+
+mod append;
+mod read;
+mod replica;
+mod retention;
+
+use std::path::{Path, PathBuf};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+use std::time::{Duration, Instant};
+
+use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
+use felix_format::IndexEntry;
+use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard};
+use felix_segment::{
+    ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex, SyncHandle,
+};
+
+use crate::config::StoreConfig;
+use crate::error::{Result, StorageError};
+use crate::lock::ShardLock;
+use crate::stats::{Counters, ShardStats};
+
+pub use append::AppendReceipt;
+pub use read::ReadRecord;
+pub use replica::ReplicatedRecord;
+pub use retention::RetentionOutcome;
+
+/// A sealed segment as readers and retention see it. Its file and index are
+/// opened on first read, so an idle shard of many segments costs neither
+/// descriptors nor index memory.
+#[derive(Debug)]
+pub(crate) struct Sealed {
+    pub(crate) id: u64,
+    pub(crate) base_offset: u64,
+    pub(crate) next_offset: u64,
+    pub(crate) len: u64,
+    /// The newest record's timestamp, when known (set for segments sealed by
+    /// this process; read from the last record on demand otherwise).
+    pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
+    pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
+}
+
+/// A sealed segment's descriptor and index, once loaded.
+#[derive(Debug)]
+pub(crate) struct OpenedSegment {
+    pub(crate) file: Arc<SegmentFile>,
+    pub(crate) index: SparseIndex,
+}
+
+/// What readers see; replaced piecewise under the `view` lock.
+#[derive(Debug)]
+pub(crate) struct View {
+    pub(crate) sealed: Vec<Arc<Sealed>>,
+    pub(crate) active: Arc<SegmentFile>,
+    pub(crate) active_limit: ReadLimit,
+    pub(crate) active_index: Vec<IndexEntry>,
+}
+
+impl View {
+    pub(crate) fn base_offset(&self) -> u64 {
+        self.sealed
+            .first()
+            .map_or(self.active.base_offset(), |s| s.base_offset)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct WriterState {
+    pub(crate) writer: SegmentWriter,
+    pub(crate) next_segment_id: u64,
+    pub(crate) active_max_timestamp: Option<u64>,
+}
+
+#[derive(Debug)]
+pub(crate) struct CommitState {
+    /// One past the last offset written.
+    pub(crate) written: u64,
+    /// One past the last offset a completed sync covers.
+    pub(crate) durable: u64,
+    /// Whether a thread is inside `fdatasync` right now.
+    pub(crate) syncing: bool,
+    /// Syncs the active segment.
+    pub(crate) handle: SyncHandle,
+}
+
+/// One stream shard. Thread-safe: share it in an `Arc` (as [`crate::Store`]
+/// does) and call it from any thread.
+///
+/// ```
+/// use felix_storage::{Record, Shard, StoreConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+/// let receipt = shard.append(&[Record::new(1, "hello"), Record::new(2, "world")])?;
+/// assert_eq!((receipt.first_offset, receipt.last_offset), (0, 1));
+/// assert_eq!(shard.durable_offset(), 2);
+/// let records = shard.read(0, 1 << 20)?;
+/// assert_eq!(records[1].payload, "world");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Shard {
+    label: Arc<str>,
+    dir: PathBuf,
+    config: StoreConfig,
+    writer: Mutex<WriterState>,
+    view: RwLock<View>,
+    commit: Mutex<CommitState>,
+    committed: Condvar,
+    poison: OnceLock<Arc<StorageError>>,
+    epochs: Mutex<EpochHistory>,
+    epochs_file: EpochsFile,
+    counters: Counters,
+    recovery_time: Duration,
+    recovery_actions: Vec<Action>,
+    _lock: ShardLock,
+}
+
+impl Shard {
+    /// Opens (creating if needed) the shard directory `dir`, running recovery.
+    ///
+    /// A new shard's log begins at offset 0; see [`Shard::open_at`].
+    pub fn open(dir: &Path, label: &str, config: StoreConfig) -> Result<Self> {
+        Self::open_at(dir, label, config, 0)
+    }
+
+    /// Opens the shard directory `dir`; if it holds no segments, the log
+    /// begins at `initial_offset` (a replica given a shard whose early
+    /// history is gone everywhere).
+    ///
+    /// Recovery runs first: a torn tail is truncated, indexes are rebuilt,
+    /// and damage the configured policy may not repair fails the open with
+    /// [`StorageError::Recovery`] having modified nothing. The newest segment
+    /// is then synced, so everything the shard holds is durable.
+    pub fn open_at(
+        dir: &Path,
+        label: &str,
+        config: StoreConfig,
+        initial_offset: u64,
+    ) -> Result<Self> {
+        let started = Instant::now();
+        let label: Arc<str> = Arc::from(label);
+        let span = tracing::info_span!("shard_open", shard = %label);
+        let _entered = span.enter();
+        create_dir(dir, &label)?;
+        let lock = ShardLock::acquire(dir)?;
+        let options = OpenOptions {
+            inspect: InspectOptions {
+                index_spacing_bytes: config.index_spacing_bytes,
+                full_verify: false,
+            },
+            repair_checksum_tail: config.repair_checksum_tail,
+        };
+        let recovered = open_shard(dir, &label, &options)?;
+        for finding in &recovered.inspection.findings {
+            tracing::warn!(finding = %finding, "recovery finding");
+        }
+        for action in &recovered.actions {
+            tracing::warn!(action = %action, "recovery action");
+        }
+        let segment_config = segment_config(&config);
+        let seg_err = |source| StorageError::Segment {
+            shard: Arc::clone(&label),
+            source,
+        };
+        let sealed: Vec<Arc<Sealed>> = recovered
+            .sealed
+            .iter()
+            .map(|s| {
+                Arc::new(Sealed {
+                    id: s.id,
+                    base_offset: s.base_offset,
+                    next_offset: s.next_offset,
+                    len: s.len,
+                    max_timestamp_micros: Mutex::new(None),
+                    opened: Mutex::new(None),
+                })
+            })
+            .collect();
+        let (writer, next_segment_id) = match recovered.newest {
+            Some(newest) => {
+                let id = newest.file.id();
+                let writer = SegmentWriter::resume(
+                    newest.file,
+                    newest.next_offset,
+                    newest.len,
+                    newest.index,
+                    segment_config,
+                )
+                .map_err(seg_err)?;
+                // What recovery left may still be only in the page cache (a
+                // process crash keeps it there); syncing it once makes
+                // `durable_offset` true from the start.
+                writer.sync_handle().sync_data().map_err(seg_err)?;
+                (writer, id + 1)
+            }
+            None => {
+                let writer = SegmentWriter::create(
+                    dir,
+                    0,
+                    initial_offset,
+                    segment_config,
+                    Arc::clone(&label),
+                )
+                .map_err(seg_err)?;
+                (writer, 1)
+            }
+        };
+        let next_offset = writer.next_offset();
+        let epochs_file = EpochsFile::in_dir(dir);
+        let loaded = epochs_file.load();
+        if let LoadStatus::Discarded(reason) = &loaded.status {
+            tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
+        }
+        let mut history = loaded.history;
+        // A history that runs past the log end describes records that are
+        // gone (a truncation the crash interrupted): cut it back.
+        if history.truncate_from(next_offset) > 0 {
+            epochs_file
+                .store(&history)
+                .map_err(|source| StorageError::Epochs {
+                    shard: Arc::clone(&label),
+                    source,
+                })?;
+        }
+        let view = View {
+            sealed,
+            active: Arc::clone(writer.segment()),
+            active_limit: writer.read_limit(),
+            active_index: writer.index_entries().to_vec(),
+        };
+        let commit = CommitState {
+            written: next_offset,
+            durable: next_offset,
+            syncing: false,
+            handle: writer.sync_handle(),
+        };
+        tracing::info!(
+            base_offset = view.base_offset(),
+            next_offset,
+            segments = view.sealed.len() + 1,
+            "shard opened"
+        );
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            writer: Mutex::new(WriterState {
+                writer,
+                next_segment_id,
+                active_max_timestamp: None,
+            }),
+            view: RwLock::new(view),
+            commit: Mutex::new(commit),
+            committed: Condvar::new(),
+            poison: OnceLock::new(),
+            epochs: Mutex::new(history),
+            epochs_file,
+            counters: Counters::default(),
+            recovery_time: started.elapsed(),
+            recovery_actions: recovered.actions,
+            label,
+            _lock: lock,
+        })
+    }
+
+    /// The shard's label (its directory name, normally).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The shard directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The oldest offset still held.
+    pub fn base_offset(&self) -> u64 {
+        self.view().base_offset()
+    }
+
+    /// The offset the next appended record will get.
+    pub fn next_offset(&self) -> u64 {
+        self.view().active_limit.next_offset
+    }
+
+    /// Exclusive bound of what a crash cannot lose: every record below it
+    /// has been covered by a successful `fdatasync`.
+    pub fn durable_offset(&self) -> u64 {
+        self.commit_state().durable
+    }
+
+    /// The failure that stopped writes, if any.
+    pub fn poisoned(&self) -> Option<&Arc<StorageError>> {
+        self.poison.get()
+    }
+
+    /// Number of segments (sealed and active).
+    pub fn segment_count(&self) -> usize {
+        self.view().sealed.len() + 1
+    }
+
+    /// A snapshot of the shard's counters.
+    pub fn stats(&self) -> ShardStats {
+        self.counters
+            .snapshot(self.recovery_time, self.recovery_actions.clone())
+    }
+
+    fn view(&self) -> RwLockReadGuard<'_, View> {
+        // A panic while holding the lock cannot leave the view half-updated
+        // in a way readers could misuse (each update is a few assignments),
+        // so a poisoned lock is recovered rather than propagated.
+        self.view
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
+        self.view
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn writer_state(&self) -> MutexGuard<'_, WriterState> {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn commit_state(&self) -> MutexGuard<'_, CommitState> {
+        self.commit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn segment_error(&self, source: felix_segment::SegmentError) -> StorageError {
+        StorageError::Segment {
+            shard: Arc::clone(&self.label),
+            source,
+        }
+    }
+}
+
+pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
+    SegmentConfig {
+        index_spacing_bytes: config.index_spacing_bytes,
+        preallocate_bytes: config.preallocate.then_some(config.segment_size_bytes),
+    }
+}
+
+/// Creates the shard directory and makes its entry in the parent durable.
+fn create_dir(dir: &Path, label: &Arc<str>) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let err = |op, path: &Path, e| StorageError::Segment {
+        shard: Arc::clone(label),
+        source: felix_segment::SegmentError::io(op, path, e),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| err("create directory", dir, e))?;
+    if let Some(parent) = dir.parent() {
+        felix_segment::fs::sync_dir(parent).map_err(|source| StorageError::Segment {
+            shard: Arc::clone(label),
+            source,
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! Deleting whole sealed segments from the head of a shard.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use felix_segment::{ReadLimit, fs::sync_dir};
+
+use super::{Sealed, Shard};
+use crate::error::Result;
+use crate::stats::Counters;
+
+/// What a retention pass did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RetentionOutcome {
+    /// Ids of the segments deleted, oldest first.
+    pub deleted_segments: Vec<u64>,
+    /// The shard's base offset afterwards.
+    pub base_offset: u64,
+}
+
+impl Shard {
+    /// Applies the configured retention now: deletes sealed segments from the
+    /// head, oldest first, while the shard is over `max_bytes` or the
+    /// segment's newest record is older than `max_age`. The active segment is
+    /// never deleted. The directory is synced after unlinking and the
+    /// generation history pruned; reads below the new base are `Trimmed`.
+    pub fn apply_retention(&self) -> Result<RetentionOutcome> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        self.apply_retention_at(now)
+    }
+
+    /// [`Shard::apply_retention`] with an explicit wall-clock time (since the
+    /// Unix epoch), so age-based retention can be tested.
+    pub fn apply_retention_at(&self, now: Duration) -> Result<RetentionOutcome> {
+        let retention = self.config.retention;
+        let _state = self.writer_state();
+        let (sealed, active_len) = {
+            let view = self.view();
+            (view.sealed.clone(), view.active_limit.end_position)
+        };
+        let mut total: u64 = sealed.iter().map(|s| s.len).sum::<u64>() + active_len;
+        let cutoff = retention
+            .max_age
+            .map(|age| now.saturating_sub(age).as_micros());
+        let mut doomed = Vec::new();
+        for segment in &sealed {
+            let over_size = retention.max_bytes.is_some_and(|max| total > max);
+            let too_old = match cutoff {
+                Some(cutoff) => self
+                    .newest_timestamp(segment)?
+                    .is_some_and(|ts| u128::from(ts) < cutoff),
+                None => false,
+            };
+            if !(over_size || too_old) {
+                break;
+            }
+            total -= segment.len;
+            doomed.push(Arc::clone(segment));
+        }
+        if doomed.is_empty() {
+            return Ok(RetentionOutcome {
+                deleted_segments: Vec::new(),
+                base_offset: self.base_offset(),
+            });
+        }
+        let span = tracing::info_span!("retention", shard = %self.label, segments = doomed.len());
+        let _entered = span.enter();
+        // Readers stop choosing the segments before their files go.
+        {
+            let mut view = self.view_mut();
+            view.sealed.drain(..doomed.len());
+        }
+        for segment in &doomed {
+            self.remove_segment_files(segment.id)?;
+        }
+        sync_dir(&self.dir).map_err(|e| self.segment_error(e))?;
+        Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
+        let base_offset = self.base_offset();
+        let mut history = self.history_lock();
+        if history.truncate_before(base_offset) > 0 {
+            self.store_history(&history)?;
+        }
+        tracing::info!(base_offset, "retention deleted segments");
+        Ok(RetentionOutcome {
+            deleted_segments: doomed.iter().map(|s| s.id).collect(),
+            base_offset,
+        })
+    }
+
+    /// The newest record's timestamp in a sealed segment: known for segments
+    /// this process sealed; otherwise the last record's, read once.
+    fn newest_timestamp(&self, segment: &Sealed) -> Result<Option<u64>> {
+        let mut known = segment
+            .max_timestamp_micros
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.is_some() || segment.next_offset == segment.base_offset {
+            return Ok(*known);
+        }
+        let last = segment.next_offset - 1;
+        let opened = self.open_sealed(segment, last)?;
+        let limit = ReadLimit {
+            end_position: segment.len,
+            next_offset: segment.next_offset,
+        };
+        let records = opened
+            .file
+            .read(opened.index.seek(last), last, limit, 0)
+            .map_err(|e| self.segment_error(e))?;
+        *known = records.first().map(|r| r.timestamp_micros);
+        Ok(*known)
+    }
+}

@@ -1,0 +1,77 @@
+//! Per-shard counters, readable at any time without a lock.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use felix_recovery::Action;
+
+/// A snapshot of a shard's counters since it was opened.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShardStats {
+    /// Records appended.
+    pub records_appended: u64,
+    /// Payload and header bytes appended.
+    pub bytes_appended: u64,
+    /// Append calls (batches).
+    pub appends: u64,
+    /// `fdatasync` calls made for durability (group commits and explicit
+    /// syncs; seals not included).
+    pub syncs: u64,
+    /// Appends whose durability waited on a sync.
+    pub synced_appends: u64,
+    /// Segments rolled over.
+    pub rolls: u64,
+    /// Segments deleted by retention.
+    pub segments_deleted: u64,
+    /// How long opening (recovery included) took.
+    pub recovery_time: Duration,
+    /// What recovery did on open.
+    pub recovery_actions: Vec<Action>,
+}
+
+impl ShardStats {
+    /// Average appends made durable by one sync: the measure of how well
+    /// group commit shares `fdatasync` among concurrent appenders.
+    pub fn appends_per_sync(&self) -> f64 {
+        if self.syncs == 0 {
+            0.0
+        } else {
+            self.synced_appends as f64 / self.syncs as f64
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) records_appended: AtomicU64,
+    pub(crate) bytes_appended: AtomicU64,
+    pub(crate) appends: AtomicU64,
+    pub(crate) syncs: AtomicU64,
+    pub(crate) synced_appends: AtomicU64,
+    pub(crate) rolls: AtomicU64,
+    pub(crate) segments_deleted: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn snapshot(
+        &self,
+        recovery_time: Duration,
+        recovery_actions: Vec<Action>,
+    ) -> ShardStats {
+        ShardStats {
+            records_appended: self.records_appended.load(Relaxed),
+            bytes_appended: self.bytes_appended.load(Relaxed),
+            appends: self.appends.load(Relaxed),
+            syncs: self.syncs.load(Relaxed),
+            synced_appends: self.synced_appends.load(Relaxed),
+            rolls: self.rolls.load(Relaxed),
+            segments_deleted: self.segments_deleted.load(Relaxed),
+            recovery_time,
+            recovery_actions,
+        }
+    }
+}
