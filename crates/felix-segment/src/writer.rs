@@ -262,6 +262,14 @@ impl SegmentWriter {
     /// Finishes the segment: sync its data, write out the index, trim any
     /// preallocation to the records' length, and fsync.
     pub fn seal(mut self) -> Result<SealedSegment> {
+        self.finish()?;
+        Ok(self.into_sealed())
+    }
+
+    /// Does everything [`Self::seal`] does to the files, leaving the writer
+    /// in place, so a caller can make the old segment durable before it
+    /// creates the next one and only then swap writers.
+    pub fn finish(&mut self) -> Result<()> {
         self.check_poison()?;
         let result = (|| {
             let path = self.segment.path();
@@ -273,7 +281,9 @@ impl SegmentWriter {
                     .file()
                     .set_len(self.len)
                     .map_err(|e| SegmentError::io("truncate", path, e))?;
+                self.preallocated = false;
             }
+            crate::fs::injected("fsync", path)?;
             self.segment
                 .file()
                 .sync_all()
@@ -283,13 +293,18 @@ impl SegmentWriter {
             return Err(self.poison_with(e));
         }
         tracing::debug!(shard = %self.segment.shard(), segment = self.segment.id(), next_offset = self.next_offset, "segment sealed");
+        Ok(())
+    }
+
+    /// The sealed segment's description, once [`Self::finish`] succeeded.
+    pub fn into_sealed(self) -> SealedSegment {
         let base_offset = self.segment.base_offset();
-        Ok(SealedSegment {
+        SealedSegment {
             segment: self.segment,
             next_offset: self.next_offset,
             len: self.len,
             index: self.index.into_index(base_offset),
-        })
+        }
     }
 
     /// Reads records from `from` (see [`SegmentFile::read`]) using the

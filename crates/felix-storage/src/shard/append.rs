@@ -122,6 +122,12 @@ impl Shard {
             tracing::info_span!("roll", shard = %self.label, segment = state.next_segment_id);
         let _entered = span.enter();
         let base = state.writer.next_offset();
+        // The old segment is durable before the new one exists: recovery
+        // only ever repairs the newest segment, so a sealed one must never
+        // hold a torn write.
+        if let Err(source) = state.writer.finish() {
+            return Err(self.poison_with(self.segment_error(source)));
+        }
         let next = SegmentWriter::create(
             &self.dir,
             state.next_segment_id,
@@ -133,11 +139,7 @@ impl Shard {
             Ok(next) => next,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
         };
-        let old = std::mem::replace(&mut state.writer, next);
-        let sealed = match old.seal() {
-            Ok(sealed) => sealed,
-            Err(source) => return Err(self.poison_with(self.segment_error(source))),
-        };
+        let sealed = std::mem::replace(&mut state.writer, next).into_sealed();
         state.next_segment_id += 1;
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
