@@ -1,0 +1,106 @@
+//! Retention deletes whole sealed segments from the head, never the active one.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config, open, read_all, segment_files};
+use felix_storage::{Durability, Record, Retention, StorageError, StoreConfig};
+
+fn shard_config(retention: Retention) -> StoreConfig {
+    StoreConfig {
+        retention,
+        ..config(600, Durability::OnCommit)
+    }
+}
+
+#[test]
+fn retention_by_bytes_deletes_oldest_sealed_segments_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(
+        dir.path(),
+        shard_config(Retention {
+            max_bytes: Some(1500),
+            ..Retention::default()
+        }),
+    );
+    for i in 0..40 {
+        shard.append(&[Record::new(i, vec![7u8; 40])]).unwrap();
+    }
+    let before = segment_files(dir.path());
+    shard.begin_generation(1).unwrap();
+    let outcome = shard.apply_retention().unwrap();
+    let after = segment_files(dir.path());
+    assert_eq!(outcome.deleted_segments.len(), before.len() - after.len());
+    assert!(!outcome.deleted_segments.is_empty());
+    let total: u64 = after
+        .iter()
+        .map(|n| std::fs::metadata(dir.path().join(n)).unwrap().len())
+        .sum();
+    assert!(total <= 1500, "{total} bytes left");
+    assert_eq!(outcome.base_offset, shard.base_offset());
+    let err = shard.read(0, 10).unwrap_err();
+    assert!(
+        matches!(err, StorageError::Trimmed { requested: 0, oldest, .. } if oldest == outcome.base_offset),
+        "{err:?}"
+    );
+    assert_eq!(
+        read_all(&shard, outcome.base_offset).len() as u64,
+        40 - outcome.base_offset
+    );
+    assert_eq!(
+        shard.stats().segments_deleted,
+        outcome.deleted_segments.len() as u64
+    );
+    // The generation that began at the log end still covers it.
+    assert_eq!(shard.generation_at(40), Some(1));
+}
+
+#[test]
+fn retention_never_deletes_the_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(
+        dir.path(),
+        shard_config(Retention {
+            max_bytes: Some(1),
+            ..Retention::default()
+        }),
+    );
+    for i in 0..20 {
+        shard.append(&[Record::new(i, vec![1u8; 40])]).unwrap();
+    }
+    shard.apply_retention().unwrap();
+    assert_eq!(segment_files(dir.path()).len(), 1);
+    assert_eq!(shard.segment_count(), 1);
+    assert!(!read_all(&shard, shard.base_offset()).is_empty());
+}
+
+#[test]
+fn retention_by_age_uses_each_segments_newest_timestamp_even_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let retention = Retention {
+        max_age: Some(Duration::from_secs(100)),
+        ..Retention::default()
+    };
+    {
+        let shard = open(dir.path(), shard_config(retention));
+        // Timestamps in seconds-as-micros: old records, then new ones.
+        for i in 0..16u64 {
+            shard
+                .append(&[Record::new(i * 1_000_000, vec![0u8; 40])])
+                .unwrap();
+        }
+        for i in 0..16u64 {
+            shard
+                .append(&[Record::new(1_000_000_000 + i, vec![0u8; 40])])
+                .unwrap();
+        }
+    }
+    let shard = open(dir.path(), shard_config(retention));
+    let now = Duration::from_micros(1_000_000_000) + Duration::from_secs(50);
+    let outcome = shard.apply_retention_at(now).unwrap();
+    // Segments whose newest record is older than now - 100 s hold only the
+    // old records (offsets 0..16), 8 records per segment.
+    assert_eq!(outcome.deleted_segments, [0, 1]);
+    assert_eq!(outcome.base_offset, 16);
+}
