@@ -4,7 +4,6 @@
 //! and the path, so an operator reading the error knows which file failed.
 
 use std::fs::File;
-use std::io;
 use std::path::Path;
 
 use crate::error::{Result, SegmentError};
@@ -37,19 +36,17 @@ pub fn preallocate(file: &File, path: &Path, len: u64) -> Result<bool> {
     use rustix::fs::{FallocateFlags, fallocate};
     match fallocate(file, FallocateFlags::KEEP_SIZE, 0, len) {
         Ok(()) => Ok(true),
-        Err(errno) => {
-            let err = io::Error::from(errno);
-            match err.kind() {
-                io::ErrorKind::Unsupported | io::ErrorKind::InvalidInput => {
-                    tracing::debug!(path = %path.display(), error = %err, "preallocation not supported");
-                    Ok(false)
-                }
-                _ if errno == rustix::io::Errno::OPNOTSUPP || errno == rustix::io::Errno::NOSYS => {
-                    Ok(false)
-                }
-                _ => Err(SegmentError::io("fallocate", path, err)),
-            }
+        // EOPNOTSUPP and ENOSYS (no support) and EINVAL (a file system that
+        // rejects KEEP_SIZE) all mean "grow as written instead".
+        Err(errno)
+            if errno == rustix::io::Errno::OPNOTSUPP
+                || errno == rustix::io::Errno::NOSYS
+                || errno == rustix::io::Errno::INVAL =>
+        {
+            tracing::debug!(path = %path.display(), %errno, "preallocation not supported");
+            Ok(false)
         }
+        Err(errno) => Err(SegmentError::io("fallocate", path, errno.into())),
     }
 }
 
@@ -80,8 +77,7 @@ pub fn injected(op: &'static str, path: &Path) -> Result<()> {
 /// parallel in one process each target their own temporary directory.
 #[cfg(feature = "fault-injection")]
 pub mod faults {
-    use std::io;
-    use std::path::Path;
+        use std::path::Path;
     use std::sync::Mutex;
 
     struct Fault {
