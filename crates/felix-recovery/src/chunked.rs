@@ -21,14 +21,22 @@ pub(crate) struct ChunkedReader<'a> {
 
 impl<'a> ChunkedReader<'a> {
     pub(crate) fn new(file: &'a File, path: &'a Path, file_len: u64) -> Self {
-        Self { file, path, file_len, buf: Vec::new(), buf_start: 0 }
+        Self {
+            file,
+            path,
+            file_len,
+            buf: Vec::new(),
+            buf_start: 0,
+        }
     }
 
     /// The bytes `[position, position + len)`, or `None` when the file ends
     /// before them. Reads ahead by a chunk so the following calls are
     /// usually served from memory.
     pub(crate) fn get(&mut self, position: u64, len: u64) -> Result<Option<&[u8]>, SegmentError> {
-        let Some(end) = position.checked_add(len) else { return Ok(None) };
+        let Some(end) = position.checked_add(len) else {
+            return Ok(None);
+        };
         if end > self.file_len {
             return Ok(None);
         }

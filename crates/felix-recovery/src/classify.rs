@@ -109,8 +109,16 @@ mod tests {
             (K::IndexEntryOutOfOrder { entry: 0, offset: 0, position: 0 }, [Never, Never, Never]),
         ];
         for (kind, expected) in table {
-            for (location, class) in [NewestConfined, NewestFollowedByIntact, Sealed].into_iter().zip(expected) {
-                assert_eq!(is_repairable_tail(kind, location), *class, "{} at {location:?}", kind.name());
+            for (location, class) in [NewestConfined, NewestFollowedByIntact, Sealed]
+                .into_iter()
+                .zip(expected)
+            {
+                assert_eq!(
+                    is_repairable_tail(kind, location),
+                    *class,
+                    "{} at {location:?}",
+                    kind.name()
+                );
             }
         }
     }

@@ -26,12 +26,20 @@ pub enum RecoveryError {
     },
 }
 
-fn unrepairable_text(dir: &std::path::Path, blocking: &[Finding], repair_checksum_tail: bool) -> String {
+fn unrepairable_text(
+    dir: &std::path::Path,
+    blocking: &[Finding],
+    repair_checksum_tail: bool,
+) -> String {
     let mut text = format!(
         "shard {} cannot be opened: {} finding(s) not repairable{}; nothing was modified",
         dir.display(),
         blocking.len(),
-        if repair_checksum_tail { "" } else { " by default" },
+        if repair_checksum_tail {
+            ""
+        } else {
+            " by default"
+        },
     );
     for finding in blocking {
         text.push_str("\n  - ");

@@ -22,8 +22,7 @@ use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
 use crate::scan::{
-    ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start,
-    tail_is_zero,
+    ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start, tail_is_zero,
 };
 
 /// File names in a shard directory that belong to other layers and are not
@@ -43,7 +42,10 @@ pub struct InspectOptions {
 
 impl Default for InspectOptions {
     fn default() -> Self {
-        Self { index_spacing_bytes: 4096, full_verify: false }
+        Self {
+            index_spacing_bytes: 4096,
+            full_verify: false,
+        }
     }
 }
 
@@ -141,7 +143,11 @@ impl Inspection {
 /// scans sealed segments' tails (or all of them with `full_verify`) and the
 /// newest segment in full, checks that offsets continue from segment to
 /// segment, and classifies every damage found.
-pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Inspection, RecoveryError> {
+pub fn inspect(
+    dir: &Path,
+    shard: &str,
+    options: &InspectOptions,
+) -> Result<Inspection, RecoveryError> {
     let shard: Arc<str> = Arc::from(shard);
     let mut inspection = Inspection {
         dir: dir.to_path_buf(),
@@ -152,9 +158,19 @@ pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Insp
         plan: Vec::new(),
         rebuilt: BTreeMap::new(),
     };
-    let Listing { segments: ids, orphans, strays } = list_dir(dir)?;
-    inspection.notes.extend(strays.into_iter().map(|name| Note::StrayFile { name }));
-    inspection.notes.extend(orphans.into_iter().map(|segment| Note::OrphanIndex { segment }));
+    let Listing {
+        segments: ids,
+        orphans,
+        strays,
+    } = list_dir(dir)?;
+    inspection
+        .notes
+        .extend(strays.into_iter().map(|name| Note::StrayFile { name }));
+    inspection.notes.extend(
+        orphans
+            .into_iter()
+            .map(|segment| Note::OrphanIndex { segment }),
+    );
 
     let count = ids.len();
     let mut previous: Option<(u64, Option<u64>)> = None;
@@ -165,10 +181,15 @@ pub fn inspect(dir: &Path, shard: &str, options: &InspectOptions) -> Result<Insp
             && prev_next != base
         {
             inspection.findings.push(Finding {
-                kind: CorruptionKind::OffsetOutOfOrder { expected: prev_next, found: base },
+                kind: CorruptionKind::OffsetOutOfOrder {
+                    expected: prev_next,
+                    found: base,
+                },
                 site: CorruptionSite::new(&*shard, id, 0),
                 repair: RepairClass::Never,
-                context: FindingContext::OffsetGap { previous_segment: prev_id },
+                context: FindingContext::OffsetGap {
+                    previous_segment: prev_id,
+                },
             });
         }
         if !summary.removed {
@@ -197,7 +218,8 @@ fn list_dir(dir: &Path) -> Result<Listing, RecoveryError> {
     let mut indexes = BTreeSet::new();
     let mut strays = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
+        let entry =
+            entry.map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         match parse_file_name(&name) {
@@ -213,7 +235,11 @@ fn list_dir(dir: &Path) -> Result<Listing, RecoveryError> {
     }
     strays.sort();
     let orphans = indexes.difference(&logs).copied().collect();
-    Ok(Listing { segments: logs.into_iter().collect(), orphans, strays })
+    Ok(Listing {
+        segments: logs.into_iter().collect(),
+        orphans,
+        strays,
+    })
 }
 
 fn inspect_segment(
@@ -224,20 +250,38 @@ fn inspect_segment(
     options: &InspectOptions,
 ) -> Result<SegmentSummary, RecoveryError> {
     let shard = Arc::clone(&inspection.shard);
-    let (segment, file_len) = match SegmentFile::open_read_only(&inspection.dir, id, Arc::clone(&shard)) {
-        Ok(opened) => opened,
-        Err(SegmentError::Corrupt { site, kind }) => {
-            let path = inspection.dir.join(file_name(id, FileKind::Segment).as_str());
-            let file_len = std::fs::metadata(&path)
-                .map_err(|e| RecoveryError::Io(SegmentError::io("stat", &path, e)))?
-                .len();
-            return Ok(header_damage(inspection, id, path, file_len, site, kind, newest, older_exists));
-        }
-        Err(other) => return Err(other.into()),
-    };
+    let (segment, file_len) =
+        match SegmentFile::open_read_only(&inspection.dir, id, Arc::clone(&shard)) {
+            Ok(opened) => opened,
+            Err(SegmentError::Corrupt { site, kind }) => {
+                let path = inspection
+                    .dir
+                    .join(file_name(id, FileKind::Segment).as_str());
+                let file_len = std::fs::metadata(&path)
+                    .map_err(|e| RecoveryError::Io(SegmentError::io("stat", &path, e)))?
+                    .len();
+                return Ok(header_damage(
+                    inspection,
+                    id,
+                    path,
+                    file_len,
+                    site,
+                    kind,
+                    newest,
+                    older_exists,
+                ));
+            }
+            Err(other) => return Err(other.into()),
+        };
     let base = segment.base_offset();
     let (scan, index_ok) = if newest {
-        let scan = scan_segment(&segment, file_len, ScanStart::first_record(&segment), ScanDepth::Full, options.index_spacing_bytes)?;
+        let scan = scan_segment(
+            &segment,
+            file_len,
+            ScanStart::first_record(&segment),
+            ScanDepth::Full,
+            options.index_spacing_bytes,
+        )?;
         let index_ok = check_index(inspection, &segment, scan.valid_len)?;
         (scan, index_ok)
     } else {
@@ -277,7 +321,9 @@ fn inspect_segment(
         }
     }
     if newest {
-        inspection.rebuilt.insert(id, SparseIndex::from_entries(base, scan.index.clone()));
+        inspection
+            .rebuilt
+            .insert(id, SparseIndex::from_entries(base, scan.index.clone()));
     }
     if !index_ok {
         inspection.plan.push(Action::RebuildIndex {
@@ -285,7 +331,9 @@ fn inspect_segment(
             path: segment.index_path(),
             entries: scan.index.len(),
         });
-        inspection.rebuilt.insert(id, SparseIndex::from_entries(base, scan.index));
+        inspection
+            .rebuilt
+            .insert(id, SparseIndex::from_entries(base, scan.index));
     }
     let known_next = scan.damage.is_none() || newest;
     Ok(SegmentSummary {
@@ -301,7 +349,10 @@ fn inspect_segment(
 }
 
 /// Records damage to a segment header, recognising an abandoned creation.
-#[expect(clippy::too_many_arguments, reason = "one call site; the facts are all needed")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; the facts are all needed"
+)]
 fn header_damage(
     inspection: &mut Inspection,
     id: u64,
@@ -317,15 +368,33 @@ fn header_damage(
     // before any record is written, so no record can live in it.
     let abandoned = newest && file_len <= SEGMENT_HEADER_LEN as u64;
     let (repair, context) = if abandoned {
-        let repair = if older_exists { RepairClass::Default } else { RepairClass::Never };
-        (repair, FindingContext::AbandonedSegment { older_segment_exists: older_exists })
+        let repair = if older_exists {
+            RepairClass::Default
+        } else {
+            RepairClass::Never
+        };
+        (
+            repair,
+            FindingContext::AbandonedSegment {
+                older_segment_exists: older_exists,
+            },
+        )
     } else {
         (RepairClass::Never, FindingContext::SegmentHeader)
     };
-    inspection.findings.push(Finding { kind, site, repair, context });
+    inspection.findings.push(Finding {
+        kind,
+        site,
+        repair,
+        context,
+    });
     let removed = abandoned && older_exists;
     if removed {
-        inspection.plan.push(Action::RemoveSegment { segment: id, path, len: file_len });
+        inspection.plan.push(Action::RemoveSegment {
+            segment: id,
+            path,
+            len: file_len,
+        });
     }
     SegmentSummary {
         id,
@@ -340,7 +409,11 @@ fn header_damage(
 }
 
 /// Loads a segment's index, noting why when it cannot be used.
-fn load_index(inspection: &mut Inspection, segment: &SegmentFile, valid_len: u64) -> Result<SparseIndex, ()> {
+fn load_index(
+    inspection: &mut Inspection,
+    segment: &SegmentFile,
+    valid_len: u64,
+) -> Result<SparseIndex, ()> {
     match SparseIndex::load(&segment.index_path(), segment.base_offset(), valid_len) {
         Ok(index) => Ok(index),
         Err(err) => {
@@ -351,7 +424,10 @@ fn load_index(inspection: &mut Inspection, segment: &SegmentFile, valid_len: u64
                 // rebuilt, and the data itself is what matters.
                 _ => IndexProblem::Missing,
             };
-            inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason });
+            inspection.notes.push(Note::IndexUnusable {
+                segment: segment.id(),
+                reason,
+            });
             Err(())
         }
     }
@@ -365,11 +441,16 @@ fn check_index(
     segment: &SegmentFile,
     valid_len: u64,
 ) -> Result<bool, RecoveryError> {
-    let Ok(index) = load_index(inspection, segment, valid_len) else { return Ok(false) };
+    let Ok(index) = load_index(inspection, segment, valid_len) else {
+        return Ok(false);
+    };
     if entries_are_boundaries(segment, valid_len, index.entries())? {
         Ok(true)
     } else {
-        inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason: IndexProblem::Stale });
+        inspection.notes.push(Note::IndexUnusable {
+            segment: segment.id(),
+            reason: IndexProblem::Stale,
+        });
         Ok(false)
     }
 }
@@ -423,7 +504,10 @@ fn scan_sealed(
         let full = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
         let stale = full.damage.is_none();
         if stale {
-            inspection.notes.push(Note::IndexUnusable { segment: segment.id(), reason: IndexProblem::Stale });
+            inspection.notes.push(Note::IndexUnusable {
+                segment: segment.id(),
+                reason: IndexProblem::Stale,
+            });
         }
         return Ok((full, !stale));
     }

@@ -31,7 +31,12 @@
 //! assert_eq!(inspection.next_offset(), Some(2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod chunked;
 mod classify;

@@ -68,7 +68,11 @@ pub struct RecoveredShard {
 /// Inspects it, fails with [`RecoveryError::Unrepairable`] (having modified
 /// nothing) when damage is outside what `options` allow, otherwise repairs,
 /// rebuilds indexes, and returns the segments.
-pub fn open_shard(dir: &Path, shard: &str, options: &OpenOptions) -> Result<RecoveredShard, RecoveryError> {
+pub fn open_shard(
+    dir: &Path,
+    shard: &str,
+    options: &OpenOptions,
+) -> Result<RecoveredShard, RecoveryError> {
     let inspection = inspect(dir, shard, &options.inspect)?;
     let actions = repair(&inspection, options.repair_checksum_tail)?;
     let live: Vec<_> = inspection.live_segments().cloned().collect();
@@ -76,17 +80,25 @@ pub fn open_shard(dir: &Path, shard: &str, options: &OpenOptions) -> Result<Reco
     let mut newest = None;
     for (i, summary) in live.iter().enumerate() {
         let truncated_to = actions.iter().find_map(|a| match a {
-            Action::Truncate { segment, to_len, .. } if *segment == summary.id => Some(*to_len),
+            Action::Truncate {
+                segment, to_len, ..
+            } if *segment == summary.id => Some(*to_len),
             _ => None,
         });
         let len = truncated_to.unwrap_or(summary.valid_len);
         if i + 1 < live.len() {
             // Every field is known: an unknown one is a Never finding that
             // `repair` refused above.
-            let (Some(base_offset), Some(next_offset)) = (summary.base_offset, summary.next_offset) else {
+            let (Some(base_offset), Some(next_offset)) = (summary.base_offset, summary.next_offset)
+            else {
                 continue;
             };
-            sealed.push(SealedInfo { id: summary.id, base_offset, next_offset, len });
+            sealed.push(SealedInfo {
+                id: summary.id,
+                base_offset,
+                next_offset,
+                len,
+            });
             continue;
         }
         let (file, file_len) = SegmentFile::open(dir, summary.id, Arc::clone(&inspection.shard))?;
@@ -96,7 +108,13 @@ pub fn open_shard(dir: &Path, shard: &str, options: &OpenOptions) -> Result<Reco
             // sealed segment continues; its full index is needed for writing.
             _ => {
                 let start = ScanStart::first_record(&file);
-                let scan = scan_segment(&file, file_len, start, ScanDepth::Full, options.inspect.index_spacing_bytes)?;
+                let scan = scan_segment(
+                    &file,
+                    file_len,
+                    start,
+                    ScanDepth::Full,
+                    options.inspect.index_spacing_bytes,
+                )?;
                 SparseIndex::from_entries(file.base_offset(), scan.index)
             }
         };
@@ -107,5 +125,10 @@ pub fn open_shard(dir: &Path, shard: &str, options: &OpenOptions) -> Result<Reco
             file: Arc::new(file),
         });
     }
-    Ok(RecoveredShard { sealed, newest, inspection, actions })
+    Ok(RecoveredShard {
+        sealed,
+        newest,
+        inspection,
+        actions,
+    })
 }

@@ -16,7 +16,10 @@ use crate::report::Action;
 /// Truncations are synced (`fdatasync`) before the directory is, and the
 /// directory is synced after removals, so a crash during repair leaves a
 /// directory that a second recovery finishes the same way.
-pub fn repair(inspection: &Inspection, repair_checksum_tail: bool) -> Result<Vec<Action>, RecoveryError> {
+pub fn repair(
+    inspection: &Inspection,
+    repair_checksum_tail: bool,
+) -> Result<Vec<Action>, RecoveryError> {
     let blocking = inspection.blocking(repair_checksum_tail);
     if !blocking.is_empty() {
         return Err(RecoveryError::Unrepairable {
@@ -28,13 +31,20 @@ pub fn repair(inspection: &Inspection, repair_checksum_tail: bool) -> Result<Vec
     let mut touched_dir = false;
     for action in &inspection.plan {
         match action {
-            Action::Truncate { path, to_len, segment, from_len } => {
+            Action::Truncate {
+                path,
+                to_len,
+                segment,
+                from_len,
+            } => {
                 let file = OpenOptions::new()
                     .write(true)
                     .open(path)
                     .map_err(|e| SegmentError::io("open", path, e))?;
-                file.set_len(*to_len).map_err(|e| SegmentError::io("truncate", path, e))?;
-                file.sync_data().map_err(|e| SegmentError::io("fdatasync", path, e))?;
+                file.set_len(*to_len)
+                    .map_err(|e| SegmentError::io("truncate", path, e))?;
+                file.sync_data()
+                    .map_err(|e| SegmentError::io("fdatasync", path, e))?;
                 tracing::warn!(shard = %inspection.shard, segment, from_len, to_len, "truncated damaged tail");
             }
             Action::RemoveSegment { path, segment, .. } => {
@@ -48,7 +58,11 @@ pub fn repair(inspection: &Inspection, repair_checksum_tail: bool) -> Result<Vec
                 touched_dir = true;
                 tracing::warn!(shard = %inspection.shard, segment, "removed abandoned segment");
             }
-            Action::RebuildIndex { segment, path, entries } => {
+            Action::RebuildIndex {
+                segment,
+                path,
+                entries,
+            } => {
                 if let Some(index) = inspection.rebuilt.get(segment) {
                     index.write_file(path)?;
                     touched_dir = true;

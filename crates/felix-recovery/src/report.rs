@@ -58,11 +58,20 @@ impl Finding {
     /// done about it.
     pub fn detail(&self) -> String {
         match self.context {
-            FindingContext::Record { location, intact_record_at, tail_all_zero, tail_bytes } => {
+            FindingContext::Record {
+                location,
+                intact_record_at,
+                tail_all_zero,
+                tail_bytes,
+            } => {
                 let place = match location {
                     DamageLocation::NewestConfined => format!(
                         "in the newest segment's tail ({tail_bytes} bytes to end of file, no intact record after it{})",
-                        if tail_all_zero { "; the tail is all zeros" } else { "" }
+                        if tail_all_zero {
+                            "; the tail is all zeros"
+                        } else {
+                            ""
+                        }
                     ),
                     DamageLocation::NewestFollowedByIntact => format!(
                         "in the newest segment, followed by an intact record at byte {}",
@@ -85,11 +94,15 @@ impl Finding {
                 "{}: segment header damage is never a torn write; restore this segment from a replica or backup",
                 self.kind
             ),
-            FindingContext::AbandonedSegment { older_segment_exists: true } => format!(
+            FindingContext::AbandonedSegment {
+                older_segment_exists: true,
+            } => format!(
                 "{}: an interrupted segment creation holding no records; removed on open",
                 self.kind
             ),
-            FindingContext::AbandonedSegment { older_segment_exists: false } => format!(
+            FindingContext::AbandonedSegment {
+                older_segment_exists: false,
+            } => format!(
                 "{}: the only segment is shorter than its header, so the shard's first offset is unknown; remove the directory or restore it",
                 self.kind
             ),
@@ -103,7 +116,13 @@ impl Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} [{}] at {}", self.detail(), self.repair.as_str(), self.site)
+        write!(
+            f,
+            "{} [{}] at {}",
+            self.detail(),
+            self.repair.as_str(),
+            self.site
+        )
     }
 }
 
@@ -144,7 +163,12 @@ pub enum Action {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Truncate { path, from_len, to_len, .. } => write!(
+            Self::Truncate {
+                path,
+                from_len,
+                to_len,
+                ..
+            } => write!(
                 f,
                 "truncate {} from {from_len} to {to_len} bytes ({} bytes removed)",
                 path.display(),
@@ -199,9 +223,17 @@ impl fmt::Display for Note {
             Self::IndexUnusable { segment, reason } => {
                 let name = felix_format::file_name(*segment, felix_format::FileKind::Index);
                 match reason {
-                    IndexProblem::Missing => write!(f, "index {name} is missing; rebuilt from its segment"),
-                    IndexProblem::Invalid(kind) => write!(f, "index {name} is invalid ({kind}); rebuilt from its segment"),
-                    IndexProblem::Stale => write!(f, "index {name} does not match its segment; rebuilt from it"),
+                    IndexProblem::Missing => {
+                        write!(f, "index {name} is missing; rebuilt from its segment")
+                    }
+                    IndexProblem::Invalid(kind) => write!(
+                        f,
+                        "index {name} is invalid ({kind}); rebuilt from its segment"
+                    ),
+                    IndexProblem::Stale => write!(
+                        f,
+                        "index {name} does not match its segment; rebuilt from it"
+                    ),
                 }
             }
             Self::StrayFile { name } => write!(f, "stray file {name:?} left alone"),

@@ -64,7 +64,10 @@ pub struct ScanStart {
 impl ScanStart {
     /// The first record of `segment`.
     pub fn first_record(segment: &SegmentFile) -> Self {
-        Self { offset: segment.base_offset(), position: SEGMENT_HEADER_LEN as u64 }
+        Self {
+            offset: segment.base_offset(),
+            position: SEGMENT_HEADER_LEN as u64,
+        }
     }
 }
 
@@ -119,7 +122,10 @@ pub fn scan_segment(
                 }
             }
         } else if position + total > file_len {
-            break Some(CorruptionKind::Truncated { needed: total, available: file_len - position });
+            break Some(CorruptionKind::Truncated {
+                needed: total,
+                available: file_len - position,
+            });
         }
         index.observe(offset, position);
         position += total;
@@ -143,7 +149,11 @@ pub fn scan_segment(
 /// end are searched: its own payload may legitimately contain bytes that
 /// look like a record. When the header did not verify, its length means
 /// nothing and the search starts at the next byte.
-pub fn search_start(damage: &Damage, file: &SegmentFile, file_len: u64) -> Result<u64, SegmentError> {
+pub fn search_start(
+    damage: &Damage,
+    file: &SegmentFile,
+    file_len: u64,
+) -> Result<u64, SegmentError> {
     let trusted_len = match damage.kind {
         CorruptionKind::Truncated { needed, .. } => Some(needed),
         CorruptionKind::RecordChecksum { .. } | CorruptionKind::OffsetOutOfOrder { .. } => {

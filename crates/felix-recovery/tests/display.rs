@@ -1,0 +1,136 @@
+//! The operator-facing text of findings and of a refused open, reviewed
+//! through snapshots.
+//!
+//! Shards here are written byte for byte with a fixed creation time
+//! (`write_segment`), so every CRC in the text is the same on every run; the
+//! temporary directory's path is replaced by `[SHARD_DIR]`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{
+    LABEL, flip_bit, inspect_unchanged, open_refused, seg_path, segment_layout, set_len,
+    write_segment,
+};
+use felix_recovery::{Finding, InspectOptions, OpenOptions, RecoveryError, open_shard};
+
+fn options() -> InspectOptions {
+    InspectOptions {
+        index_spacing_bytes: 4096,
+        full_verify: true,
+    }
+}
+
+/// The one finding a shard built by `build` produces.
+fn finding(build: impl FnOnce(&Path)) -> Finding {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let mut findings = inspect_unchanged(dir.path(), &options()).findings;
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    findings.remove(0)
+}
+
+#[test]
+fn finding_display_text_for_every_context() {
+    let last = segment_layout(1, 3, 3)[2];
+    let middle = segment_layout(1, 3, 3)[1];
+    let cases: Vec<(&str, Finding)> = vec![
+        (
+            "torn newest tail",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 3);
+                set_len(&seg_path(d, 1), last.position + 40);
+            }),
+        ),
+        (
+            "zero-filled newest tail",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 3);
+                set_len(&seg_path(d, 1), last.end() + 100);
+            }),
+        ),
+        (
+            "newest, followed by an intact record",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 3);
+                flip_bit(&seg_path(d, 1), middle.position + 40, 2);
+            }),
+        ),
+        (
+            "sealed",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 3);
+                flip_bit(&seg_path(d, 0), 40, 0);
+            }),
+        ),
+        (
+            "segment header",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 3);
+                flip_bit(&seg_path(d, 1), 31, 0);
+            }),
+        ),
+        (
+            "abandoned newest segment",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 0);
+                set_len(&seg_path(d, 1), 12);
+            }),
+        ),
+        (
+            "abandoned only segment",
+            finding(|d| {
+                write_segment(d, 0, 0, 0);
+                set_len(&seg_path(d, 0), 12);
+            }),
+        ),
+        (
+            "gap",
+            finding(|d| {
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 2, 6, 3);
+            }),
+        ),
+    ];
+    let text: String = cases
+        .iter()
+        .map(|(case, f)| format!("{case}:\n  {f}\n"))
+        .collect();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    write_segment(dir.path(), 0, 0, 3);
+    write_segment(dir.path(), 1, 3, 3);
+    flip_bit(&seg_path(dir.path(), 0), 31, 0);
+    let last = segment_layout(1, 3, 3)[2];
+    set_len(&seg_path(dir.path(), 1), last.end() + 100);
+
+    let mut text = String::new();
+    for repair_checksum_tail in [false, true] {
+        let options = OpenOptions {
+            inspect: options(),
+            repair_checksum_tail,
+        };
+        let blocking = open_refused(dir.path(), &options);
+        assert_eq!(blocking.len(), if repair_checksum_tail { 1 } else { 2 });
+        let err = open_shard(dir.path(), LABEL, &options).unwrap_err();
+        assert!(matches!(err, RecoveryError::Unrepairable { .. }));
+        let shown = err
+            .to_string()
+            .replace(&dir.path().display().to_string(), "[SHARD_DIR]");
+        text.push_str(&format!(
+            "repair_checksum_tail = {repair_checksum_tail}:\n{shown}\n\n"
+        ));
+    }
+    insta::assert_snapshot!(text);
+}
