@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use felix_segment::SegmentError;
 
+use crate::classify::RepairClass;
 use crate::report::Finding;
 
 /// A failure of recovery.
@@ -31,15 +32,14 @@ fn unrepairable_text(
     blocking: &[Finding],
     repair_checksum_tail: bool,
 ) -> String {
+    // "By default" only when opting in would change the answer.
+    let opt_in_would_help =
+        !repair_checksum_tail && blocking.iter().any(|f| f.repair == RepairClass::OptIn);
     let mut text = format!(
         "shard {} cannot be opened: {} finding(s) not repairable{}; nothing was modified",
         dir.display(),
         blocking.len(),
-        if repair_checksum_tail {
-            ""
-        } else {
-            " by default"
-        },
+        if opt_in_would_help { " by default" } else { "" },
     );
     for finding in blocking {
         text.push_str("\n  - ");

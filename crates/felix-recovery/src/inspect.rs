@@ -363,10 +363,14 @@ fn header_damage(
     newest: bool,
     older_exists: bool,
 ) -> SegmentSummary {
-    // A newest segment no longer than its header, whose header did not
-    // verify, was being created when the process died: the header is synced
-    // before any record is written, so no record can live in it.
-    let abandoned = newest && file_len <= SEGMENT_HEADER_LEN as u64;
+    // A newest segment shorter than its header, or exactly a header's length
+    // of zeros (its size reached the disk, its bytes did not), was being
+    // created when the process died: the header is synced before any record
+    // is written, so no record can live in it. A complete header with a bad
+    // field is damage, never an interrupted creation.
+    let abandoned = newest
+        && (file_len < SEGMENT_HEADER_LEN as u64
+            || (file_len == SEGMENT_HEADER_LEN as u64 && header_is_zero(&path)));
     let (repair, context) = if abandoned {
         let repair = if older_exists {
             RepairClass::Default
@@ -406,6 +410,12 @@ fn header_damage(
         index_ok: false,
         removed,
     }
+}
+
+/// Whether a header-sized file holds only zeros. An unreadable file is not
+/// assumed to be zeros: the damage is then reported, not removed.
+fn header_is_zero(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| bytes.iter().all(|&b| b == 0))
 }
 
 /// Loads a segment's index, noting why when it cannot be used.

@@ -776,3 +776,30 @@ fn crc32_oracle_matches_spec_golden_vectors() {
     assert_eq!(crc32(&[&record[..20]]), 0xC654_DE27);
     assert_eq!(crc32(&[&record[..24], b"hi"]), 0x2402_152C);
 }
+
+/// A newest segment holding exactly a complete header with one bad field
+/// was created and written in full: that is header damage, never an
+/// interrupted creation, so it is not removed.
+#[test]
+fn open_newest_header_only_segment_with_damaged_complete_header_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    build_shard(dir.path(), 0, &[3, 3, 0], SPACING);
+    let newest = seg_path(dir.path(), 2);
+    assert_eq!(
+        std::fs::metadata(&newest).unwrap().len(),
+        SEGMENT_HEADER_LEN as u64
+    );
+    flip_bit(&newest, 9, 0);
+    let inspection = inspect_unchanged(dir.path(), &InspectOptions::default());
+    assert_eq!(inspection.findings.len(), 1);
+    let finding = &inspection.findings[0];
+    assert!(
+        matches!(finding.kind, CorruptionKind::SegmentHeaderChecksum { .. }),
+        "{finding:?}"
+    );
+    assert_eq!(finding.site, CorruptionSite::new(LABEL, 2, 0));
+    assert_eq!(finding.repair, RepairClass::Never);
+    assert_eq!(finding.context, FindingContext::SegmentHeader);
+    assert_eq!(open_refused(dir.path(), &OpenOptions::default()).len(), 1);
+    assert!(newest.exists());
+}

@@ -267,7 +267,10 @@ impl SegmentFile {
     }
 
     /// Damage met at the entry the scan started from means the entry is
-    /// wrong; damage met later is damage to the segment.
+    /// wrong — unless that entry is the segment's real first record, which
+    /// needs no index to find, or the record there verified its header and
+    /// offset and only its checksum failed. Damage met later is damage to
+    /// the segment.
     fn classify(
         &self,
         start: IndexEntry,
@@ -275,10 +278,11 @@ impl SegmentFile {
         at: u64,
         kind: CorruptionKind,
     ) -> SegmentError {
-        if expected == start.offset
-            && at == start.position
-            && start.position != SEGMENT_HEADER_LEN as u64
-        {
+        let from_entry = expected == start.offset && at == start.position;
+        let real_first_record =
+            start.offset == self.base_offset() && start.position == SEGMENT_HEADER_LEN as u64;
+        let header_verified = matches!(kind, CorruptionKind::RecordChecksum { .. });
+        if from_entry && !real_first_record && !header_verified {
             SegmentError::StaleIndex {
                 entry: start,
                 site: self.site(at),

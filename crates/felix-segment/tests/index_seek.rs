@@ -301,3 +301,40 @@ fn read_interop_clean_4seg_record_by_record_gives_the_readme_payloads() {
     }
     assert_eq!(offset, 2000);
 }
+
+#[test]
+fn read_through_entry_claiming_a_later_offset_at_the_first_record_is_stale_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    // Position 32 is the first record, but it holds offset 0, not 1.
+    let wrong = IndexEntry {
+        offset: 1,
+        position: 32,
+    };
+    let err = segment.read(wrong, 5, limit, 1).unwrap_err();
+    assert!(
+        matches!(err, SegmentError::StaleIndex { entry, kind: CorruptionKind::OffsetOutOfOrder { expected: 1, found: 0 }, .. } if entry == wrong),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn read_of_rotted_payload_at_a_correct_entry_is_corruption_not_stale_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit) = sealed(dir.path(), 4096);
+    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let entry = index.entries()[2];
+    // Flip the last payload byte of the record the entry points at (offset
+    // % 97 bytes of payload; pick an entry whose record has a payload).
+    let payload_len = (entry.offset % 97) as u64;
+    assert!(payload_len > 0);
+    let at = entry.position + 28 + payload_len - 1;
+    let mut bytes = std::fs::read(segment.path()).unwrap();
+    bytes[at as usize] ^= 1;
+    std::fs::write(segment.path(), &bytes).unwrap();
+    let err = segment.read(entry, entry.offset, limit, 1).unwrap_err();
+    assert!(
+        matches!(&err, SegmentError::Corrupt { site, kind: CorruptionKind::RecordChecksum { .. } } if site.position == entry.position),
+        "{err:?}"
+    );
+}
