@@ -326,7 +326,7 @@ fn read_of_rotted_payload_at_a_correct_entry_is_corruption_not_stale_index() {
     let entry = index.entries()[2];
     // Flip the last payload byte of the record the entry points at (offset
     // % 97 bytes of payload; pick an entry whose record has a payload).
-    let payload_len = (entry.offset % 97) as u64;
+    let payload_len = entry.offset % 97;
     assert!(payload_len > 0);
     let at = entry.position + 28 + payload_len - 1;
     let mut bytes = std::fs::read(segment.path()).unwrap();
