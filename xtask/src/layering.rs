@@ -1,9 +1,11 @@
 //! The crate stack, written down once and checked against every
 //! `crates/*/Cargo.toml`.
 //!
-//! Bytes flow up: felix-format (0) < felix-segment (1) < felix-recovery (2) <
-//! felix-storage (3) < felix-cli (4). felix-epochs sits beside the stack on
-//! felix-format alone, and only felix-storage and felix-cli may use it. A
+//! Bytes flow up: felix-format and felix-io (0) < felix-segment (1) <
+//! felix-recovery (2) < felix-storage (3) < felix-cli (4). felix-io, the file
+//! system interface, depends on nothing of ours and everything that touches
+//! files uses it. felix-epochs sits beside the stack on felix-format and
+//! felix-io alone, and only felix-storage and felix-cli may use it. A
 //! dependency of any kind (normal, dev, build, target-specific) on a crate
 //! that is not below is a violation: a dev-dependency cycle still lets a test
 //! of a lower crate lean on behaviour it must not know about. A crate missing
@@ -20,14 +22,20 @@ use std::path::Path;
 /// Every placed crate, its level (for display), and the crates it may use.
 pub const PLACES: &[(&str, u8, &[&str])] = &[
     ("felix-format", 0, &[]),
-    ("felix-epochs", 1, &["felix-format"]),
-    ("felix-segment", 1, &["felix-format"]),
-    ("felix-recovery", 2, &["felix-format", "felix-segment"]),
+    ("felix-io", 0, &[]),
+    ("felix-epochs", 1, &["felix-format", "felix-io"]),
+    ("felix-segment", 1, &["felix-format", "felix-io"]),
+    (
+        "felix-recovery",
+        2,
+        &["felix-format", "felix-io", "felix-segment"],
+    ),
     (
         "felix-storage",
         3,
         &[
             "felix-format",
+            "felix-io",
             "felix-segment",
             "felix-recovery",
             "felix-epochs",
@@ -38,6 +46,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
         4,
         &[
             "felix-format",
+            "felix-io",
             "felix-segment",
             "felix-recovery",
             "felix-storage",
@@ -470,7 +479,7 @@ felix-storage = { path = "../felix-storage" }
         assert_eq!(
             violations[0].to_string(),
             "felix-segment depends on felix-storage in [dev-dependencies], which is not below it \
-             (felix-segment may depend on felix-format)"
+             (felix-segment may depend on felix-format, felix-io)"
         );
     }
 

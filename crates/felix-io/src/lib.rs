@@ -1,0 +1,179 @@
+//! The one file-system interface felix storage uses.
+//!
+//! Every file and directory operation of `felix-segment`, `felix-recovery`,
+//! `felix-epochs` and `felix-storage` goes through a [`FileSystem`]: a
+//! cheaply cloned handle to a [`Vfs`]. Production uses [`FileSystem::os`]
+//! (`pread`/`pwrite`, `fdatasync`, `fallocate`, `flock` on the real disk).
+//! Tests use [`sim::SimFs`], which keeps for every file what is durable and
+//! what is only written, and for every directory which entries are durable,
+//! so a test can "cut the power" at any moment and inspect every state the
+//! disk could be left in — or make any chosen call fail.
+//!
+//! The interface is deliberately small (open, read/write at a position,
+//! length, sync, rename, remove, directory sync, listing, lock): each
+//! operation is one a durability argument has to reason about.
+//!
+//! Invariants this crate keeps:
+//!
+//! * The OS implementation adds no buffering: a successful `sync_data` means
+//!   what the kernel's `fdatasync` means, and a failure is returned as is.
+//! * The simulation never makes durable what the real disk would not: only
+//!   `sync_data`/`sync_all` make file bytes durable, only `sync_dir` makes
+//!   directory entries durable.
+//!
+//! ```
+//! use felix_io::{FileSystem, OpenMode};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let fs = FileSystem::os();
+//! let file = fs.open(&dir.path().join("a"), OpenMode::CreateNew)?;
+//! file.write_all_at(b"hello", 0)?;
+//! file.sync_data()?;
+//! fs.sync_dir(dir.path())?;
+//! let mut buf = [0u8; 5];
+//! fs.open(&dir.path().join("a"), OpenMode::Read)?.read_exact_at(&mut buf, 0)?;
+//! assert_eq!(&buf, b"hello");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod os;
+pub mod sim;
+
+use std::any::Any;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use os::OsFs;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpenMode {
+    /// Read only; the file must exist.
+    Read,
+    /// Read and write; the file must exist.
+    ReadWrite,
+    /// Read and write a file that must not exist yet (never overwrites).
+    CreateNew,
+    /// Read and write, creating the file or emptying an existing one.
+    CreateTruncate,
+    /// Read and write, creating the file if missing, keeping its bytes.
+    CreateOrOpen,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name.
+    pub name: OsString,
+    /// Whether it is a directory.
+    pub is_dir: bool,
+}
+
+/// An open file. Positioned reads and writes only, so one handle serves
+/// concurrent readers without a lock or a seek.
+pub trait VfsFile: Send + Sync + fmt::Debug {
+    /// Reads exactly `buf.len()` bytes at `position` (`UnexpectedEof` when
+    /// the file is shorter).
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `position`, extending the file as needed.
+    fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()>;
+    /// The file's current length.
+    fn file_len(&self) -> io::Result<u64>;
+    /// Truncates or extends (with zeros) the file to `len`.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Makes the file's data (and the size needed to read it) durable:
+    /// `fdatasync`.
+    fn sync_data(&self) -> io::Result<()>;
+    /// Makes the file's data and metadata durable: `fsync`.
+    fn sync_all(&self) -> io::Result<()>;
+    /// Reserves `len` bytes of disk without changing the length; returns
+    /// whether the file system supports it.
+    fn preallocate(&self, len: u64) -> io::Result<bool>;
+}
+
+/// A file system: the operations storage needs, nothing more.
+pub trait Vfs: Send + Sync + fmt::Debug {
+    /// Opens (or creates) the file at `path`.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
+    /// Renames `from` to `to`, replacing `to` atomically if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes the file at `path`. Open handles keep working.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Lists the directory's entries (order unspecified).
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
+    /// Creates the directory and its parents; existing ones are fine.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Whether a directory exists at `path`.
+    fn is_dir(&self, path: &Path) -> bool;
+    /// Takes an exclusive advisory lock on the file at `path` (created if
+    /// missing) without waiting; `Ok(None)` when someone else holds it. The
+    /// lock lasts as long as the returned guard.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
+}
+
+/// Holds a lock taken with [`Vfs::try_lock`] until dropped.
+pub struct LockGuard {
+    _held: Box<dyn Any + Send + Sync>,
+}
+
+impl LockGuard {
+    /// A guard keeping `held` (whatever releases the lock on drop) alive.
+    pub fn new(held: impl Any + Send + Sync) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LockGuard")
+    }
+}
+
+/// A cheaply cloned handle to a [`Vfs`].
+#[derive(Clone, Debug)]
+pub struct FileSystem(Arc<dyn Vfs>);
+
+impl FileSystem {
+    /// The real file system.
+    pub fn os() -> Self {
+        Self(Arc::new(OsFs))
+    }
+
+    /// A handle to `vfs`.
+    pub fn new(vfs: impl Vfs + 'static) -> Self {
+        Self(Arc::new(vfs))
+    }
+
+    /// A handle sharing an existing `Arc`.
+    pub fn from_arc(vfs: Arc<dyn Vfs>) -> Self {
+        Self(vfs)
+    }
+}
+
+impl Default for FileSystem {
+    fn default() -> Self {
+        Self::os()
+    }
+}
+
+impl Deref for FileSystem {
+    type Target = dyn Vfs;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}

@@ -1,0 +1,195 @@
+//! The simulated file system keeps durable and written state apart, and a
+//! crash yields exactly the states a power loss could leave.
+
+use std::path::Path;
+
+use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs, Tear};
+use felix_io::{OpenMode, Vfs};
+
+fn setup() -> SimFs {
+    let fs = SimFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+fn read(fs: &SimFs, path: &str) -> Option<Vec<u8>> {
+    fs.read_file(Path::new(path)).ok()
+}
+
+#[test]
+fn crash_loses_unsynced_writes_and_unsynced_directory_entries() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.write_all_at(b"hello", 0).unwrap();
+    assert_eq!(fs.pending().len(), 2, "a link and a write");
+    assert_eq!(read(&fs.crash(&CrashPlan::durable_only()), "/d/a"), None);
+
+    f.sync_data().unwrap();
+    // The data is durable but the name is not: the file is unreachable.
+    assert_eq!(read(&fs.crash(&CrashPlan::durable_only()), "/d/a"), None);
+    fs.sync_dir(Path::new("/d")).unwrap();
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::durable_only()), "/d/a"),
+        Some(b"hello".to_vec())
+    );
+    assert!(fs.pending().is_empty());
+}
+
+#[test]
+fn crash_keeps_any_chosen_subset_of_pending_operations() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    f.write_all_at(b"aaaa", 0).unwrap();
+    f.write_all_at(b"bbbb", 4).unwrap();
+    let cases = [
+        (vec![false, false], b"".to_vec()),
+        (vec![true, false], b"aaaa".to_vec()),
+        (vec![false, true], b"\0\0\0\0bbbb".to_vec()),
+        (vec![true, true], b"aaaabbbb".to_vec()),
+    ];
+    for (keep, expected) in cases {
+        let crashed = fs.crash(&CrashPlan {
+            keep: keep.clone(),
+            tear: None,
+        });
+        assert_eq!(read(&crashed, "/d/a"), Some(expected), "{keep:?}");
+    }
+}
+
+#[test]
+fn crash_tears_a_write_at_any_byte_or_leaves_zeros() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.write_all_at(b"head", 0).unwrap();
+    f.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    f.write_all_at(b"tail", 4).unwrap();
+    for n in 0..=4 {
+        let crashed = fs.crash(&CrashPlan {
+            keep: vec![true],
+            tear: Some((0, Tear::Prefix(n))),
+        });
+        assert_eq!(
+            read(&crashed, "/d/a").unwrap(),
+            [&b"head"[..], &b"tail"[..n]].concat()
+        );
+    }
+    let crashed = fs.crash(&CrashPlan {
+        keep: vec![true],
+        tear: Some((0, Tear::Zeros)),
+    });
+    assert_eq!(read(&crashed, "/d/a").unwrap(), b"head\0\0\0\0");
+}
+
+#[test]
+fn crash_after_rename_gives_the_old_file_or_the_new_one() {
+    let fs = setup();
+    let old = fs
+        .open(Path::new("/d/epochs"), OpenMode::CreateNew)
+        .unwrap();
+    old.write_all_at(b"old", 0).unwrap();
+    old.sync_data().unwrap();
+    let tmp = fs
+        .open(Path::new("/d/epochs.tmp"), OpenMode::CreateNew)
+        .unwrap();
+    tmp.write_all_at(b"new", 0).unwrap();
+    tmp.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    fs.rename(Path::new("/d/epochs.tmp"), Path::new("/d/epochs"))
+        .unwrap();
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::durable_only()), "/d/epochs"),
+        Some(b"old".to_vec())
+    );
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::everything(1)), "/d/epochs"),
+        Some(b"new".to_vec())
+    );
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::everything(1)), "/d/epochs.tmp"),
+        None
+    );
+}
+
+#[test]
+fn sync_failure_with_data_dropped_reverts_to_the_durable_bytes() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.write_all_at(b"kept", 0).unwrap();
+    f.sync_data().unwrap();
+    f.write_all_at(b"lost", 4).unwrap();
+    fs.inject(Fault {
+        op: FaultOp::SyncFile,
+        path_contains: "/d/a".into(),
+        skip: 0,
+        effect: FaultEffect::SyncFailDrop(5),
+    });
+    let err = f.sync_data().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(5));
+    assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"kept");
+    // The fault is spent: the next sync succeeds, but the data is gone.
+    f.sync_data().unwrap();
+    assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"kept");
+}
+
+#[test]
+fn sync_failure_with_data_kept_leaves_it_pending() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.write_all_at(b"maybe", 0).unwrap();
+    fs.inject(Fault {
+        op: FaultOp::SyncFile,
+        path_contains: String::new(),
+        skip: 0,
+        effect: FaultEffect::SyncFailKeep(5),
+    });
+    assert!(f.sync_data().is_err());
+    assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"maybe");
+    assert_eq!(fs.pending().iter().filter(|p| p.kind == "write").count(), 1);
+}
+
+#[test]
+fn short_write_stores_a_prefix_and_fails() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    fs.inject(Fault {
+        op: FaultOp::Write,
+        path_contains: "a".into(),
+        skip: 1,
+        effect: FaultEffect::ShortWrite {
+            written: 3,
+            errno: 28,
+        },
+    });
+    f.write_all_at(b"first", 0).unwrap();
+    let err = f.write_all_at(b"second", 5).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(28));
+    assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"firstsec");
+    let log = fs.log();
+    let writes: Vec<_> = log
+        .iter()
+        .filter(|e| e.op == "write")
+        .map(|e| e.ok)
+        .collect();
+    assert_eq!(writes, [true, false]);
+}
+
+#[test]
+fn lock_is_exclusive_until_dropped() {
+    let fs = setup();
+    let guard = fs.try_lock(Path::new("/d/lock")).unwrap();
+    assert!(guard.is_some());
+    assert!(fs.try_lock(Path::new("/d/lock")).unwrap().is_none());
+    drop(guard);
+    assert!(fs.try_lock(Path::new("/d/lock")).unwrap().is_some());
+}
+
+#[test]
+fn read_only_handle_refuses_writes() {
+    let fs = setup();
+    fs.write_file(Path::new("/d/a"), b"x").unwrap();
+    let f = fs.open(Path::new("/d/a"), OpenMode::Read).unwrap();
+    assert_eq!(f.write_all_at(b"y", 0).unwrap_err().raw_os_error(), Some(9));
+}
