@@ -54,7 +54,7 @@ pub use config::{Durability, Retention, StoreConfig};
 pub use error::{Result, StorageError};
 pub use felix_format::ShardKey;
 pub use felix_segment::Record;
-pub use lock::LOCK_FILE_NAME;
+pub use lock::{LOCK_FILE_NAME, ShardLock};
 pub use shard::{AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, Shard};
 pub use stats::ShardStats;
 pub use store::Store;

@@ -13,13 +13,23 @@ pub const LOCK_FILE_NAME: &str = "lock";
 /// An exclusive `flock` on `<shard>/lock`, released when dropped (or when
 /// the process dies, which is why an advisory lock beats a pid file: a crash
 /// never leaves a stale lock behind).
+///
+/// [`crate::Shard::open`] takes it for the life of the shard. Tools that
+/// modify a shard directory without opening it as a [`crate::Shard`] (such
+/// as `felix-store recover`) take it too, so they never repair a tail that a
+/// live writer is still appending to.
 #[derive(Debug)]
-pub(crate) struct ShardLock {
+pub struct ShardLock {
     _file: File,
 }
 
 impl ShardLock {
-    pub(crate) fn acquire(dir: &Path) -> Result<Self> {
+    /// Takes the lock of the shard directory `dir` without waiting,
+    /// creating its `lock` file if missing.
+    ///
+    /// Fails with [`StorageError::Locked`] when another process (or another
+    /// handle in this one) holds it.
+    pub fn acquire(dir: &Path) -> Result<Self> {
         let path: PathBuf = dir.join(LOCK_FILE_NAME);
         let file = OpenOptions::new()
             .create(true)

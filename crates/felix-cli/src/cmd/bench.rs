@@ -1,0 +1,258 @@
+//! `felix-store bench`: append throughput and per-append latency, printed as
+//! the reference tool's `{"event":"bench",…}` JSON line.
+//!
+//! `--concurrency` threads each append batches of `--batch` records of
+//! `--payload-bytes` incompressible bytes (seeded xorshift, so a compressing
+//! file system cannot flatter the figures). `--warmup-records` go first and
+//! are not measured; then every thread starts together and each `append`
+//! call is timed with a monotonic clock. Percentiles are nearest-rank over
+//! the sorted latencies of every measured call.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use felix_storage::{AppendReceipt, Record, Shard};
+use serde_json::json;
+
+use crate::cmd::log_args::{Acks, LogArgs, Syncer, appends_per_sync, now_micros};
+use crate::error::{CliError, Outcome};
+use crate::output::{Out, Progress, progress_beside_stream, round, seconds};
+use crate::pattern::xorshift_bytes;
+
+/// Distinct payloads each thread cycles through: enough that consecutive
+/// records differ, few enough to generate up front.
+const PAYLOAD_POOL: usize = 64;
+
+/// Arguments of `bench`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    log: LogArgs,
+    /// Appending threads.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Records appended before measuring starts (not counted).
+    #[arg(long, default_value_t = 1_000)]
+    warmup_records: u64,
+    /// Free text copied into the result line, to tell runs apart.
+    #[arg(long, default_value = "felix")]
+    label: String,
+}
+
+/// What one thread measured.
+#[derive(Debug, Default)]
+struct Measured {
+    latencies_nanos: Vec<u64>,
+    receipts: Vec<AppendReceipt>,
+}
+
+/// Runs `bench`.
+pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
+    let log = &args.log;
+    log.check()?;
+    if args.concurrency == 0 {
+        return Err(CliError::Usage("--concurrency must be at least 1".into()));
+    }
+    let shard = log.open()?;
+    let syncer = Syncer::start(
+        &shard,
+        log.fsync,
+        Duration::from_millis(log.fsync_interval_ms),
+    )?;
+    let pools: Vec<Vec<Bytes>> = (0..args.concurrency)
+        .map(|t| {
+            (0..PAYLOAD_POOL)
+                .map(|i| {
+                    // Spread consecutive seeds over the whole state space.
+                    let seed =
+                        ((t * PAYLOAD_POOL + i) as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    Bytes::from(xorshift_bytes(seed, log.payload_bytes))
+                })
+                .collect()
+        })
+        .collect();
+    let bar = Progress::bar(log.records, "benchmarking", progress_beside_stream());
+    // Two rendezvous: every warm-up has finished before the counters are
+    // read, and the counters are read before any measured append starts.
+    let warmed = Barrier::new(args.concurrency + 1);
+    let go = Barrier::new(args.concurrency + 1);
+    let (elapsed, before, measured) = std::thread::scope(|scope| {
+        let handles: Vec<_> = pools
+            .iter()
+            .enumerate()
+            .map(|(t, pool)| {
+                let shard = &shard;
+                let (warmed, go) = (&warmed, &go);
+                let bar = &bar;
+                let warmup = share(args.warmup_records, args.concurrency, t);
+                let records = share(log.records, args.concurrency, t);
+                scope.spawn(move || -> Result<Measured, CliError> {
+                    let warm = append_n(shard, pool, warmup, log.batch, None, &mut |_| {});
+                    // Every thread reaches the barrier even after a failure,
+                    // so the others are never left waiting.
+                    warmed.wait();
+                    go.wait();
+                    warm?;
+                    let mut measured = Measured::default();
+                    append_n(
+                        shard,
+                        pool,
+                        records,
+                        log.batch,
+                        Some(&mut measured),
+                        &mut |n| bar.inc(n),
+                    )?;
+                    Ok(measured)
+                })
+            })
+            .collect();
+        warmed.wait();
+        let before = shard.stats();
+        go.wait();
+        let started = Instant::now();
+        let measured: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CliError::Usage("a bench thread panicked".into())))
+            })
+            .collect();
+        (started.elapsed(), before, measured)
+    });
+    bar.finish();
+    let mut latencies = Vec::new();
+    let mut acks = Acks::default();
+    let mut receipts = Vec::new();
+    for result in measured {
+        let m = result?;
+        latencies.extend(m.latencies_nanos);
+        receipts.extend(m.receipts);
+    }
+    syncer.stop();
+    // Before the final sync of a clean shutdown, which is not part of the
+    // measurement.
+    let after = shard.stats();
+    if log.clean_shutdown {
+        shard.sync()?;
+    }
+    if log.report_acks {
+        receipts.sort_by_key(|r| r.first_offset);
+        for receipt in receipts {
+            acks.push(receipt);
+        }
+        acks.flush(shard.durable_offset(), out)?;
+    }
+    let appends_per_sync = appends_per_sync(log.fsync, &before, &after);
+    latencies.sort_unstable();
+    let secs = seconds(elapsed).max(1e-9);
+    let payload_total = log.records as f64 * log.payload_bytes as f64;
+    out.json(&json!({
+        "event": "bench",
+        "label": args.label,
+        "records": log.records,
+        "payload_bytes": log.payload_bytes,
+        "batch": log.batch,
+        "concurrency": args.concurrency,
+        "fsync": log.fsync.as_str(),
+        "elapsed_seconds": round(secs, 6),
+        "records_per_second": round(log.records as f64 / secs, 1),
+        "mb_per_second": round(payload_total / secs / 1e6, 3),
+        "appends_per_sync": round(appends_per_sync, 3),
+        "latency_us": {
+            "p50": percentile_us(&latencies, 0.50),
+            "p90": percentile_us(&latencies, 0.90),
+            "p99": percentile_us(&latencies, 0.99),
+            "p999": percentile_us(&latencies, 0.999),
+            "max": percentile_us(&latencies, 1.0),
+        },
+    }))?;
+    if log.clean_shutdown {
+        let next_offset = shard.next_offset();
+        drop(shard);
+        out.json(&json!({"event": "closed", "next_offset": next_offset}))?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Thread `t`'s share of `total` among `threads`, the remainder going to
+/// the first threads.
+fn share(total: u64, threads: usize, t: usize) -> u64 {
+    let threads = threads as u64;
+    let t = t as u64;
+    total / threads + u64::from(t < total % threads)
+}
+
+/// Appends `records` records in batches, timing each call into `measured`
+/// when given.
+fn append_n(
+    shard: &Arc<Shard>,
+    pool: &[Bytes],
+    records: u64,
+    batch: u64,
+    mut measured: Option<&mut Measured>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), CliError> {
+    let mut remaining = records;
+    let mut next = 0usize;
+    while remaining > 0 {
+        let count = remaining.min(batch);
+        let timestamp = now_micros();
+        let records: Vec<Record> = (0..count)
+            .map(|_| {
+                next = (next + 1) % pool.len().max(1);
+                Record {
+                    timestamp_micros: timestamp,
+                    payload: pool.get(next).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        let started = Instant::now();
+        let receipt = shard.append(&records)?;
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Some(m) = measured.as_deref_mut() {
+            m.latencies_nanos.push(nanos);
+            m.receipts.push(receipt);
+        }
+        remaining -= count;
+        progress(count);
+    }
+    Ok(())
+}
+
+/// The nearest-rank `q` quantile of sorted nanosecond latencies, in
+/// microseconds with one decimal; 0 when nothing was measured.
+fn percentile_us(sorted_nanos: &[u64], q: f64) -> f64 {
+    if sorted_nanos.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted_nanos.len() as f64).ceil() as usize;
+    let index = rank.clamp(1, sorted_nanos.len()) - 1;
+    round(
+        sorted_nanos.get(index).copied().unwrap_or_default() as f64 / 1e3,
+        1,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_splits_the_remainder_over_the_first_threads() {
+        assert_eq!(
+            (0..3).map(|t| share(10, 3, t)).collect::<Vec<_>>(),
+            [4, 3, 3]
+        );
+        assert_eq!((0..4).map(|t| share(2, 4, t)).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn percentile_us_is_nearest_rank() {
+        let nanos: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
+        assert_eq!(percentile_us(&nanos, 0.5), 500.0);
+        assert_eq!(percentile_us(&nanos, 0.999), 999.0);
+        assert_eq!(percentile_us(&nanos, 1.0), 1000.0);
+        assert_eq!(percentile_us(&[], 0.5), 0.0);
+    }
+}

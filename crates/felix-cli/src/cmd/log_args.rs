@@ -1,0 +1,237 @@
+//! The flags `write` and `bench` share with the reference implementation's
+//! log tool, so one script can drive either binary, and what they share at
+//! run time: opening the shard, the periodic syncer, and printing acks.
+//!
+//! An ack always means durable: whatever the fsync policy, a batch is
+//! acknowledged only once `Shard::durable_offset` covers it. With
+//! `on_commit` that is when the append returns; with `periodic` after the
+//! next background sync; with `none` only at a clean shutdown's final sync
+//! (or never, without `--clean-shutdown`).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use felix_storage::{AppendReceipt, Durability, Shard, ShardStats, StoreConfig};
+use serde_json::json;
+
+use crate::error::CliError;
+use crate::output::Out;
+use crate::target::shard_dir;
+
+/// When appends are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Fsync {
+    /// Never by the writer: the page cache only, until a clean shutdown.
+    #[value(name = "none")]
+    None,
+    /// A background thread syncs every `--fsync-interval-ms`.
+    #[value(name = "periodic")]
+    Periodic,
+    /// Each append returns once an fdatasync covers it (group commit).
+    #[value(name = "on_commit")]
+    OnCommit,
+}
+
+impl Fsync {
+    /// The name as the flag and the JSON lines spell it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Periodic => "periodic",
+            Self::OnCommit => "on_commit",
+        }
+    }
+}
+
+/// Flags shared by `write` and `bench`, named as the reference tool names
+/// them.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LogArgs {
+    /// The shard directory itself (created if missing).
+    #[arg(long)]
+    pub(crate) dir: PathBuf,
+    /// When appends become durable.
+    #[arg(long, value_enum, default_value_t = Fsync::OnCommit)]
+    pub(crate) fsync: Fsync,
+    /// Interval of `--fsync periodic`.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) fsync_interval_ms: u64,
+    /// Roll to a new segment before one would grow past this size.
+    #[arg(long, default_value_t = StoreConfig::default().segment_size_bytes)]
+    pub(crate) segment_bytes: u64,
+    /// Spacing of sparse index entries.
+    #[arg(long, default_value_t = StoreConfig::default().index_spacing_bytes)]
+    pub(crate) index_spacing_bytes: u64,
+    /// Do not reserve each segment's disk space up front.
+    #[arg(long)]
+    pub(crate) no_preallocate: bool,
+    /// Records to append.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) records: u64,
+    /// Payload size of every record.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) payload_bytes: usize,
+    /// Records per append call.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) batch: u64,
+    /// Print `{"event":"ack","first_offset":A,"last_offset":B}` for every
+    /// batch once it is durable.
+    #[arg(long)]
+    pub(crate) report_acks: bool,
+    /// Sync and close the shard at the end (printing `{"event":"closed"}`);
+    /// without it the process exits without a final sync, like a crash
+    /// minus the kill.
+    #[arg(long)]
+    pub(crate) clean_shutdown: bool,
+}
+
+impl LogArgs {
+    /// Rejects values that cannot work, before anything is opened.
+    pub(crate) fn check(&self) -> Result<(), CliError> {
+        if self.batch == 0 {
+            return Err(CliError::Usage("--batch must be at least 1".into()));
+        }
+        if self.fsync == Fsync::Periodic && self.fsync_interval_ms == 0 {
+            return Err(CliError::Usage(
+                "--fsync-interval-ms must be at least 1 with --fsync periodic".into(),
+            ));
+        }
+        if self.payload_bytes > felix_format::MAX_PAYLOAD_BYTES as usize {
+            return Err(CliError::Usage(format!(
+                "--payload-bytes {} is over the format's limit of {} bytes",
+                self.payload_bytes,
+                felix_format::MAX_PAYLOAD_BYTES
+            )));
+        }
+        Ok(())
+    }
+
+    /// The store configuration the flags describe. `periodic` is run by
+    /// [`Syncer`] (a bare shard has no background thread), so the shard
+    /// itself is told `None` for it.
+    pub(crate) fn config(&self) -> StoreConfig {
+        StoreConfig {
+            segment_size_bytes: self.segment_bytes,
+            index_spacing_bytes: self.index_spacing_bytes,
+            preallocate: !self.no_preallocate,
+            durability: match self.fsync {
+                Fsync::OnCommit => Durability::OnCommit,
+                Fsync::None | Fsync::Periodic => Durability::None,
+            },
+            ..StoreConfig::default()
+        }
+    }
+
+    /// Opens (recovering) the shard in `--dir`, labelled with its name.
+    pub(crate) fn open(&self) -> Result<Arc<Shard>, CliError> {
+        let label = shard_dir(self.dir.clone()).name;
+        Ok(Arc::new(Shard::open(&self.dir, &label, self.config())?))
+    }
+}
+
+/// The background syncer of `--fsync periodic`.
+pub(crate) struct Syncer {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Syncer {
+    /// Starts syncing `shard` every `interval` when `fsync` is periodic.
+    pub(crate) fn start(
+        shard: &Arc<Shard>,
+        fsync: Fsync,
+        interval: Duration,
+    ) -> Result<Self, CliError> {
+        if fsync != Fsync::Periodic {
+            return Ok(Self {
+                stop: None,
+                thread: None,
+            });
+        }
+        let (stop, stopped) = mpsc::channel::<()>();
+        let dir = shard.dir().to_path_buf();
+        let shard = Arc::clone(shard);
+        let thread = std::thread::Builder::new()
+            .name("periodic-sync".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                    // A failed sync poisons the shard; the next append
+                    // reports it, so there is nothing more to do here.
+                    if shard.sync().is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| CliError::io("spawn the periodic sync thread for", dir, e))?;
+        Ok(Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the thread and waits for it.
+    pub(crate) fn stop(mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Batches appended but not yet acknowledged, printed once durable.
+#[derive(Debug, Default)]
+pub(crate) struct Acks {
+    pending: VecDeque<AppendReceipt>,
+}
+
+impl Acks {
+    /// Remembers an appended batch.
+    pub(crate) fn push(&mut self, receipt: AppendReceipt) {
+        self.pending.push_back(receipt);
+    }
+
+    /// Prints an ack line for every pending batch `durable_offset` covers.
+    pub(crate) fn flush(&mut self, durable_offset: u64, out: &mut Out) -> Result<(), CliError> {
+        while let Some(receipt) = self.pending.front() {
+            if receipt.last_offset >= durable_offset {
+                break;
+            }
+            out.json(&json!({
+                "event": "ack",
+                "first_offset": receipt.first_offset,
+                "last_offset": receipt.last_offset,
+            }))?;
+            self.pending.pop_front();
+        }
+        Ok(())
+    }
+}
+
+/// Appends per `fdatasync` between two snapshots of a shard's counters.
+///
+/// With `on_commit` this is group commit's figure from the shard's own
+/// counters (appends that waited on a sync, per sync). With `periodic` or
+/// `none` no append waits, so it is the appends made between the snapshots
+/// per sync made meanwhile; 0 when nothing was synced.
+pub(crate) fn appends_per_sync(fsync: Fsync, before: &ShardStats, after: &ShardStats) -> f64 {
+    let syncs = after.syncs - before.syncs;
+    if syncs == 0 {
+        return 0.0;
+    }
+    let appends = match fsync {
+        Fsync::OnCommit => after.synced_appends - before.synced_appends,
+        Fsync::None | Fsync::Periodic => after.appends - before.appends,
+    };
+    appends as f64 / syncs as f64
+}
+
+/// Wall-clock microseconds, for record timestamps.
+pub(crate) fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}

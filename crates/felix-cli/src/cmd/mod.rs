@@ -1,0 +1,11 @@
+//! One module per subcommand, each with its clap `Args` and a `run`
+//! returning how it ended.
+
+pub(crate) mod bench;
+pub(crate) mod demo;
+pub(crate) mod dump;
+pub(crate) mod log_args;
+pub(crate) mod recover;
+pub(crate) mod stat;
+pub(crate) mod verify;
+pub(crate) mod write;

@@ -1,0 +1,270 @@
+//! `felix-store recover`: what opening a shard does — repair what the policy
+//! allows and rebuild indexes — as a separate, reported step.
+//!
+//! The shard is inspected read-only first. Damage the policy may not repair
+//! ends the command with exit 1 having modified nothing (not even a lock
+//! file). Otherwise, unless `--dry-run`, the shard's writer lock is taken
+//! (so a live writer's tail is never cut under it), the shard is inspected
+//! again under the lock, and `felix_recovery::repair` carries out the plan.
+
+use std::path::PathBuf;
+
+use felix_recovery::{
+    Action, InspectOptions, Inspection, RecoveryError, RepairClass, inspect, repair,
+};
+use felix_storage::ShardLock;
+use serde_json::{Value, json};
+
+use crate::error::{CliError, Outcome};
+use crate::output::{Out, Progress, progress_allowed};
+use crate::report::{self};
+use crate::target::{Resolved, ShardDir, resolve};
+
+/// Arguments of `recover`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The shard directory (holding `*.log` files).
+    shard_dir: PathBuf,
+    /// Also truncate damage that may be rot of an acknowledged record
+    /// (checksum failures, out-of-order offsets, impossible lengths) when it
+    /// is confined to the newest segment's tail. Those records are lost.
+    #[arg(long)]
+    repair_checksum_tail: bool,
+    /// Print what would be done, and do nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print one JSON object (one line).
+    #[arg(long)]
+    json: bool,
+    /// Spacing of the entries of rebuilt indexes.
+    #[arg(long, default_value_t = InspectOptions::default().index_spacing_bytes)]
+    index_spacing_bytes: u64,
+}
+
+/// How `recover` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Nothing to repair.
+    Clean,
+    /// The plan was carried out.
+    Repaired,
+    /// `--dry-run`: the plan was printed.
+    WouldRepair,
+    /// Damage outside the policy: nothing was modified.
+    Refused,
+}
+
+impl Ending {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Clean => "clean",
+            Self::Repaired => "repaired",
+            Self::WouldRepair => "would_repair",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+/// Runs `recover`.
+pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
+    let shard = match resolve(&args.shard_dir)? {
+        Resolved::Shard(shard) => shard,
+        Resolved::Root(shards) => {
+            return Err(CliError::Usage(format!(
+                "{} is a root of {} shard directories; recover takes one shard directory",
+                args.shard_dir.display(),
+                shards.len()
+            )));
+        }
+        Resolved::File { shard, .. } => {
+            return Err(CliError::Usage(format!(
+                "{} is a file; recover takes its shard directory, {}",
+                args.shard_dir.display(),
+                shard.dir.display()
+            )));
+        }
+    };
+    let options = InspectOptions {
+        index_spacing_bytes: args.index_spacing_bytes,
+        full_verify: false,
+    };
+    let spinner = Progress::spinner(
+        format!("inspecting {}", shard.dir.display()),
+        progress_allowed(args.json),
+    );
+    let mut inspection = inspect(&shard.dir, &shard.name, &options)?;
+    let will_write = !args.dry_run
+        && inspection.would_open(args.repair_checksum_tail)
+        && !inspection.plan.is_empty();
+    // Held until the end of `run`: the repair must not race a writer.
+    let _lock = if will_write {
+        let lock = ShardLock::acquire(&shard.dir)?;
+        // What a writer did before we held the lock is only seen by looking
+        // again; acting on the first look could cut records it appended.
+        inspection = inspect(&shard.dir, &shard.name, &options)?;
+        Some(lock)
+    } else {
+        None
+    };
+
+    let blocking: Vec<_> = inspection
+        .blocking(args.repair_checksum_tail)
+        .into_iter()
+        .cloned()
+        .collect();
+    let (ending, actions) = if !blocking.is_empty() {
+        (Ending::Refused, Vec::new())
+    } else if inspection.plan.is_empty() {
+        (Ending::Clean, Vec::new())
+    } else if args.dry_run {
+        (Ending::WouldRepair, inspection.plan.clone())
+    } else {
+        spinner.set_message(format!("repairing {}", shard.dir.display()));
+        (
+            Ending::Repaired,
+            repair(&inspection, args.repair_checksum_tail)?,
+        )
+    };
+    spinner.finish();
+
+    if args.json {
+        out.json(&json_line(&shard, &inspection, &args, ending, &actions))?;
+    } else {
+        print_human(out, &shard, &inspection, &args, ending, &actions, &blocking)?;
+    }
+    if ending == Ending::Refused {
+        let reason = RecoveryError::Unrepairable {
+            dir: shard.dir.clone(),
+            blocking,
+            repair_checksum_tail: args.repair_checksum_tail,
+        }
+        .to_string();
+        // The report went to stdout; stderr gets the one-line reason.
+        out.flush()?;
+        eprintln!("felix-store: {}", reason.lines().next().unwrap_or_default());
+        return Ok(Outcome::Damage);
+    }
+    Ok(Outcome::Success)
+}
+
+fn action_json(action: &Action) -> Value {
+    match action {
+        Action::Truncate {
+            segment,
+            path,
+            from_len,
+            to_len,
+        } => json!({
+            "action": "truncate",
+            "segment": segment,
+            "path": path.display().to_string(),
+            "from_len": from_len,
+            "to_len": to_len,
+        }),
+        Action::RemoveSegment { segment, path, len } => json!({
+            "action": "remove_segment",
+            "segment": segment,
+            "path": path.display().to_string(),
+            "len": len,
+        }),
+        Action::RebuildIndex {
+            segment,
+            path,
+            entries,
+        } => json!({
+            "action": "rebuild_index",
+            "segment": segment,
+            "path": path.display().to_string(),
+            "entries": entries,
+        }),
+    }
+}
+
+fn json_line(
+    shard: &ShardDir,
+    inspection: &Inspection,
+    args: &Args,
+    ending: Ending,
+    actions: &[Action],
+) -> Value {
+    let mut map = report::shard_fields(&shard.name, inspection);
+    map.insert(
+        "findings".into(),
+        inspection
+            .findings
+            .iter()
+            .map(report::finding_json)
+            .collect(),
+    );
+    map.insert("notes".into(), report::notes(inspection).into());
+    map.insert("outcome".into(), ending.as_str().into());
+    map.insert("dry_run".into(), args.dry_run.into());
+    map.insert(
+        "repair_checksum_tail".into(),
+        args.repair_checksum_tail.into(),
+    );
+    map.insert("actions".into(), actions.iter().map(action_json).collect());
+    map.insert("dir".into(), shard.dir.display().to_string().into());
+    Value::Object(map)
+}
+
+fn print_human(
+    out: &mut Out,
+    shard: &ShardDir,
+    inspection: &Inspection,
+    args: &Args,
+    ending: Ending,
+    actions: &[Action],
+    blocking: &[felix_recovery::Finding],
+) -> Result<(), CliError> {
+    out.line(report::summary_line(&shard.name, inspection))?;
+    for finding in &inspection.findings {
+        out.line(report::finding_line(finding))?;
+    }
+    for note in report::notes(inspection) {
+        out.line(format!("  note: {note}"))?;
+    }
+    let done = if ending == Ending::WouldRepair {
+        "would"
+    } else {
+        "done"
+    };
+    for action in actions {
+        out.line(format!("  {done}: {action}"))?;
+    }
+    let closing = match ending {
+        Ending::Clean => "nothing to repair: the shard opens as it is".to_owned(),
+        Ending::Repaired => format!(
+            "recovered: {} action{} done; the shard opens with offsets {}..{}",
+            actions.len(),
+            if actions.len() == 1 { "" } else { "s" },
+            crate::output::opt_text(inspection.base_offset()),
+            crate::output::opt_text(inspection.next_offset()),
+        ),
+        Ending::WouldRepair => {
+            "dry run: nothing was modified; run without --dry-run to do the above".to_owned()
+        }
+        Ending::Refused => {
+            let opt_in_only = blocking.iter().all(|f| f.repair == RepairClass::OptIn);
+            let advice = if opt_in_only && !args.repair_checksum_tail {
+                format!(
+                    "the damaged records may have been acknowledged: restore the shard from a replica, or drop them with `felix-store recover --repair-checksum-tail {}`",
+                    shard.dir.display()
+                )
+            } else {
+                "restore the shard from a replica or backup".to_owned()
+            };
+            format!(
+                "REFUSED: {} finding{} not repairable{}; nothing was modified; {advice}",
+                blocking.len(),
+                if blocking.len() == 1 { "" } else { "s" },
+                if args.repair_checksum_tail {
+                    ""
+                } else {
+                    " by default"
+                },
+            )
+        }
+    };
+    out.line(closing)
+}

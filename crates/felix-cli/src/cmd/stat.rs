@@ -1,0 +1,150 @@
+//! `felix-store stat`: per segment, its id, offsets, records, bytes, whether
+//! it is sealed or the active (newest) one, and whether its index can be
+//! used; then the shard's totals.
+//!
+//! Figures come from `felix_recovery::inspect` (read-only), so they are the
+//! shard as a default open would leave it: a torn tail is already counted
+//! out, and damage that would stop the open is listed after the table.
+
+use std::path::PathBuf;
+
+use felix_recovery::{InspectOptions, Inspection, SegmentSummary, inspect};
+use serde_json::{Value, json};
+
+use crate::error::{CliError, Outcome};
+use crate::output::{Out, Progress, opt, opt_text, progress_allowed};
+use crate::report::{self, Verdict};
+use crate::target::{ShardDir, resolve};
+
+/// Arguments of `stat`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A shard directory, a root of shard directories, or one segment file
+    /// (which shows its whole shard).
+    path: PathBuf,
+    /// Print one JSON object per shard per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `stat`.
+pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
+    let shards = resolve(&args.path)?.shards();
+    let bar = Progress::bar(
+        shards.len() as u64,
+        "reading shards",
+        progress_allowed(args.json) && shards.len() > 1,
+    );
+    let mut outcome = Outcome::Success;
+    for shard in &shards {
+        bar.set_message(shard.name.clone());
+        let inspection = inspect(&shard.dir, &shard.name, &InspectOptions::default())?;
+        bar.suspend(|| {
+            if args.json {
+                out.json(&json_line(shard, &inspection))
+            } else {
+                print_human(out, shard, &inspection)
+            }
+        })?;
+        outcome = outcome.and(Verdict::of(&inspection).outcome());
+        bar.inc(1);
+    }
+    Ok(outcome)
+}
+
+fn state(segment: &SegmentSummary) -> &'static str {
+    match (segment.removed, segment.newest) {
+        (true, _) => "abandoned",
+        (false, true) => "active",
+        (false, false) => "sealed",
+    }
+}
+
+fn index_state(segment: &SegmentSummary) -> &'static str {
+    if segment.removed {
+        "-"
+    } else if segment.index_ok {
+        "ok"
+    } else {
+        "rebuild"
+    }
+}
+
+fn json_line(shard: &ShardDir, inspection: &Inspection) -> Value {
+    let mut map = report::shard_fields(&shard.name, inspection);
+    map.insert(
+        "bytes".into(),
+        inspection
+            .segments
+            .iter()
+            .map(|s| s.file_len)
+            .sum::<u64>()
+            .into(),
+    );
+    map.insert(
+        "per_segment".into(),
+        inspection
+            .segments
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "base_offset": opt(s.base_offset),
+                    "next_offset": opt(s.next_offset),
+                    "records": opt(s.records()),
+                    "bytes": s.file_len,
+                    "valid_bytes": s.valid_len,
+                    "state": state(s),
+                    "index": index_state(s),
+                })
+            })
+            .collect(),
+    );
+    map.insert("findings".into(), inspection.findings.len().into());
+    map.insert("verdict".into(), Verdict::of(inspection).as_str().into());
+    Value::Object(map)
+}
+
+fn print_human(out: &mut Out, shard: &ShardDir, inspection: &Inspection) -> Result<(), CliError> {
+    out.line(format!("shard {} ({})", shard.name, shard.dir.display()))?;
+    out.line(format!(
+        "  {:<20}  {:>10}  {:>10}  {:>10}  {:>12}  {:<9}  {}",
+        "segment", "base", "next", "records", "bytes", "state", "index"
+    ))?;
+    for s in &inspection.segments {
+        out.line(format!(
+            "  {:<20}  {:>10}  {:>10}  {:>10}  {:>12}  {:<9}  {}",
+            format!("{:020}", s.id),
+            opt_text(s.base_offset),
+            opt_text(s.next_offset),
+            opt_text(s.records()),
+            s.file_len,
+            state(s),
+            index_state(s),
+        ))?;
+    }
+    let bytes: u64 = inspection.segments.iter().map(|s| s.file_len).sum();
+    let segments = inspection.live_segments().count();
+    out.line(format!(
+        "  total: {segments} segment{}, offsets {}..{}, {} records, {bytes} bytes",
+        if segments == 1 { "" } else { "s" },
+        opt_text(inspection.base_offset()),
+        opt_text(inspection.next_offset()),
+        opt_text(inspection.records()),
+    ))?;
+    if !inspection.findings.is_empty() {
+        let verdict = Verdict::of(inspection);
+        out.line(format!(
+            "  damage: {} finding{} ({}); details: `felix-store verify {}`",
+            inspection.findings.len(),
+            if inspection.findings.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            verdict.as_str().replace('_', " "),
+            shard.dir.display()
+        ))?;
+    }
+    Ok(())
+}

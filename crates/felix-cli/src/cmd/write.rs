@@ -1,0 +1,105 @@
+//! `felix-store write`: append records whose payloads follow the reference
+//! implementation's pattern, printing JSON lines a crash test can trust.
+//!
+//! Lines, in order: `{"event":"opened","dir":…,"start_offset":N,"fsync":…}`
+//! once the shard is open (after recovery); with `--report-acks`,
+//! `{"event":"ack","first_offset":A,"last_offset":B}` per batch once it is
+//! durable (see `log_args` for what that means per fsync policy);
+//! `{"event":"finished",…}` with the figures; and, with `--clean-shutdown`,
+//! `{"event":"closed",…}` after the final sync. Every line is flushed as it
+//! is written, so a test that kills the process with SIGKILL knows that
+//! every ack it read was durable before it was printed.
+
+use std::time::{Duration, Instant};
+
+use felix_storage::Record;
+use serde_json::json;
+
+use crate::cmd::log_args::{Acks, LogArgs, Syncer, appends_per_sync, now_micros};
+use crate::error::{CliError, Outcome};
+use crate::output::{Out, Progress, progress_beside_stream, round, seconds};
+use crate::pattern::reference_payload;
+
+/// Arguments of `write`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+/// Runs `write`.
+pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
+    let log = args.log;
+    log.check()?;
+    let shard = log.open()?;
+    let start_offset = shard.next_offset();
+    out.json(&json!({
+        "event": "opened",
+        "dir": log.dir.display().to_string(),
+        "start_offset": start_offset,
+        "fsync": log.fsync.as_str(),
+    }))?;
+    let syncer = Syncer::start(
+        &shard,
+        log.fsync,
+        Duration::from_millis(log.fsync_interval_ms),
+    )?;
+    // stdout carries JSON lines for scripts; the bar is on stderr only, and
+    // only when stdout is not the same terminal.
+    let bar = Progress::bar(log.records, "writing records", progress_beside_stream());
+    let mut acks = Acks::default();
+    let before = shard.stats();
+    let started = Instant::now();
+    let mut remaining = log.records;
+    while remaining > 0 {
+        let count = remaining.min(log.batch);
+        // One writer holds the shard's lock, so the offsets this batch will
+        // get are known before it is appended, and the payloads can carry
+        // them.
+        let first = shard.next_offset();
+        let timestamp = now_micros();
+        let batch: Vec<Record> = (first..first + count)
+            .map(|offset| Record::new(timestamp, reference_payload(offset, log.payload_bytes)))
+            .collect();
+        let receipt = shard.append(&batch)?;
+        debug_assert_eq!(receipt.first_offset, first);
+        if log.report_acks {
+            acks.push(receipt);
+            acks.flush(shard.durable_offset(), out)?;
+        }
+        remaining -= count;
+        bar.inc(count);
+    }
+    let elapsed = started.elapsed();
+    syncer.stop();
+    bar.finish();
+    let after = shard.stats();
+    if log.clean_shutdown {
+        shard.sync()?;
+    }
+    if log.report_acks {
+        acks.flush(shard.durable_offset(), out)?;
+    }
+    out.json(&json!({
+        "event": "finished",
+        "records": log.records,
+        "first_offset": start_offset,
+        "next_offset": shard.next_offset(),
+        "durable_offset": shard.durable_offset(),
+        "elapsed_seconds": round(seconds(elapsed), 6),
+        "records_per_second": round(log.records as f64 / seconds(elapsed).max(1e-9), 1),
+        "appends_per_sync": round(appends_per_sync(log.fsync, &before, &after), 3),
+    }))?;
+    if log.clean_shutdown {
+        let next_offset = shard.next_offset();
+        let durable_offset = shard.durable_offset();
+        // Dropping the last handle releases the shard's lock.
+        drop(shard);
+        out.json(&json!({
+            "event": "closed",
+            "next_offset": next_offset,
+            "durable_offset": durable_offset,
+        }))?;
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,102 @@
+//! How a subcommand ends, and the errors that map to exit status 2.
+//!
+//! Damage is not an error here: a `verify` that finds a refused shard did
+//! its job and ends with [`Outcome::Damage`] (exit 1). [`CliError`] is for
+//! what stopped a subcommand from doing its job: bad arguments, and I/O
+//! failures, each naming the path involved.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use felix_recovery::RecoveryError;
+use felix_segment::SegmentError;
+use felix_storage::StorageError;
+
+/// How a subcommand that ran to completion ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Success, or every shard opens (exit 0).
+    Success,
+    /// Damage found, or an operation refused (exit 1).
+    Damage,
+}
+
+impl Outcome {
+    /// `Damage` if either is.
+    pub(crate) fn and(self, other: Self) -> Self {
+        if self == Self::Damage || other == Self::Damage {
+            Self::Damage
+        } else {
+            Self::Success
+        }
+    }
+}
+
+/// A failure that stopped a subcommand (exit 2).
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// The arguments make no sense together, or a path is not what the
+    /// subcommand needs.
+    Usage(String),
+    /// A file-system call failed.
+    Io {
+        /// What was being done, e.g. `"read directory"`.
+        op: &'static str,
+        /// The path it was done to.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
+    /// A segment operation failed (its message names the path).
+    Segment(SegmentError),
+    /// Recovery could not read or write the shard (its message names the
+    /// path). Refusals are reported by `recover` itself, not through this.
+    Recovery(RecoveryError),
+    /// A store or shard operation failed.
+    Storage(StorageError),
+    /// Writing to stdout failed.
+    Output(io::Error),
+}
+
+impl CliError {
+    /// An [`CliError::Io`] for `op` on `path`.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(message) => f.write_str(message),
+            Self::Io { op, path, source } => write!(f, "{op} {}: {source}", path.display()),
+            Self::Segment(err) => write!(f, "{err}"),
+            Self::Recovery(err) => write!(f, "{err}"),
+            Self::Storage(err) => write!(f, "{err}"),
+            Self::Output(err) => write!(f, "write to stdout: {err}"),
+        }
+    }
+}
+
+impl From<SegmentError> for CliError {
+    fn from(err: SegmentError) -> Self {
+        Self::Segment(err)
+    }
+}
+
+impl From<RecoveryError> for CliError {
+    fn from(err: RecoveryError) -> Self {
+        Self::Recovery(err)
+    }
+}
+
+impl From<StorageError> for CliError {
+    fn from(err: StorageError) -> Self {
+        Self::Storage(err)
+    }
+}

@@ -1,0 +1,122 @@
+//! Rendering an inspection for people and for scripts, shared by `verify`,
+//! `recover` and `stat` so the three say the same thing the same way.
+
+use std::path::Path;
+
+use felix_recovery::{Finding, Inspection, RepairClass};
+use serde_json::{Value, json};
+
+use crate::error::Outcome;
+use crate::output::{opt, opt_text};
+
+/// What a default open of a shard would do, from its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// No damage: opens as it is.
+    Ok,
+    /// Only damage repaired by default: opens after truncating an
+    /// unfinished write (or removing an abandoned segment).
+    NeedsRepair,
+    /// Damage repaired only on request (`--repair-checksum-tail`), none
+    /// that is never repaired: a default open refuses.
+    RefusedByDefault,
+    /// Damage that is never repaired: every open refuses.
+    Refused,
+}
+
+impl Verdict {
+    /// The verdict for `inspection`.
+    pub(crate) fn of(inspection: &Inspection) -> Self {
+        let worst = inspection.findings.iter().map(|f| f.repair).max();
+        match worst {
+            None => Self::Ok,
+            Some(RepairClass::Default) => Self::NeedsRepair,
+            Some(RepairClass::OptIn) => Self::RefusedByDefault,
+            Some(RepairClass::Never) => Self::Refused,
+        }
+    }
+
+    /// The name scripts match on in `--json` output.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::NeedsRepair => "needs_repair",
+            Self::RefusedByDefault => "refused_by_default",
+            Self::Refused => "refused",
+        }
+    }
+
+    /// Exit status: 0 when a default open succeeds.
+    pub(crate) fn outcome(self) -> Outcome {
+        match self {
+            Self::Ok | Self::NeedsRepair => Outcome::Success,
+            Self::RefusedByDefault | Self::Refused => Outcome::Damage,
+        }
+    }
+
+    /// The closing line of a human report: what it means and what to do.
+    pub(crate) fn human(self, dir: &Path) -> String {
+        let dir = dir.display();
+        match self {
+            Self::Ok => "OK: opens cleanly".to_owned(),
+            Self::NeedsRepair => format!(
+                "needs repair: run `felix-store recover {dir}` (opening the shard repairs it the same way)"
+            ),
+            Self::RefusedByDefault => format!(
+                "REFUSED: a default open fails; the damaged records may have been acknowledged, so restore the shard from a replica, or drop them with `felix-store recover --repair-checksum-tail {dir}`"
+            ),
+            Self::Refused => {
+                "REFUSED: the damage is not repairable; restore the shard from a replica or backup"
+                    .to_owned()
+            }
+        }
+    }
+}
+
+/// One finding as the JSON object `verify` and `recover` print.
+pub(crate) fn finding_json(finding: &Finding) -> Value {
+    json!({
+        "kind": finding.kind.name(),
+        "segment": finding.site.segment,
+        "position": finding.site.position,
+        "repair": finding.repair.as_str(),
+        "detail": finding.detail(),
+    })
+}
+
+/// One finding as a report line: the spec's name for the kind first, so
+/// an operator can grep for it, then the full sentence with its site.
+pub(crate) fn finding_line(finding: &Finding) -> String {
+    format!("  {}: {finding}", finding.kind.name())
+}
+
+/// The notes (index problems, strays) as strings.
+pub(crate) fn notes(inspection: &Inspection) -> Vec<String> {
+    inspection.notes.iter().map(ToString::to_string).collect()
+}
+
+/// The fields every per-shard JSON line starts with.
+pub(crate) fn shard_fields(name: &str, inspection: &Inspection) -> serde_json::Map<String, Value> {
+    let mut map = serde_json::Map::new();
+    map.insert("shard".into(), name.into());
+    map.insert("base_offset".into(), opt(inspection.base_offset()));
+    map.insert("next_offset".into(), opt(inspection.next_offset()));
+    map.insert("records".into(), opt(inspection.records()));
+    map.insert("segments".into(), inspection.live_segments().count().into());
+    map
+}
+
+/// The first line of a shard's human report.
+pub(crate) fn summary_line(name: &str, inspection: &Inspection) -> String {
+    let segments = inspection.live_segments().count();
+    if segments == 0 {
+        return format!("shard {name}: no segments");
+    }
+    format!(
+        "shard {name}: {segments} segment{}, offsets {}..{}, {} records",
+        if segments == 1 { "" } else { "s" },
+        opt_text(inspection.base_offset()),
+        opt_text(inspection.next_offset()),
+        opt_text(inspection.records()),
+    )
+}

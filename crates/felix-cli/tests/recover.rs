@@ -1,0 +1,159 @@
+//! `felix-store recover` on the golden fixtures and the interop corpus: the
+//! report (snapshots), the exit status, what changed on disk, and that a
+//! refused or dry run changes nothing.
+
+mod common;
+
+use common::{files, fixture_copy, interop_copy, run, s, transcript};
+use serde_json::json;
+
+#[test]
+fn recover_truncated_fixture_dry_run_then_repair() {
+    let (root, dir) = fixture_copy("damaged/Truncated");
+    let before = files(root.path());
+    let dry = transcript(&["recover", "--dry-run", s(&dir)], root.path());
+    assert_eq!(files(root.path()), before, "a dry run modifies nothing");
+    let done = transcript(&["recover", s(&dir)], root.path());
+    let after = transcript(&["verify", s(&dir)], root.path());
+    insta::assert_snapshot!([dry, done, after].join("\n"));
+    assert_eq!(
+        std::fs::metadata(dir.join("00000000000000000000.log"))
+            .unwrap()
+            .len(),
+        316
+    );
+}
+
+#[test]
+fn recover_truncated_fixture_json() {
+    let (root, dir) = fixture_copy("damaged/Truncated");
+    insta::assert_snapshot!(transcript(&["recover", "--json", s(&dir)], root.path()));
+}
+
+#[test]
+fn recover_record_checksum_fixture_is_refused_by_default_and_modifies_nothing() {
+    let (root, dir) = fixture_copy("damaged/RecordChecksum");
+    let before = files(root.path());
+    let human = transcript(&["recover", s(&dir)], root.path());
+    let json = transcript(&["recover", "--json", s(&dir)], root.path());
+    assert_eq!(
+        files(root.path()),
+        before,
+        "a refused recover modifies nothing, not even a lock file"
+    );
+    insta::assert_snapshot!([human, json].join("\n"));
+    let result = run(["recover", s(&dir)]);
+    assert_eq!(result.code, 1);
+    assert_eq!(
+        result.stderr.lines().count(),
+        1,
+        "one line of reason: {}",
+        result.stderr
+    );
+}
+
+#[test]
+fn recover_record_checksum_fixture_with_opt_in_truncates_to_offset_4() {
+    let (root, dir) = fixture_copy("damaged/RecordChecksum");
+    let done = transcript(&["recover", "--repair-checksum-tail", s(&dir)], root.path());
+    let after = transcript(&["verify", "--json", s(&dir)], root.path());
+    insta::assert_snapshot!([done, after].join("\n"));
+}
+
+#[test]
+fn recover_segment_magic_fixture_is_refused_even_with_opt_in() {
+    let (root, dir) = fixture_copy("damaged/SegmentMagic");
+    let before = files(root.path());
+    let text = transcript(&["recover", "--repair-checksum-tail", s(&dir)], root.path());
+    assert_eq!(files(root.path()), before);
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn recover_index_magic_fixture_rebuilds_the_index() {
+    let (root, dir) = fixture_copy("damaged/IndexMagic");
+    // small-shard's index was built with entries every 128 bytes.
+    let text = transcript(
+        &["recover", "--index-spacing-bytes", "128", s(&dir)],
+        root.path(),
+    );
+    insta::assert_snapshot!(text);
+    let index = std::fs::read(dir.join("00000000000000000000.index")).unwrap();
+    assert_eq!(
+        index,
+        std::fs::read(common::fixtures().join("small-shard/00000000000000000000.index")).unwrap(),
+        "the rebuilt index equals the clean shard's"
+    );
+}
+
+#[test]
+fn recover_clean_shard_does_nothing() {
+    let (root, dir) = fixture_copy("small-shard");
+    let before = files(root.path());
+    let result = run(["recover", "--json", s(&dir)]);
+    assert_eq!(result.code, 0);
+    assert_eq!(files(root.path()), before);
+    let line = &result.json_lines()[0];
+    assert_eq!(
+        (&line["outcome"], &line["actions"]),
+        (&json!("clean"), &json!([]))
+    );
+}
+
+#[test]
+fn recover_interop_torn_tail_cuts_only_the_torn_record() {
+    let (root, dir) = interop_copy("torn-tail");
+    let before = files(root.path());
+    let result = run(["recover", "--json", s(&dir)]);
+    assert_eq!(result.code, 0, "{}", result.stdout);
+    let line = &result.json_lines()[0];
+    assert_eq!(line["outcome"], "repaired");
+    let newest = dir.join("00000000000000000003.log");
+    let old_len = before[&newest].len() as u64;
+    assert_eq!(
+        line["actions"][0],
+        json!({"action": "truncate", "segment": 3, "path": s(&newest), "from_len": old_len, "to_len": old_len + 10 - 128})
+    );
+    let after = files(root.path());
+    for (path, bytes) in &before {
+        if path != &newest && !path.to_string_lossy().ends_with("03.index") {
+            assert_eq!(&after[path], bytes, "{} changed", path.display());
+        }
+    }
+    let verify = run(["verify", "--json", s(&dir)]);
+    assert_eq!(verify.code, 0);
+    let v = &verify.json_lines()[0];
+    assert_eq!(
+        (&v["next_offset"], &v["records"], &v["findings"]),
+        (&json!(1999), &json!(1999), &json!([]))
+    );
+}
+
+#[test]
+fn recover_locked_shard_exits_2_and_modifies_nothing() {
+    let (root, dir) = fixture_copy("damaged/Truncated");
+    // Created before the snapshot: holding the lock creates its file.
+    let lock = felix_storage::ShardLock::acquire(&dir).unwrap();
+    let before = files(root.path());
+    let result = run(["recover", s(&dir)]);
+    assert_eq!(result.code, 2, "{}", result.stdout);
+    assert!(
+        result.stderr.contains("is locked by another writer"),
+        "{}",
+        result.stderr
+    );
+    assert_eq!(files(root.path()), before);
+    drop(lock);
+}
+
+#[test]
+fn recover_root_is_a_usage_error() {
+    let (root, _dir) = fixture_copy("small-shard");
+    let result = run(["recover", s(root.path())]);
+    assert_eq!(result.code, 2);
+    assert!(
+        result.stderr.contains("recover takes one shard directory"),
+        "{}",
+        result.stderr
+    );
+}
