@@ -35,7 +35,12 @@
 //! # Ok::<(), felix_epochs::HistoryError>(())
 //! ```
 
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod divergence;
 mod file;

@@ -173,10 +173,28 @@ pub fn inspect(
     );
 
     let count = ids.len();
+    // When the last segment is an abandoned creation, the one before it is
+    // the newest: it is what a writer continues, so it is scanned in full
+    // and its damage classified as the newest segment's.
+    let abandoned_last = match ids.last() {
+        Some(&last) if count > 1 => {
+            looks_abandoned(&dir.join(file_name(last, FileKind::Segment).as_str()))
+        }
+        _ => false,
+    };
+    let newest_at = if abandoned_last {
+        count.saturating_sub(2)
+    } else {
+        count.saturating_sub(1)
+    };
     let mut previous: Option<(u64, Option<u64>)> = None;
     for (i, &id) in ids.iter().enumerate() {
-        let newest = i + 1 == count;
-        let summary = inspect_segment(&mut inspection, id, newest, i > 0, options)?;
+        let role = Role {
+            last: i + 1 == count,
+            newest: i == newest_at,
+            older_exists: i > 0,
+        };
+        let summary = inspect_segment(&mut inspection, id, role, options)?;
         if let (Some((prev_id, Some(prev_next))), Some(base)) = (previous, summary.base_offset)
             && prev_next != base
         {
@@ -242,13 +260,35 @@ fn list_dir(dir: &Path) -> Result<Listing, RecoveryError> {
     })
 }
 
+/// A segment's place in the shard, as far as recovery is concerned.
+#[derive(Debug, Clone, Copy)]
+struct Role {
+    /// The highest id: the only file that can be an abandoned creation.
+    last: bool,
+    /// The segment a writer continues: scanned in full, its confined tail
+    /// damage repairable.
+    newest: bool,
+    /// Whether a segment with a lower id exists.
+    older_exists: bool,
+}
+
+/// Whether the file at `path` has the shape of an interrupted creation:
+/// shorter than a header, or a header's length of zeros.
+fn looks_abandoned(path: &Path) -> bool {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() < SEGMENT_HEADER_LEN as u64 => true,
+        Ok(meta) if meta.len() == SEGMENT_HEADER_LEN as u64 => header_is_zero(path),
+        _ => false,
+    }
+}
+
 fn inspect_segment(
     inspection: &mut Inspection,
     id: u64,
-    newest: bool,
-    older_exists: bool,
+    role: Role,
     options: &InspectOptions,
 ) -> Result<SegmentSummary, RecoveryError> {
+    let Role { newest, .. } = role;
     let shard = Arc::clone(&inspection.shard);
     let (segment, file_len) =
         match SegmentFile::open_read_only(&inspection.dir, id, Arc::clone(&shard)) {
@@ -261,14 +301,7 @@ fn inspect_segment(
                     .map_err(|e| RecoveryError::Io(SegmentError::io("stat", &path, e)))?
                     .len();
                 return Ok(header_damage(
-                    inspection,
-                    id,
-                    path,
-                    file_len,
-                    site,
-                    kind,
-                    newest,
-                    older_exists,
+                    inspection, id, path, file_len, site, kind, role,
                 ));
             }
             Err(other) => return Err(other.into()),
@@ -360,17 +393,19 @@ fn header_damage(
     file_len: u64,
     site: CorruptionSite,
     kind: CorruptionKind,
-    newest: bool,
-    older_exists: bool,
+    role: Role,
 ) -> SegmentSummary {
-    // A newest segment shorter than its header, or exactly a header's length
+    let Role {
+        last,
+        newest,
+        older_exists,
+    } = role;
+    // The last segment, shorter than its header or exactly a header's length
     // of zeros (its size reached the disk, its bytes did not), was being
     // created when the process died: the header is synced before any record
     // is written, so no record can live in it. A complete header with a bad
     // field is damage, never an interrupted creation.
-    let abandoned = newest
-        && (file_len < SEGMENT_HEADER_LEN as u64
-            || (file_len == SEGMENT_HEADER_LEN as u64 && header_is_zero(&path)));
+    let abandoned = last && looks_abandoned(&path);
     let (repair, context) = if abandoned {
         let repair = if older_exists {
             RepairClass::Default

@@ -10,7 +10,6 @@ use crate::error::RecoveryError;
 use crate::inspect::{InspectOptions, Inspection, inspect};
 use crate::repair::repair;
 use crate::report::Action;
-use crate::scan::{ScanDepth, ScanStart, scan_segment};
 
 /// What to do on open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,23 +100,15 @@ pub fn open_shard(
             });
             continue;
         }
-        let (file, file_len) = SegmentFile::open(dir, summary.id, Arc::clone(&inspection.shard))?;
-        let index = match inspection.rebuilt.get(&summary.id) {
-            Some(index) if summary.newest => index.clone(),
-            // The newest segment was removed as abandoned, so this formerly
-            // sealed segment continues; its full index is needed for writing.
-            _ => {
-                let start = ScanStart::first_record(&file);
-                let scan = scan_segment(
-                    &file,
-                    file_len,
-                    start,
-                    ScanDepth::Full,
-                    options.inspect.index_spacing_bytes,
-                )?;
-                SparseIndex::from_entries(file.base_offset(), scan.index)
-            }
-        };
+        let (file, _) = SegmentFile::open(dir, summary.id, Arc::clone(&inspection.shard))?;
+        // `inspect` scanned the segment a writer continues in full and kept
+        // its rebuilt index. An index is only an accelerator, so were it
+        // missing, an empty one (reads start at the first record) is correct.
+        let index = inspection
+            .rebuilt
+            .get(&summary.id)
+            .cloned()
+            .unwrap_or_else(|| SparseIndex::empty(file.base_offset()));
         newest = Some(NewestSegment {
             next_offset: summary.next_offset.unwrap_or(file.base_offset()),
             len,

@@ -803,3 +803,52 @@ fn open_newest_header_only_segment_with_damaged_complete_header_is_refused() {
     assert_eq!(open_refused(dir.path(), &OpenOptions::default()).len(), 1);
     assert!(newest.exists());
 }
+
+/// When the last segment is an abandoned creation, the segment before it is
+/// the one a writer continues: it is scanned in full, so rot in its last
+/// record is found (and classed as the newest segment's), never reopened
+/// as writable data unchecked.
+#[test]
+fn inspect_segment_before_abandoned_one_is_scanned_in_full_as_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    build_shard(dir.path(), 0, &[3, 3, 0], SPACING);
+    set_len(&seg_path(dir.path(), 2), 10);
+    let layout = shard_layout(0, &[3, 3]);
+    let last = layout[1].last().unwrap();
+    let seg1_len = common::segment_len(&layout[1]);
+    flip_bit(&seg_path(dir.path(), 1), seg1_len - 1, 0);
+
+    let inspection = inspect_unchanged(dir.path(), &InspectOptions::default());
+    let kinds: Vec<_> = inspection
+        .findings
+        .iter()
+        .map(|f| (f.kind.name(), f.site.segment, f.site.position, f.repair))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("RecordChecksum", 1, last.position, RepairClass::OptIn),
+            ("Truncated", 2, 0, RepairClass::Default)
+        ]
+    );
+    assert!(matches!(
+        inspection.findings[0].context,
+        FindingContext::Record {
+            location: felix_recovery::DamageLocation::NewestConfined,
+            ..
+        }
+    ));
+    assert_eq!(open_refused(dir.path(), &OpenOptions::default()).len(), 1);
+
+    let options = OpenOptions {
+        repair_checksum_tail: true,
+        ..OpenOptions::default()
+    };
+    let shard = open_shard(dir.path(), LABEL, &options).unwrap();
+    let newest = shard.newest.unwrap();
+    assert_eq!(
+        (newest.file.id(), newest.next_offset, newest.len),
+        (1, last.offset, last.position)
+    );
+    assert!(!seg_path(dir.path(), 2).exists());
+}

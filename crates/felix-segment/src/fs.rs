@@ -77,6 +77,7 @@ pub fn injected(op: &'static str, path: &Path) -> Result<()> {
 /// parallel in one process each target their own temporary directory.
 #[cfg(feature = "fault-injection")]
 pub mod faults {
+    use std::io;
     use std::path::Path;
     use std::sync::Mutex;
 
