@@ -382,10 +382,6 @@ fn inspect_segment(
 }
 
 /// Records damage to a segment header, recognising an abandoned creation.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the facts are all needed"
-)]
 fn header_damage(
     inspection: &mut Inspection,
     id: u64,
