@@ -13,11 +13,11 @@
 //! the caller can inspect, because a lost history only costs the ability to
 //! repair a divergence automatically, never a record.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
+use felix_io::{FileSystem, OpenMode};
 
 use crate::history::{EpochHistory, HistoryError};
 
@@ -170,8 +170,9 @@ pub(crate) enum StoreStep {
 /// assert_eq!(loaded.history, history);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EpochsFile {
+    fs: FileSystem,
     dir: PathBuf,
     path: PathBuf,
     temp_path: PathBuf,
@@ -185,8 +186,14 @@ impl EpochsFile {
     /// assert_eq!(file.path(), std::path::Path::new("/data/shard/epochs"));
     /// ```
     pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        Self::in_dir_with(FileSystem::os(), dir)
+    }
+
+    /// The epochs file of the shard directory `dir` on the file system `fs`.
+    pub fn in_dir_with(fs: FileSystem, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         Self {
+            fs,
             path: dir.join(EPOCHS_FILE_NAME),
             temp_path: dir.join(EPOCHS_TEMP_FILE_NAME),
             dir,
@@ -259,13 +266,11 @@ impl EpochsFile {
             EpochsIoError::new("encode", &self.temp_path, io::Error::other(e))
         })?;
 
-        let mut temp = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&self.temp_path)
+        let temp = self
+            .fs
+            .open(&self.temp_path, OpenMode::CreateTruncate)
             .map_err(|e| EpochsIoError::new("create", &self.temp_path, e))?;
-        temp.write_all(&bytes)
+        temp.write_all_at(&bytes, 0)
             .map_err(|e| EpochsIoError::new("write", &self.temp_path, e))?;
         if stop(StoreStep::TempWritten) {
             return Ok(());
@@ -278,19 +283,21 @@ impl EpochsFile {
         if stop(StoreStep::TempSynced) {
             return Ok(());
         }
-        fs::rename(&self.temp_path, &self.path)
+        self.fs
+            .rename(&self.temp_path, &self.path)
             .map_err(|e| EpochsIoError::new("rename", &self.temp_path, e))?;
         if stop(StoreStep::Renamed) {
             return Ok(());
         }
-        sync_dir(&self.dir)?;
-        Ok(())
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| EpochsIoError::new("fsync directory", &self.dir, e))
     }
 
     /// Removes a temporary left by a crash, reporting whether there was one.
     /// A failure only means the next store overwrites it instead.
     fn remove_stale_temp(&self) -> bool {
-        match fs::remove_file(&self.temp_path) {
+        match self.fs.remove_file(&self.temp_path) {
             Ok(()) => {
                 tracing::info!(
                     path = %self.temp_path.display(),
@@ -311,7 +318,7 @@ impl EpochsFile {
 
     /// The history in the file, `None` when there is no file.
     fn read(&self) -> Result<Option<EpochHistory>, DiscardReason> {
-        let file = match File::open(&self.path) {
+        let file = match self.fs.open(&self.path, OpenMode::Read) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -321,9 +328,8 @@ impl EpochsFile {
             }
         };
         let len = file
-            .metadata()
-            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("stat", &self.path, e)))?
-            .len();
+            .file_len()
+            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("stat", &self.path, e)))?;
         // Checked before reading, so a huge file costs no allocation.
         if usize::try_from(len).map_or(true, |len| len > MAX_EPOCHS_FILE_LEN) {
             return Err(DiscardReason::TooLarge {
@@ -331,30 +337,13 @@ impl EpochsFile {
                 max: MAX_EPOCHS_FILE_LEN,
             });
         }
-        let mut bytes = Vec::new();
-        // The limit also bounds a file that grows after the length check.
-        file.take(MAX_EPOCHS_FILE_LEN as u64 + 1)
-            .read_to_end(&mut bytes)
+        // `len` passed the bound above, so this allocation is bounded too.
+        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        file.read_exact_at(&mut bytes, 0)
             .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("read", &self.path, e)))?;
         let entries = decode_epochs(&bytes)?.collect();
         Ok(Some(EpochHistory::from_entries(entries)?))
     }
-}
-
-/// Makes a rename in `dir` durable.
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> Result<(), EpochsIoError> {
-    let handle = File::open(dir).map_err(|e| EpochsIoError::new("open directory", dir, e))?;
-    handle
-        .sync_all()
-        .map_err(|e| EpochsIoError::new("fsync directory", dir, e))
-}
-
-/// Makes a rename in `dir` durable. Other platforms cannot open a directory
-/// through `std`; their rename is journaled by the filesystem instead.
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> Result<(), EpochsIoError> {
-    Ok(())
 }
 
 #[cfg(test)]

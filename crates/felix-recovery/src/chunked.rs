@@ -1,7 +1,7 @@
 //! Sequential reads in large chunks, so a scan costs a system call per
 //! mebibyte rather than one per record.
 
-use std::fs::File;
+use felix_io::VfsFile;
 use std::path::Path;
 
 use felix_segment::{SegmentError, fs::read_exact_at};
@@ -11,7 +11,7 @@ pub(crate) const CHUNK_BYTES: usize = 1024 * 1024;
 
 /// A read-only window over a file that refills itself in large chunks.
 pub(crate) struct ChunkedReader<'a> {
-    file: &'a File,
+    file: &'a dyn VfsFile,
     path: &'a Path,
     file_len: u64,
     buf: Vec<u8>,
@@ -20,7 +20,7 @@ pub(crate) struct ChunkedReader<'a> {
 }
 
 impl<'a> ChunkedReader<'a> {
-    pub(crate) fn new(file: &'a File, path: &'a Path, file_len: u64) -> Self {
+    pub(crate) fn new(file: &'a dyn VfsFile, path: &'a Path, file_len: u64) -> Self {
         Self {
             file,
             path,

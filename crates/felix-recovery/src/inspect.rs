@@ -13,6 +13,7 @@ use felix_format::{
     CorruptionKind, CorruptionSite, FileKind, IndexEntry, SEGMENT_HEADER_LEN, file_name,
     parse_file_name,
 };
+use felix_io::{FileSystem, OpenMode};
 use felix_segment::{IndexLoadError, SegmentError, SegmentFile, SparseIndex};
 
 use felix_format::{RECORD_HEADER_LEN, decode_record_header};
@@ -80,6 +81,8 @@ impl SegmentSummary {
 /// The result of inspecting a shard directory.
 #[derive(Debug, Clone)]
 pub struct Inspection {
+    /// The file system the shard lives on.
+    pub fs: FileSystem,
     /// The shard directory.
     pub dir: PathBuf,
     /// The label errors carry.
@@ -148,8 +151,19 @@ pub fn inspect(
     shard: &str,
     options: &InspectOptions,
 ) -> Result<Inspection, RecoveryError> {
+    inspect_in(&FileSystem::os(), dir, shard, options)
+}
+
+/// [`inspect`] on the file system `fs`.
+pub fn inspect_in(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &InspectOptions,
+) -> Result<Inspection, RecoveryError> {
     let shard: Arc<str> = Arc::from(shard);
     let mut inspection = Inspection {
+        fs: fs.clone(),
         dir: dir.to_path_buf(),
         shard: Arc::clone(&shard),
         segments: Vec::new(),
@@ -162,7 +176,7 @@ pub fn inspect(
         segments: ids,
         orphans,
         strays,
-    } = list_dir(dir)?;
+    } = list_dir(fs, dir)?;
     inspection
         .notes
         .extend(strays.into_iter().map(|name| Note::StrayFile { name }));
@@ -178,7 +192,7 @@ pub fn inspect(
     // and its damage classified as the newest segment's.
     let abandoned_last = match ids.last() {
         Some(&last) if count > 1 => {
-            looks_abandoned(&dir.join(file_name(last, FileKind::Segment).as_str()))
+            looks_abandoned(fs, &dir.join(file_name(last, FileKind::Segment).as_str()))
         }
         _ => false,
     };
@@ -229,17 +243,15 @@ struct Listing {
     strays: Vec<String>,
 }
 
-fn list_dir(dir: &Path) -> Result<Listing, RecoveryError> {
-    let entries = std::fs::read_dir(dir)
+fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
+    let entries = fs
+        .list_dir(dir)
         .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
     let mut strays = Vec::new();
     for entry in entries {
-        let entry =
-            entry.map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+        let name = entry.name.to_string_lossy();
         match parse_file_name(&name) {
             Some((id, FileKind::Segment)) => {
                 logs.insert(id);
@@ -274,10 +286,18 @@ struct Role {
 
 /// Whether the file at `path` has the shape of an interrupted creation:
 /// shorter than a header, or a header's length of zeros.
-fn looks_abandoned(path: &Path) -> bool {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() < SEGMENT_HEADER_LEN as u64 => true,
-        Ok(meta) if meta.len() == SEGMENT_HEADER_LEN as u64 => header_is_zero(path),
+fn looks_abandoned(fs: &FileSystem, path: &Path) -> bool {
+    match fs
+        .open(path, OpenMode::Read)
+        .and_then(|f| Ok((f.file_len()?, f)))
+    {
+        Ok((len, _)) if len < SEGMENT_HEADER_LEN as u64 => true,
+        Ok((len, file)) if len == SEGMENT_HEADER_LEN as u64 => {
+            let mut header = [0u8; SEGMENT_HEADER_LEN];
+            // An unreadable file is not assumed to be zeros: its damage is
+            // then reported, not removed.
+            file.read_exact_at(&mut header, 0).is_ok() && header.iter().all(|&b| b == 0)
+        }
         _ => false,
     }
 }
@@ -290,22 +310,26 @@ fn inspect_segment(
 ) -> Result<SegmentSummary, RecoveryError> {
     let Role { newest, .. } = role;
     let shard = Arc::clone(&inspection.shard);
-    let (segment, file_len) =
-        match SegmentFile::open_read_only(&inspection.dir, id, Arc::clone(&shard)) {
-            Ok(opened) => opened,
-            Err(SegmentError::Corrupt { site, kind }) => {
-                let path = inspection
-                    .dir
-                    .join(file_name(id, FileKind::Segment).as_str());
-                let file_len = std::fs::metadata(&path)
-                    .map_err(|e| RecoveryError::Io(SegmentError::io("stat", &path, e)))?
-                    .len();
-                return Ok(header_damage(
-                    inspection, id, path, file_len, site, kind, role,
-                ));
-            }
-            Err(other) => return Err(other.into()),
-        };
+    let (segment, file_len) = match SegmentFile::open_in(
+        &inspection.fs,
+        &inspection.dir,
+        id,
+        Arc::clone(&shard),
+        OpenMode::Read,
+    ) {
+        Ok(opened) => opened,
+        Err(SegmentError::Corrupt { site, kind }) => {
+            let path = inspection
+                .dir
+                .join(file_name(id, FileKind::Segment).as_str());
+            let file_len = felix_segment::fs::open(&inspection.fs, &path, OpenMode::Read)
+                .and_then(|f| felix_segment::fs::file_len(&*f, &path))?;
+            return Ok(header_damage(
+                inspection, id, path, file_len, site, kind, role,
+            ));
+        }
+        Err(other) => return Err(other.into()),
+    };
     let base = segment.base_offset();
     let (scan, index_ok) = if newest {
         let scan = scan_segment(
@@ -401,7 +425,7 @@ fn header_damage(
     // created when the process died: the header is synced before any record
     // is written, so no record can live in it. A complete header with a bad
     // field is damage, never an interrupted creation.
-    let abandoned = last && looks_abandoned(&path);
+    let abandoned = last && looks_abandoned(&inspection.fs, &path);
     let (repair, context) = if abandoned {
         let repair = if older_exists {
             RepairClass::Default
@@ -443,19 +467,18 @@ fn header_damage(
     }
 }
 
-/// Whether a header-sized file holds only zeros. An unreadable file is not
-/// assumed to be zeros: the damage is then reported, not removed.
-fn header_is_zero(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| bytes.iter().all(|&b| b == 0))
-}
-
 /// Loads a segment's index, noting why when it cannot be used.
 fn load_index(
     inspection: &mut Inspection,
     segment: &SegmentFile,
     valid_len: u64,
 ) -> Result<SparseIndex, ()> {
-    match SparseIndex::load(&segment.index_path(), segment.base_offset(), valid_len) {
+    match SparseIndex::load_in(
+        segment.fs(),
+        &segment.index_path(),
+        segment.base_offset(),
+        valid_len,
+    ) {
         Ok(index) => Ok(index),
         Err(err) => {
             let reason = match err {

@@ -49,8 +49,10 @@ mod scan;
 
 pub use classify::{DamageLocation, RepairClass, is_repairable_tail};
 pub use error::RecoveryError;
-pub use inspect::{InspectOptions, Inspection, KNOWN_NON_SEGMENT_FILES, SegmentSummary, inspect};
-pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard};
+pub use inspect::{
+    InspectOptions, Inspection, KNOWN_NON_SEGMENT_FILES, SegmentSummary, inspect, inspect_in,
+};
+pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};
 pub use repair::repair;
 pub use report::{Action, Finding, FindingContext, IndexProblem, Note};
 pub use scan::{

@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use felix_io::{FileSystem, OpenMode};
 use felix_segment::{SegmentFile, SparseIndex};
 
 use crate::error::RecoveryError;
-use crate::inspect::{InspectOptions, Inspection, inspect};
+use crate::inspect::{InspectOptions, Inspection, inspect_in};
 use crate::repair::repair;
 use crate::report::Action;
 
@@ -72,7 +73,17 @@ pub fn open_shard(
     shard: &str,
     options: &OpenOptions,
 ) -> Result<RecoveredShard, RecoveryError> {
-    let inspection = inspect(dir, shard, &options.inspect)?;
+    open_shard_in(&FileSystem::os(), dir, shard, options)
+}
+
+/// [`open_shard`] on the file system `fs`.
+pub fn open_shard_in(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &OpenOptions,
+) -> Result<RecoveredShard, RecoveryError> {
+    let inspection = inspect_in(fs, dir, shard, &options.inspect)?;
     let actions = repair(&inspection, options.repair_checksum_tail)?;
     let live: Vec<_> = inspection.live_segments().cloned().collect();
     let mut sealed = Vec::with_capacity(live.len());
@@ -100,7 +111,13 @@ pub fn open_shard(
             });
             continue;
         }
-        let (file, _) = SegmentFile::open(dir, summary.id, Arc::clone(&inspection.shard))?;
+        let (file, _) = SegmentFile::open_in(
+            &inspection.fs,
+            dir,
+            summary.id,
+            Arc::clone(&inspection.shard),
+            OpenMode::ReadWrite,
+        )?;
         // `inspect` scanned the segment a writer continues in full and kept
         // its rebuilt index. An index is only an accelerator, so were it
         // missing, an empty one (reads start at the first record) is correct.

@@ -1,9 +1,9 @@
 //! Carrying out an inspection's plan: the only code in this crate that
 //! writes to a shard directory, and only when the caller chose to repair.
 
-use std::fs::OpenOptions;
-
-use felix_segment::{SegmentError, fs::sync_dir};
+use felix_io::OpenMode;
+use felix_segment::SegmentError;
+use felix_segment::fs::{open, sync_data, sync_dir};
 
 use crate::error::RecoveryError;
 use crate::inspect::Inspection;
@@ -28,6 +28,7 @@ pub fn repair(
             repair_checksum_tail,
         });
     }
+    let fs = &inspection.fs;
     let mut touched_dir = false;
     for action in &inspection.plan {
         match action {
@@ -37,20 +38,17 @@ pub fn repair(
                 segment,
                 from_len,
             } => {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| SegmentError::io("open", path, e))?;
+                let file = open(fs, path, OpenMode::ReadWrite)?;
                 file.set_len(*to_len)
                     .map_err(|e| SegmentError::io("truncate", path, e))?;
-                file.sync_data()
-                    .map_err(|e| SegmentError::io("fdatasync", path, e))?;
+                sync_data(&*file, path)?;
                 tracing::warn!(shard = %inspection.shard, segment, from_len, to_len, "truncated damaged tail");
             }
             Action::RemoveSegment { path, segment, .. } => {
-                std::fs::remove_file(path).map_err(|e| SegmentError::io("remove", path, e))?;
+                fs.remove_file(path)
+                    .map_err(|e| SegmentError::io("remove", path, e))?;
                 let index = path.with_extension("index");
-                match std::fs::remove_file(&index) {
+                match fs.remove_file(&index) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(SegmentError::io("remove", &index, e).into()),
@@ -64,7 +62,7 @@ pub fn repair(
                 entries,
             } => {
                 if let Some(index) = inspection.rebuilt.get(segment) {
-                    index.write_file(path)?;
+                    index.write_file_in(fs, path)?;
                     touched_dir = true;
                     tracing::info!(shard = %inspection.shard, segment, entries, "rebuilt index");
                 }
@@ -72,7 +70,7 @@ pub fn repair(
         }
     }
     if touched_dir {
-        sync_dir(&inspection.dir)?;
+        sync_dir(fs, &inspection.dir)?;
     }
     Ok(inspection.plan.clone())
 }

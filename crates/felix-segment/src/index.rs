@@ -6,10 +6,11 @@
 //! re-validates the records it passes, and any index that fails to load is
 //! rebuilt from its segment (by `felix-recovery`).
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use felix_io::{FileSystem, OpenMode, VfsFile};
 
 use felix_format::{
     CorruptionKind, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, RECORD_HEADER_LEN,
@@ -17,7 +18,7 @@ use felix_format::{
 };
 
 use crate::error::{Result, SegmentError};
-use crate::fs::sync_data;
+use crate::fs::{file_len, open, read_exact_at, sync_data};
 
 /// The entries of one segment's index, ascending by offset and position.
 ///
@@ -85,7 +86,17 @@ impl SparseIndex {
         base_offset: u64,
         segment_len: u64,
     ) -> std::result::Result<Self, IndexLoadError> {
-        let file = match File::open(path) {
+        Self::load_in(&FileSystem::os(), path, base_offset, segment_len)
+    }
+
+    /// [`SparseIndex::load`] on the file system `fs`.
+    pub fn load_in(
+        fs: &FileSystem,
+        path: &Path,
+        base_offset: u64,
+        segment_len: u64,
+    ) -> std::result::Result<Self, IndexLoadError> {
+        let file = match fs.open(path, OpenMode::Read) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(IndexLoadError::Missing {
@@ -94,17 +105,14 @@ impl SparseIndex {
             }
             Err(e) => return Err(IndexLoadError::Io(SegmentError::io("open", path, e))),
         };
-        let file_len = file
-            .metadata()
-            .map_err(|e| IndexLoadError::Io(SegmentError::io("stat", path, e)))?
-            .len();
+        let index_len = file_len(&*file, path).map_err(IndexLoadError::Io)?;
         // Positions ascend strictly and records are at least 28 bytes, so a
         // valid index cannot hold more entries than this; a longer file is
         // garbage and is not read into memory.
         let max_entries =
             segment_len.saturating_sub(SEGMENT_HEADER_LEN as u64) / RECORD_HEADER_LEN as u64 + 1;
         let max_len = INDEX_HEADER_LEN as u64 + (max_entries + 1) * INDEX_ENTRY_LEN as u64;
-        if file_len > max_len {
+        if index_len > max_len {
             return Err(IndexLoadError::Invalid {
                 path: path.to_path_buf(),
                 kind: CorruptionKind::IndexEntryOutOfOrder {
@@ -114,9 +122,8 @@ impl SparseIndex {
                 },
             });
         }
-        let mut bytes = vec![0u8; usize::try_from(file_len).unwrap_or(0)];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| IndexLoadError::Io(SegmentError::io("pread", path, e)))?;
+        let mut bytes = vec![0u8; usize::try_from(index_len).unwrap_or(0)];
+        read_exact_at(&*file, path, &mut bytes, 0).map_err(IndexLoadError::Io)?;
         let view = parse_index(&bytes, base_offset, segment_len).map_err(|kind| {
             IndexLoadError::Invalid {
                 path: path.to_path_buf(),
@@ -133,12 +140,12 @@ impl SparseIndex {
     /// it. Used after a rebuild; a crash midway leaves an index that fails to
     /// load and is rebuilt again, which is harmless.
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| SegmentError::io("create", path, e))?;
+        self.write_file_in(&FileSystem::os(), path)
+    }
+
+    /// [`SparseIndex::write_file`] on the file system `fs`.
+    pub fn write_file_in(&self, fs: &FileSystem, path: &Path) -> Result<()> {
+        let file = open(fs, path, OpenMode::CreateTruncate)?;
         let mut bytes = Vec::with_capacity(INDEX_HEADER_LEN + self.entries.len() * INDEX_ENTRY_LEN);
         bytes.extend_from_slice(
             &IndexHeader {
@@ -151,7 +158,7 @@ impl SparseIndex {
         }
         file.write_all_at(&bytes, 0)
             .map_err(|e| SegmentError::io("write", path, e))?;
-        sync_data(&file, path)
+        sync_data(&*file, path)
     }
 }
 
@@ -251,20 +258,22 @@ impl IndexBuilder {
 /// The active segment's index file, extended as entries accumulate.
 #[derive(Debug)]
 pub(crate) struct IndexFile {
-    file: File,
+    file: Arc<dyn VfsFile>,
     path: PathBuf,
     written: usize,
 }
 
 impl IndexFile {
     /// Creates (or replaces) the index file with a header and `entries`.
-    pub(crate) fn create(path: PathBuf, base_offset: u64, entries: &[IndexEntry]) -> Result<Self> {
+    pub(crate) fn create(
+        fs: &FileSystem,
+        path: PathBuf,
+        base_offset: u64,
+        entries: &[IndexEntry],
+    ) -> Result<Self> {
         let index = SparseIndex::from_entries(base_offset, entries.to_vec());
-        index.write_file(&path)?;
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .map_err(|e| SegmentError::io("open", &path, e))?;
+        index.write_file_in(fs, &path)?;
+        let file = open(fs, &path, OpenMode::ReadWrite)?;
         Ok(Self {
             file,
             path,
@@ -295,6 +304,6 @@ impl IndexFile {
 
     /// Syncs the index file's data.
     pub(crate) fn sync(&self) -> Result<()> {
-        sync_data(&self.file, &self.path)
+        sync_data(&*self.file, &self.path)
     }
 }

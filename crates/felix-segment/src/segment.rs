@@ -5,7 +5,6 @@
 //! that passed both checksums and whose offsets follow on from the index
 //! entry it started at.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,7 +15,9 @@ use felix_format::{
 };
 
 use crate::error::{Result, SegmentError};
-use crate::fs::read_exact_at;
+use felix_io::{FileSystem, OpenMode, VfsFile};
+
+use crate::fs::{file_len, open, read_exact_at};
 
 /// The first read of a scan covers at least this many bytes, so that a read
 /// starting at an index entry usually needs one `pread`.
@@ -32,7 +33,8 @@ pub struct SegmentFile {
     id: u64,
     header: SegmentHeader,
     path: PathBuf,
-    file: File,
+    file: Arc<dyn VfsFile>,
+    fs: FileSystem,
     shard: Arc<str>,
 }
 
@@ -62,39 +64,39 @@ pub struct ReadLimit {
 }
 
 impl SegmentFile {
-    /// Opens segment `id` in `dir` and validates its header.
+    /// Opens segment `id` in `dir` for reading and writing and validates its
+    /// header.
     ///
     /// Returns the file and its current length. Header damage is a
     /// [`SegmentError::Corrupt`] at position 0.
     pub fn open(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
-        let path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| SegmentError::io("open", &path, e))?;
-        Self::from_file(file, path, id, shard)
+        Self::open_in(&FileSystem::os(), dir, id, shard, OpenMode::ReadWrite)
     }
 
     /// Opens segment `id` in `dir` read-only, for tools that must not modify
     /// anything.
     pub fn open_read_only(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
-        let path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let file = File::open(&path).map_err(|e| SegmentError::io("open", &path, e))?;
-        Self::from_file(file, path, id, shard)
+        Self::open_in(&FileSystem::os(), dir, id, shard, OpenMode::Read)
     }
 
-    fn from_file(file: File, path: PathBuf, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
-        let len = file
-            .metadata()
-            .map_err(|e| SegmentError::io("stat", &path, e))?
-            .len();
+    /// Opens segment `id` in `dir` on the file system `fs`, with `mode`
+    /// [`OpenMode::Read`] or [`OpenMode::ReadWrite`].
+    pub fn open_in(
+        fs: &FileSystem,
+        dir: &Path,
+        id: u64,
+        shard: Arc<str>,
+        mode: OpenMode,
+    ) -> Result<(Self, u64)> {
+        let path = dir.join(file_name(id, FileKind::Segment).as_str());
+        let file = open(fs, &path, mode)?;
+        let len = file_len(&*file, &path)?;
         let mut raw = [0u8; SEGMENT_HEADER_LEN];
         let available = usize::try_from(len)
             .unwrap_or(usize::MAX)
             .min(SEGMENT_HEADER_LEN);
         read_exact_at(
-            &file,
+            &*file,
             &path,
             raw.get_mut(..available).unwrap_or_default(),
             0,
@@ -112,6 +114,7 @@ impl SegmentFile {
                 header,
                 path,
                 file,
+                fs: fs.clone(),
                 shard,
             },
             len,
@@ -119,10 +122,11 @@ impl SegmentFile {
     }
 
     pub(crate) fn from_parts(
+        fs: &FileSystem,
         id: u64,
         header: SegmentHeader,
         path: PathBuf,
-        file: File,
+        file: Arc<dyn VfsFile>,
         shard: Arc<str>,
     ) -> Self {
         Self {
@@ -130,6 +134,7 @@ impl SegmentFile {
             header,
             path,
             file,
+            fs: fs.clone(),
             shard,
         }
     }
@@ -166,8 +171,13 @@ impl SegmentFile {
     }
 
     /// The descriptor, for syncing and for writers.
-    pub fn file(&self) -> &File {
-        &self.file
+    pub fn file(&self) -> &dyn VfsFile {
+        &*self.file
+    }
+
+    /// The file system the segment lives on.
+    pub fn fs(&self) -> &FileSystem {
+        &self.fs
     }
 
     /// A [`CorruptionSite`] at `position` of this segment.
@@ -350,8 +360,13 @@ impl<'a> Window<'a> {
             let new_len = old_len + usize::try_from(read_len).unwrap_or(usize::MAX);
             self.buf.resize(new_len, 0);
             let target = self.buf.get_mut(old_len..).unwrap_or_default();
-            read_exact_at(&self.segment.file, &self.segment.path, target, buffered_end)
-                .map_err(ReadFailure::Io)?;
+            read_exact_at(
+                &*self.segment.file,
+                &self.segment.path,
+                target,
+                buffered_end,
+            )
+            .map_err(ReadFailure::Io)?;
         }
         let end = self.cursor + usize::try_from(n).unwrap_or(usize::MAX);
         Ok(self.buf.get(self.cursor..end).unwrap_or_default())

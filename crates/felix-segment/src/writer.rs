@@ -6,8 +6,6 @@
 //! the original error: a failed `fsync` is never retried, because the kernel
 //! may already have dropped the pages it failed to write.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,7 +17,9 @@ use felix_format::{
 };
 
 use crate::error::{Result, SegmentError};
-use crate::fs::{preallocate, sync_data, sync_dir};
+use felix_io::{FileSystem, OpenMode};
+
+use crate::fs::{open, sync_data, sync_dir};
 use crate::index::{IndexBuilder, IndexFile, SparseIndex, seek_entries};
 use crate::segment::{ReadLimit, SegmentFile};
 
@@ -120,24 +120,33 @@ impl SegmentWriter {
         config: SegmentConfig,
         shard: Arc<str>,
     ) -> Result<Self> {
+        Self::create_in(&FileSystem::os(), dir, id, base_offset, config, shard)
+    }
+
+    /// [`SegmentWriter::create`] on the file system `fs`.
+    pub fn create_in(
+        fs: &FileSystem,
+        dir: &Path,
+        id: u64,
+        base_offset: u64,
+        config: SegmentConfig,
+        shard: Arc<str>,
+    ) -> Result<Self> {
         let path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| SegmentError::io("create", &path, e))?;
+        let file = open(fs, &path, OpenMode::CreateNew)?;
         let header = SegmentHeader::new(base_offset, now_micros());
         file.write_all_at(&header.encode(), 0)
             .map_err(|e| SegmentError::io("write", &path, e))?;
         let preallocated = match config.preallocate_bytes {
-            Some(bytes) => preallocate(&file, &path, bytes)?,
+            Some(bytes) => file
+                .preallocate(bytes)
+                .map_err(|e| SegmentError::io("fallocate", &path, e))?,
             None => false,
         };
-        sync_data(&file, &path)?;
-        let segment = SegmentFile::from_parts(id, header, path, file, shard);
-        let index_file = IndexFile::create(segment.index_path(), base_offset, &[])?;
-        sync_dir(dir)?;
+        sync_data(&*file, &path)?;
+        let segment = SegmentFile::from_parts(fs, id, header, path, file, shard);
+        let index_file = IndexFile::create(fs, segment.index_path(), base_offset, &[])?;
+        sync_dir(fs, dir)?;
         tracing::debug!(shard = %segment.shard(), segment = id, base_offset, "segment created");
         Ok(Self {
             segment: Arc::new(segment),
@@ -161,8 +170,12 @@ impl SegmentWriter {
         index: SparseIndex,
         config: SegmentConfig,
     ) -> Result<Self> {
-        let index_file =
-            IndexFile::create(segment.index_path(), segment.base_offset(), index.entries())?;
+        let index_file = IndexFile::create(
+            segment.fs(),
+            segment.index_path(),
+            segment.base_offset(),
+            index.entries(),
+        )?;
         Ok(Self {
             segment,
             next_offset,
@@ -210,14 +223,9 @@ impl SegmentWriter {
             self.staging.extend_from_slice(&header);
             self.staging.extend_from_slice(&record.payload);
         }
-        let written = crate::fs::injected("write", self.segment.path()).and_then(|()| {
-            self.segment
-                .file()
-                .write_all_at(&self.staging, self.len)
-                .map_err(|e| SegmentError::io("write", self.segment.path(), e))
-        });
+        let written = self.segment.file().write_all_at(&self.staging, self.len);
         if let Err(e) = written {
-            return Err(self.poison_with(e));
+            return Err(self.poison_with(SegmentError::io("write", self.segment.path(), e)));
         }
         // Only now that every byte is written do the records exist, so only
         // now are they indexed and counted.
@@ -283,7 +291,6 @@ impl SegmentWriter {
                     .map_err(|e| SegmentError::io("truncate", path, e))?;
                 self.preallocated = false;
             }
-            crate::fs::injected("fsync", path)?;
             self.segment
                 .file()
                 .sync_all()
@@ -433,16 +440,15 @@ fn now_micros() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::fs::File;
-
     use super::*;
 
     /// Swaps the writer's descriptor for a read-only one, so the next write
     /// fails with a real `EBADF` from the kernel.
     fn break_writes(writer: &mut SegmentWriter) {
         let seg = &writer.segment;
-        let read_only = File::open(seg.path()).unwrap();
+        let read_only = seg.fs().open(seg.path(), OpenMode::Read).unwrap();
         writer.segment = Arc::new(SegmentFile::from_parts(
+            seg.fs(),
             seg.id(),
             *seg.header(),
             seg.path().to_path_buf(),

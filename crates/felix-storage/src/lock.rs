@@ -1,18 +1,17 @@
 //! The advisory lock that keeps one writer per shard directory.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FlockOperation, flock};
+use felix_io::{FileSystem, LockGuard};
 
 use crate::error::{Result, StorageError};
 
 /// File name of the lock in a shard directory.
 pub const LOCK_FILE_NAME: &str = "lock";
 
-/// An exclusive `flock` on `<shard>/lock`, released when dropped (or when
-/// the process dies, which is why an advisory lock beats a pid file: a crash
-/// never leaves a stale lock behind).
+/// An exclusive advisory lock (`flock`) on `<shard>/lock`, released when
+/// dropped or when the process dies, which is why an advisory lock beats a
+/// pid file: a crash never leaves a stale lock behind.
 ///
 /// [`crate::Shard::open`] takes it for the life of the shard. Tools that
 /// modify a shard directory without opening it as a [`crate::Shard`] (such
@@ -20,7 +19,7 @@ pub const LOCK_FILE_NAME: &str = "lock";
 /// live writer is still appending to.
 #[derive(Debug)]
 pub struct ShardLock {
-    _file: File,
+    _guard: LockGuard,
 }
 
 impl ShardLock {
@@ -30,22 +29,18 @@ impl ShardLock {
     /// Fails with [`StorageError::Locked`] when another process (or another
     /// handle in this one) holds it.
     pub fn acquire(dir: &Path) -> Result<Self> {
+        Self::acquire_in(&FileSystem::os(), dir)
+    }
+
+    /// [`ShardLock::acquire`] on the file system `fs`.
+    pub fn acquire_in(fs: &FileSystem, dir: &Path) -> Result<Self> {
         let path: PathBuf = dir.join(LOCK_FILE_NAME);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StorageError::Segment {
+        match fs.try_lock(&path) {
+            Ok(Some(guard)) => Ok(Self { _guard: guard }),
+            Ok(None) => Err(StorageError::Locked { path }),
+            Err(e) => Err(StorageError::Segment {
                 shard: dir.display().to_string().into(),
-                source: felix_segment::SegmentError::io("open", &path, e),
-            })?;
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(rustix::io::Errno::WOULDBLOCK) => Err(StorageError::Locked { path }),
-            Err(errno) => Err(StorageError::Segment {
-                shard: dir.display().to_string().into(),
-                source: felix_segment::SegmentError::io("flock", &path, errno.into()),
+                source: felix_segment::SegmentError::io("lock", &path, e),
             }),
         }
     }

@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use felix_format::ShardKey;
+use felix_io::FileSystem;
 
 use crate::config::{Durability, StoreConfig};
 use crate::error::{Result, StorageError};
@@ -40,6 +41,7 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Inner {
+    fs: FileSystem,
     root: PathBuf,
     config: StoreConfig,
     shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
@@ -50,11 +52,17 @@ struct Inner {
 impl Store {
     /// Opens the store at `root`, creating the directory if missing.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
-        std::fs::create_dir_all(root).map_err(|e| StorageError::Segment {
+        Self::open_in(&FileSystem::os(), root, config)
+    }
+
+    /// [`Store::open`] on the file system `fs`, which every shard uses.
+    pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+        fs.create_dir_all(root).map_err(|e| StorageError::Segment {
             shard: Arc::from("(store)"),
             source: felix_segment::SegmentError::io("create directory", root, e),
         })?;
         let inner = Arc::new(Inner {
+            fs: fs.clone(),
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(HashMap::new()),
@@ -109,7 +117,8 @@ impl Store {
             return Ok(Arc::clone(shard));
         }
         let name = key.dir_name();
-        let shard = Arc::new(Shard::open_at(
+        let shard = Arc::new(Shard::open_in(
+            &self.inner.fs,
             &self.inner.root.join(&name),
             &name,
             self.inner.config,
@@ -127,10 +136,9 @@ impl Store {
             source: felix_segment::SegmentError::io("list directory", root, e),
         };
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(root).map_err(io)? {
-            let entry = entry.map_err(io)?;
-            if entry.file_type().map_err(io)?.is_dir() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+        for entry in self.inner.fs.list_dir(root).map_err(io)? {
+            if entry.is_dir {
+                names.push(entry.name.to_string_lossy().into_owned());
             }
         }
         names.sort();

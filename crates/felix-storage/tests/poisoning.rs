@@ -1,109 +1,175 @@
 //! A failed fdatasync or write stops the shard for good with the original
-//! error; durable data stays readable and a reopen recovers.
+//! error; durable data stays readable and a reopen recovers. Faults are
+//! injected through the simulated file system.
 
 mod common;
 
-use common::{config, open, payload, read_all, records};
+use std::path::Path;
+
+use common::{config, payload, records};
+use felix_io::FileSystem;
+use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs};
 use felix_segment::SegmentError;
-use felix_segment::fs::faults;
-use felix_storage::{Durability, StorageError};
+use felix_storage::{Durability, Shard, StorageError, StoreConfig};
 
 const EIO: i32 = 5;
 const ENOSPC: i32 = 28;
+const DIR: &str = "/shard";
 
+fn open(fs: &SimFs, config: StoreConfig) -> Shard {
+    Shard::open_in(
+        &FileSystem::new(fs.clone()),
+        Path::new(DIR),
+        "sim",
+        config,
+        0,
+    )
+    .unwrap()
+}
+
+fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut next = shard.base_offset();
+    while next < shard.next_offset() {
+        for r in shard.read(next, 1 << 20).unwrap() {
+            next = r.offset + 1;
+            out.push((r.offset, r.payload.to_vec()));
+        }
+    }
+    out
+}
+
+/// The `(op, errno)` of the failure that poisoned the shard.
 fn original_io(err: &StorageError) -> (&'static str, i32) {
     let StorageError::Poisoned { original, .. } = err else {
         panic!("not poisoned: {err:?}")
     };
-    match &**original {
-        StorageError::Segment {
-            source: SegmentError::Poisoned { original, .. },
-            ..
-        } => match &**original {
-            SegmentError::Io { op, source, .. } => (op, source.raw_os_error().unwrap()),
-            other => panic!("{other:?}"),
-        },
-        StorageError::Segment {
-            source: SegmentError::Io { op, source, .. },
-            ..
-        } => (op, source.raw_os_error().unwrap()),
+    let mut source = match &**original {
+        StorageError::Segment { source, .. } => source,
+        other => panic!("{other:?}"),
+    };
+    while let SegmentError::Poisoned { original, .. } = source {
+        source = original;
+    }
+    match source {
+        SegmentError::Io { op, source, .. } => (op, source.raw_os_error().unwrap()),
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn append_after_fdatasync_failure_is_refused_with_the_original_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let tag = dir.path().to_string_lossy().into_owned();
-    let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    shard.append(&records(0, 2, 10)).unwrap();
-    faults::inject("fdatasync", &tag, 0, EIO);
-
-    let err = shard.append(&records(2, 1, 10)).unwrap_err();
-    assert_eq!(original_io(&err), ("fdatasync", EIO));
-    assert_eq!(
-        shard.durable_offset(),
-        2,
-        "the failed sync made nothing durable"
-    );
-    assert!(shard.poisoned().is_some());
-
-    // Never retried: later appends and syncs fail with the same original
-    // error, without another fdatasync (none is injected, so a retry would
-    // have succeeded).
-    for later in [
-        shard.append(&records(3, 1, 10)).unwrap_err(),
-        shard.sync().unwrap_err(),
-    ] {
-        assert_eq!(original_io(&later), ("fdatasync", EIO));
+fn sync_fault(effect: FaultEffect) -> Fault {
+    Fault {
+        op: FaultOp::SyncFile,
+        path_contains: ".log".into(),
+        skip: 0,
+        effect,
     }
-    assert_eq!(shard.durable_offset(), 2);
-    // Durable data is still readable.
-    assert_eq!(
-        shard.read(0, 1 << 20).unwrap().len(),
-        3,
-        "records 0..2 and the written-but-unsynced 2"
-    );
-    faults::clear(&tag);
-    drop(shard);
+}
 
-    let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    let all = read_all(&reopened, 0);
-    assert!(all.len() >= 2, "acknowledged records survive");
-    assert_eq!(all[..2], [(0, payload(0, 10)), (1, payload(1, 10))]);
-    reopened.append(&records(all.len() as u64, 1, 10)).unwrap();
+#[test]
+fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_retried() {
+    for effect in [
+        FaultEffect::SyncFailKeep(EIO),
+        FaultEffect::SyncFailDrop(EIO),
+    ] {
+        let sim = SimFs::new();
+        let shard = open(&sim, config(1 << 20, Durability::OnCommit));
+        shard.append(&records(0, 2, 10)).unwrap();
+        sim.inject(sync_fault(effect));
+        let log_before = sim.log().len();
+
+        let err = shard.append(&records(2, 1, 10)).unwrap_err();
+        assert_eq!(original_io(&err), ("fdatasync", EIO), "{effect:?}");
+        assert_eq!(
+            shard.durable_offset(),
+            2,
+            "the failed sync made nothing durable"
+        );
+        for later in [
+            shard.append(&records(3, 1, 10)).unwrap_err(),
+            shard.sync().unwrap_err(),
+        ] {
+            assert_eq!(original_io(&later), ("fdatasync", EIO));
+        }
+        // No write and no second sync of the segment follow the failure.
+        let after: Vec<_> = sim.log()[log_before..]
+            .iter()
+            .map(|e| (e.op, e.ok))
+            .collect();
+        assert_eq!(after, [("write", true), ("sync_data", false)], "{effect:?}");
+        assert_eq!(shard.durable_offset(), 2);
+        drop(shard);
+
+        // Whatever the disk kept, reopening loses nothing acknowledged.
+        for plan in [
+            CrashPlan::durable_only(),
+            CrashPlan::everything(sim.pending().len()),
+        ] {
+            let crashed = sim.crash(&plan);
+            let reopened = open(&crashed, config(1 << 20, Durability::OnCommit));
+            let all = read_all(&reopened);
+            assert!(all.len() >= 2, "{effect:?} {plan:?}");
+            assert_eq!(all[..2], [(0, payload(0, 10)), (1, payload(1, 10))]);
+            reopened.append(&records(all.len() as u64, 1, 10)).unwrap();
+        }
+    }
 }
 
 #[test]
 fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
-    let dir = tempfile::tempdir().unwrap();
-    let tag = dir.path().to_string_lossy().into_owned();
-    let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
+    let sim = SimFs::new();
+    let shard = open(&sim, config(1 << 20, Durability::OnCommit));
     shard.append(&records(0, 1, 10)).unwrap();
-    faults::inject("write", &tag, 0, ENOSPC);
+    sim.inject(Fault {
+        op: FaultOp::Write,
+        path_contains: ".log".into(),
+        skip: 0,
+        effect: FaultEffect::ShortWrite {
+            written: 40,
+            errno: ENOSPC,
+        },
+    });
     let err = shard.append(&records(1, 5, 10)).unwrap_err();
     assert_eq!(original_io(&err), ("write", ENOSPC));
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull));
     assert_eq!(shard.next_offset(), 1);
-    assert_eq!(read_all(&shard, 0), [(0, payload(0, 10))]);
-    faults::clear(&tag);
+    assert_eq!(read_all(&shard), [(0, payload(0, 10))]);
+    drop(shard);
+    // The 40 bytes that reached the file hold record 1 whole (38 bytes) and
+    // two bytes of record 2. Record 1 was appended, just never acknowledged,
+    // so it may survive; the torn record 2 is repaired away on open.
+    let reopened = open(
+        &sim.crash(&CrashPlan::everything(sim.pending().len())),
+        config(1 << 20, Durability::OnCommit),
+    );
+    assert_eq!(
+        read_all(&reopened),
+        [(0, payload(0, 10)), (1, payload(1, 10))]
+    );
+    assert!(matches!(
+        reopened.stats().recovery_actions.as_slice(),
+        [felix_recovery::Action::Truncate { .. }, ..]
+    ));
 }
 
 #[test]
 fn roll_with_failing_seal_poisons_the_shard() {
-    let dir = tempfile::tempdir().unwrap();
-    let tag = dir.path().to_string_lossy().into_owned();
-    let shard = open(dir.path(), config(200, Durability::None));
+    let sim = SimFs::new();
+    let shard = open(&sim, config(200, Durability::None));
     shard.append(&records(0, 1, 100)).unwrap();
-    faults::inject("fsync", &tag, 0, EIO);
+    sim.inject(sync_fault(FaultEffect::SyncFailKeep(EIO)));
     let err = shard.append(&records(1, 1, 100)).unwrap_err();
-    assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
+    assert_eq!(original_io(&err), ("fdatasync", EIO));
     assert!(matches!(
         shard.append(&records(1, 1, 100)),
         Err(StorageError::Poisoned { .. })
     ));
-    faults::clear(&tag);
+    // The next segment was never created: the old one was not yet sealed.
+    assert!(
+        sim.read_file(Path::new("/shard/00000000000000000001.log"))
+            .is_err()
+    );
     drop(shard);
-    let reopened = open(dir.path(), config(200, Durability::None));
-    assert_eq!(read_all(&reopened, 0), [(0, payload(0, 100))]);
+    let reopened = open(&sim, config(200, Durability::None));
+    assert_eq!(read_all(&reopened), [(0, payload(0, 100))]);
 }

@@ -10,8 +10,9 @@
 //! gigabyte segment costs a system call per mebibyte, and only ever holds
 //! one record's payload.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
+
+use felix_io::VfsFile;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -353,9 +354,56 @@ enum Step {
     Damage { kind: CorruptionKind, position: u64 },
 }
 
+/// `Read` and `Seek` over a file that only offers positioned reads, so a
+/// `BufReader` can read ahead in large chunks.
+struct PositionedReader<'a> {
+    file: &'a dyn VfsFile,
+    position: u64,
+}
+
+impl Read for PositionedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let len = self.file.file_len()?;
+        let available = usize::try_from(len.saturating_sub(self.position)).unwrap_or(usize::MAX);
+        let n = buf.len().min(available);
+        let Some(target) = buf.get_mut(..n) else {
+            return Ok(0);
+        };
+        if n > 0 {
+            self.file.read_exact_at(target, self.position)?;
+            self.position += n as u64;
+        }
+        Ok(n)
+    }
+}
+
+impl Seek for PositionedReader<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let invalid = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            )
+        };
+        self.position = match to {
+            SeekFrom::Start(position) => position,
+            SeekFrom::Current(delta) => self
+                .position
+                .checked_add_signed(delta)
+                .ok_or_else(invalid)?,
+            SeekFrom::End(delta) => self
+                .file
+                .file_len()?
+                .checked_add_signed(delta)
+                .ok_or_else(invalid)?,
+        };
+        Ok(self.position)
+    }
+}
+
 /// A sequential reader of one segment's records.
 struct Cursor<'a> {
-    reader: BufReader<&'a File>,
+    reader: BufReader<PositionedReader<'a>>,
     path: &'a Path,
     file_len: u64,
     /// Where the next record begins.
@@ -368,10 +416,11 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(segment: &'a SegmentFile, file_len: u64, start: IndexEntry) -> Result<Self, CliError> {
-        let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, segment.file());
-        reader
-            .seek(SeekFrom::Start(start.position))
-            .map_err(|e| CliError::io("seek", segment.path(), e))?;
+        let file = PositionedReader {
+            file: segment.file(),
+            position: start.position,
+        };
+        let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
         Ok(Self {
             reader,
             path: segment.path(),

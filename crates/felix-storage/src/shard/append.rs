@@ -128,7 +128,8 @@ impl Shard {
         if let Err(source) = state.writer.finish() {
             return Err(self.poison_with(self.segment_error(source)));
         }
-        let next = SegmentWriter::create(
+        let next = SegmentWriter::create_in(
+            &self.fs,
             &self.dir,
             state.next_segment_id,
             base,

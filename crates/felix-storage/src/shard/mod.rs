@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
 use felix_format::IndexEntry;
-use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard};
+use felix_io::FileSystem;
+use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard_in};
 use felix_segment::{
     ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex, SyncHandle,
 };
@@ -115,6 +116,7 @@ pub(crate) struct CommitState {
 /// ```
 #[derive(Debug)]
 pub struct Shard {
+    fs: FileSystem,
     label: Arc<str>,
     dir: PathBuf,
     config: StoreConfig,
@@ -153,12 +155,24 @@ impl Shard {
         config: StoreConfig,
         initial_offset: u64,
     ) -> Result<Self> {
+        Self::open_in(&FileSystem::os(), dir, label, config, initial_offset)
+    }
+
+    /// [`Shard::open_at`] on the file system `fs`: every file operation of
+    /// the shard, for its whole life, goes through it.
+    pub fn open_in(
+        fs: &FileSystem,
+        dir: &Path,
+        label: &str,
+        config: StoreConfig,
+        initial_offset: u64,
+    ) -> Result<Self> {
         let started = Instant::now();
         let label: Arc<str> = Arc::from(label);
         let span = tracing::info_span!("shard_open", shard = %label);
         let _entered = span.enter();
-        create_dir(dir, &label)?;
-        let lock = ShardLock::acquire(dir)?;
+        create_dir(fs, dir, &label)?;
+        let lock = ShardLock::acquire_in(fs, dir)?;
         let options = OpenOptions {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
@@ -166,7 +180,7 @@ impl Shard {
             },
             repair_checksum_tail: config.repair_checksum_tail,
         };
-        let recovered = open_shard(dir, &label, &options)?;
+        let recovered = open_shard_in(fs, dir, &label, &options)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }
@@ -210,7 +224,8 @@ impl Shard {
                 (writer, id + 1)
             }
             None => {
-                let writer = SegmentWriter::create(
+                let writer = SegmentWriter::create_in(
+                    fs,
                     dir,
                     0,
                     initial_offset,
@@ -222,7 +237,7 @@ impl Shard {
             }
         };
         let next_offset = writer.next_offset();
-        let epochs_file = EpochsFile::in_dir(dir);
+        let epochs_file = EpochsFile::in_dir_with(fs.clone(), dir);
         let loaded = epochs_file.load();
         if let LoadStatus::Discarded(reason) = &loaded.status {
             tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
@@ -257,6 +272,7 @@ impl Shard {
             "shard opened"
         );
         Ok(Self {
+            fs: fs.clone(),
             dir: dir.to_path_buf(),
             config,
             writer: Mutex::new(WriterState {
@@ -363,17 +379,18 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
 }
 
 /// Creates the shard directory and makes its entry in the parent durable.
-fn create_dir(dir: &Path, label: &Arc<str>) -> Result<()> {
-    if dir.is_dir() {
+fn create_dir(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
+    if fs.is_dir(dir) {
         return Ok(());
     }
     let err = |op, path: &Path, e| StorageError::Segment {
         shard: Arc::clone(label),
         source: felix_segment::SegmentError::io(op, path, e),
     };
-    std::fs::create_dir_all(dir).map_err(|e| err("create directory", dir, e))?;
+    fs.create_dir_all(dir)
+        .map_err(|e| err("create directory", dir, e))?;
     if let Some(parent) = dir.parent() {
-        felix_segment::fs::sync_dir(parent).map_err(|source| StorageError::Segment {
+        felix_segment::fs::sync_dir(fs, parent).map_err(|source| StorageError::Segment {
             shard: Arc::clone(label),
             source,
         })?;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use felix_format::RECORD_HEADER_LEN;
+use felix_io::OpenMode;
 use felix_recovery::{ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, SegmentError, SegmentFile, SparseIndex};
 
@@ -152,23 +153,33 @@ impl Shard {
         if let Some(existing) = &*opened {
             return Ok(Arc::clone(existing));
         }
-        let (file, _) =
-            match SegmentFile::open_read_only(&self.dir, sealed.id, Arc::clone(&self.label)) {
-                Ok(opened) => opened,
-                Err(SegmentError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    // Retention removed it after this read chose it.
-                    return Err(StorageError::Trimmed {
-                        shard: Arc::clone(&self.label),
-                        requested,
-                        oldest: self.base_offset(),
-                    });
-                }
-                Err(e) => return Err(self.segment_error(e)),
-            };
+        let (file, _) = match SegmentFile::open_in(
+            &self.fs,
+            &self.dir,
+            sealed.id,
+            Arc::clone(&self.label),
+            OpenMode::Read,
+        ) {
+            Ok(opened) => opened,
+            Err(SegmentError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                // Retention removed it after this read chose it.
+                return Err(StorageError::Trimmed {
+                    shard: Arc::clone(&self.label),
+                    requested,
+                    oldest: self.base_offset(),
+                });
+            }
+            Err(e) => return Err(self.segment_error(e)),
+        };
         let file = Arc::new(file);
-        let index = match SparseIndex::load(&file.index_path(), sealed.base_offset, sealed.len) {
+        let index = match SparseIndex::load_in(
+            &self.fs,
+            &file.index_path(),
+            sealed.base_offset,
+            sealed.len,
+        ) {
             Ok(index) => index,
             Err(reason) => {
                 tracing::warn!(shard = %self.label, segment = sealed.id, %reason, "index unusable; rebuilding");
@@ -192,7 +203,7 @@ impl Shard {
         let index = SparseIndex::from_entries(sealed.base_offset, scan.index);
         // Writing the rebuilt index back is an optimisation for the next
         // open; failing to is harmless, since indexes are never trusted.
-        if let Err(err) = index.write_file(&file.index_path()) {
+        if let Err(err) = index.write_file_in(&self.fs, &file.index_path()) {
             tracing::warn!(shard = %self.label, segment = sealed.id, error = %err, "could not write rebuilt index");
         }
         Ok(index)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use felix_epochs::{EpochHistory, LeaderAnswer, Recorded};
 use felix_format::{FileKind, IndexEntry, file_name};
+use felix_io::OpenMode;
 use felix_segment::{ReadLimit, Record, SegmentFile, SegmentWriter, SparseIndex, fs::sync_dir};
 
 use super::{Shard, WriterState, segment_config};
@@ -121,8 +122,14 @@ impl Shard {
                     requested: offset,
                     oldest: offset,
                 })?;
-            let (file, _) = SegmentFile::open(&self.dir, target.id, Arc::clone(&self.label))
-                .map_err(|e| self.segment_error(e))?;
+            let (file, _) = SegmentFile::open_in(
+                &self.fs,
+                &self.dir,
+                target.id,
+                Arc::clone(&self.label),
+                OpenMode::ReadWrite,
+            )
+            .map_err(|e| self.segment_error(e))?;
             let file = Arc::new(file);
             let opened = self.open_sealed(&target, offset)?;
             let entries = opened.index.entries().to_vec();
@@ -141,7 +148,7 @@ impl Shard {
             .set_len(position)
             .map_err(|e| io("truncate", e))?;
         file.file().sync_data().map_err(|e| io("fdatasync", e))?;
-        sync_dir(&self.dir).map_err(|e| self.segment_error(e))?;
+        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
         let kept: Vec<IndexEntry> = entries.into_iter().filter(|e| e.offset < offset).collect();
         let index = SparseIndex::from_entries(file.base_offset(), kept);
         state.writer =
@@ -181,7 +188,7 @@ impl Shard {
     pub(crate) fn remove_segment_files(&self, id: u64) -> Result<()> {
         for kind in [FileKind::Segment, FileKind::Index] {
             let path = self.dir.join(file_name(id, kind).as_str());
-            match std::fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
@@ -226,8 +233,9 @@ impl Shard {
             for segment in sealed.iter().rev() {
                 self.remove_segment_files(segment.id)?;
             }
-            sync_dir(&self.dir).map_err(|e| self.segment_error(e))?;
-            let writer = SegmentWriter::create(
+            sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
+            let writer = SegmentWriter::create_in(
+                &self.fs,
                 &self.dir,
                 state.next_segment_id,
                 offset,

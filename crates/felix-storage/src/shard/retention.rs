@@ -75,7 +75,7 @@ impl Shard {
         for segment in &doomed {
             self.remove_segment_files(segment.id)?;
         }
-        sync_dir(&self.dir).map_err(|e| self.segment_error(e))?;
+        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
         let base_offset = self.base_offset();
         let mut history = self.history_lock();
