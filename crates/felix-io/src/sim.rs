@@ -63,6 +63,10 @@ pub enum FaultEffect {
     /// A file sync fails with `errno`, and the data it should have written
     /// is dropped: the file reads back as it was when last durable.
     SyncFailDrop(i32),
+    /// A sync (of a file or a directory) reports success but makes nothing
+    /// durable: a lying disk, or a sync the code forgot. Tests use it to
+    /// show that a crash check notices each missing sync.
+    SyncSkipped,
 }
 
 /// A fault to inject: the `(skip + 1)`-th call of `op` on a path containing
@@ -185,6 +189,8 @@ enum Pending {
 
 #[derive(Debug, Default)]
 struct State {
+    /// Mutating calls left before the power goes out (`None`: never).
+    power_left: Option<u64>,
     inodes: Vec<Inode>,
     dirs: BTreeMap<PathBuf, Dir>,
     pending: Vec<Pending>,
@@ -227,6 +233,20 @@ impl SimFs {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Cuts the power after `calls` more mutating calls (writes, length
+    /// changes, syncs, creations, renames, removals): from then on every
+    /// mutating call fails with `EIO` and changes nothing, while reads keep
+    /// working. A crash taken afterwards shows the disk as the power cut left
+    /// it, so a test can crash a workload between any two calls.
+    pub fn cut_power_after(&self, calls: u64) {
+        self.lock().power_left = Some(calls);
+    }
+
+    /// Mutating calls made so far (what [`SimFs::cut_power_after`] counts).
+    pub fn mutating_calls(&self) -> u64 {
+        self.lock().log.iter().filter(|e| e.op != "open").count() as u64
     }
 
     /// Adds a fault; faults are matched in the order added.
@@ -426,6 +446,19 @@ impl State {
         Some(self.faults.remove(i).effect)
     }
 
+    /// Consumes one mutating call of the power budget; `Err(EIO)` once the
+    /// power is out.
+    fn power(&mut self, op: &'static str, path: &Path) -> io::Result<()> {
+        match self.power_left {
+            Some(0) => Err(self.fail(op, path, 5)),
+            Some(ref mut left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
     fn record(&mut self, op: &'static str, path: &Path, ok: bool) {
         self.log.push(LogEntry {
             op,
@@ -459,7 +492,12 @@ impl SimFile {
 
     fn sync(&self, op: &'static str) -> io::Result<()> {
         let mut state = self.fs.lock();
+        state.power(op, &self.path)?;
         match state.fault(FaultOp::SyncFile, &self.path) {
+            Some(FaultEffect::SyncSkipped) => {
+                state.record(op, &self.path, true);
+                return Ok(());
+            }
             Some(FaultEffect::SyncFailDrop(errno)) => {
                 // The kernel dropped the dirty pages: the file reads back as
                 // it was when last durable, and nothing pending survives.
@@ -527,6 +565,7 @@ impl VfsFile for SimFile {
 
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         self.writable()?;
+        self.fs.lock().power("write", &self.path)?;
         let effect = self.fs.lock().fault(FaultOp::Write, &self.path);
         match effect {
             Some(FaultEffect::ShortWrite { written, errno }) => {
@@ -546,7 +585,7 @@ impl VfsFile for SimFile {
             ) => {
                 return Err(self.fs.lock().fail("write", &self.path, errno));
             }
-            None => {}
+            Some(FaultEffect::SyncSkipped) | None => {}
         }
         self.file_op(FileOp::Write {
             position,
@@ -566,13 +605,13 @@ impl VfsFile for SimFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.writable()?;
-        if let Some(effect) = self.fs.lock().fault(FaultOp::SetLen, &self.path) {
-            let errno = match effect {
-                FaultEffect::Errno(e)
-                | FaultEffect::SyncFailKeep(e)
-                | FaultEffect::SyncFailDrop(e) => e,
-                FaultEffect::ShortWrite { errno, .. } => errno,
-            };
+        self.fs.lock().power("set_len", &self.path)?;
+        let errno = self
+            .fs
+            .lock()
+            .fault(FaultOp::SetLen, &self.path)
+            .and_then(errno_of);
+        if let Some(errno) = errno {
             return Err(self.fs.lock().fail("set_len", &self.path, errno));
         }
         self.file_op(FileOp::SetLen(len));
@@ -593,10 +632,14 @@ impl VfsFile for SimFile {
     }
 }
 
-fn errno_of(effect: FaultEffect) -> i32 {
+/// The errno a fault returns, or `None` for one that lets the call succeed.
+fn errno_of(effect: FaultEffect) -> Option<i32> {
     match effect {
-        FaultEffect::Errno(e) | FaultEffect::SyncFailKeep(e) | FaultEffect::SyncFailDrop(e) => e,
-        FaultEffect::ShortWrite { errno, .. } => errno,
+        FaultEffect::Errno(e) | FaultEffect::SyncFailKeep(e) | FaultEffect::SyncFailDrop(e) => {
+            Some(e)
+        }
+        FaultEffect::ShortWrite { errno, .. } => Some(errno),
+        FaultEffect::SyncSkipped => None,
     }
 }
 
@@ -607,8 +650,11 @@ impl Vfs for SimFs {
             mode,
             OpenMode::CreateNew | OpenMode::CreateTruncate | OpenMode::CreateOrOpen
         );
-        if creating && let Some(effect) = state.fault(FaultOp::Create, path) {
-            return Err(state.fail("create", path, errno_of(effect)));
+        if creating {
+            state.power("create", path)?;
+            if let Some(errno) = state.fault(FaultOp::Create, path).and_then(errno_of) {
+                return Err(state.fail("create", path, errno));
+            }
         }
         let existing = state.lookup(path).ok();
         let inode = match (existing, mode) {
@@ -649,8 +695,9 @@ impl Vfs for SimFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.lock();
-        if let Some(effect) = state.fault(FaultOp::Rename, from) {
-            return Err(state.fail("rename", from, errno_of(effect)));
+        state.power("rename", from)?;
+        if let Some(errno) = state.fault(FaultOp::Rename, from).and_then(errno_of) {
+            return Err(state.fail("rename", from, errno));
         }
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
@@ -681,8 +728,9 @@ impl Vfs for SimFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut state = self.lock();
-        if let Some(effect) = state.fault(FaultOp::Remove, path) {
-            return Err(state.fail("remove", path, errno_of(effect)));
+        state.power("remove", path)?;
+        if let Some(errno) = state.fault(FaultOp::Remove, path).and_then(errno_of) {
+            return Err(state.fail("remove", path, errno));
         }
         state.lookup(path)?;
         let (dir, name) = split(path)?;
@@ -699,8 +747,18 @@ impl Vfs for SimFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
-        if let Some(effect) = state.fault(FaultOp::SyncDir, dir) {
-            return Err(state.fail("sync_dir", dir, errno_of(effect)));
+        state.power("sync_dir", dir)?;
+        match state.fault(FaultOp::SyncDir, dir) {
+            Some(FaultEffect::SyncSkipped) => {
+                state.record("sync_dir", dir, true);
+                return Ok(());
+            }
+            Some(effect) => {
+                if let Some(errno) = errno_of(effect) {
+                    return Err(state.fail("sync_dir", dir, errno));
+                }
+            }
+            None => {}
         }
         let d = state.dirs.get_mut(dir).ok_or_else(|| not_found(dir))?;
         d.durable = d.live.clone();

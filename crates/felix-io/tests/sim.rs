@@ -193,3 +193,48 @@ fn read_only_handle_refuses_writes() {
     let f = fs.open(Path::new("/d/a"), OpenMode::Read).unwrap();
     assert_eq!(f.write_all_at(b"y", 0).unwrap_err().raw_os_error(), Some(9));
 }
+
+#[test]
+fn cut_power_fails_every_later_mutation_and_freezes_the_disk() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    fs.cut_power_after(2);
+    f.write_all_at(b"one", 0).unwrap();
+    f.sync_data().unwrap();
+    assert_eq!(
+        f.write_all_at(b"two", 3).unwrap_err().raw_os_error(),
+        Some(5)
+    );
+    assert_eq!(
+        fs.sync_dir(Path::new("/d")).unwrap_err().raw_os_error(),
+        Some(5)
+    );
+    assert!(fs.open(Path::new("/d/b"), OpenMode::CreateNew).is_err());
+    // Reads still work, and the disk holds what happened before the cut.
+    assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"one");
+    assert_eq!(fs.pending().len(), 1, "the unsynced directory entry");
+}
+
+#[test]
+fn skipped_sync_reports_success_but_makes_nothing_durable() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    f.write_all_at(b"data", 0).unwrap();
+    fs.inject(Fault {
+        op: FaultOp::SyncFile,
+        path_contains: "a".into(),
+        skip: 0,
+        effect: FaultEffect::SyncSkipped,
+    });
+    f.sync_data().unwrap();
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::durable_only()), "/d/a"),
+        Some(Vec::new())
+    );
+    f.sync_data().unwrap();
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::durable_only()), "/d/a"),
+        Some(b"data".to_vec())
+    );
+}
