@@ -31,4 +31,6 @@ mod writer;
 pub use error::{Result, SegmentError};
 pub use index::{IndexBuilder, IndexLoadError, SparseIndex, seek_entries};
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
-pub use writer::{Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle};
+pub use writer::{
+    Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle, segment_temp_path,
+};

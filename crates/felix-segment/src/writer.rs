@@ -133,17 +133,38 @@ impl SegmentWriter {
         shard: Arc<str>,
     ) -> Result<Self> {
         let path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let file = open(fs, &path, OpenMode::CreateNew)?;
+        // The header is written and synced under a temporary name and only
+        // then renamed into place, so a crash never leaves a segment file
+        // without a complete header: for a shard's first segment there would
+        // be no other way to tell where its log begins.
+        let temp = segment_temp_path(&path);
+        match fs.remove_file(&temp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(SegmentError::io("remove", &temp, e)),
+        }
+        let file = open(fs, &temp, OpenMode::CreateNew)?;
         let header = SegmentHeader::new(base_offset, now_micros());
         file.write_all_at(&header.encode(), 0)
-            .map_err(|e| SegmentError::io("write", &path, e))?;
+            .map_err(|e| SegmentError::io("write", &temp, e))?;
         let preallocated = match config.preallocate_bytes {
             Some(bytes) => file
                 .preallocate(bytes)
-                .map_err(|e| SegmentError::io("fallocate", &path, e))?,
+                .map_err(|e| SegmentError::io("fallocate", &temp, e))?,
             None => false,
         };
-        sync_data(&*file, &path)?;
+        sync_data(&*file, &temp)?;
+        // A segment is never overwritten (the shard's lock keeps anyone else
+        // from creating one between this check and the rename).
+        if fs.open(&path, OpenMode::Read).is_ok() {
+            return Err(SegmentError::io(
+                "create",
+                &path,
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        fs.rename(&temp, &path)
+            .map_err(|e| SegmentError::io("rename", &temp, e))?;
         let segment = SegmentFile::from_parts(fs, id, header, path, file, shard);
         let index_file = IndexFile::create(fs, segment.index_path(), base_offset, &[])?;
         sync_dir(fs, dir)?;
@@ -372,6 +393,14 @@ impl SegmentWriter {
     fn poison_with(&self, err: SegmentError) -> SegmentError {
         poison(&self.poison, self.segment.path(), err)
     }
+}
+
+/// The temporary a new segment's header is written under:
+/// `{id:020}.log.tmp`. One left by a crash holds no record.
+pub fn segment_temp_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
 }
 
 /// Records `err` as the writer's first failure and returns the error to give

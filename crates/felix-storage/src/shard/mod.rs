@@ -99,6 +99,21 @@ pub(crate) struct CommitState {
     pub(crate) handle: SyncHandle,
 }
 
+/// One segment of a shard, as [`Shard::segments`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Segment id (the number in its file name).
+    pub id: u64,
+    /// Its first offset.
+    pub base_offset: u64,
+    /// One past its last record's offset.
+    pub next_offset: u64,
+    /// Bytes of header and records.
+    pub len: u64,
+    /// Whether it is the segment appends go to.
+    pub active: bool,
+}
+
 /// One stream shard. Thread-safe: share it in an `Arc` (as [`crate::Store`]
 /// does) and call it from any thread.
 ///
@@ -173,6 +188,7 @@ impl Shard {
         let _entered = span.enter();
         create_dir(fs, dir, &label)?;
         let lock = ShardLock::acquire_in(fs, dir)?;
+        remove_segment_temps(fs, dir, &label)?;
         let options = OpenOptions {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
@@ -244,8 +260,10 @@ impl Shard {
         }
         let mut history = loaded.history;
         // A history that runs past the log end describes records that are
-        // gone (a truncation the crash interrupted): cut it back.
-        if history.truncate_from(next_offset) > 0 {
+        // gone (a truncation the crash interrupted): cut it back. A
+        // generation that begins exactly at the log end is a leader that has
+        // not written yet, and stays.
+        if history.truncate_from(next_offset.saturating_add(1)) > 0 {
             epochs_file
                 .store(&history)
                 .map_err(|source| StorageError::Epochs {
@@ -330,6 +348,30 @@ impl Shard {
         self.view().sealed.len() + 1
     }
 
+    /// The shard's segments in offset order, the active one last.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let view = self.view();
+        let mut out: Vec<SegmentInfo> = view
+            .sealed
+            .iter()
+            .map(|s| SegmentInfo {
+                id: s.id,
+                base_offset: s.base_offset,
+                next_offset: s.next_offset,
+                len: s.len,
+                active: false,
+            })
+            .collect();
+        out.push(SegmentInfo {
+            id: view.active.id(),
+            base_offset: view.active.base_offset(),
+            next_offset: view.active_limit.next_offset,
+            len: view.active_limit.end_position,
+            active: true,
+        });
+        out
+    }
+
     /// A snapshot of the shard's counters.
     pub fn stats(&self) -> ShardStats {
         self.counters
@@ -376,6 +418,27 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
         index_spacing_bytes: config.index_spacing_bytes,
         preallocate_bytes: config.preallocate.then_some(config.segment_size_bytes),
     }
+}
+
+/// Removes the temporaries of segment creations a crash interrupted: each
+/// holds at most a header, never a record, and its name is not a segment's.
+fn remove_segment_temps(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
+    let err = |op, path: &Path, e| StorageError::Segment {
+        shard: Arc::clone(label),
+        source: felix_segment::SegmentError::io(op, path, e),
+    };
+    for entry in fs
+        .list_dir(dir)
+        .map_err(|e| err("list directory", dir, e))?
+    {
+        let name = entry.name.to_string_lossy();
+        if !entry.is_dir && name.ends_with(".log.tmp") {
+            let path = dir.join(&*name);
+            fs.remove_file(&path).map_err(|e| err("remove", &path, e))?;
+            tracing::info!(shard = %label, file = %name, "removed an interrupted segment creation");
+        }
+    }
+    Ok(())
 }
 
 /// Creates the shard directory and makes its entry in the parent durable.
