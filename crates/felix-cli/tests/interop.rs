@@ -56,7 +56,7 @@ fn verify_interop_torn_tail_is_a_default_truncation_of_offset_1999() {
             "segment": 3,
             "position": record_start,
             "repair": "default",
-            "detail": "truncated: 128 bytes needed, 118 available: in the newest segment's tail (118 bytes to end of file, no intact record after it); an unfinished write; truncated on open",
+            "detail": "truncated: 128 bytes needed, 118 available: in the newest segment's tail (118 bytes to end of file, no intact record after it); an unfinished write; 118 bytes truncated on open",
         }])
     );
     assert_eq!(figures(&lines[0]), (0, 1999, 1999, 4));

@@ -15,6 +15,13 @@ pub enum DamageLocation {
     /// In the newest segment, but an intact record follows it: something
     /// complete was written after the damage, so it is not a torn write.
     NewestFollowedByIntact,
+    /// In the newest segment, where a record header should begin there are
+    /// only zeros — and, if an intact record follows, zeros all the way to
+    /// it: space whose size reached the disk before its data did. A record
+    /// header is never all zeros, a write `fdatasync` covered reads back as
+    /// written, and a sync covers every earlier write, so nothing from here
+    /// on was ever synced, and so never acknowledged.
+    NewestUnwritten,
     /// In a sealed (older) segment, which was complete and synced before the
     /// next segment was created.
     Sealed,
@@ -48,11 +55,16 @@ impl RepairClass {
 /// * Segment-header damage is never repairable: the header is synced before
 ///   any record lives in the segment, so it is never a torn write.
 /// * Damage in a sealed segment, or followed by an intact record, is never
-///   repairable.
+///   repairable — unless it is unwritten space (below).
 /// * In the newest segment's confined tail, `Truncated` is repaired by
 ///   default (a verified header proves the write was unfinished); damage that
 ///   could be rot of a complete record (`RecordHeaderChecksum`,
 ///   `RecordChecksum`, `OffsetOutOfOrder`, `RecordTooLarge`) needs opt-in.
+/// * In the newest segment, a zero record header (zeros running on to the
+///   next intact record, if one follows) is unwritten space left by a power
+///   loss and is repaired by default, truncating at its start: every write
+///   after the last successful `fdatasync` is unacknowledged, and only those
+///   can read back as zeros.
 /// * Index problems are not data damage (indexes are rebuilt); they are
 ///   classed `Never` here so that no caller truncates data because of one.
 ///
@@ -65,8 +77,24 @@ impl RepairClass {
 /// assert_eq!(is_repairable_tail(&torn, DamageLocation::Sealed), RepairClass::Never);
 /// ```
 pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> RepairClass {
-    if location != DamageLocation::NewestConfined {
-        return RepairClass::Never;
+    match location {
+        DamageLocation::NewestConfined => {}
+        DamageLocation::NewestUnwritten => {
+            return match kind {
+                CorruptionKind::Truncated { .. } | CorruptionKind::RecordHeaderChecksum { .. } => {
+                    RepairClass::Default
+                }
+                // A verified header is not zeros, so these cannot be unwritten
+                // space; were they ever classed so, opt-in is the safe answer.
+                CorruptionKind::RecordChecksum { .. }
+                | CorruptionKind::OffsetOutOfOrder { .. }
+                | CorruptionKind::RecordTooLarge { .. } => RepairClass::OptIn,
+                _ => RepairClass::Never,
+            };
+        }
+        DamageLocation::NewestFollowedByIntact | DamageLocation::Sealed => {
+            return RepairClass::Never;
+        }
     }
     match kind {
         CorruptionKind::Truncated { .. } => RepairClass::Default,
@@ -81,7 +109,7 @@ pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DamageLocation::{NewestConfined, NewestFollowedByIntact, Sealed};
+    use DamageLocation::{NewestConfined, NewestFollowedByIntact, NewestUnwritten, Sealed};
     use RepairClass::{Default, Never, OptIn};
 
     /// Every kind × every location, written out so a change to the rules
@@ -90,28 +118,33 @@ mod tests {
     fn is_repairable_tail_table() {
         use CorruptionKind as K;
         #[rustfmt::skip]
-        let table: &[(K, [RepairClass; 3])] = &[
-            //                                                          confined  followed  sealed
-            (K::Truncated { needed: 128, available: 10 },               [Default, Never, Never]),
-            (K::RecordHeaderChecksum { expected: 1, found: 2 },         [OptIn,   Never, Never]),
-            (K::RecordChecksum { expected: 1, found: 2 },               [OptIn,   Never, Never]),
-            (K::OffsetOutOfOrder { expected: 1, found: 2 },             [OptIn,   Never, Never]),
-            (K::RecordTooLarge { payload_len: u32::MAX, max: 1 },       [OptIn,   Never, Never]),
-            (K::SegmentMagic { found: 0 },                              [Never,   Never, Never]),
-            (K::SegmentVersion { found: 1 },                            [Never,   Never, Never]),
-            (K::SegmentFlags { found: 1 },                              [Never,   Never, Never]),
-            (K::SegmentHeaderChecksum { expected: 1, found: 2 },        [Never,   Never, Never]),
-            (K::SegmentReserved { found: 1 },                           [Never,   Never, Never]),
-            (K::IndexMagic { found: 0 },                                [Never,   Never, Never]),
-            (K::IndexVersion { found: 0 },                              [Never,   Never, Never]),
-            (K::IndexFlags { found: 1 },                                [Never,   Never, Never]),
-            (K::IndexBaseOffset { expected: 0, found: 1 },              [Never,   Never, Never]),
-            (K::IndexEntryOutOfOrder { entry: 0, offset: 0, position: 0 }, [Never, Never, Never]),
+        let table: &[(K, [RepairClass; 4])] = &[
+            //                                                          confined  unwritten followed  sealed
+            (K::Truncated { needed: 128, available: 10 },               [Default, Default, Never, Never]),
+            (K::RecordHeaderChecksum { expected: 1, found: 2 },         [OptIn,   Default, Never, Never]),
+            (K::RecordChecksum { expected: 1, found: 2 },               [OptIn,   OptIn,   Never, Never]),
+            (K::OffsetOutOfOrder { expected: 1, found: 2 },             [OptIn,   OptIn,   Never, Never]),
+            (K::RecordTooLarge { payload_len: u32::MAX, max: 1 },       [OptIn,   OptIn,   Never, Never]),
+            (K::SegmentMagic { found: 0 },                              [Never,   Never,   Never, Never]),
+            (K::SegmentVersion { found: 1 },                            [Never,   Never,   Never, Never]),
+            (K::SegmentFlags { found: 1 },                              [Never,   Never,   Never, Never]),
+            (K::SegmentHeaderChecksum { expected: 1, found: 2 },        [Never,   Never,   Never, Never]),
+            (K::SegmentReserved { found: 1 },                           [Never,   Never,   Never, Never]),
+            (K::IndexMagic { found: 0 },                                [Never,   Never,   Never, Never]),
+            (K::IndexVersion { found: 0 },                              [Never,   Never,   Never, Never]),
+            (K::IndexFlags { found: 1 },                                [Never,   Never,   Never, Never]),
+            (K::IndexBaseOffset { expected: 0, found: 1 },              [Never,   Never,   Never, Never]),
+            (K::IndexEntryOutOfOrder { entry: 0, offset: 0, position: 0 }, [Never, Never,  Never, Never]),
         ];
         for (kind, expected) in table {
-            for (location, class) in [NewestConfined, NewestFollowedByIntact, Sealed]
-                .into_iter()
-                .zip(expected)
+            for (location, class) in [
+                NewestConfined,
+                NewestUnwritten,
+                NewestFollowedByIntact,
+                Sealed,
+            ]
+            .into_iter()
+            .zip(expected)
             {
                 assert_eq!(
                     is_repairable_tail(kind, location),

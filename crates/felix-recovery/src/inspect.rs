@@ -23,7 +23,8 @@ use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
 use crate::scan::{
-    ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start, tail_is_zero,
+    ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
+    search_start, tail_is_zero,
 };
 
 /// File names in a shard directory that belong to other layers and are not
@@ -348,9 +349,28 @@ fn inspect_segment(
     if let Some(damage) = scan.damage {
         let location = if newest {
             let from = search_start(&damage, &segment, file_len)?;
-            match find_intact_record(&segment, file_len, from)? {
-                Some(at) => (DamageLocation::NewestFollowedByIntact, Some(at)),
-                None => (DamageLocation::NewestConfined, None),
+            let intact_at = find_intact_record(&segment, file_len, from)?;
+            // Zeros where a record header should be mean nothing was ever
+            // written there: a record header is never all zeros. A write
+            // that `fdatasync` covered reads back as written, and a sync
+            // covers every earlier write, so from such a spot on nothing
+            // was ever synced or acknowledged — whether the rest is a torn
+            // remnant, or (if zeros run all the way to it) an intact record
+            // that reached the disk before the record in front of it.
+            let truncated = matches!(damage.kind, CorruptionKind::Truncated { .. });
+            let header_end = damage.position.saturating_add(RECORD_HEADER_LEN as u64);
+            let unwritten = !truncated
+                && range_is_zero(&segment, file_len, damage.position, header_end)?
+                && match intact_at {
+                    None => true,
+                    Some(at) => range_is_zero(&segment, file_len, damage.position, at)?,
+                };
+            if unwritten {
+                (DamageLocation::NewestUnwritten, intact_at)
+            } else if intact_at.is_some() {
+                (DamageLocation::NewestFollowedByIntact, intact_at)
+            } else {
+                (DamageLocation::NewestConfined, None)
             }
         } else {
             (DamageLocation::Sealed, None)

@@ -56,6 +56,6 @@ pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shar
 pub use repair::repair;
 pub use report::{Action, Finding, FindingContext, IndexProblem, Note};
 pub use scan::{
-    Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, scan_segment, search_start,
-    tail_is_zero,
+    Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
+    search_start, tail_is_zero,
 };

@@ -39,6 +39,10 @@ pub fn repair(
                 from_len,
             } => {
                 let file = open(fs, path, OpenMode::ReadWrite)?;
+                // What stays may be only in the page cache (a process crash
+                // leaves it there): make it durable first, so the length
+                // change cannot reach the disk ahead of the bytes it keeps.
+                sync_data(&*file, path)?;
                 file.set_len(*to_len)
                     .map_err(|e| SegmentError::io("truncate", path, e))?;
                 sync_data(&*file, path)?;

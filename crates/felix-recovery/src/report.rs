@@ -77,10 +77,20 @@ impl Finding {
                         "in the newest segment, followed by an intact record at byte {}",
                         intact_record_at.unwrap_or_default()
                     ),
+                    DamageLocation::NewestUnwritten => match intact_record_at {
+                        Some(at) => format!(
+                            "in the newest segment, zeros up to an intact record at byte {at}: writes a power loss cut off, never synced"
+                        ),
+                        None => format!(
+                            "in the newest segment's tail ({tail_bytes} bytes to end of file, all zeros): writes a power loss cut off, never synced"
+                        ),
+                    },
                     DamageLocation::Sealed => "in a sealed segment".to_owned(),
                 };
                 let action = match self.repair {
-                    RepairClass::Default => "an unfinished write; truncated on open".to_owned(),
+                    RepairClass::Default => {
+                        format!("an unfinished write; {tail_bytes} bytes truncated on open")
+                    }
                     RepairClass::OptIn => format!(
                         "may be rot of an acknowledged record; truncating {tail_bytes} bytes needs --repair-checksum-tail"
                     ),

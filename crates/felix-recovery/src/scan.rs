@@ -216,17 +216,35 @@ pub fn find_intact_record(
 /// True when every byte from `from` to the end of the file is zero: the
 /// shape of preallocated or extended space that was never written.
 pub fn tail_is_zero(segment: &SegmentFile, file_len: u64, from: u64) -> Result<bool, SegmentError> {
+    range_is_zero(segment, file_len, from, file_len)
+}
+
+/// True when every byte in `[from, to)` is zero (and the range is not
+/// empty): space whose size reached the disk before its data did.
+pub fn range_is_zero(
+    segment: &SegmentFile,
+    file_len: u64,
+    from: u64,
+    to: u64,
+) -> Result<bool, SegmentError> {
+    let to = to.min(file_len);
+    if from >= to {
+        return Ok(false);
+    }
     let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
     let mut position = from;
-    while position < file_len {
+    while position < to {
         let window = reader.window(position, 1)?;
-        if window.is_empty() {
+        let take = usize::try_from(to - position)
+            .unwrap_or(usize::MAX)
+            .min(window.len());
+        let Some(bytes) = window.get(..take).filter(|b| !b.is_empty()) else {
             break;
-        }
-        if window.iter().any(|&b| b != 0) {
+        };
+        if bytes.iter().any(|&b| b != 0) {
             return Ok(false);
         }
-        position += window.len() as u64;
+        position += bytes.len() as u64;
     }
     Ok(true)
 }

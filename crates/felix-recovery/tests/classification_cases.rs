@@ -261,6 +261,7 @@ fn run_case(damage: Damage, location: DamageLocation) {
             Some(layout[NEWEST as usize][2].position),
         ),
         DamageLocation::Sealed => (layout[SEALED as usize][2], None),
+        other => unreachable!("{other:?} has its own tests: zeros are not a damage kind"),
     };
     let kind = apply(damage, dir.path(), &r);
     let file_len = std::fs::metadata(seg_path(dir.path(), r.segment))
@@ -399,8 +400,11 @@ fn open_newest_torn_record_embedding_an_intact_record_is_confined_and_repaired_b
     assert_reads_back(dir.path(), &opened, 0, 4);
 }
 
+/// Zeros at the end of the newest segment are space whose size reached the
+/// disk before its data: never synced, so never acknowledged, and repaired
+/// by default. The report still says the tail is all zeros.
 #[test]
-fn inspect_newest_zero_filled_tail_is_header_checksum_opt_in() {
+fn inspect_newest_zero_filled_tail_is_unwritten_space_repaired_by_default() {
     let (dir, layout) = shard();
     let end = common::segment_len(&layout[NEWEST as usize]);
     set_len(&seg_path(dir.path(), NEWEST), end + 100);
@@ -410,9 +414,9 @@ fn inspect_newest_zero_filled_tail_is_header_checksum_opt_in() {
             found: crc32(&[&[0u8; 20]]),
         },
         site: CorruptionSite::new(LABEL, NEWEST, end),
-        repair: RepairClass::OptIn,
+        repair: RepairClass::Default,
         context: FindingContext::Record {
-            location: DamageLocation::NewestConfined,
+            location: DamageLocation::NewestUnwritten,
             intact_record_at: None,
             tail_all_zero: true,
             tail_bytes: 100,
@@ -851,4 +855,71 @@ fn inspect_segment_before_abandoned_one_is_scanned_in_full_as_newest() {
         (1, last.offset, last.position)
     );
     assert!(!seg_path(dir.path(), 2).exists());
+}
+
+/// A zero-filled hole in the newest segment followed by an intact record is
+/// writes that reached the disk out of order before a power loss: the hole
+/// was never synced, so neither was anything after it (a sync covers every
+/// earlier write). It is repaired by default, truncating at the hole.
+#[test]
+fn open_newest_zero_hole_before_an_intact_record_truncates_at_the_hole() {
+    let (dir, layout) = shard();
+    let hole = layout[NEWEST as usize][1];
+    let after = layout[NEWEST as usize][2];
+    write_at(
+        &seg_path(dir.path(), NEWEST),
+        hole.position,
+        &vec![0u8; hole.len as usize],
+    );
+    let inspection = inspect_unchanged(dir.path(), &InspectOptions::default());
+    assert_eq!(inspection.findings.len(), 1);
+    let finding = &inspection.findings[0];
+    assert_eq!(
+        finding.kind,
+        CorruptionKind::RecordHeaderChecksum {
+            expected: 0,
+            found: crc32(&[&[0u8; 20]])
+        }
+    );
+    assert_eq!(
+        finding.site,
+        CorruptionSite::new(LABEL, NEWEST, hole.position)
+    );
+    assert_eq!(finding.repair, RepairClass::Default);
+    assert_eq!(
+        finding.context,
+        FindingContext::Record {
+            location: DamageLocation::NewestUnwritten,
+            intact_record_at: Some(after.position),
+            tail_all_zero: false,
+            tail_bytes: after.end() - hole.position,
+        }
+    );
+    let opened = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();
+    let newest = opened.newest.as_ref().unwrap();
+    assert_eq!(
+        (newest.next_offset, newest.len),
+        (hole.offset, hole.position)
+    );
+}
+
+/// A hole that is not all zeros before an intact record is damage, not
+/// unwritten space: never repaired.
+#[test]
+fn inspect_newest_nonzero_hole_before_an_intact_record_is_never_repaired() {
+    let (dir, layout) = shard();
+    let hole = layout[NEWEST as usize][1];
+    let mut bytes = vec![0u8; hole.len as usize];
+    bytes[hole.len as usize - 1] = 1;
+    write_at(&seg_path(dir.path(), NEWEST), hole.position, &bytes);
+    let inspection = inspect_unchanged(dir.path(), &InspectOptions::default());
+    assert_eq!(inspection.findings.len(), 1);
+    assert_eq!(inspection.findings[0].repair, RepairClass::Never);
+    assert!(matches!(
+        inspection.findings[0].context,
+        FindingContext::Record {
+            location: DamageLocation::NewestFollowedByIntact,
+            ..
+        }
+    ));
 }
