@@ -55,6 +55,8 @@ pub use error::{Result, StorageError};
 pub use felix_format::ShardKey;
 pub use felix_segment::Record;
 pub use lock::{LOCK_FILE_NAME, ShardLock};
-pub use shard::{AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, Shard};
+pub use shard::{
+    AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo, Shard,
+};
 pub use stats::ShardStats;
 pub use store::Store;

@@ -144,11 +144,14 @@ impl Shard {
         };
         let path = file.path().to_path_buf();
         let io = |op, e| self.segment_error(felix_segment::SegmentError::io(op, &path, e));
+        // Unsynced appends below the cut must be durable before the length
+        // changes: otherwise a power loss could keep the shorter length and a
+        // torn half of what it keeps.
+        file.file().sync_data().map_err(|e| io("fdatasync", e))?;
         file.file()
             .set_len(position)
             .map_err(|e| io("truncate", e))?;
         file.file().sync_data().map_err(|e| io("fdatasync", e))?;
-        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
         let kept: Vec<IndexEntry> = entries.into_iter().filter(|e| e.offset < offset).collect();
         let index = SparseIndex::from_entries(file.base_offset(), kept);
         state.writer =
@@ -185,6 +188,11 @@ impl Shard {
         })
     }
 
+    /// Removes a segment and its index, and syncs the directory before
+    /// returning. Removals are made durable one segment at a time because a
+    /// crash may keep any subset of unsynced removals: removing two segments
+    /// before one sync could leave the later one gone and the earlier one
+    /// back, a gap no recovery may bridge.
     pub(crate) fn remove_segment_files(&self, id: u64) -> Result<()> {
         for kind in [FileKind::Segment, FileKind::Index] {
             let path = self.dir.join(file_name(id, kind).as_str());
@@ -198,7 +206,7 @@ impl Shard {
                 }
             }
         }
-        Ok(())
+        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))
     }
 
     /// Points readers and group commit at the writer's segment after the
@@ -233,7 +241,6 @@ impl Shard {
             for segment in sealed.iter().rev() {
                 self.remove_segment_files(segment.id)?;
             }
-            sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
             let writer = SegmentWriter::create_in(
                 &self.fs,
                 &self.dir,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use felix_segment::{ReadLimit, fs::sync_dir};
+use felix_segment::ReadLimit;
 
 use super::{Sealed, Shard};
 use crate::error::Result;
@@ -75,7 +75,6 @@ impl Shard {
         for segment in &doomed {
             self.remove_segment_files(segment.id)?;
         }
-        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))?;
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
         let base_offset = self.base_offset();
         let mut history = self.history_lock();
