@@ -1,0 +1,202 @@
+//! A full disk: appends fail with a typed "no space" error, nothing partial
+//! is readable, nothing acknowledged is lost, and appends work again once
+//! space is freed and the shard reopened.
+//!
+//! The real variant mounts a small tmpfs (CI runs as root). Where mounting
+//! is not permitted, the test says so and runs the same checks with ENOSPC
+//! injected through the simulated file system.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use felix_io::FileSystem;
+use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
+use felix_storage::{Durability, Record, Shard, StorageError, StoreConfig};
+
+const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
+const ENOSPC: i32 = 28;
+
+fn config() -> StoreConfig {
+    StoreConfig {
+        segment_size_bytes: 256 * 1024,
+        index_spacing_bytes: 4096,
+        preallocate: true,
+        durability: Durability::OnCommit,
+        ..StoreConfig::default()
+    }
+}
+
+fn payload(offset: u64) -> Vec<u8> {
+    let mut p = format!("enospc-{offset}-").into_bytes();
+    p.resize(500, (offset % 251) as u8);
+    p
+}
+
+/// A tmpfs mounted for the life of the value.
+struct Mount {
+    _dir: tempfile::TempDir,
+    point: PathBuf,
+}
+
+impl Mount {
+    fn new() -> Result<Self, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let point = dir.path().to_path_buf();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={TMPFS_BYTES}"), "tmpfs"])
+            .arg(&point)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+        Ok(Self { _dir: dir, point })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.point).status();
+    }
+}
+
+/// Appends until the disk is full; returns what was acknowledged and the
+/// error that stopped it.
+fn fill(shard: &Shard) -> (Vec<(u64, Vec<u8>)>, StorageError) {
+    let mut acked = Vec::new();
+    loop {
+        let next = shard.next_offset();
+        let batch: Vec<_> = (next..next + 4).map(|o| (o, payload(o))).collect();
+        let records: Vec<_> = batch
+            .iter()
+            .map(|(o, p)| Record::new(*o, p.clone()))
+            .collect();
+        match shard.append(&records) {
+            Ok(_) => acked.extend(batch),
+            Err(err) => return (acked, err),
+        }
+        assert!(acked.len() < 1_000_000, "the disk never filled");
+    }
+}
+
+fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut next = shard.base_offset();
+    while next < shard.next_offset() {
+        for r in shard.read(next, 1 << 20).unwrap() {
+            next = r.offset + 1;
+            out.push((r.offset, r.payload.to_vec()));
+        }
+    }
+    out
+}
+
+/// The checks shared by both variants: `free` frees space, `fs`/`dir` name
+/// the shard.
+fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
+    let shard = match Shard::open_in(fs, dir, "enospc", config(), 0) {
+        Ok(shard) => shard,
+        // Too full to create even the first segment: the same typed error,
+        // and nothing was acknowledged.
+        Err(err) => {
+            assert_eq!(
+                err.io_kind(),
+                Some(std::io::ErrorKind::StorageFull),
+                "{err}"
+            );
+            free();
+            let reopened = Shard::open_in(fs, dir, "enospc", config(), 0).unwrap();
+            reopened.append(&[Record::new(0, payload(0))]).unwrap();
+            return 0;
+        }
+    };
+    let (acked, err) = fill(&shard);
+    assert_eq!(
+        err.io_kind(),
+        Some(std::io::ErrorKind::StorageFull),
+        "{err}"
+    );
+    assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
+    // Nothing partial is readable: exactly the acknowledged records.
+    assert_eq!(read_all(&shard), acked);
+    let later = shard.append(&[Record::new(0, "x")]).unwrap_err();
+    assert_eq!(later.io_kind(), Some(std::io::ErrorKind::StorageFull));
+    drop(shard);
+
+    free();
+    let reopened = Shard::open_in(fs, dir, "enospc", config(), 0).unwrap();
+    let after = read_all(&reopened);
+    assert!(after.len() >= acked.len());
+    assert_eq!(after[..acked.len()], acked[..], "nothing acknowledged lost");
+    let next = reopened.next_offset();
+    reopened
+        .append(&[Record::new(next, payload(next))])
+        .unwrap();
+    assert_eq!(reopened.read(next, 1).unwrap()[0].payload, payload(next));
+    acked.len()
+}
+
+#[test]
+fn append_on_a_full_disk_is_no_space_and_loses_nothing_acknowledged() {
+    match Mount::new() {
+        Ok(mount) => {
+            for fill_percent in [0u64, 25, 50, 75, 95] {
+                let shard_dir = mount.point.join(format!("shard-{fill_percent}"));
+                let filler = mount.point.join("filler");
+                // The filler always holds enough that removing it makes room
+                // for a new segment, plus the chosen share of the rest.
+                let reserve = 2 * config().segment_size_bytes;
+                let filler_len = reserve + (TMPFS_BYTES - reserve) * fill_percent / 100;
+                std::fs::write(&filler, vec![0xA5u8; filler_len as usize]).unwrap();
+                let acked = check_full_disk(&FileSystem::os(), &shard_dir, || {
+                    std::fs::remove_file(&filler).unwrap();
+                });
+                println!(
+                    "tmpfs of {TMPFS_BYTES} bytes filled to {fill_percent}%: {acked} records acknowledged before ENOSPC"
+                );
+                std::fs::remove_dir_all(&shard_dir).unwrap();
+            }
+        }
+        Err(why) => {
+            println!(
+                "mounting a tmpfs is not permitted here ({why}); running the injected-ENOSPC variant"
+            );
+            for skip in [0u32, 3, 40] {
+                let sim = SimFs::new();
+                sim.inject(Fault {
+                    op: FaultOp::Write,
+                    path_contains: ".log".into(),
+                    // The first write is the segment header.
+                    skip: skip + 1,
+                    effect: FaultEffect::ShortWrite {
+                        written: 700,
+                        errno: ENOSPC,
+                    },
+                });
+                let acked = check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {});
+                println!("injected ENOSPC after {skip} writes: {acked} records acknowledged");
+            }
+        }
+    }
+}
+
+/// The simulated variant always runs too, so the checks are exercised even
+/// where mounting works.
+#[test]
+fn append_with_injected_enospc_is_no_space_and_loses_nothing_acknowledged() {
+    for skip in [0u32, 5] {
+        let sim = SimFs::new();
+        sim.inject(Fault {
+            op: FaultOp::Write,
+            path_contains: ".log".into(),
+            // The first write is the segment header.
+            skip: skip + 1,
+            effect: FaultEffect::ShortWrite {
+                written: 700,
+                errno: ENOSPC,
+            },
+        });
+        let acked = check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {});
+        assert_eq!(acked, 4 * skip as usize);
+    }
+}
