@@ -106,6 +106,21 @@ pub(crate) fn shard_fields(name: &str, inspection: &Inspection) -> serde_json::M
     map
 }
 
+/// [`shard_fields`] followed by the shard's findings and notes: the start of
+/// the `verify` and `recover` JSON lines.
+pub(crate) fn shard_findings(
+    name: &str,
+    inspection: &Inspection,
+) -> serde_json::Map<String, Value> {
+    let mut map = shard_fields(name, inspection);
+    map.insert(
+        "findings".into(),
+        inspection.findings.iter().map(finding_json).collect(),
+    );
+    map.insert("notes".into(), notes(inspection).into());
+    map
+}
+
 /// The first line of a shard's human report.
 pub(crate) fn summary_line(name: &str, inspection: &Inspection) -> String {
     let segments = inspection.live_segments().count();

@@ -187,16 +187,7 @@ fn json_line(
     ending: Ending,
     actions: &[Action],
 ) -> Value {
-    let mut map = report::shard_fields(&shard.name, inspection);
-    map.insert(
-        "findings".into(),
-        inspection
-            .findings
-            .iter()
-            .map(report::finding_json)
-            .collect(),
-    );
-    map.insert("notes".into(), report::notes(inspection).into());
+    let mut map = report::shard_findings(&shard.name, inspection);
     map.insert("outcome".into(), ending.as_str().into());
     map.insert("dry_run".into(), args.dry_run.into());
     map.insert(

@@ -96,16 +96,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
 
 /// The `--json` line for one shard.
 fn json_line(shard: &ShardDir, inspection: &Inspection, verdict: Verdict) -> Value {
-    let mut map = report::shard_fields(&shard.name, inspection);
-    map.insert(
-        "findings".into(),
-        inspection
-            .findings
-            .iter()
-            .map(report::finding_json)
-            .collect(),
-    );
-    map.insert("notes".into(), report::notes(inspection).into());
+    let mut map = report::shard_findings(&shard.name, inspection);
     map.insert("verdict".into(), verdict.as_str().into());
     map.insert("dir".into(), shard.dir.display().to_string().into());
     Value::Object(map)
