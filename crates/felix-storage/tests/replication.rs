@@ -225,23 +225,28 @@ fn open_cuts_back_an_epochs_file_that_runs_past_the_log_end() {
         shard.append(&records(5, 5, 10)).unwrap();
     }
     // Cut the log behind the shard's back, as a crash between cutting the
-    // log and rewriting the history would leave it.
+    // log and rewriting the history would leave it: first to exactly where
+    // generation 2 began (a leader that has not written yet: kept), then
+    // below it (a generation past the log end: cut).
     let log = dir.path().join("00000000000000000000.log");
-    let len = std::fs::metadata(&log).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&log)
-        .unwrap()
-        .set_len(len - 5 * 38)
-        .unwrap();
-    std::fs::remove_file(dir.path().join("00000000000000000000.index")).unwrap();
-    let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    assert_eq!(reopened.next_offset(), 5);
-    let entries: Vec<_> = reopened
-        .generations()
-        .entries()
-        .iter()
-        .map(|e| (e.generation, e.start_offset))
-        .collect();
-    assert_eq!(entries, [(1, 0)]);
+    let generations_after_cut_to = |next: u64| {
+        let len = 32 + next * 38;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let _ = std::fs::remove_file(dir.path().join("00000000000000000000.index"));
+        let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
+        assert_eq!(reopened.next_offset(), next);
+        reopened
+            .generations()
+            .entries()
+            .iter()
+            .map(|e| (e.generation, e.start_offset))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(generations_after_cut_to(5), [(1, 0), (2, 5)]);
+    assert_eq!(generations_after_cut_to(4), [(1, 0)]);
 }

@@ -220,8 +220,15 @@ impl Shard {
         }
     }
 
-    /// Makes everything written so far durable.
+    /// Makes everything written so far durable, and brings the active
+    /// segment's index file up to date (it may otherwise lag until the
+    /// segment is sealed).
     pub fn sync(&self) -> Result<()> {
+        if let Err(err) = self.writer_state().writer.flush_index() {
+            // An index is an accelerator: failing to extend it is logged, and
+            // the data's sync below decides the outcome.
+            tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+        }
         self.wait_durable(u64::MAX)
     }
 
