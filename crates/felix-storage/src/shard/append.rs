@@ -224,6 +224,7 @@ impl Shard {
     /// segment's index file up to date (it may otherwise lag until the
     /// segment is sealed).
     pub fn sync(&self) -> Result<()> {
+        self.check_poison()?;
         if let Err(err) = self.writer_state().writer.flush_index() {
             // An index is an accelerator: failing to extend it is logged, and
             // the data's sync below decides the outcome.

@@ -261,25 +261,29 @@ impl Shard {
             Ok(())
         })();
         result.map_err(|e| self.poison_with(e))?;
-        let mut history = self.history_lock();
-        *history = EpochHistory::new();
-        self.store_history(&history)
+        self.update_history(|history| {
+            *history = EpochHistory::new();
+            true
+        })
     }
 
     /// Records that `generation` begins at the current next offset (a new
     /// leader's term begins at its log end) and stores the epochs file.
     pub fn begin_generation(&self, generation: u64) -> Result<Recorded> {
         let state = self.writer_state();
+        self.check_poison()?;
         let start = state.writer.next_offset();
-        let mut history = self.history_lock();
+        let mut next = self.history_lock().clone();
         let recorded =
-            history
-                .record(generation, start)
+            next.record(generation, start)
                 .map_err(|source| StorageError::Generation {
                     shard: Arc::clone(&self.label),
                     source,
                 })?;
-        self.store_history(&history)?;
+        self.update_history(|history| {
+            *history = next;
+            true
+        })?;
         drop(state);
         Ok(recorded)
     }
@@ -305,20 +309,30 @@ impl Shard {
     /// was cut: the log is cut first so that a crash in between leaves a
     /// history past the log end, which the next open cuts back.
     fn cut_history(&self, offset: u64) -> Result<()> {
-        let mut history = self.history_lock();
-        if history.truncate_from(offset) > 0 {
-            self.store_history(&history)?;
-        }
-        Ok(())
+        self.update_history(|history| history.truncate_from(offset) > 0)
     }
 
-    pub(crate) fn store_history(&self, history: &EpochHistory) -> Result<()> {
-        self.epochs_file
-            .store(history)
-            .map_err(|source| StorageError::Epochs {
+    /// Applies `change` to a copy of the history and, if it changed
+    /// anything, stores the copy; only once the store succeeded does the
+    /// shard's history become the copy. A failed store (its fsync included)
+    /// is never retried: it stops the shard's writes like any other.
+    pub(crate) fn update_history(
+        &self,
+        change: impl FnOnce(&mut EpochHistory) -> bool,
+    ) -> Result<()> {
+        let mut history = self.history_lock();
+        let mut next = history.clone();
+        if !change(&mut next) {
+            return Ok(());
+        }
+        self.epochs_file.store(&next).map_err(|source| {
+            self.poison_with(StorageError::Epochs {
                 shard: Arc::clone(&self.label),
                 source,
             })
+        })?;
+        *history = next;
+        Ok(())
     }
 
     pub(crate) fn history_lock(&self) -> std::sync::MutexGuard<'_, EpochHistory> {

@@ -36,6 +36,7 @@ impl Shard {
     pub fn apply_retention_at(&self, now: Duration) -> Result<RetentionOutcome> {
         let retention = self.config.retention;
         let _state = self.writer_state();
+        self.check_poison()?;
         let (sealed, active_len) = {
             let view = self.view();
             (view.sealed.clone(), view.active_limit.end_position)
@@ -73,14 +74,12 @@ impl Shard {
             view.sealed.drain(..doomed.len());
         }
         for segment in &doomed {
-            self.remove_segment_files(segment.id)?;
+            self.remove_segment_files(segment.id)
+                .map_err(|e| self.poison_with(e))?;
         }
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
         let base_offset = self.base_offset();
-        let mut history = self.history_lock();
-        if history.truncate_before(base_offset) > 0 {
-            self.store_history(&history)?;
-        }
+        self.update_history(|history| history.truncate_before(base_offset) > 0)?;
         tracing::info!(base_offset, "retention deleted segments");
         Ok(RetentionOutcome {
             deleted_segments: doomed.iter().map(|s| s.id).collect(),

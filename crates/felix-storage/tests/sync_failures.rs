@@ -1,0 +1,256 @@
+//! An injected failure at every sync site the shard uses — each file sync
+//! (with its data kept in the cache, and dropped from it) and each directory
+//! sync — poisons the shard: nothing is written after it, the durable offset
+//! does not move past what was synced, and reopening the disk the failure
+//! left (all pending writes kept, or none) loses nothing acknowledged.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use felix_io::FileSystem;
+use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs};
+use felix_storage::{Durability, Record, Retention, Shard, StorageError, StoreConfig};
+
+const DIR: &str = "/shard";
+const EIO: i32 = 5;
+
+fn config(retention_bytes: Option<u64>) -> StoreConfig {
+    StoreConfig {
+        segment_size_bytes: 260,
+        index_spacing_bytes: 64,
+        preallocate: false,
+        durability: Durability::OnCommit,
+        retention: Retention {
+            max_bytes: retention_bytes,
+            ..Retention::default()
+        },
+        repair_checksum_tail: false,
+    }
+}
+
+fn payload(offset: u64, round: u64) -> Vec<u8> {
+    format!(
+        "sync-{round}-{offset}-{}",
+        "=".repeat((offset % 9) as usize)
+    )
+    .into_bytes()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Append(u64),
+    Generation(u64),
+    Truncate(u64),
+    Retention(u64),
+    Sync,
+}
+
+/// Every sync site in one run: creation, appends, rolls (seal and create),
+/// generations (epochs temporary and directory), truncation across
+/// segments, retention, and an explicit sync.
+const STEPS: &[Step] = &[
+    Step::Append(2),
+    Step::Generation(1),
+    Step::Append(3),
+    Step::Append(3),
+    Step::Append(2),
+    Step::Truncate(5),
+    Step::Append(4),
+    Step::Generation(2),
+    Step::Retention(400),
+    Step::Append(2),
+    Step::Sync,
+];
+
+struct Run {
+    /// Acknowledged, not since given up: offset → payload.
+    acked: BTreeMap<u64, Vec<u8>>,
+    /// The error that stopped the run, if any.
+    error: Option<StorageError>,
+    /// The shard's durable offset just before the failure.
+    durable_before: u64,
+    /// Log length when the failure happened.
+    log_at_failure: usize,
+}
+
+fn run(fs: &SimFs) -> Run {
+    let handle = FileSystem::new(fs.clone());
+    let mut out = Run {
+        acked: BTreeMap::new(),
+        error: None,
+        durable_before: 0,
+        log_at_failure: 0,
+    };
+    let mut shard = match Shard::open_in(&handle, Path::new(DIR), "sync", config(None), 0) {
+        Ok(shard) => shard,
+        Err(err) => {
+            out.error = Some(err);
+            out.log_at_failure = fs.log().len();
+            return out;
+        }
+    };
+    for (round, step) in STEPS.iter().enumerate() {
+        out.durable_before = shard.durable_offset();
+        let result = match *step {
+            Step::Append(n) => {
+                let next = shard.next_offset();
+                let batch: Vec<_> = (next..next + n)
+                    .map(|o| (o, payload(o, round as u64)))
+                    .collect();
+                let records: Vec<_> = batch
+                    .iter()
+                    .map(|(o, p)| Record::new(*o, p.clone()))
+                    .collect();
+                shard.append(&records).map(|_| out.acked.extend(batch))
+            }
+            Step::Generation(g) => shard.begin_generation(g).map(|_| ()),
+            Step::Truncate(to) => {
+                out.acked.split_off(&to);
+                shard.truncate_to(to)
+            }
+            Step::Retention(max_bytes) => {
+                drop(shard);
+                shard = match Shard::open_in(
+                    &handle,
+                    Path::new(DIR),
+                    "sync",
+                    config(Some(max_bytes)),
+                    0,
+                ) {
+                    Ok(shard) => shard,
+                    Err(err) => {
+                        out.error = Some(err);
+                        out.log_at_failure = fs.log().len();
+                        return out;
+                    }
+                };
+                let active_base = shard.segments().last().map_or(0, |s| s.base_offset);
+                match shard.apply_retention() {
+                    Ok(outcome) => {
+                        out.acked = out.acked.split_off(&outcome.base_offset);
+                        Ok(())
+                    }
+                    Err(err) => {
+                        out.acked = out.acked.split_off(&active_base);
+                        Err(err)
+                    }
+                }
+            }
+            Step::Sync => shard.sync(),
+        };
+        if let Err(err) = result {
+            out.log_at_failure = fs.log().len();
+            // The shard is poisoned: it says so, refuses more writes, and
+            // neither writes nor syncs anything more.
+            assert!(
+                shard.poisoned().is_some(),
+                "{step:?} failed without poisoning: {err}"
+            );
+            assert!(matches!(
+                shard.append(&[Record::new(0, "late")]),
+                Err(StorageError::Poisoned { .. })
+            ));
+            assert!(matches!(shard.sync(), Err(StorageError::Poisoned { .. })));
+            assert!(matches!(
+                shard.begin_generation(99),
+                Err(StorageError::Poisoned { .. })
+            ));
+            // A failed sync makes nothing durable that was not before.
+            assert!(
+                shard.durable_offset() <= out.durable_before,
+                "{step:?}: durable offset advanced"
+            );
+            out.error = Some(err);
+            return out;
+        }
+    }
+    out
+}
+
+fn reopen_keeps(fs: &SimFs, acked: &BTreeMap<u64, Vec<u8>>, what: &str) {
+    let shard = Shard::open_in(
+        &FileSystem::new(fs.clone()),
+        Path::new(DIR),
+        "sync",
+        config(None),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    for (offset, p) in acked {
+        let got = shard
+            .read(*offset, 1)
+            .unwrap_or_else(|e| panic!("{what}: read {offset}: {e}"));
+        assert_eq!(got[0].payload, p[..], "{what}: offset {offset}");
+    }
+}
+
+/// Counts the syncs a clean run makes: (file syncs, directory syncs).
+fn sync_counts() -> (u32, u32) {
+    let fs = SimFs::new();
+    let clean = run(&fs);
+    assert!(clean.error.is_none(), "{:?}", clean.error);
+    let log = fs.log();
+    let files = log
+        .iter()
+        .filter(|e| e.op == "sync_data" || e.op == "sync_all")
+        .count();
+    let dirs = log.iter().filter(|e| e.op == "sync_dir").count();
+    (files as u32, dirs as u32)
+}
+
+#[test]
+fn sync_failure_at_every_site_poisons_and_loses_nothing_acknowledged() {
+    let (file_syncs, dir_syncs) = sync_counts();
+    let mut sites = 0;
+    let cases = (0..file_syncs)
+        .flat_map(|k| {
+            [
+                (FaultOp::SyncFile, k, FaultEffect::SyncFailKeep(EIO)),
+                (FaultOp::SyncFile, k, FaultEffect::SyncFailDrop(EIO)),
+            ]
+        })
+        .chain((0..dir_syncs).map(|k| (FaultOp::SyncDir, k, FaultEffect::Errno(EIO))));
+    for (op, skip, effect) in cases {
+        let fs = SimFs::new();
+        fs.inject(Fault {
+            op,
+            path_contains: String::new(),
+            skip,
+            effect,
+        });
+        let run = run(&fs);
+        let what = format!("{op:?} #{skip} {effect:?}");
+        let err = run
+            .error
+            .unwrap_or_else(|| panic!("{what}: the failure went unnoticed"));
+        // The failed sync is the last sync or write made, the refused calls
+        // after it included.
+        let log = fs.log();
+        assert!(log.len() >= run.log_at_failure);
+        let failed = log
+            .iter()
+            .rposition(|e| !e.ok && e.op.starts_with("sync"))
+            .unwrap_or_else(|| panic!("{what}: {err}"));
+        let after: Vec<_> = log[failed + 1..]
+            .iter()
+            .filter(|e| {
+                e.op == "write" || e.op.starts_with("sync") || e.op == "rename" || e.op == "set_len"
+            })
+            .collect();
+        assert!(after.is_empty(), "{what}: {after:?} after the failed sync");
+        for plan in [
+            CrashPlan::durable_only(),
+            CrashPlan::everything(fs.pending().len()),
+        ] {
+            reopen_keeps(&fs.crash(&plan), &run.acked, &format!("{what}, {plan:?}"));
+        }
+        sites += 1;
+    }
+    println!(
+        "{file_syncs} file syncs (each failing with data kept and dropped) and {dir_syncs} directory syncs: {sites} injected failures"
+    );
+    assert!(
+        file_syncs >= 15 && dir_syncs >= 5,
+        "the workload reaches every site: {file_syncs} {dir_syncs}"
+    );
+}
