@@ -1,0 +1,244 @@
+//! A simulated file system that can crash, for tests.
+//!
+//! [`SimFs`] keeps, for every file, the bytes that are durable and the bytes
+//! that are only written, and for every directory the entries that are
+//! durable and the live ones. Every operation that is not yet durable is kept
+//! in order as a *pending* operation. [`SimFs::crash`] then builds the disk a
+//! power loss could leave: the durable state plus any chosen subset of the
+//! pending operations, with one chosen write torn at any byte or replaced by
+//! zeros (its size reached the disk, its data did not).
+//!
+//! Faults can be injected too ([`SimFs::inject`]): the n-th matching call
+//! fails with an errno, a write stops short, or a sync fails with its data
+//! kept in the cache or dropped from it (as Linux does after a writeback
+//! error). Every call is logged ([`SimFs::log`]) so a test can check, say,
+//! that nothing was written after a failed sync.
+//!
+//! Simplifications, each on the safe side for the code under test: directory
+//! creation is durable at once (the code syncs parents anyway), renames are
+//! within one directory, and file metadata other than length is not modelled.
+
+mod crash;
+mod fault;
+mod vfs;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use crash::{CrashPlan, PendingOp, Tear};
+pub use fault::{Fault, FaultEffect, FaultOp};
+
+/// One logged call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// The operation, e.g. `"write"`, `"sync_data"`, `"sync_dir"`.
+    pub op: &'static str,
+    /// The path operated on.
+    pub path: PathBuf,
+    /// Whether it succeeded.
+    pub ok: bool,
+}
+#[derive(Debug, Clone, Default)]
+pub(super) struct Inode {
+    durable: Vec<u8>,
+    data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct Dir {
+    durable: BTreeMap<OsString, usize>,
+    live: BTreeMap<OsString, usize>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum FileOp {
+    Write { position: u64, bytes: Vec<u8> },
+    SetLen(u64),
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum DirOp {
+    Link {
+        name: OsString,
+        inode: usize,
+    },
+    Unlink {
+        name: OsString,
+    },
+    Rename {
+        from: OsString,
+        to: OsString,
+        inode: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Pending {
+    File {
+        inode: usize,
+        path: PathBuf,
+        op: FileOp,
+    },
+    Dir {
+        dir: PathBuf,
+        op: DirOp,
+    },
+}
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    /// Mutating calls left before the power goes out (`None`: never).
+    power_left: Option<u64>,
+    inodes: Vec<Inode>,
+    dirs: BTreeMap<PathBuf, Dir>,
+    pending: Vec<Pending>,
+    faults: Vec<Fault>,
+    log: Vec<LogEntry>,
+    locks: BTreeSet<PathBuf>,
+}
+
+/// A simulated, crashable file system. Clones share the same disk.
+#[derive(Debug, Clone, Default)]
+pub struct SimFs {
+    state: Arc<Mutex<State>>,
+}
+
+pub(super) fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} not found in the simulated file system", path.display()),
+    )
+}
+
+pub(super) fn split(path: &Path) -> io::Result<(PathBuf, OsString)> {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_os_string())),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        )),
+    }
+}
+impl SimFs {
+    /// An empty simulated file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicking test thread must not hide the disk from the others.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Cuts the power after `calls` more mutating calls (writes, length
+    /// changes, syncs, creations, renames, removals): from then on every
+    /// mutating call fails with `EIO` and changes nothing, while reads keep
+    /// working. A crash taken afterwards shows the disk as the power cut left
+    /// it, so a test can crash a workload between any two calls.
+    pub fn cut_power_after(&self, calls: u64) {
+        self.lock().power_left = Some(calls);
+    }
+
+    /// Mutating calls made so far (what [`SimFs::cut_power_after`] counts).
+    pub fn mutating_calls(&self) -> u64 {
+        self.lock().log.iter().filter(|e| e.op != "open").count() as u64
+    }
+
+    /// Adds a fault; faults are matched in the order added.
+    pub fn inject(&self, fault: Fault) {
+        self.lock().faults.push(fault);
+    }
+
+    /// Every call made so far, in order.
+    pub fn log(&self) -> Vec<LogEntry> {
+        self.lock().log.clone()
+    }
+    /// The current (not necessarily durable) bytes of the file at `path`.
+    pub fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let state = self.lock();
+        let inode = state.lookup(path)?;
+        Ok(state
+            .inodes
+            .get(inode)
+            .map(|i| i.data.clone())
+            .unwrap_or_default())
+    }
+
+    /// Replaces the bytes of the file at `path` (creating it), durably: for
+    /// tests that plant damage.
+    pub fn write_file(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut state = self.lock();
+        let (dir, name) = split(path)?;
+        let inode = match state.lookup(path) {
+            Ok(inode) => inode,
+            Err(_) => {
+                let inode = state.inodes.len();
+                state.inodes.push(Inode::default());
+                let d = state.dirs.get_mut(&dir).ok_or_else(|| not_found(&dir))?;
+                d.live.insert(name.clone(), inode);
+                d.durable.insert(name, inode);
+                inode
+            }
+        };
+        if let Some(i) = state.inodes.get_mut(inode) {
+            i.data = bytes.to_vec();
+            i.durable = bytes.to_vec();
+        }
+        Ok(())
+    }
+}
+impl State {
+    pub(super) fn lookup(&self, path: &Path) -> io::Result<usize> {
+        let (dir, name) = split(path)?;
+        self.dirs
+            .get(&dir)
+            .and_then(|d| d.live.get(&name).copied())
+            .ok_or_else(|| not_found(path))
+    }
+
+    /// Takes the first fault matching `op` on `path`, honouring `skip`.
+    pub(super) fn fault(&mut self, op: FaultOp, path: &Path) -> Option<FaultEffect> {
+        let text = path.to_string_lossy();
+        let i = self
+            .faults
+            .iter()
+            .position(|f| f.op == op && text.contains(f.path_contains.as_str()))?;
+        let fault = self.faults.get_mut(i)?;
+        if fault.skip > 0 {
+            fault.skip -= 1;
+            return None;
+        }
+        Some(self.faults.remove(i).effect)
+    }
+
+    /// Consumes one mutating call of the power budget; `Err(EIO)` once the
+    /// power is out.
+    pub(super) fn power(&mut self, op: &'static str, path: &Path) -> io::Result<()> {
+        match self.power_left {
+            Some(0) => Err(self.fail(op, path, 5)),
+            Some(ref mut left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn record(&mut self, op: &'static str, path: &Path, ok: bool) {
+        self.log.push(LogEntry {
+            op,
+            path: path.to_path_buf(),
+            ok,
+        });
+    }
+
+    pub(super) fn fail(&mut self, op: &'static str, path: &Path, errno: i32) -> io::Error {
+        self.record(op, path, false);
+        io::Error::from_raw_os_error(errno)
+    }
+}
