@@ -61,8 +61,8 @@ pub use naming::{
     FileKind, FileName, SHARD_COMPONENT_MAX_CHARS, ShardKey, file_name, parse_file_name,
 };
 pub use record::{
-    RecordHeader, RecordView, decode_record, decode_record_header, encode_record_header,
-    record_encoded_len,
+    RecordHeader, RecordView, check_record, decode_record, decode_record_header,
+    encode_record_header, record_encoded_len,
 };
 pub use segment_header::SegmentHeader;
 

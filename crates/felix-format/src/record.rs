@@ -6,7 +6,7 @@
 //! ending short of it is provably an unfinished write.
 
 use crate::bytes_be::{put, u32_at, u64_at};
-use crate::checksum::{crc32, crc32_pair};
+use crate::checksum::{crc32, crc32_continue};
 use crate::{CorruptionKind, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN};
 
 /// The decoded header of one record.
@@ -104,7 +104,12 @@ pub fn encode_record_header(
     put(&mut out, 12, &timestamp_micros.to_be_bytes());
     let header_crc = crc32(out.get(..20).unwrap_or_default());
     put(&mut out, 20, &header_crc.to_be_bytes());
-    let checksum = crc32_pair(out.get(..24).unwrap_or_default(), payload);
+    // The record checksum covers bytes 0..24 then the payload; bytes 0..20
+    // are already hashed in `header_crc`, so hashing continues from it.
+    let checksum = crc32_continue(
+        crc32_continue(header_crc, out.get(20..24).unwrap_or_default()),
+        payload,
+    );
     put(&mut out, 24, &checksum.to_be_bytes());
     Ok(out)
 }
@@ -154,6 +159,32 @@ pub fn decode_record(
     expected_offset: Option<u64>,
 ) -> Result<RecordView<'_>, CorruptionKind> {
     let header = decode_record_header(bytes)?;
+    check_record(header, bytes, expected_offset)
+}
+
+/// The rest of [`decode_record`], for a `header` that
+/// [`decode_record_header`] already decoded and verified from the start of
+/// the same `bytes`: the payload present, the record CRC, and the offset
+/// when `expected_offset` is given.
+///
+/// A scan that steps through headers first and checks a record only when it
+/// needs to uses this to avoid verifying each header twice. Given a header
+/// of other bytes, it reports damage; it never panics.
+///
+/// ```
+/// use felix_format::{check_record, decode_record_header, encode_record_header};
+///
+/// let mut bytes = encode_record_header(7, 9, b"hi")?.to_vec();
+/// bytes.extend_from_slice(b"hi");
+/// let header = decode_record_header(&bytes)?;
+/// assert_eq!(check_record(header, &bytes, Some(7))?.payload, b"hi");
+/// # Ok::<(), felix_format::CorruptionKind>(())
+/// ```
+pub fn check_record(
+    header: RecordHeader,
+    bytes: &[u8],
+    expected_offset: Option<u64>,
+) -> Result<RecordView<'_>, CorruptionKind> {
     let total = header.encoded_len();
     let Some(record) = usize::try_from(total).ok().and_then(|end| bytes.get(..end)) else {
         return Err(CorruptionKind::Truncated {
@@ -163,7 +194,12 @@ pub fn decode_record(
     };
     let (prefix, rest) = record.split_at_checked(24).unwrap_or_default();
     let payload = rest.get(4..).unwrap_or_default();
-    let found = crc32_pair(prefix, payload);
+    // The header CRC verified bytes 0..20 (it equals their CRC), so the
+    // record CRC continues from it over bytes 20..24 and the payload.
+    let found = crc32_continue(
+        crc32_continue(header.header_crc, prefix.get(20..).unwrap_or_default()),
+        payload,
+    );
     if found != header.checksum {
         return Err(CorruptionKind::RecordChecksum {
             expected: header.checksum,

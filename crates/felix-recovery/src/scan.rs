@@ -8,7 +8,7 @@
 //! first damage and say what and where it is.
 
 use felix_format::{
-    CorruptionKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, decode_record,
+    CorruptionKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_record, decode_record,
     decode_record_header,
 };
 use felix_segment::{IndexBuilder, SegmentError, SegmentFile};
@@ -110,7 +110,8 @@ pub fn scan_segment(
         if depth == ScanDepth::Full {
             match reader.get(position, total)? {
                 Some(bytes) => {
-                    if let Err(kind) = decode_record(bytes, Some(offset)) {
+                    // The header verified above: only the rest is checked.
+                    if let Err(kind) = check_record(header, bytes, Some(offset)) {
                         break Some(kind);
                     }
                 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use felix_format::{
     CorruptionKind, CorruptionSite, FileKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
-    SegmentHeader, decode_record, decode_record_header, file_name,
+    SegmentHeader, check_record, decode_record_header, file_name,
 };
 
 use crate::error::{Result, SegmentError};
@@ -20,8 +20,11 @@ use felix_io::{FileSystem, OpenMode, VfsFile};
 use crate::fs::{file_len, open, read_exact_at};
 
 /// The first read of a scan covers at least this many bytes, so that a read
-/// starting at an index entry usually needs one `pread`.
-const MIN_READ_BYTES: u64 = 64 * 1024;
+/// starting at an index entry needs one `pread`: twice the default index
+/// spacing (4 KiB) reaches the wanted record from its entry. Larger would
+/// make every small read (one record by offset) copy and zero bytes it
+/// never looks at; the window grows geometrically when more is needed.
+const MIN_READ_BYTES: u64 = 8 * 1024;
 /// While skipping towards the first wanted record, bytes already passed are
 /// dropped once this many have accumulated, so a sparse index never makes a
 /// read hold more than this much memory for records it will not return.
@@ -201,6 +204,21 @@ impl SegmentFile {
         limit: ReadLimit,
         max_bytes: u64,
     ) -> Result<Vec<ReadRecord>> {
+        self.read_within(start, None, from, limit, max_bytes)
+    }
+
+    /// [`Self::read`], told where the index entry after `start` lies
+    /// (`next_position`, from [`crate::seek_span`]), so that a small read
+    /// `pread`s only the bytes up to it rather than a fixed minimum. The
+    /// position only sizes the first `pread`; it is not trusted.
+    pub fn read_within(
+        &self,
+        start: IndexEntry,
+        next_position: Option<u64>,
+        from: u64,
+        limit: ReadLimit,
+        max_bytes: u64,
+    ) -> Result<Vec<ReadRecord>> {
         if from < self.base_offset() || from >= limit.next_offset {
             return Err(SegmentError::OffsetOutOfRange {
                 segment: self.id,
@@ -224,7 +242,10 @@ impl SegmentFile {
                 },
             });
         }
-        let mut window = Window::new(self, start.position, limit.end_position, max_bytes);
+        let span = next_position
+            .filter(|&next| next > start.position)
+            .map(|next| next - start.position);
+        let mut window = Window::new(self, start.position, limit.end_position, max_bytes, span);
         let mut spans: Vec<(u64, u64, usize, usize)> = Vec::new();
         let mut collected: u64 = 0;
         let mut expected = start.offset;
@@ -246,8 +267,9 @@ impl SegmentFile {
             let payload_start = window.cursor + RECORD_HEADER_LEN;
             let bytes = window.ensure(total).map_err(fail)?;
             if expected >= from {
-                let record =
-                    decode_record(bytes, Some(expected)).map_err(|kind| fail(kind.into()))?;
+                // The header verified above: only the rest is checked.
+                let record = check_record(header, bytes, Some(expected))
+                    .map_err(|kind| fail(kind.into()))?;
                 let payload_end = payload_start + record.payload.len();
                 spans.push((
                     expected,
@@ -320,7 +342,15 @@ struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    fn new(segment: &'a SegmentFile, position: u64, end_position: u64, max_bytes: u64) -> Self {
+    /// `span`, when known, is how many bytes from `position` the wanted
+    /// record is known (if the index is right) to end within.
+    fn new(
+        segment: &'a SegmentFile,
+        position: u64,
+        end_position: u64,
+        max_bytes: u64,
+        span: Option<u64>,
+    ) -> Self {
         Self {
             segment,
             base_position: position,
@@ -329,7 +359,7 @@ impl<'a> Window<'a> {
             end_position,
             first_read: max_bytes
                 .saturating_add(RECORD_HEADER_LEN as u64)
-                .max(MIN_READ_BYTES),
+                .max(span.unwrap_or(MIN_READ_BYTES)),
         }
     }
 

@@ -28,6 +28,7 @@ enum Target {
         file: Arc<SegmentFile>,
         limit: ReadLimit,
         start: felix_format::IndexEntry,
+        next_position: Option<u64>,
     },
     Sealed(Arc<Sealed>),
 }
@@ -87,12 +88,13 @@ impl Shard {
             return Ok(None);
         }
         if offset >= view.active.base_offset() {
-            let start =
-                felix_segment::seek_entries(&view.active_index, view.active.base_offset(), offset);
+            let (start, next_position) =
+                felix_segment::seek_span(&view.active_index, view.active.base_offset(), offset);
             return Ok(Some(Target::Active {
                 file: Arc::clone(&view.active),
                 limit: view.active_limit,
                 start,
+                next_position,
             }));
         }
         let i = view.sealed.partition_point(|s| s.base_offset <= offset);
@@ -112,8 +114,13 @@ impl Shard {
         budget: u64,
     ) -> Result<Vec<felix_segment::ReadRecord>> {
         match target {
-            Target::Active { file, limit, start } => file
-                .read(start, from, limit, budget)
+            Target::Active {
+                file,
+                limit,
+                start,
+                next_position,
+            } => file
+                .read_within(start, next_position, from, limit, budget)
                 .map_err(|e| self.segment_error(e)),
             Target::Sealed(sealed) => {
                 let opened = self.open_sealed(&sealed, from)?;
@@ -121,9 +128,10 @@ impl Shard {
                     end_position: sealed.len,
                     next_offset: sealed.next_offset,
                 };
+                let (start, next_position) = opened.index.seek_span(from);
                 match opened
                     .file
-                    .read(opened.index.seek(from), from, limit, budget)
+                    .read_within(start, next_position, from, limit, budget)
                 {
                     Err(SegmentError::StaleIndex { entry, site, kind }) => {
                         tracing::warn!(shard = %self.label, segment = sealed.id, ?entry, %site, %kind, "stale index; rebuilding");
