@@ -2,10 +2,12 @@
 //! `crates/*/Cargo.toml`.
 //!
 //! Bytes flow up: felix-format and felix-io (0) < felix-segment (1) <
-//! felix-recovery (2) < felix-storage (3) < felix-cli (4). felix-io, the file
-//! system interface, depends on nothing of ours and everything that touches
-//! files uses it. felix-epochs sits beside the stack on felix-format and
-//! felix-io alone, and only felix-storage and felix-cli may use it. A
+//! felix-recovery (2) < felix-storage (3) < felix-cli (4) < felix-bench (5),
+//! the benchmark suite, which may measure anything and which nothing uses.
+//! felix-io, the file system interface, depends on nothing of ours and
+//! everything that touches files uses it. felix-epochs sits beside the stack
+//! on felix-format and felix-io alone, and only felix-storage, felix-cli and
+//! felix-bench may use it. A
 //! dependency of any kind (normal, dev, build, target-specific) on a crate
 //! that is not below is a violation: a dev-dependency cycle still lets a test
 //! of a lower crate lean on behaviour it must not know about. A crate missing
@@ -44,6 +46,19 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     (
         "felix-cli",
         4,
+        &[
+            "felix-format",
+            "felix-io",
+            "felix-segment",
+            "felix-recovery",
+            "felix-storage",
+            "felix-epochs",
+        ],
+    ),
+    // The benchmark suite: it measures everything and nothing depends on it.
+    (
+        "felix-bench",
+        5,
         &[
             "felix-format",
             "felix-io",

@@ -4,10 +4,14 @@
 //! * [`fixtures`] writes and checks the golden files under `fixtures/v2/`,
 //!   built only from `felix-format`'s encoders, so a change to the format
 //!   shows up as a diff someone has to commit on purpose.
+//! * [`bench`](mod@bench) runs the benchmark suite (`cargo xtask bench`): felix-bench
+//!   and the peer crates, alternating, with medians and the targets of
+//!   `docs/performance.md`.
 //! * [`layering`] reads every `crates/*/Cargo.toml` and reports dependencies
 //!   that point up the crate stack, so the layering in `ARCHITECTURE.md` is
 //!   enforced rather than merely written down.
 
+pub mod bench;
 mod crc;
 pub mod fixtures;
 mod hexdump;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use xtask::{fixtures, layering, workspace_root};
+use xtask::{bench, fixtures, layering, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -11,6 +11,10 @@ commands:
   fixtures           regenerate the golden files under fixtures/v2/
   fixtures --check   fail if fixtures/v2/ differs from what the generator produces
   layering           print the crate dependency graph; fail on an upward dependency
+  bench [--quick]    build felix-bench in release mode, run every scenario against its
+                     limit and the peer crates, write target/bench/results.{jsonl,md}
+                     and the table in docs/performance.md (--only KEY,... runs some
+                     cells and leaves the doc alone; --no-doc never touches it)
   help               print this text";
 
 fn main() -> ExitCode {
@@ -29,6 +33,7 @@ fn main() -> ExitCode {
             fixtures::check(&root).map(|()| println!("{} is up to date", fixtures::FIXTURES_DIR))
         }
         ["layering"] => layering::run(&root),
+        ["bench", options @ ..] => bench::run_bench(&root, options),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())

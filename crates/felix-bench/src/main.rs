@@ -1,0 +1,73 @@
+//! `felix-bench <scenario> <impl> [--key value]...`: one measured run of
+//! felix storage or of a scenario's limit, printed as one JSON line.
+//! `cargo xtask bench` drives it; see `docs/performance.md`.
+
+use std::process::ExitCode;
+
+use felix_bench::{Args, Measurement, felix, limits};
+
+const USAGE: &str = "\
+usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
+
+scenario        impls
+append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsync
+                  --durability none|on_commit --payload-bytes 128 --batch N
+                  --threads N --records N [--preallocate false] [--timed false]
+prepare         felix      a shard of --records (or --bytes) records, --segment-bytes
+scan            felix, limit   full scan of the newest segment (felix: --depth full|headers)
+index-rebuild   felix      same as scan felix --depth headers
+seq-read        felix, limit   read the prepared shard from offset 0
+random-read     felix, limit   --reads N single-record reads at random offsets
+prepare-sealed  felix      --segments N sealed segments
+open            felix, limit   open the prepared shard (limit: list its directory)
+prepare-crash   felix      --sealed N --segment-bytes B --newest-bytes B
+crash-open      felix      tear the newest segment's tail, then open";
+
+fn run(args: &Args) -> Result<Measurement, String> {
+    let imp = args.implementation.as_str();
+    match (args.scenario.as_str(), imp) {
+        ("append", "felix") => felix::append(args),
+        ("append", _) if imp.starts_with("limit-") => limits::append(args),
+        ("prepare", "felix") => felix::prepare(args),
+        ("scan", "felix") => felix::scan(args),
+        ("index-rebuild", "felix") => {
+            let mut args = args.clone();
+            args.params.insert("depth".into(), "headers".into());
+            felix::scan(&args)
+        }
+        ("scan", "limit") => limits::scan(args),
+        ("seq-read", "felix") => felix::seq_read(args),
+        ("seq-read", "limit") => limits::seq_read(args),
+        ("random-read", "felix") => felix::random_read(args),
+        ("random-read", "limit") => limits::random_read(args),
+        ("prepare-sealed", "felix") => felix::prepare_sealed(args),
+        ("open", "felix") => felix::open(args),
+        ("open", "limit") => limits::open(args),
+        ("prepare-crash", "felix") => felix::prepare_crash(args),
+        ("crash-open", "felix") => felix::crash_open(args),
+        (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match Args::from_env() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("felix-bench: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(measurement) => {
+            measurement.print();
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!(
+                "felix-bench {} {}: {message}",
+                args.scenario, args.implementation
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

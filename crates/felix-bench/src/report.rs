@@ -1,0 +1,181 @@
+//! One JSON line per run, with the figures `cargo xtask bench` compares.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+/// What one run measured.
+#[derive(Debug, Clone, Default)]
+pub struct Measurement {
+    /// The scenario, e.g. `append`.
+    pub scenario: String,
+    /// The implementation, e.g. `felix`.
+    pub implementation: String,
+    /// The parameters that define the cell (payload size, batch, threads…).
+    pub params: Map<String, Value>,
+    /// Records processed.
+    pub records: u64,
+    /// Bytes processed (as the implementation counts them on disk or read).
+    pub bytes: u64,
+    /// Wall time of the measured part.
+    pub elapsed: Duration,
+    /// Per-operation latencies, when the scenario times each operation.
+    pub latencies: Option<Latencies>,
+    /// Appends made durable per `fdatasync`, when known.
+    pub appends_per_sync: Option<f64>,
+    /// Free-form facts worth keeping with the figure (what a peer skips).
+    pub notes: Map<String, Value>,
+}
+
+impl Measurement {
+    /// A measurement of `scenario` by `implementation` with `params`.
+    pub fn new(scenario: &str, implementation: &str, params: Value) -> Self {
+        Self {
+            scenario: scenario.to_string(),
+            implementation: implementation.to_string(),
+            params: match params {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            },
+            ..Self::default()
+        }
+    }
+
+    /// The JSON line, peak RSS read now.
+    pub fn to_json(&self) -> Value {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        let mut line = json!({
+            "scenario": self.scenario,
+            "impl": self.implementation,
+            "params": self.params,
+            "records": self.records,
+            "bytes": self.bytes,
+            "elapsed_seconds": round(secs, 6),
+            "records_per_second": round(self.records as f64 / secs, 1),
+            "bytes_per_second": round(self.bytes as f64 / secs, 1),
+        });
+        if let Value::Object(map) = &mut line {
+            if let Some(latencies) = &self.latencies {
+                map.insert("latency_us".into(), latencies.summary());
+            }
+            if let Some(aps) = self.appends_per_sync {
+                map.insert("appends_per_sync".into(), json!(round(aps, 3)));
+            }
+            map.insert("peak_rss_bytes".into(), json!(peak_rss_bytes()));
+            if !self.notes.is_empty() {
+                map.insert("notes".into(), Value::Object(self.notes.clone()));
+            }
+        }
+        line
+    }
+
+    /// Prints the JSON line on stdout.
+    pub fn print(&self) {
+        println!("{}", self.to_json());
+    }
+}
+
+/// Operation latencies in nanoseconds.
+#[derive(Debug, Clone, Default)]
+pub struct Latencies {
+    nanos: Vec<u64>,
+}
+
+impl Latencies {
+    /// Room for `n` samples, allocated before measuring starts.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            nanos: Vec::with_capacity(n),
+        }
+    }
+
+    /// Records one operation's duration.
+    pub fn push(&mut self, elapsed: Duration) {
+        self.nanos
+            .push(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Adds another thread's samples.
+    pub fn extend(&mut self, other: Latencies) {
+        self.nanos.extend(other.nanos);
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.nanos.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.nanos.is_empty()
+    }
+
+    /// `{p50, p90, p99, p999, max}` in microseconds (nearest rank).
+    pub fn summary(&self) -> Value {
+        let mut sorted = self.nanos.clone();
+        sorted.sort_unstable();
+        let q = |q: f64| {
+            if sorted.is_empty() {
+                return 0.0;
+            }
+            let rank = (q * sorted.len() as f64).ceil() as usize;
+            let index = rank.clamp(1, sorted.len()) - 1;
+            round(
+                sorted.get(index).copied().unwrap_or_default() as f64 / 1e3,
+                3,
+            )
+        };
+        json!({"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p999": q(0.999), "max": q(1.0)})
+    }
+}
+
+/// The process's peak resident set (`VmHWM` of `/proc/self/status`), in
+/// bytes; 0 where that file is unavailable.
+pub fn peak_rss_bytes() -> u64 {
+    status_kib("VmHWM:") * 1024
+}
+
+/// The process's current resident set (`VmRSS`), in bytes.
+pub fn rss_bytes() -> u64 {
+    status_kib("VmRSS:") * 1024
+}
+
+fn status_kib(field: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `value` rounded to `digits` decimals.
+pub fn round(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_summary_is_nearest_rank_in_micros() {
+        let mut l = Latencies::default();
+        for i in 1..=1000u64 {
+            l.push(Duration::from_micros(i));
+        }
+        let s = l.summary();
+        assert_eq!(s["p50"], 500.0);
+        assert_eq!(s["p999"], 999.0);
+        assert_eq!(s["max"], 1000.0);
+    }
+
+    #[test]
+    fn peak_rss_is_read_from_proc() {
+        assert!(peak_rss_bytes() > 0);
+        assert!(peak_rss_bytes() >= rss_bytes() / 2);
+    }
+}
