@@ -46,8 +46,6 @@ pub(crate) struct Counters {
     pub(crate) records_appended: AtomicU64,
     pub(crate) bytes_appended: AtomicU64,
     pub(crate) appends: AtomicU64,
-    pub(crate) syncs: AtomicU64,
-    pub(crate) synced_appends: AtomicU64,
     pub(crate) rolls: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
 }
@@ -57,17 +55,20 @@ impl Counters {
         counter.fetch_add(n, Relaxed);
     }
 
+    /// The counters, with group commit's `(syncs, synced_appends)`, which
+    /// its flusher keeps.
     pub(crate) fn snapshot(
         &self,
         recovery_time: Duration,
         recovery_actions: Vec<Action>,
+        (syncs, synced_appends): (u64, u64),
     ) -> ShardStats {
         ShardStats {
             records_appended: self.records_appended.load(Relaxed),
             bytes_appended: self.bytes_appended.load(Relaxed),
             appends: self.appends.load(Relaxed),
-            syncs: self.syncs.load(Relaxed),
-            synced_appends: self.synced_appends.load(Relaxed),
+            syncs,
+            synced_appends,
             rolls: self.rolls.load(Relaxed),
             segments_deleted: self.segments_deleted.load(Relaxed),
             recovery_time,

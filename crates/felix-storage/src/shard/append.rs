@@ -5,6 +5,7 @@ use std::sync::Arc;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
 use felix_segment::{Record, SegmentWriter};
 
+use super::commit::Commit;
 use super::{Sealed, Shard, WriterState, segment_config};
 use crate::config::Durability;
 use crate::error::{Result, StorageError};
@@ -166,58 +167,21 @@ impl Shard {
             // Sealing synced everything before the new segment.
             commit.durable = commit.durable.max(base);
             commit.handle = state.writer.sync_handle();
+            Commit::wake_covered(&mut commit);
         }
-        self.committed.notify_all();
         Counters::add(&self.counters.rolls, 1);
         tracing::info!(base_offset = base, "rolled to a new segment");
         Ok(())
     }
 
-    /// Waits until every record below `offset` is durable, syncing if no
-    /// other thread is. Offsets beyond what was written are clamped to it.
+    /// Waits until every record below `offset` is durable. Offsets beyond
+    /// what was written are clamped to it.
     ///
-    /// Group commit: while one thread is in `fdatasync`, the others wait; the
-    /// next sync covers everything written meanwhile, so N concurrent
-    /// appenders cost far fewer than N syncs.
+    /// Group commit: the shard's flusher thread syncs back to back while
+    /// appends continue, and each sync wakes every waiter it covered, so N
+    /// concurrent appenders cost far fewer than N syncs (see `commit.rs`).
     pub fn wait_durable(&self, offset: u64) -> Result<()> {
-        let mut commit = self.commit_state();
-        let target = offset.min(commit.written);
-        loop {
-            self.check_poison()?;
-            if commit.durable >= target {
-                Counters::add(&self.counters.synced_appends, 1);
-                return Ok(());
-            }
-            if commit.syncing {
-                commit = self
-                    .committed
-                    .wait(commit)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                continue;
-            }
-            commit.syncing = true;
-            let upto = commit.written;
-            let handle = commit.handle.clone();
-            drop(commit);
-            let result = handle.sync_data();
-            commit = self.commit_state();
-            commit.syncing = false;
-            match result {
-                Ok(()) => {
-                    commit.durable = commit.durable.max(upto);
-                    Counters::add(&self.counters.syncs, 1);
-                }
-                Err(source) => {
-                    // Never retried: the failure stops the shard for good.
-                    let err = self.segment_error(source);
-                    drop(commit);
-                    let err = self.poison_with(err);
-                    self.committed.notify_all();
-                    return Err(err);
-                }
-            }
-            self.committed.notify_all();
-        }
+        self.commit.wait_durable(offset)
     }
 
     /// Makes everything written so far durable, and brings the active
@@ -234,25 +198,11 @@ impl Shard {
     }
 
     pub(crate) fn check_poison(&self) -> Result<()> {
-        match self.poison.get() {
-            Some(original) => Err(StorageError::Poisoned {
-                shard: Arc::clone(&self.label),
-                original: Arc::clone(original),
-            }),
-            None => Ok(()),
-        }
+        self.commit.check_poison()
     }
 
     /// Stops writes for good, keeping the first failure as the reason.
     pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
-        let original = Arc::new(err);
-        if self.poison.set(Arc::clone(&original)).is_ok() {
-            tracing::error!(shard = %self.label, error = %original, "shard stopped accepting writes");
-        }
-        self.committed.notify_all();
-        StorageError::Poisoned {
-            shard: Arc::clone(&self.label),
-            original: self.poison.get().map_or(original, Arc::clone),
-        }
+        self.commit.poison_with(err)
     }
 }

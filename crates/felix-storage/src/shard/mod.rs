@@ -13,28 +13,28 @@
 //!    in flight, and the next sync covers everything they wrote.
 
 mod append;
+mod commit;
 mod read;
 mod replica;
 mod retention;
 
 use std::path::{Path, PathBuf};
-use std::sync::{
-    Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard,
-};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
 use felix_format::IndexEntry;
 use felix_io::FileSystem;
 use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard_in};
-use felix_segment::{
-    ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex, SyncHandle,
-};
+use felix_segment::{ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex};
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
 use crate::stats::{Counters, ShardStats};
+
+use self::commit::{Commit, CommitState};
 
 pub use append::AppendReceipt;
 pub use read::ReadRecord;
@@ -87,16 +87,12 @@ pub(crate) struct WriterState {
     pub(crate) active_max_timestamp: Option<u64>,
 }
 
-#[derive(Debug)]
-pub(crate) struct CommitState {
-    /// One past the last offset written.
-    pub(crate) written: u64,
-    /// One past the last offset a completed sync covers.
-    pub(crate) durable: u64,
-    /// Whether a thread is inside `fdatasync` right now.
-    pub(crate) syncing: bool,
-    /// Syncs the active segment.
-    pub(crate) handle: SyncHandle,
+impl Drop for Shard {
+    /// Stops the flusher thread; nothing is synced here (close the store,
+    /// or call [`Shard::sync`], for that).
+    fn drop(&mut self) {
+        self.commit.stop();
+    }
 }
 
 /// One segment of a shard, as [`Shard::segments`] lists it.
@@ -137,9 +133,7 @@ pub struct Shard {
     config: StoreConfig,
     writer: Mutex<WriterState>,
     view: RwLock<View>,
-    commit: Mutex<CommitState>,
-    committed: Condvar,
-    poison: OnceLock<Arc<StorageError>>,
+    commit: Arc<Commit>,
     epochs: Mutex<EpochHistory>,
     epochs_file: EpochsFile,
     counters: Counters,
@@ -277,12 +271,11 @@ impl Shard {
             active_limit: writer.read_limit(),
             active_index: writer.index_entries().to_vec(),
         };
-        let commit = CommitState {
-            written: next_offset,
-            durable: next_offset,
-            syncing: false,
-            handle: writer.sync_handle(),
-        };
+        let commit = Arc::new(Commit::new(
+            Arc::clone(&label),
+            next_offset,
+            writer.sync_handle(),
+        ));
         tracing::info!(
             base_offset = view.base_offset(),
             next_offset,
@@ -299,9 +292,7 @@ impl Shard {
                 active_max_timestamp: None,
             }),
             view: RwLock::new(view),
-            commit: Mutex::new(commit),
-            committed: Condvar::new(),
-            poison: OnceLock::new(),
+            commit,
             epochs: Mutex::new(history),
             epochs_file,
             counters: Counters::default(),
@@ -340,7 +331,7 @@ impl Shard {
 
     /// The failure that stopped writes, if any.
     pub fn poisoned(&self) -> Option<&Arc<StorageError>> {
-        self.poison.get()
+        self.commit.poisoned()
     }
 
     /// Number of segments (sealed and active).
@@ -374,8 +365,12 @@ impl Shard {
 
     /// A snapshot of the shard's counters.
     pub fn stats(&self) -> ShardStats {
+        let syncs = (
+            self.commit.syncs.load(Relaxed),
+            self.commit.synced_appends.load(Relaxed),
+        );
         self.counters
-            .snapshot(self.recovery_time, self.recovery_actions.clone())
+            .snapshot(self.recovery_time, self.recovery_actions.clone(), syncs)
     }
 
     fn view(&self) -> RwLockReadGuard<'_, View> {
@@ -400,9 +395,7 @@ impl Shard {
     }
 
     fn commit_state(&self) -> MutexGuard<'_, CommitState> {
-        self.commit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.commit.lock()
     }
 
     fn segment_error(&self, source: felix_segment::SegmentError) -> StorageError {

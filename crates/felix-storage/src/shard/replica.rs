@@ -212,17 +212,14 @@ impl Shard {
     /// Points readers and group commit at the writer's segment after the
     /// log was cut or replaced.
     fn install_writer(&self, state: &WriterState) {
-        let next = state.writer.next_offset();
         {
             let mut view = self.view_mut();
             view.active = Arc::clone(state.writer.segment());
             view.active_limit = state.writer.read_limit();
             view.active_index = state.writer.index_entries().to_vec();
         }
-        let mut commit = self.commit_state();
-        commit.written = next;
-        commit.durable = commit.durable.min(next);
-        commit.handle = state.writer.sync_handle();
+        self.commit
+            .reset_log(state.writer.next_offset(), state.writer.sync_handle());
     }
 
     /// Discards the whole log and begins again at `offset`: a replica told

@@ -1,0 +1,288 @@
+//! Group commit: a flusher thread that syncs back to back while appends
+//! continue, waking exactly the appenders each sync covered.
+//!
+//! An `OnCommit` appender writes its batch (under the writer lock, as every
+//! append does), registers the offset it needs durable and parks. The
+//! flusher, started on the shard's first wait, takes the commit lock only to
+//! read how far the log is written, releases it, runs one `fdatasync`, and
+//! then unparks every waiter the sync covered. Appends that arrive while a
+//! sync is in flight are covered by the next one, so a hundred concurrent
+//! appenders cost a handful of syncs, and no appender ever waits on another
+//! appender's turn at the disk.
+//!
+//! A failed sync is never retried: it poisons the shard, and every waiter
+//! wakes to the original error.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::{JoinHandle, Thread};
+
+use felix_segment::SyncHandle;
+
+use crate::error::{Result, StorageError};
+
+/// What group commit knows, under the commit lock.
+#[derive(Debug)]
+pub(crate) struct CommitState {
+    /// One past the last offset written.
+    pub(crate) written: u64,
+    /// One past the last offset a completed sync covers.
+    pub(crate) durable: u64,
+    /// Syncs the active segment.
+    pub(crate) handle: SyncHandle,
+    /// Appenders parked until `durable` reaches their target.
+    waiters: Vec<(u64, Thread)>,
+    /// Whether an `fdatasync` is in flight (the flusher's, or an idle
+    /// shard's appender's own).
+    syncing: bool,
+    /// Set when the shard closes: the flusher exits.
+    stop: bool,
+}
+
+/// Group commit's shared half: the shard and its flusher thread both hold it.
+#[derive(Debug)]
+pub(crate) struct Commit {
+    label: Arc<str>,
+    state: Mutex<CommitState>,
+    /// Wakes the flusher when a waiter needs a sync, or at shutdown.
+    work: Condvar,
+    poison: OnceLock<Arc<StorageError>>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// `fdatasync`s made for durability.
+    pub(crate) syncs: AtomicU64,
+    /// Waits that were satisfied.
+    pub(crate) synced_appends: AtomicU64,
+}
+
+impl Commit {
+    pub(crate) fn new(label: Arc<str>, next_offset: u64, handle: SyncHandle) -> Self {
+        Self {
+            label,
+            state: Mutex::new(CommitState {
+                written: next_offset,
+                durable: next_offset,
+                handle,
+                waiters: Vec::new(),
+                syncing: false,
+                stop: false,
+            }),
+            work: Condvar::new(),
+            poison: OnceLock::new(),
+            flusher: Mutex::new(None),
+            syncs: AtomicU64::new(0),
+            synced_appends: AtomicU64::new(0),
+        }
+    }
+
+    /// The commit state. A panic while holding the lock cannot leave it
+    /// inconsistent (each update is a few assignments), so a poisoned lock
+    /// is recovered rather than propagated.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, CommitState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The failure that stopped writes, if any.
+    pub(crate) fn poisoned(&self) -> Option<&Arc<StorageError>> {
+        self.poison.get()
+    }
+
+    pub(crate) fn check_poison(&self) -> Result<()> {
+        match self.poison.get() {
+            Some(original) => Err(StorageError::Poisoned {
+                shard: Arc::clone(&self.label),
+                original: Arc::clone(original),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops writes for good, keeping the first failure as the reason, and
+    /// wakes every waiter to see it.
+    pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
+        let original = Arc::new(err);
+        if self.poison.set(Arc::clone(&original)).is_ok() {
+            tracing::error!(shard = %self.label, error = %original, "shard stopped accepting writes");
+        }
+        let mut state = self.lock();
+        for (_, thread) in state.waiters.drain(..) {
+            thread.unpark();
+        }
+        drop(state);
+        self.work.notify_all();
+        StorageError::Poisoned {
+            shard: Arc::clone(&self.label),
+            original: self.poison.get().map_or(original, Arc::clone),
+        }
+    }
+
+    /// Unparks every waiter the durable offset now covers.
+    pub(crate) fn wake_covered(state: &mut CommitState) {
+        let durable = state.durable;
+        state.waiters.retain(|(target, thread)| {
+            let covered = *target <= durable;
+            if covered {
+                thread.unpark();
+            }
+            !covered
+        });
+    }
+
+    /// Points group commit at a log that was cut or replaced: what is written
+    /// and durable, and the segment to sync. Waiters for offsets the cut
+    /// removed are clamped to the new end, so none waits for records that
+    /// no longer exist.
+    pub(crate) fn reset_log(&self, written: u64, handle: SyncHandle) {
+        let mut state = self.lock();
+        state.written = written;
+        state.durable = state.durable.min(written);
+        state.handle = handle;
+        for (target, _) in &mut state.waiters {
+            *target = (*target).min(written);
+        }
+        Self::wake_covered(&mut state);
+        drop(state);
+        self.work.notify_all();
+    }
+
+    /// Waits until every record below `offset` (clamped to what was written)
+    /// is durable.
+    pub(crate) fn wait_durable(self: &Arc<Self>, offset: u64) -> Result<()> {
+        let mut state = self.lock();
+        self.check_poison()?;
+        // Clamped now, so a target past the log end never keeps the flusher
+        // syncing for records that do not exist.
+        let target = offset.min(state.written);
+        if state.durable >= target {
+            self.synced_appends.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        if !state.syncing && state.waiters.is_empty() {
+            // Nobody else is waiting or syncing: sync here rather than hand
+            // off to the flusher, which would cost two thread switches of
+            // latency for a lone appender.
+            state.syncing = true;
+            let upto = state.written;
+            let handle = state.handle.clone();
+            drop(state);
+            let result = handle.sync_data();
+            self.finish_sync(upto, result)?;
+            self.synced_appends.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        self.ensure_flusher()?;
+        state.waiters.push((target, std::thread::current()));
+        self.work.notify_one();
+        loop {
+            drop(state);
+            // Unparked by the flusher once covered, or by poisoning; a
+            // spurious wake-up just checks again.
+            std::thread::park();
+            state = self.lock();
+            self.check_poison()?;
+            // Re-clamped on every check: a truncation may have cut the log
+            // below `offset` meanwhile.
+            if state.durable >= target.min(state.written) {
+                state
+                    .waiters
+                    .retain(|(_, t)| t.id() != std::thread::current().id());
+                self.synced_appends.fetch_add(1, Relaxed);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Records the outcome of a sync that covered everything below `upto`:
+    /// wakes the waiters it covered and lets the flusher go on, or poisons
+    /// the shard (a failed sync is never retried).
+    fn finish_sync(&self, upto: u64, result: felix_segment::Result<()>) -> Result<()> {
+        match result {
+            Ok(()) => {
+                self.syncs.fetch_add(1, Relaxed);
+                let mut state = self.lock();
+                state.syncing = false;
+                state.durable = state.durable.max(upto);
+                Self::wake_covered(&mut state);
+                drop(state);
+                self.work.notify_one();
+                Ok(())
+            }
+            Err(source) => {
+                self.lock().syncing = false;
+                Err(self.poison_with(StorageError::Segment {
+                    shard: Arc::clone(&self.label),
+                    source,
+                }))
+            }
+        }
+    }
+
+    /// Starts the flusher thread on first use, so shards that never wait
+    /// for durability never own a thread.
+    fn ensure_flusher(self: &Arc<Self>) -> Result<()> {
+        let mut flusher = self
+            .flusher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if flusher.is_some() {
+            return Ok(());
+        }
+        let commit = Arc::clone(self);
+        let handle = std::thread::Builder::new()
+            .name(format!("felix-flush {}", self.label))
+            .spawn(move || commit.flush_loop())
+            .map_err(|e| StorageError::Segment {
+                shard: Arc::clone(&self.label),
+                source: felix_segment::SegmentError::io(
+                    "spawn flusher thread",
+                    std::path::Path::new(&*self.label),
+                    e,
+                ),
+            })?;
+        *flusher = Some(handle);
+        Ok(())
+    }
+
+    /// Syncs back to back while any waiter needs it.
+    fn flush_loop(&self) {
+        let mut state = self.lock();
+        loop {
+            if state.stop || self.poison.get().is_some() {
+                return;
+            }
+            let durable = state.durable;
+            let needed = state.waiters.iter().any(|(target, _)| *target > durable);
+            if state.syncing || !needed {
+                state = self
+                    .work
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            }
+            state.syncing = true;
+            let upto = state.written;
+            let handle = state.handle.clone();
+            drop(state);
+            let result = handle.sync_data();
+            if self.finish_sync(upto, result).is_err() {
+                return;
+            }
+            state = self.lock();
+        }
+    }
+
+    /// Stops the flusher (at shard close) and waits for it.
+    pub(crate) fn stop(&self) {
+        self.lock().stop = true;
+        self.work.notify_all();
+        let handle = self
+            .flusher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
