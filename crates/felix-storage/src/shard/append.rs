@@ -150,10 +150,10 @@ impl Shard {
             next_offset: sealed.next_offset,
             len: sealed.len,
             max_timestamp_micros: std::sync::Mutex::new(max_ts),
-            opened: std::sync::Mutex::new(Some(Arc::new(super::OpenedSegment {
-                file: sealed.segment,
-                index: sealed.index,
-            }))),
+            // Its file and index are opened again on the first read that
+            // needs them: keeping the index of every segment sealed by this
+            // process would make memory grow with the data written.
+            opened: std::sync::Mutex::new(None),
         });
         {
             let mut view = self.view_mut();
