@@ -8,9 +8,10 @@
 //! 2. `view` — what readers see (segments, the active segment's limit and
 //!    index). Held only to copy a few fields out or to publish an append;
 //!    never across a system call, so a slow disk never blocks a reader.
-//! 3. `commit` — group commit's state. Never held across `fdatasync`: the
-//!    syncing thread releases it, so appenders keep writing while a sync is
-//!    in flight, and the next sync covers everything they wrote.
+//! 3. `commit` — group commit's state (see `commit.rs`). Never held across
+//!    `fdatasync`: the syncing thread (the flusher, or a lone appender)
+//!    releases it, so appenders keep writing while a sync is in flight, and
+//!    the next sync covers everything they wrote.
 
 mod append;
 mod commit;
