@@ -162,19 +162,9 @@ fn append_on_a_full_disk_is_no_space_and_loses_nothing_acknowledged() {
                 "mounting a tmpfs is not permitted here ({why}); running the injected-ENOSPC variant"
             );
             for skip in [0u32, 3, 40] {
-                let sim = SimFs::new();
-                sim.inject(Fault {
-                    op: FaultOp::Write,
-                    path_contains: ".log".into(),
-                    // The first write is the segment header.
-                    skip: skip + 1,
-                    effect: FaultEffect::ShortWrite {
-                        written: 700,
-                        errno: ENOSPC,
-                    },
-                });
-                let acked = check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {});
-                println!("injected ENOSPC after {skip} writes: {acked} records acknowledged");
+                let acked = injected_enospc_after(skip);
+                println!("injected ENOSPC after {skip} appends: {acked} records acknowledged");
+                assert_eq!(acked, 4 * skip as usize);
             }
         }
     }
@@ -185,18 +175,24 @@ fn append_on_a_full_disk_is_no_space_and_loses_nothing_acknowledged() {
 #[test]
 fn append_with_injected_enospc_is_no_space_and_loses_nothing_acknowledged() {
     for skip in [0u32, 5] {
-        let sim = SimFs::new();
-        sim.inject(Fault {
-            op: FaultOp::Write,
-            path_contains: ".log".into(),
-            // The first write is the segment header.
-            skip: skip + 1,
-            effect: FaultEffect::ShortWrite {
-                written: 700,
-                errno: ENOSPC,
-            },
-        });
-        let acked = check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {});
-        assert_eq!(acked, 4 * skip as usize);
+        assert_eq!(injected_enospc_after(skip), 4 * skip as usize);
     }
+}
+
+/// Runs the full-disk checks on the simulated disk with `ENOSPC` (after 700
+/// bytes of the write) injected into the `(skip + 1)`-th append; returns the
+/// records acknowledged before it.
+fn injected_enospc_after(skip: u32) -> usize {
+    let sim = SimFs::new();
+    sim.inject(Fault {
+        op: FaultOp::Write,
+        path_contains: ".log".into(),
+        // The first write to a segment is its header.
+        skip: skip + 1,
+        effect: FaultEffect::ShortWrite {
+            written: 700,
+            errno: ENOSPC,
+        },
+    });
+    check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {})
 }
