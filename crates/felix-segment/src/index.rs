@@ -343,6 +343,94 @@ impl IndexBuilder {
     }
 }
 
+/// The active segment's index, shared between its writer and any number of
+/// readers: one copy in memory, however many hold it.
+///
+/// The writer adds an entry every `index_spacing_bytes` under a brief write
+/// lock; readers take a brief read lock to pick where a scan starts. No lock
+/// is held across a system call.
+///
+/// ```
+/// use felix_format::IndexEntry;
+/// use felix_segment::ActiveIndex;
+///
+/// let index = ActiveIndex::new(vec![IndexEntry { offset: 0, position: 32 }]);
+/// let reader = index.clone();
+/// index.push(IndexEntry { offset: 9, position: 5000 });
+/// assert_eq!(reader.seek_span(0, 10), (IndexEntry { offset: 9, position: 5000 }, None));
+/// assert_eq!(reader.entries_below(9), [IndexEntry { offset: 0, position: 32 }]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ActiveIndex {
+    entries: Arc<std::sync::RwLock<Vec<IndexEntry>>>,
+}
+
+impl ActiveIndex {
+    /// An index holding `entries` (ascending).
+    pub fn new(entries: Vec<IndexEntry>) -> Self {
+        Self {
+            entries: Arc::new(std::sync::RwLock::new(entries)),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<IndexEntry>> {
+        // Pushes cannot leave the vector half-updated, so a poisoned lock
+        // is recovered rather than propagated.
+        self.entries
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Appends an entry (the writer's call).
+    pub fn push(&self, entry: IndexEntry) {
+        self.entries
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(entry);
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// [`seek_span`] over the entries, for a segment beginning at
+    /// `base_offset`.
+    pub fn seek_span(&self, base_offset: u64, offset: u64) -> (IndexEntry, Option<u64>) {
+        seek_span(&self.read(), base_offset, offset)
+    }
+
+    /// A copy of the entries whose offset is below `offset`.
+    pub fn entries_below(&self, offset: u64) -> Vec<IndexEntry> {
+        let entries = self.read();
+        let end = entries.partition_point(|e| e.offset < offset);
+        entries.get(..end).unwrap_or_default().to_vec()
+    }
+
+    /// Runs `f` over the entries under the read lock.
+    pub fn with_entries<R>(&self, f: impl FnOnce(&[IndexEntry]) -> R) -> R {
+        f(&self.read())
+    }
+
+    /// The entries, without a copy when this is the last handle.
+    pub fn into_entries(self) -> Vec<IndexEntry> {
+        match Arc::try_unwrap(self.entries) {
+            Ok(lock) => lock
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            Err(shared) => shared
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        }
+    }
+}
+
 /// The active segment's index file, extended as entries accumulate.
 #[derive(Debug)]
 pub(crate) struct IndexFile {

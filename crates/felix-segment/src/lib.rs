@@ -29,7 +29,7 @@ mod segment;
 mod writer;
 
 pub use error::{Result, SegmentError};
-pub use index::{IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
+pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
 pub use writer::{
     Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle, segment_temp_path,

@@ -20,7 +20,7 @@ use crate::error::{Result, SegmentError};
 use felix_io::{FileSystem, OpenMode};
 
 use crate::fs::{open, sync_data, sync_dir};
-use crate::index::{IndexBuilder, IndexFile, SparseIndex, seek_entries};
+use crate::index::{ActiveIndex, IndexFile, SparseIndex};
 use crate::segment::{ReadLimit, SegmentFile};
 
 /// A staging buffer larger than this is released after its batch, so one
@@ -100,7 +100,12 @@ pub struct SegmentWriter {
     next_offset: u64,
     len: u64,
     staging: Vec<u8>,
-    index: IndexBuilder,
+    /// Entries for the first record and every `index_spacing_bytes` after;
+    /// shared with readers (one copy in memory).
+    index: ActiveIndex,
+    index_spacing_bytes: u64,
+    /// Position of the last entry, so deciding the next needs no lock.
+    last_indexed: Option<u64>,
     index_file: IndexFile,
     preallocated: bool,
     poison: Poison,
@@ -174,7 +179,9 @@ impl SegmentWriter {
             next_offset: base_offset,
             len: felix_format::SEGMENT_HEADER_LEN as u64,
             staging: Vec::new(),
-            index: IndexBuilder::new(config.index_spacing_bytes),
+            index: ActiveIndex::default(),
+            index_spacing_bytes: config.index_spacing_bytes.max(1),
+            last_indexed: None,
             index_file,
             preallocated,
             poison: Arc::default(),
@@ -202,7 +209,9 @@ impl SegmentWriter {
             next_offset,
             len,
             staging: Vec::new(),
-            index: IndexBuilder::resume(config.index_spacing_bytes, index.entries().to_vec()),
+            last_indexed: index.entries().last().map(|e| e.position),
+            index: ActiveIndex::new(index.entries().to_vec()),
+            index_spacing_bytes: config.index_spacing_bytes.max(1),
             index_file,
             preallocated: false,
             poison: Arc::default(),
@@ -253,7 +262,16 @@ impl SegmentWriter {
         let first_offset = self.next_offset;
         let mut position = self.len;
         for record in records {
-            self.index.observe(self.next_offset, position);
+            let due = self
+                .last_indexed
+                .is_none_or(|last| position >= last.saturating_add(self.index_spacing_bytes));
+            if due {
+                self.index.push(IndexEntry {
+                    offset: self.next_offset,
+                    position,
+                });
+                self.last_indexed = Some(position);
+            }
             position += record_encoded_len(record.payload.len() as u32);
             self.next_offset += 1;
         }
@@ -272,7 +290,7 @@ impl SegmentWriter {
     /// new index entries first (unsynced: the index may lag).
     pub fn sync(&mut self) -> Result<()> {
         self.check_poison()?;
-        if let Err(e) = self.index_file.append_pending(self.index.entries()) {
+        if let Err(e) = self.write_pending_index() {
             return Err(self.poison_with(e));
         }
         self.sync_handle().sync_data()
@@ -285,7 +303,14 @@ impl SegmentWriter {
     /// the lag, and the rescan's work after a clean restart, small.
     pub fn flush_index(&mut self) -> Result<()> {
         self.check_poison()?;
-        self.index_file.append_pending(self.index.entries())
+        self.write_pending_index()
+    }
+
+    /// Appends the entries the index file lacks.
+    fn write_pending_index(&mut self) -> Result<()> {
+        let file = &mut self.index_file;
+        self.index
+            .with_entries(|entries| file.append_pending(entries))
     }
 
     /// A handle that can `fdatasync` this segment without borrowing the
@@ -311,9 +336,10 @@ impl SegmentWriter {
     pub fn finish(&mut self) -> Result<()> {
         self.check_poison()?;
         let result = (|| {
-            let path = self.segment.path();
-            sync_data(self.segment.file(), path)?;
-            self.index_file.append_pending(self.index.entries())?;
+            let segment = Arc::clone(&self.segment);
+            let path = segment.path();
+            sync_data(segment.file(), path)?;
+            self.write_pending_index()?;
             self.index_file.sync()?;
             if self.preallocated {
                 self.segment
@@ -341,14 +367,14 @@ impl SegmentWriter {
             segment: self.segment,
             next_offset: self.next_offset,
             len: self.len,
-            index: self.index.into_index(base_offset),
+            index: SparseIndex::from_entries(base_offset, self.index.into_entries()),
         }
     }
 
     /// Reads records from `from` (see [`SegmentFile::read`]) using the
     /// writer's own index.
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<crate::ReadRecord>> {
-        let entry = seek_entries(self.index.entries(), self.segment.base_offset(), from);
+        let (entry, _) = self.index.seek_span(self.segment.base_offset(), from);
         self.segment.read(entry, from, self.read_limit(), max_bytes)
     }
 
@@ -381,8 +407,14 @@ impl SegmentWriter {
     }
 
     /// The index entries so far.
-    pub fn index_entries(&self) -> &[IndexEntry] {
-        self.index.entries()
+    pub fn index_entries(&self) -> Vec<IndexEntry> {
+        self.index.with_entries(<[IndexEntry]>::to_vec)
+    }
+
+    /// A handle on the segment's index, shared with the writer: readers
+    /// seek through it as entries are added, without a copy.
+    pub fn active_index(&self) -> ActiveIndex {
+        self.index.clone()
     }
 
     /// The failure that stopped this writer, if any.

@@ -101,14 +101,8 @@ impl Shard {
 
     /// Makes the writer's new records visible to readers and to syncers.
     pub(crate) fn publish(&self, writer: &SegmentWriter) {
-        {
-            let mut view = self.view_mut();
-            view.active_limit = writer.read_limit();
-            let published = view.active_index.len();
-            if let Some(new) = writer.index_entries().get(published..) {
-                view.active_index.extend_from_slice(new);
-            }
-        }
+        // The index is shared with the writer: only the limit moves.
+        self.view_mut().active_limit = writer.read_limit();
         let mut commit = self.commit_state();
         commit.written = writer.next_offset();
     }
@@ -141,7 +135,11 @@ impl Shard {
             Ok(next) => next,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
         };
-        let sealed = std::mem::replace(&mut state.writer, next).into_sealed();
+        let old = std::mem::replace(&mut state.writer, next);
+        // Readers move to the new segment's index first, so the old index
+        // is no longer shared and sealing frees it without a copy.
+        self.view_mut().active_index = state.writer.active_index();
+        let sealed = old.into_sealed();
         state.next_segment_id += 1;
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
@@ -160,7 +158,7 @@ impl Shard {
             view.sealed.push(entry);
             view.active = Arc::clone(state.writer.segment());
             view.active_limit = state.writer.read_limit();
-            view.active_index = state.writer.index_entries().to_vec();
+            view.active_index = state.writer.active_index();
         }
         {
             let mut commit = self.commit_state();

@@ -25,10 +25,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
-use felix_format::IndexEntry;
 use felix_io::FileSystem;
 use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard_in};
-use felix_segment::{ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex};
+use felix_segment::{
+    ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
+};
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
@@ -70,7 +71,8 @@ pub(crate) struct View {
     pub(crate) sealed: Vec<Arc<Sealed>>,
     pub(crate) active: Arc<SegmentFile>,
     pub(crate) active_limit: ReadLimit,
-    pub(crate) active_index: Vec<IndexEntry>,
+    /// The active segment's index, shared with its writer.
+    pub(crate) active_index: ActiveIndex,
 }
 
 impl View {
@@ -270,7 +272,7 @@ impl Shard {
             sealed,
             active: Arc::clone(writer.segment()),
             active_limit: writer.read_limit(),
-            active_index: writer.index_entries().to_vec(),
+            active_index: writer.active_index(),
         };
         let commit = Arc::new(Commit::new(
             Arc::clone(&label),

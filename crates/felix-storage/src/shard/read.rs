@@ -88,8 +88,9 @@ impl Shard {
             return Ok(None);
         }
         if offset >= view.active.base_offset() {
-            let (start, next_position) =
-                felix_segment::seek_span(&view.active_index, view.active.base_offset(), offset);
+            let (start, next_position) = view
+                .active_index
+                .seek_span(view.active.base_offset(), offset);
             return Ok(Some(Target::Active {
                 file: Arc::clone(&view.active),
                 limit: view.active_limit,

@@ -99,7 +99,7 @@ impl Shard {
         let (file, position, entries) = if offset >= active_base {
             let file = Arc::clone(state.writer.segment());
             let limit = state.writer.read_limit();
-            let entries = state.writer.index_entries().to_vec();
+            let entries = state.writer.index_entries();
             let position = self.position_of(&file, &entries, offset, limit)?;
             (file, position, entries)
         } else {
@@ -216,7 +216,7 @@ impl Shard {
             let mut view = self.view_mut();
             view.active = Arc::clone(state.writer.segment());
             view.active_limit = state.writer.read_limit();
-            view.active_index = state.writer.index_entries().to_vec();
+            view.active_index = state.writer.active_index();
         }
         self.commit
             .reset_log(state.writer.next_offset(), state.writer.sync_handle());
