@@ -35,6 +35,10 @@ pub(crate) struct CommitState {
     /// Whether an `fdatasync` is in flight (the flusher's, or an idle
     /// shard's appender's own).
     syncing: bool,
+    /// Bumped whenever the log is cut or replaced: a sync that began before
+    /// may cover offsets that no longer hold the records it wrote, so its
+    /// completion must not advance `durable`.
+    log_epoch: u64,
     /// Set when the shard closes: the flusher exits.
     stop: bool,
 }
@@ -64,6 +68,7 @@ impl Commit {
                 handle,
                 waiters: Vec::new(),
                 syncing: false,
+                log_epoch: 0,
                 stop: false,
             }),
             work: Condvar::new(),
@@ -135,6 +140,7 @@ impl Commit {
     /// no longer exist.
     pub(crate) fn reset_log(&self, written: u64, handle: SyncHandle) {
         let mut state = self.lock();
+        state.log_epoch += 1;
         state.written = written;
         state.durable = state.durable.min(written);
         state.handle = handle;
@@ -150,28 +156,30 @@ impl Commit {
     /// is durable.
     pub(crate) fn wait_durable(self: &Arc<Self>, offset: u64) -> Result<()> {
         let mut state = self.lock();
-        self.check_poison()?;
-        // Clamped now, so a target past the log end never keeps the flusher
-        // syncing for records that do not exist.
-        let target = offset.min(state.written);
-        if state.durable >= target {
-            self.synced_appends.fetch_add(1, Relaxed);
-            return Ok(());
-        }
-        if !state.syncing && state.waiters.is_empty() {
+        loop {
+            self.check_poison()?;
+            // Clamped, so a target past the log end never keeps the flusher
+            // syncing for records that do not exist (and re-clamped on every
+            // check: a truncation may cut the log below `offset`).
+            let target = offset.min(state.written);
+            if state.durable >= target {
+                self.synced_appends.fetch_add(1, Relaxed);
+                return Ok(());
+            }
+            if state.syncing || !state.waiters.is_empty() {
+                break;
+            }
             // Nobody else is waiting or syncing: sync here rather than hand
             // off to the flusher, which would cost two thread switches of
             // latency for a lone appender.
-            state.syncing = true;
-            let upto = state.written;
-            let handle = state.handle.clone();
+            let (upto, epoch, handle) = self.begin_sync(&mut state);
             drop(state);
             let result = handle.sync_data();
-            self.finish_sync(upto, result)?;
-            self.synced_appends.fetch_add(1, Relaxed);
-            return Ok(());
+            self.finish_sync(upto, epoch, result)?;
+            state = self.lock();
         }
         self.ensure_flusher()?;
+        let target = offset.min(state.written);
         state.waiters.push((target, std::thread::current()));
         self.work.notify_one();
         loop {
@@ -181,9 +189,7 @@ impl Commit {
             std::thread::park();
             state = self.lock();
             self.check_poison()?;
-            // Re-clamped on every check: a truncation may have cut the log
-            // below `offset` meanwhile.
-            if state.durable >= target.min(state.written) {
+            if state.durable >= offset.min(state.written) {
                 state
                     .waiters
                     .retain(|(_, t)| t.id() != std::thread::current().id());
@@ -193,16 +199,27 @@ impl Commit {
         }
     }
 
+    /// Marks a sync as in flight and returns what it will cover: everything
+    /// written so far, in the current log.
+    fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, SyncHandle) {
+        state.syncing = true;
+        (state.written, state.log_epoch, state.handle.clone())
+    }
+
     /// Records the outcome of a sync that covered everything below `upto`:
     /// wakes the waiters it covered and lets the flusher go on, or poisons
     /// the shard (a failed sync is never retried).
-    fn finish_sync(&self, upto: u64, result: felix_segment::Result<()>) -> Result<()> {
+    fn finish_sync(&self, upto: u64, epoch: u64, result: felix_segment::Result<()>) -> Result<()> {
         match result {
             Ok(()) => {
                 self.syncs.fetch_add(1, Relaxed);
                 let mut state = self.lock();
                 state.syncing = false;
-                state.durable = state.durable.max(upto);
+                // A sync that began before the log was cut proves nothing
+                // about what was written since; the next one will.
+                if state.log_epoch == epoch {
+                    state.durable = state.durable.max(upto);
+                }
                 Self::wake_covered(&mut state);
                 drop(state);
                 self.work.notify_one();
@@ -260,12 +277,10 @@ impl Commit {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 continue;
             }
-            state.syncing = true;
-            let upto = state.written;
-            let handle = state.handle.clone();
+            let (upto, epoch, handle) = self.begin_sync(&mut state);
             drop(state);
             let result = handle.sync_data();
-            if self.finish_sync(upto, result).is_err() {
+            if self.finish_sync(upto, epoch, result).is_err() {
                 return;
             }
             state = self.lock();
@@ -284,5 +299,35 @@ impl Commit {
         if let Some(handle) = handle {
             let _ = handle.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use felix_segment::{SegmentConfig, SegmentWriter};
+
+    /// A sync that was in flight when the log was cut must not mark the
+    /// offsets written after the cut as durable: its `fdatasync` covered
+    /// what the file held before.
+    #[test]
+    fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer =
+            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
+        let commit = Commit::new("t".into(), 0, writer.sync_handle());
+        commit.lock().written = 10;
+        let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+        assert_eq!(upto, 10);
+        commit.reset_log(5, writer.sync_handle());
+        commit.finish_sync(upto, epoch, Ok(())).unwrap();
+        let state = commit.lock();
+        assert_eq!((state.durable, state.written, state.syncing), (0, 5, false));
+        drop(state);
+
+        // A sync begun after the cut counts.
+        let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+        commit.finish_sync(upto, epoch, Ok(())).unwrap();
+        assert_eq!(commit.lock().durable, 5);
     }
 }
