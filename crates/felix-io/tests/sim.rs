@@ -145,7 +145,7 @@ fn sync_failure_with_data_kept_leaves_it_pending() {
         skip: 0,
         effect: FaultEffect::SyncFailKeep(5),
     });
-    assert!(f.sync_data().is_err());
+    assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(5));
     assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"maybe");
     assert_eq!(fs.pending().iter().filter(|p| p.kind == "write").count(), 1);
 }
@@ -209,7 +209,12 @@ fn cut_power_fails_every_later_mutation_and_freezes_the_disk() {
         fs.sync_dir(Path::new("/d")).unwrap_err().raw_os_error(),
         Some(5)
     );
-    assert!(fs.open(Path::new("/d/b"), OpenMode::CreateNew).is_err());
+    assert_eq!(
+        fs.open(Path::new("/d/b"), OpenMode::CreateNew)
+            .unwrap_err()
+            .raw_os_error(),
+        Some(5)
+    );
     // Reads still work, and the disk holds what happened before the cut.
     assert_eq!(fs.read_file(Path::new("/d/a")).unwrap(), b"one");
     assert_eq!(fs.pending().len(), 1, "the unsynced directory entry");

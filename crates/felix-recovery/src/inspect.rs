@@ -359,12 +359,9 @@ fn inspect_segment(
             // that reached the disk before the record in front of it.
             let truncated = matches!(damage.kind, CorruptionKind::Truncated { .. });
             let header_end = damage.position.saturating_add(RECORD_HEADER_LEN as u64);
-            let unwritten = !truncated
-                && range_is_zero(&segment, file_len, damage.position, header_end)?
-                && match intact_at {
-                    None => true,
-                    Some(at) => range_is_zero(&segment, file_len, damage.position, at)?,
-                };
+            let zeros_to = intact_at.map_or(header_end, |at| at.max(header_end));
+            let unwritten =
+                !truncated && range_is_zero(&segment, file_len, damage.position, zeros_to)?;
             if unwritten {
                 (DamageLocation::NewestUnwritten, intact_at)
             } else if intact_at.is_some() {
@@ -397,17 +394,15 @@ fn inspect_segment(
             });
         }
     }
-    if newest {
-        inspection
-            .rebuilt
-            .insert(id, SparseIndex::from_entries(base, scan.index.clone()));
-    }
     if !index_ok {
         inspection.plan.push(Action::RebuildIndex {
             segment: id,
             path: segment.index_path(),
             entries: scan.index.len(),
         });
+    }
+    // The newest segment's index goes to its writer; a rebuilt one to disk.
+    if newest || !index_ok {
         inspection
             .rebuilt
             .insert(id, SparseIndex::from_entries(base, scan.index));

@@ -138,7 +138,7 @@ pub fn scan_segment(
         next_offset: offset,
         valid_len: position,
         file_len,
-        index: index.entries().to_vec(),
+        index: index.into_entries(),
         damage: damage.map(|kind| Damage { kind, position }),
     })
 }

@@ -312,20 +312,13 @@ impl IndexBuilder {
         }
     }
 
-    /// A builder continuing from existing entries (after recovery).
-    pub fn resume(spacing_bytes: u64, entries: Vec<IndexEntry>) -> Self {
-        Self {
-            spacing_bytes: spacing_bytes.max(1),
-            entries,
-        }
-    }
-
     /// Notes a record at `position`; returns whether it got an entry.
     pub fn observe(&mut self, offset: u64, position: u64) -> bool {
-        let due = self
-            .entries
-            .last()
-            .is_none_or(|last| position >= last.position.saturating_add(self.spacing_bytes));
+        let due = entry_due(
+            self.entries.last().map(|e| e.position),
+            position,
+            self.spacing_bytes,
+        );
         if due {
             self.entries.push(IndexEntry { offset, position });
         }
@@ -337,10 +330,18 @@ impl IndexBuilder {
         &self.entries
     }
 
-    /// The finished index for a segment with `base_offset`.
-    pub fn into_index(self, base_offset: u64) -> SparseIndex {
-        SparseIndex::from_entries(base_offset, self.entries)
+    /// The entries, without a copy.
+    pub fn into_entries(self) -> Vec<IndexEntry> {
+        self.entries
     }
+}
+
+/// Whether a record at `position` gets an index entry, given the position
+/// of the last entry: the first record always does, then the first record
+/// at least `spacing_bytes` past the last entry. The one rule for writers
+/// and for rebuilds, so a rebuilt index equals the one the writer made.
+pub(crate) fn entry_due(last_entry: Option<u64>, position: u64, spacing_bytes: u64) -> bool {
+    last_entry.is_none_or(|last| position >= last.saturating_add(spacing_bytes.max(1)))
 }
 
 /// The active segment's index, shared between its writer and any number of

@@ -20,7 +20,7 @@ use crate::error::{Result, SegmentError};
 use felix_io::{FileSystem, OpenMode};
 
 use crate::fs::{open, sync_data, sync_dir};
-use crate::index::{ActiveIndex, IndexFile, SparseIndex};
+use crate::index::{ActiveIndex, IndexFile, SparseIndex, entry_due};
 use crate::segment::{ReadLimit, SegmentFile};
 
 /// A staging buffer larger than this is released after its batch, so one
@@ -262,10 +262,7 @@ impl SegmentWriter {
         let first_offset = self.next_offset;
         let mut position = self.len;
         for record in records {
-            let due = self
-                .last_indexed
-                .is_none_or(|last| position >= last.saturating_add(self.index_spacing_bytes));
-            if due {
+            if entry_due(self.last_indexed, position, self.index_spacing_bytes) {
                 self.index.push(IndexEntry {
                     offset: self.next_offset,
                     position,

@@ -6,6 +6,8 @@
 //! is not permitted, the test says so and runs the same checks with ENOSPC
 //! injected through the simulated file system.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -79,18 +81,6 @@ fn fill(shard: &Shard) -> (Vec<(u64, Vec<u8>)>, StorageError) {
     }
 }
 
-fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut next = shard.base_offset();
-    while next < shard.next_offset() {
-        for r in shard.read(next, 1 << 20).unwrap() {
-            next = r.offset + 1;
-            out.push((r.offset, r.payload.to_vec()));
-        }
-    }
-    out
-}
-
 /// The checks shared by both variants: `free` frees space, `fs`/`dir` name
 /// the shard.
 fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
@@ -118,14 +108,14 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
     );
     assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
     // Nothing partial is readable: exactly the acknowledged records.
-    assert_eq!(read_all(&shard), acked);
+    assert_eq!(common::read_all(&shard, shard.base_offset()), acked);
     let later = shard.append(&[Record::new(0, "x")]).unwrap_err();
     assert_eq!(later.io_kind(), Some(std::io::ErrorKind::StorageFull));
     drop(shard);
 
     free();
     let reopened = Shard::open_in(fs, dir, "enospc", config(), 0).unwrap();
-    let after = read_all(&reopened);
+    let after = common::read_all(&reopened, reopened.base_offset());
     assert!(after.len() >= acked.len());
     assert_eq!(after[..acked.len()], acked[..], "nothing acknowledged lost");
     let next = reopened.next_offset();

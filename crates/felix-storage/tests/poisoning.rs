@@ -27,18 +27,6 @@ fn open(fs: &SimFs, config: StoreConfig) -> Shard {
     .unwrap()
 }
 
-fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut next = shard.base_offset();
-    while next < shard.next_offset() {
-        for r in shard.read(next, 1 << 20).unwrap() {
-            next = r.offset + 1;
-            out.push((r.offset, r.payload.to_vec()));
-        }
-    }
-    out
-}
-
 /// The `(op, errno)` of the failure that poisoned the shard.
 fn original_io(err: &StorageError) -> (&'static str, i32) {
     let StorageError::Poisoned { original, .. } = err else {
@@ -107,7 +95,7 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
         ] {
             let crashed = sim.crash(&plan);
             let reopened = open(&crashed, config(1 << 20, Durability::OnCommit));
-            let all = read_all(&reopened);
+            let all = common::read_all(&reopened, reopened.base_offset());
             assert!(all.len() >= 2, "{effect:?} {plan:?}");
             assert_eq!(all[..2], [(0, payload(0, 10)), (1, payload(1, 10))]);
             reopened.append(&records(all.len() as u64, 1, 10)).unwrap();
@@ -133,7 +121,10 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
     assert_eq!(original_io(&err), ("write", ENOSPC));
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull));
     assert_eq!(shard.next_offset(), 1);
-    assert_eq!(read_all(&shard), [(0, payload(0, 10))]);
+    assert_eq!(
+        common::read_all(&shard, shard.base_offset()),
+        [(0, payload(0, 10))]
+    );
     drop(shard);
     // The 40 bytes that reached the file hold record 1 whole (38 bytes) and
     // two bytes of record 2. Record 1 was appended, just never acknowledged,
@@ -143,7 +134,7 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
         config(1 << 20, Durability::OnCommit),
     );
     assert_eq!(
-        read_all(&reopened),
+        common::read_all(&reopened, reopened.base_offset()),
         [(0, payload(0, 10)), (1, payload(1, 10))]
     );
     assert!(matches!(
@@ -171,5 +162,8 @@ fn roll_with_failing_seal_poisons_the_shard() {
     );
     drop(shard);
     let reopened = open(&sim, config(200, Durability::None));
-    assert_eq!(read_all(&reopened), [(0, payload(0, 100))]);
+    assert_eq!(
+        common::read_all(&reopened, reopened.base_offset()),
+        [(0, payload(0, 100))]
+    );
 }
