@@ -156,18 +156,8 @@ pub fn divergence_point(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use felix_format::epochs::EpochEntry;
 
-    fn history(pairs: &[(u64, u64)]) -> EpochHistory {
-        let entries = pairs
-            .iter()
-            .map(|&(generation, start_offset)| EpochEntry {
-                generation,
-                start_offset,
-            })
-            .collect();
-        EpochHistory::from_entries(entries).unwrap()
-    }
+    use crate::history::history_of as history;
 
     /// Runs the exchange to its end and returns the truncation points.
     fn reconcile(

@@ -436,5 +436,18 @@ impl EpochHistory {
     }
 }
 
+/// A history from `(generation, start_offset)` pairs, for tests.
+#[cfg(test)]
+pub(crate) fn history_of(pairs: &[(u64, u64)]) -> EpochHistory {
+    let entries = pairs
+        .iter()
+        .map(|&(generation, start_offset)| EpochEntry {
+            generation,
+            start_offset,
+        })
+        .collect();
+    EpochHistory::from_entries(entries).unwrap_or_else(|e| panic!("test history {pairs:?}: {e}"))
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,6 @@
 
 use std::fs;
 
-use felix_format::epochs::EpochEntry;
-
 use super::*;
 
 const STEPS: [StoreStep; 4] = [
@@ -14,16 +12,7 @@ const STEPS: [StoreStep; 4] = [
     StoreStep::DirSynced,
 ];
 
-fn history(pairs: &[(u64, u64)]) -> EpochHistory {
-    let entries = pairs
-        .iter()
-        .map(|&(generation, start_offset)| EpochEntry {
-            generation,
-            start_offset,
-        })
-        .collect();
-    EpochHistory::from_entries(entries).unwrap()
-}
+use crate::history::history_of as history;
 
 fn old_history() -> EpochHistory {
     history(&[(1, 0), (2, 10)])

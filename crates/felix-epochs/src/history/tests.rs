@@ -9,9 +9,7 @@ fn entry(generation: u64, start_offset: u64) -> EpochEntry {
     }
 }
 
-fn history(pairs: &[(u64, u64)]) -> EpochHistory {
-    EpochHistory::from_entries(pairs.iter().map(|&(g, s)| entry(g, s)).collect()).unwrap()
-}
+use super::history_of as history;
 
 #[test]
 fn record_empty_history_appends() {
