@@ -5,7 +5,7 @@ use std::sync::Arc;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
 use felix_segment::{Record, SegmentWriter};
 
-use super::commit::Commit;
+use super::commit::{Commit, unpark_all};
 use super::{Sealed, Shard, WriterState, segment_config};
 use crate::config::Durability;
 use crate::error::{Result, StorageError};
@@ -103,8 +103,7 @@ impl Shard {
     pub(crate) fn publish(&self, writer: &SegmentWriter) {
         // The index is shared with the writer: only the limit moves.
         self.view_mut().active_limit = writer.read_limit();
-        let mut commit = self.commit_state();
-        commit.written = writer.next_offset();
+        self.commit.set_written(writer.next_offset());
     }
 
     /// Seals the active segment and starts the next one.
@@ -165,7 +164,9 @@ impl Shard {
             // Sealing synced everything before the new segment.
             commit.durable = commit.durable.max(base);
             commit.handle = state.writer.sync_handle();
-            Commit::wake_covered(&mut commit);
+            let covered = Commit::take_covered(&mut commit);
+            drop(commit);
+            unpark_all(covered);
         }
         Counters::add(&self.counters.rolls, 1);
         tracing::info!(base_offset = base, "rolled to a new segment");
