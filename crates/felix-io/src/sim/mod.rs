@@ -31,6 +31,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub use crash::{CrashPlan, PendingOp, Tear};
 pub use fault::{Fault, FaultEffect, FaultOp};
 
+/// Reads made on a simulated file system: see [`SimFs::reads`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCount {
+    /// `read_exact_at` calls.
+    pub calls: u64,
+    /// Bytes they asked for.
+    pub bytes: u64,
+}
+
 /// One logged call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntry {
@@ -98,6 +107,9 @@ pub(super) struct State {
     faults: Vec<Fault>,
     log: Vec<LogEntry>,
     locks: BTreeSet<PathBuf>,
+    /// Reads made and bytes they asked for (reads are not logged: a
+    /// workload makes far more of them than of anything else).
+    reads: ReadCount,
 }
 
 /// A simulated, crashable file system. Clones share the same disk.
@@ -133,6 +145,12 @@ impl SimFs {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many reads were made so far and how many bytes they asked for,
+    /// so a test can check how a read path uses the disk.
+    pub fn reads(&self) -> ReadCount {
+        self.lock().reads
     }
 
     /// Cuts the power after `calls` more mutating calls (writes, length

@@ -80,7 +80,9 @@ impl SimFile {
 
 impl VfsFile for SimFile {
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
-        let state = self.fs.lock();
+        let mut state = self.fs.lock();
+        state.reads.calls += 1;
+        state.reads.bytes += buf.len() as u64;
         let data = state
             .inodes
             .get(self.inode)
