@@ -45,6 +45,7 @@ extern crate alloc;
 
 mod bytes_be;
 mod checksum;
+pub mod clean;
 mod corruption;
 pub mod epochs;
 mod index;
@@ -72,6 +73,9 @@ pub const SEGMENT_MAGIC: u32 = u32::from_be_bytes(*b"FLSG");
 pub const INDEX_MAGIC: u32 = u32::from_be_bytes(*b"FLSI");
 /// Magic of the generation history file (`epochs`): ASCII `FLEP`.
 pub const EPOCHS_MAGIC: u32 = u32::from_be_bytes(*b"FLEP");
+/// Magic of the `clean-shutdown` file (felix storage's addition to the
+/// format, see [`clean`]): ASCII `FLCS`, "Felix Clean Shutdown".
+pub const CLEAN_SHUTDOWN_MAGIC: u32 = u32::from_be_bytes(*b"FLCS");
 /// Magic of a felix-wire network frame (`FLX1`).
 ///
 /// Never valid on disk; it is named here so that a frame which turned up in a

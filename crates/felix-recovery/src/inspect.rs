@@ -29,7 +29,13 @@ use crate::scan::{
 
 /// File names in a shard directory that belong to other layers and are not
 /// strays: the generation history and its temporary, and the writer's lock.
-pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &["epochs", "epochs.tmp", "lock"];
+pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &[
+    "epochs",
+    "epochs.tmp",
+    "lock",
+    crate::clean::CLEAN_SHUTDOWN_FILE_NAME,
+    crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME,
+];
 
 /// How to inspect a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +105,9 @@ pub struct Inspection {
     /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
     /// and for the newest segment.
     pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,
+    /// Whether the directory holds a clean-shutdown file (or its temporary),
+    /// which an open for writing removes.
+    pub(crate) clean_shutdown_present: bool,
 }
 
 impl Inspection {
@@ -162,6 +171,19 @@ pub fn inspect_in(
     shard: &str,
     options: &InspectOptions,
 ) -> Result<Inspection, RecoveryError> {
+    inspect_with(fs, dir, shard, options, false)
+}
+
+/// [`inspect_in`], optionally trusting a clean-shutdown file that lists
+/// exactly the directory's segments for every segment but the newest (see
+/// `clean.rs` for why that is safe). The newest is always scanned in full.
+pub(crate) fn inspect_with(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &InspectOptions,
+    use_clean_shutdown: bool,
+) -> Result<Inspection, RecoveryError> {
     let shard: Arc<str> = Arc::from(shard);
     let mut inspection = Inspection {
         fs: fs.clone(),
@@ -172,12 +194,20 @@ pub fn inspect_in(
         notes: Vec::new(),
         plan: Vec::new(),
         rebuilt: BTreeMap::new(),
+        clean_shutdown_present: false,
     };
     let Listing {
         segments: ids,
         orphans,
         strays,
+        clean_shutdown,
     } = list_dir(fs, dir)?;
+    inspection.clean_shutdown_present = clean_shutdown;
+    let trusted = if use_clean_shutdown && clean_shutdown {
+        crate::clean::trusted_sealed(&mut inspection, &ids, options)
+    } else {
+        None
+    };
     inspection
         .notes
         .extend(strays.into_iter().map(|name| Note::StrayFile { name }));
@@ -190,9 +220,10 @@ pub fn inspect_in(
     let count = ids.len();
     // When the last segment is an abandoned creation, the one before it is
     // the newest: it is what a writer continues, so it is scanned in full
-    // and its damage classified as the newest segment's.
+    // and its damage classified as the newest segment's. (A trusted record
+    // lists the last segment as one the shard wrote, not an abandoned one.)
     let abandoned_last = match ids.last() {
-        Some(&last) if count > 1 => {
+        Some(&last) if count > 1 && trusted.is_none() => {
             looks_abandoned(fs, &dir.join(file_name(last, FileKind::Segment).as_str()))
         }
         _ => false,
@@ -209,7 +240,14 @@ pub fn inspect_in(
             newest: i == newest_at,
             older_exists: i > 0,
         };
-        let summary = inspect_segment(&mut inspection, id, role, options)?;
+        let listed = trusted
+            .as_ref()
+            .and_then(|t| t.get(i))
+            .filter(|_| !role.newest);
+        let summary = match listed {
+            Some(s) => crate::clean::trusted_summary(s),
+            None => inspect_segment(&mut inspection, id, role, options)?,
+        };
         if let (Some((prev_id, Some(prev_next))), Some(base)) = (previous, summary.base_offset)
             && prev_next != base
         {
@@ -242,6 +280,8 @@ struct Listing {
     orphans: Vec<u64>,
     /// Names that are neither ours nor known to other layers.
     strays: Vec<String>,
+    /// Whether a clean-shutdown file or its temporary is present.
+    clean_shutdown: bool,
 }
 
 fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
@@ -251,8 +291,14 @@ fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
     let mut strays = Vec::new();
+    let mut clean_shutdown = false;
     for entry in entries {
         let name = entry.name.to_string_lossy();
+        if name == crate::clean::CLEAN_SHUTDOWN_FILE_NAME
+            || name == crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME
+        {
+            clean_shutdown = true;
+        }
         match parse_file_name(&name) {
             Some((id, FileKind::Segment)) => {
                 logs.insert(id);
@@ -270,6 +316,7 @@ fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
         segments: logs.into_iter().collect(),
         orphans,
         strays,
+        clean_shutdown,
     })
 }
 

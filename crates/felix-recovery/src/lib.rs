@@ -40,6 +40,7 @@
 
 mod chunked;
 mod classify;
+mod clean;
 mod error;
 mod inspect;
 mod open;
@@ -48,6 +49,10 @@ mod report;
 mod scan;
 
 pub use classify::{DamageLocation, RepairClass, is_repairable_tail};
+pub use clean::{
+    CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, CleanShutdownUnused,
+    write_clean_shutdown_in,
+};
 pub use error::RecoveryError;
 pub use inspect::{
     InspectOptions, Inspection, KNOWN_NON_SEGMENT_FILES, SegmentSummary, inspect, inspect_in,

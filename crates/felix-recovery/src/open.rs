@@ -8,7 +8,7 @@ use felix_io::{FileSystem, OpenMode};
 use felix_segment::{SegmentFile, SparseIndex};
 
 use crate::error::RecoveryError;
-use crate::inspect::{InspectOptions, Inspection, inspect_in};
+use crate::inspect::{InspectOptions, Inspection, inspect_with};
 use crate::repair::repair;
 use crate::report::Action;
 
@@ -21,6 +21,11 @@ pub struct OpenOptions {
     /// (checksum failures, out-of-order offsets, impossible lengths)
     /// confined to the newest segment's tail.
     pub repair_checksum_tail: bool,
+    /// Trust a clean-shutdown file that lists exactly the directory's
+    /// segments for the sealed ones, opening none of them (see
+    /// [`write_clean_shutdown_in`](crate::write_clean_shutdown_in)). Ignored
+    /// with `inspect.full_verify`.
+    pub use_clean_shutdown: bool,
 }
 
 /// A sealed segment as recovery left it.
@@ -65,7 +70,8 @@ pub struct RecoveredShard {
 /// Opens the shard directory `dir` for writing after a crash or a clean
 /// shutdown alike.
 ///
-/// Inspects it, fails with [`RecoveryError::Unrepairable`] (having modified
+/// Removes a clean-shutdown file (durably) once the open succeeds. Inspects
+/// the directory, fails with [`RecoveryError::Unrepairable`] (having modified
 /// nothing) when damage is outside what `options` allow, otherwise repairs,
 /// rebuilds indexes, and returns the segments.
 pub fn open_shard(
@@ -83,8 +89,13 @@ pub fn open_shard_in(
     shard: &str,
     options: &OpenOptions,
 ) -> Result<RecoveredShard, RecoveryError> {
-    let inspection = inspect_in(fs, dir, shard, &options.inspect)?;
+    let inspection = inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
     let actions = repair(&inspection, options.repair_checksum_tail)?;
+    // The shard is about to be written: a clean-shutdown record would no
+    // longer describe it. Its removal is durable before any write.
+    if inspection.clean_shutdown_present {
+        crate::clean::remove_in(fs, dir)?;
+    }
     let live: Vec<_> = inspection.live_segments().cloned().collect();
     let mut sealed = Vec::with_capacity(live.len());
     let mut newest = None;

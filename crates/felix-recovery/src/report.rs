@@ -214,6 +214,19 @@ pub enum Note {
         /// Segment id in its name.
         segment: u64,
     },
+    /// The shard was closed cleanly: its clean-shutdown file listed exactly
+    /// the directory's segments, so the sealed ones were taken as listed
+    /// (not opened) and only the newest was scanned.
+    CleanShutdownUsed {
+        /// Sealed segments taken from the record.
+        sealed: usize,
+    },
+    /// A clean-shutdown file was present but not used; every segment was
+    /// inspected.
+    CleanShutdownUnused {
+        /// Why.
+        reason: crate::clean::CleanShutdownUnused,
+    },
 }
 
 /// Why an index could not be used.
@@ -251,6 +264,14 @@ impl fmt::Display for Note {
                 f,
                 "index {} has no segment beside it; left alone",
                 felix_format::file_name(*segment, felix_format::FileKind::Index)
+            ),
+            Self::CleanShutdownUsed { sealed } => write!(
+                f,
+                "closed cleanly: {sealed} sealed segment(s) taken from the clean-shutdown file, the newest scanned"
+            ),
+            Self::CleanShutdownUnused { reason } => write!(
+                f,
+                "clean-shutdown file not used ({reason}); every segment inspected"
             ),
         }
     }

@@ -250,7 +250,8 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                         dir.path(),
                         &OpenOptions {
                             inspect: full(),
-                            repair_checksum_tail: false
+                            repair_checksum_tail: false,
+                            use_clean_shutdown: false,
                         }
                     ),
                     std::slice::from_ref(&expected),
@@ -281,6 +282,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                         &OpenOptions {
                             inspect: quick(),
                             repair_checksum_tail: false,
+                            use_clean_shutdown: false,
                         },
                     )
                     .unwrap();
@@ -322,6 +324,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                 let opt_in = OpenOptions {
                     inspect: full(),
                     repair_checksum_tail: true,
+                    use_clean_shutdown: false,
                 };
                 if expected.repair == RepairClass::OptIn {
                     let r = record.unwrap();
@@ -464,6 +467,7 @@ fn open_shard_index_bit_flip_is_rebuilt_and_invisible_to_readers() {
                     &OpenOptions {
                         inspect: full(),
                         repair_checksum_tail: false,
+                        use_clean_shutdown: false,
                     },
                 )
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -551,6 +555,7 @@ fn open_shard_default_options_index_bit_flip_never_reads_wrong_data() {
                     &OpenOptions {
                         inspect: quick(),
                         repair_checksum_tail: false,
+                        use_clean_shutdown: false,
                     },
                 )
                 .unwrap_or_else(|e| panic!("{what}: {e}"));

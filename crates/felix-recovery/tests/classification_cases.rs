@@ -209,6 +209,7 @@ fn check_record_case(
                 &OpenOptions {
                     inspect: options,
                     repair_checksum_tail: false,
+                    use_clean_shutdown: false,
                 },
             )
             .unwrap();
@@ -235,6 +236,7 @@ fn check_record_case(
             let open = OpenOptions {
                 inspect: options,
                 repair_checksum_tail,
+                use_clean_shutdown: false,
             };
             if allowed(expected.repair, repair_checksum_tail) {
                 assert_opens_truncating(dir, &open, r, layout, &what);
@@ -591,6 +593,7 @@ fn open_abandoned_only_segment_is_refused() {
             let options = OpenOptions {
                 inspect: inspect_options(false),
                 repair_checksum_tail,
+                use_clean_shutdown: false,
             };
             assert_eq!(
                 open_refused(dir.path(), &options),
@@ -688,6 +691,7 @@ fn open_segment_header_damage_is_never_repaired() {
                     let options = OpenOptions {
                         inspect: inspect_options(full_verify),
                         repair_checksum_tail,
+                        use_clean_shutdown: false,
                     };
                     assert_eq!(
                         open_refused(dir.path(), &options),
@@ -726,6 +730,7 @@ fn open_gap_between_segments_is_offset_out_of_order_never() {
             let options = OpenOptions {
                 inspect: inspect_options(full_verify),
                 repair_checksum_tail,
+                use_clean_shutdown: false,
             };
             assert_eq!(
                 open_refused(dir.path(), &options),

@@ -121,6 +121,7 @@ fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
         let options = OpenOptions {
             inspect: options(),
             repair_checksum_tail,
+            use_clean_shutdown: false,
         };
         let blocking = open_refused(dir.path(), &options);
         assert_eq!(blocking.len(), if repair_checksum_tail { 1 } else { 2 });

@@ -51,6 +51,7 @@ fn options(full_verify: bool, repair_checksum_tail: bool) -> OpenOptions {
             full_verify,
         },
         repair_checksum_tail,
+        use_clean_shutdown: false,
     }
 }
 

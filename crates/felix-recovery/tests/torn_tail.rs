@@ -197,6 +197,7 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
             &OpenOptions {
                 inspect: options(),
                 repair_checksum_tail: false,
+                use_clean_shutdown: false,
             },
         )
         .unwrap_or_else(|e| panic!("cut at {len}: {e}"));
@@ -264,6 +265,7 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
             &OpenOptions {
                 inspect: options(),
                 repair_checksum_tail: false,
+                use_clean_shutdown: false,
             },
         )
         .unwrap();
@@ -296,6 +298,7 @@ fn open_newest_segment_cut_at_record_boundary_modifies_no_record_bytes() {
             &OpenOptions {
                 inspect: options(),
                 repair_checksum_tail: false,
+                use_clean_shutdown: false,
             },
         )
         .unwrap();

@@ -145,14 +145,16 @@ impl Store {
         Ok(names)
     }
 
-    /// Stops background work and syncs every open shard.
+    /// Stops background work and closes every open shard cleanly (see
+    /// [`Shard::close`](crate::Shard::close)): everything durable, and a clean-shutdown file per
+    /// shard so the next open is quick.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
         let shards: Vec<_> = lock(&self.inner.shards).values().cloned().collect();
         let mut first_error = None;
         for shard in shards {
-            if let Err(err) = shard.sync() {
-                tracing::error!(shard = shard.label(), error = %err, "sync on close failed");
+            if let Err(err) = shard.close() {
+                tracing::error!(shard = shard.label(), error = %err, "closing the shard failed");
                 first_error.get_or_insert(err);
             }
         }

@@ -23,12 +23,24 @@ const SAMPLED_PLANS: usize = 48;
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
-    Append { count: u64, len: usize },
+    Append {
+        count: u64,
+        len: usize,
+    },
     Sync,
-    Truncate { back: u64 },
-    Retention { max_bytes: u64 },
+    Truncate {
+        back: u64,
+    },
+    Retention {
+        max_bytes: u64,
+    },
     Generation,
     Reopen,
+    /// `Shard::close` (a clean-shutdown file), then keep writing: the next
+    /// open meets a record the later writes made stale.
+    Close,
+    /// `Shard::close`, then reopen trusting the record.
+    CloseReopen,
 }
 
 /// A small deterministic generator (xorshift64*), so every failure names a
@@ -51,7 +63,7 @@ impl Rng {
 fn workload(seed: u64, len: usize) -> Vec<Op> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     (0..len)
-        .map(|_| match rng.below(12) {
+        .map(|_| match rng.below(13) {
             0..=5 => Op::Append {
                 count: 1 + rng.below(3),
                 len: rng.below(60) as usize,
@@ -62,7 +74,9 @@ fn workload(seed: u64, len: usize) -> Vec<Op> {
                 max_bytes: 300 + rng.below(600),
             },
             9 => Op::Generation,
-            _ => Op::Reopen,
+            10 => Op::Reopen,
+            11 => Op::Close,
+            _ => Op::CloseReopen,
         })
         .collect()
 }
@@ -208,6 +222,21 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op]) -> Model {
                     model.histories.push(next);
                 }
                 shard.begin_generation(generation).is_ok()
+            }
+            Op::Close => shard.close().is_ok(),
+            Op::CloseReopen => {
+                if shard.close().is_err() {
+                    break;
+                }
+                model.ack_below(shard.durable_offset());
+                drop(shard);
+                match Shard::open_in(&handle, Path::new(DIR), "sim", config(durability, None), 0) {
+                    Ok(reopened) => {
+                        shard = reopened;
+                        true
+                    }
+                    Err(_) => break,
+                }
             }
             Op::Reopen => {
                 drop(shard);

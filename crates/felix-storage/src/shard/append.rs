@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
+use felix_format::clean::CleanSegment;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
+use felix_recovery::write_clean_shutdown_in;
 use felix_segment::{Record, SegmentWriter};
 
 use super::commit::{Commit, unpark_all};
@@ -194,6 +196,50 @@ impl Shard {
             tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
         }
         self.wait_durable(u64::MAX)
+    }
+
+    /// Closes the shard cleanly: everything written becomes durable, the
+    /// active segment's index is brought up to date, and a clean-shutdown
+    /// file records the segments, so that the next open takes the sealed
+    /// ones as listed instead of opening each (a shard of 10,000 segments
+    /// opens in a few milliseconds; see docs/performance.md).
+    ///
+    /// The shard stays usable: writing after `close` leaves a record that
+    /// the next open recognises as stale (the segment files changed) or
+    /// that still describes the sealed segments exactly, because sealed
+    /// segment files never change while their names exist. A failure
+    /// stops writes, like any failed sync.
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+    /// shard.append(&[Record::new(1, "kept")])?;
+    /// shard.close()?;
+    /// drop(shard);
+    /// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+    /// assert_eq!(shard.read(0, 1 << 20)?[0].payload, "kept");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<()> {
+        self.sync()?;
+        // The writer lock keeps appends and rolls out while the segments
+        // are listed and recorded.
+        let _state = self.writer_state();
+        self.check_poison()?;
+        let segments: Vec<CleanSegment> = self
+            .segments()
+            .into_iter()
+            .map(|s| CleanSegment {
+                id: s.id,
+                base_offset: s.base_offset,
+                next_offset: s.next_offset,
+                len: s.len,
+            })
+            .collect();
+        write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+            .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
 
     pub(crate) fn check_poison(&self) -> Result<()> {

@@ -91,8 +91,8 @@ pub(crate) struct WriterState {
 }
 
 impl Drop for Shard {
-    /// Stops the flusher thread; nothing is synced here (close the store,
-    /// or call [`Shard::sync`], for that).
+    /// Stops the flusher thread; nothing is synced here (call
+    /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
     fn drop(&mut self) {
         self.commit.stop();
     }
@@ -192,6 +192,7 @@ impl Shard {
                 full_verify: false,
             },
             repair_checksum_tail: config.repair_checksum_tail,
+            use_clean_shutdown: true,
         };
         let recovered = open_shard_in(fs, dir, &label, &options)?;
         for finding in &recovered.inspection.findings {
@@ -199,6 +200,9 @@ impl Shard {
         }
         for action in &recovered.actions {
             tracing::warn!(action = %action, "recovery action");
+        }
+        for note in &recovered.inspection.notes {
+            tracing::info!(note = %note, "recovery note");
         }
         let segment_config = segment_config(&config);
         let seg_err = |source| StorageError::Segment {

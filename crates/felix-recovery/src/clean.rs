@@ -1,0 +1,200 @@
+//! The clean-shutdown file: written when a shard is closed cleanly, trusted
+//! by the next open instead of opening every sealed segment, and removed
+//! by that open before anything is written.
+//!
+//! Why trusting it is safe: sealed segment files never change while their
+//! names exist (a segment is sealed durably before the next one is created;
+//! retention and truncation remove whole files; repair only ever touches
+//! the newest segment), and segment ids only grow. So if the directory
+//! holds exactly the segment files the record lists, the sealed ones are
+//! the files it describes — however stale the record — and the newest one
+//! is scanned in full as after any crash. Any other listing, and any record
+//! that does not decode, falls back to inspecting every segment.
+
+use std::io;
+use std::path::Path;
+
+use felix_format::clean::{
+    CleanSegment, CleanShutdownDecodeError, MAX_CLEAN_SHUTDOWN_FILE_LEN, decode_clean_shutdown,
+    encode_clean_shutdown,
+};
+use felix_io::{FileSystem, OpenMode};
+use felix_segment::SegmentError;
+
+use crate::error::RecoveryError;
+use crate::inspect::{InspectOptions, Inspection, SegmentSummary};
+use crate::report::Note;
+
+/// Name of the clean-shutdown file in a shard directory.
+pub const CLEAN_SHUTDOWN_FILE_NAME: &str = "clean-shutdown";
+/// Name of its temporary while it is written.
+pub const CLEAN_SHUTDOWN_TEMP_FILE_NAME: &str = "clean-shutdown.tmp";
+
+/// Why a clean-shutdown file present in a shard directory was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CleanShutdownUnused {
+    /// Its bytes do not decode.
+    #[error("it does not decode: {0}")]
+    Invalid(CleanShutdownDecodeError),
+    /// It is larger than any valid file.
+    #[error("it is {len} bytes, larger than any valid one")]
+    TooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// It could not be read.
+    #[error("it could not be read: {0}")]
+    Unreadable(String),
+    /// The directory's segment files are not the ones it lists: the shard
+    /// was written after it.
+    #[error("the directory's {found} segment file(s) are not the {listed} it lists")]
+    Stale {
+        /// Segments it lists.
+        listed: usize,
+        /// Segment files in the directory.
+        found: usize,
+    },
+    /// Opening was asked to verify every segment.
+    #[error("every segment was asked to be verified")]
+    FullVerify,
+}
+
+/// Writes the clean-shutdown file for `segments` (in id order, the active
+/// one last) into `dir`: temporary, `fsync`, rename, directory `fsync`, so
+/// a crash leaves either no file or a whole one.
+///
+/// ```
+/// use felix_format::clean::CleanSegment;
+/// use felix_io::FileSystem;
+/// use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, write_clean_shutdown_in};
+///
+/// let dir = tempfile::tempdir()?;
+/// let segments = [CleanSegment { id: 0, base_offset: 0, next_offset: 0, len: 32 }];
+/// write_clean_shutdown_in(&FileSystem::os(), dir.path(), &segments)?;
+/// assert!(dir.path().join(CLEAN_SHUTDOWN_FILE_NAME).exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_clean_shutdown_in(
+    fs: &FileSystem,
+    dir: &Path,
+    segments: &[CleanSegment],
+) -> Result<(), RecoveryError> {
+    let temp_path = dir.join(CLEAN_SHUTDOWN_TEMP_FILE_NAME);
+    let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
+    let io_err =
+        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(SegmentError::io(op, at, e));
+    let mut bytes = Vec::new();
+    // A shard's segments always form a valid list; a refusal here is a
+    // broken invariant, reported rather than written.
+    encode_clean_shutdown(segments, &mut bytes)
+        .map_err(|e| io_err("encode clean-shutdown", &temp_path, io::Error::other(e)))?;
+    let temp = fs
+        .open(&temp_path, OpenMode::CreateTruncate)
+        .map_err(|e| io_err("create", &temp_path, e))?;
+    temp.write_all_at(&bytes, 0)
+        .map_err(|e| io_err("write", &temp_path, e))?;
+    // The data must be durable before the name: otherwise a crash could
+    // leave the final name on a partial file (which would only be ignored,
+    // but then the work of closing cleanly is lost).
+    temp.sync_all()
+        .map_err(|e| io_err("fsync", &temp_path, e))?;
+    drop(temp);
+    fs.rename(&temp_path, &path)
+        .map_err(|e| io_err("rename", &temp_path, e))?;
+    fs.sync_dir(dir)
+        .map_err(|e| io_err("fsync directory", dir, e))
+}
+
+/// Reads the clean-shutdown file of `dir`: `None` when there is none.
+pub(crate) fn load(
+    fs: &FileSystem,
+    dir: &Path,
+) -> Option<Result<Vec<CleanSegment>, CleanShutdownUnused>> {
+    let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
+    let file = match fs.open(&path, OpenMode::Read) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(Err(CleanShutdownUnused::Unreadable(e.to_string()))),
+    };
+    let read = || -> Result<Vec<CleanSegment>, CleanShutdownUnused> {
+        let len = file
+            .file_len()
+            .map_err(|e| CleanShutdownUnused::Unreadable(e.to_string()))?;
+        let size = usize::try_from(len)
+            .ok()
+            .filter(|&n| n <= MAX_CLEAN_SHUTDOWN_FILE_LEN)
+            .ok_or(CleanShutdownUnused::TooLarge { len })?;
+        let mut bytes = vec![0u8; size];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| CleanShutdownUnused::Unreadable(e.to_string()))?;
+        decode_clean_shutdown(&bytes).map_err(CleanShutdownUnused::Invalid)
+    };
+    Some(read())
+}
+
+/// Removes the clean-shutdown file and its temporary, if present, and makes
+/// the removal durable: once a shard is open for writing, the record no
+/// longer describes it.
+pub(crate) fn remove_in(fs: &FileSystem, dir: &Path) -> Result<(), RecoveryError> {
+    let mut removed = false;
+    for name in [CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME] {
+        let path = dir.join(name);
+        match fs.remove_file(&path) {
+            Ok(()) => removed = true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(RecoveryError::Io(SegmentError::io("remove", &path, e))),
+        }
+    }
+    if removed {
+        fs.sync_dir(dir)
+            .map_err(|e| RecoveryError::Io(SegmentError::io("fsync directory", dir, e)))?;
+    }
+    Ok(())
+}
+
+/// The clean-shutdown record's segments when it can be trusted for this
+/// listing, noting why not otherwise.
+pub(crate) fn trusted_sealed(
+    inspection: &mut Inspection,
+    ids: &[u64],
+    options: &InspectOptions,
+) -> Option<Vec<CleanSegment>> {
+    let unused = |inspection: &mut Inspection, reason| {
+        inspection.notes.push(Note::CleanShutdownUnused { reason });
+        None
+    };
+    if options.full_verify {
+        return unused(inspection, CleanShutdownUnused::FullVerify);
+    }
+    match crate::clean::load(&inspection.fs, &inspection.dir)? {
+        Ok(listed) if listed.iter().map(|s| s.id).eq(ids.iter().copied()) => {
+            inspection.notes.push(Note::CleanShutdownUsed {
+                sealed: listed.len().saturating_sub(1),
+            });
+            Some(listed)
+        }
+        Ok(listed) => unused(
+            inspection,
+            CleanShutdownUnused::Stale {
+                listed: listed.len(),
+                found: ids.len(),
+            },
+        ),
+        Err(reason) => unused(inspection, reason),
+    }
+}
+
+/// A sealed segment as a trusted clean-shutdown record describes it.
+pub(crate) fn trusted_summary(s: &CleanSegment) -> SegmentSummary {
+    SegmentSummary {
+        id: s.id,
+        base_offset: Some(s.base_offset),
+        next_offset: Some(s.next_offset),
+        file_len: s.len,
+        valid_len: s.len,
+        newest: false,
+        // Not loaded here: a read loads (or rebuilds) it on first use.
+        index_ok: true,
+        removed: false,
+    }
+}
