@@ -14,6 +14,9 @@ pub struct ShardStats {
     pub bytes_appended: u64,
     /// Append calls (batches).
     pub appends: u64,
+    /// `write` calls those appends made: fewer than `appends` when
+    /// concurrent on-commit appends were combined into one `write`.
+    pub writes: u64,
     /// `fdatasync` calls made for durability (group commits and explicit
     /// syncs; seals not included).
     pub syncs: u64,
@@ -39,6 +42,16 @@ impl ShardStats {
             self.synced_appends as f64 / self.syncs as f64
         }
     }
+
+    /// Average appends written by one `write`: the measure of how well
+    /// concurrent on-commit appends are combined.
+    pub fn appends_per_write(&self) -> f64 {
+        if self.writes == 0 {
+            0.0
+        } else {
+            self.appends as f64 / self.writes as f64
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +59,7 @@ pub(crate) struct Counters {
     pub(crate) records_appended: AtomicU64,
     pub(crate) bytes_appended: AtomicU64,
     pub(crate) appends: AtomicU64,
+    pub(crate) writes: AtomicU64,
     pub(crate) rolls: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
 }
@@ -67,6 +81,7 @@ impl Counters {
             records_appended: self.records_appended.load(Relaxed),
             bytes_appended: self.bytes_appended.load(Relaxed),
             appends: self.appends.load(Relaxed),
+            writes: self.writes.load(Relaxed),
             syncs,
             synced_appends,
             rolls: self.rolls.load(Relaxed),

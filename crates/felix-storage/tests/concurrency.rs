@@ -79,15 +79,22 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
     }
     let stats = shard.stats();
     println!(
-        "syncs {} for {} appends: {:.2} appends per sync",
+        "syncs {} for {} appends: {:.2} appends per sync; {} writes: {:.2} appends per write",
         stats.syncs,
         stats.synced_appends,
-        stats.appends_per_sync()
+        stats.appends_per_sync(),
+        stats.writes,
+        stats.appends_per_write()
     );
     assert!(
         stats.appends_per_sync() > 1.0,
         "group commit shares syncs: {stats:?}"
     );
+    assert!(
+        stats.appends_per_write() > 1.0,
+        "concurrent appends share writes: {stats:?}"
+    );
+    assert_eq!(stats.appends, (THREADS * PER_THREAD) as u64);
     drop(shard);
 
     let reopened = open(dir.path(), config(16 * 1024, Durability::OnCommit));
@@ -97,4 +104,106 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
             payload.as_bytes()
         );
     }
+}
+
+/// Combined on-commit appends (`append`) racing direct ones (`append_nowait`,
+/// which write queued batches first) and syncs, on segments small enough to
+/// roll every few batches: offsets stay unique and contiguous, no batch is
+/// split across segments, and every record reads back, before and after a
+/// reopen.
+#[test]
+fn combined_and_direct_appends_with_rolls_keep_batches_whole() {
+    const COMBINED: usize = 8;
+    const DIRECT: usize = 2;
+    const PER_THREAD: usize = 30;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || config(1024, Durability::OnCommit);
+    let shard = Arc::new(open(dir.path(), cfg()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let syncer = {
+        let (shard, stop) = (Arc::clone(&shard), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                shard.sync().unwrap();
+            }
+        })
+    };
+    let writers: Vec<_> = (0..COMBINED + DIRECT)
+        .map(|t| {
+            let shard = Arc::clone(&shard);
+            std::thread::spawn(move || {
+                let mut batches = Vec::new();
+                for i in 0..PER_THREAD {
+                    let count = 1 + (t + i) % 4;
+                    let payloads: Vec<String> =
+                        (0..count).map(|k| format!("t{t}-{i}-{k}.")).collect();
+                    let records: Vec<Record> =
+                        payloads.iter().map(|p| Record::new(1, p.clone())).collect();
+                    let receipt = if t < COMBINED {
+                        shard.append(&records).unwrap()
+                    } else {
+                        let receipt = shard.append_nowait(&records).unwrap();
+                        shard.wait_durable(receipt.last_offset + 1).unwrap();
+                        receipt
+                    };
+                    assert_eq!(receipt.last_offset - receipt.first_offset + 1, count as u64);
+                    assert!(shard.durable_offset() > receipt.last_offset);
+                    batches.push((receipt.first_offset, payloads));
+                }
+                batches
+            })
+        })
+        .collect();
+    let batches: Vec<(u64, Vec<String>)> = writers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    syncer.join().unwrap();
+
+    let mut offsets: Vec<u64> = batches
+        .iter()
+        .flat_map(|(first, p)| *first..*first + p.len() as u64)
+        .collect();
+    offsets.sort_unstable();
+    let total = offsets.len() as u64;
+    assert_eq!(
+        offsets,
+        (0..total).collect::<Vec<_>>(),
+        "unique and contiguous"
+    );
+    let segments = shard.segments();
+    assert!(
+        segments.len() > 5,
+        "{} segments: rolls happened",
+        segments.len()
+    );
+    let segment_of = |offset: u64| {
+        segments
+            .iter()
+            .find(|s| s.base_offset <= offset && offset < s.next_offset)
+            .map(|s| s.id)
+    };
+    for (first, payloads) in &batches {
+        let last = first + payloads.len() as u64 - 1;
+        assert_eq!(
+            segment_of(*first),
+            segment_of(last),
+            "batch at {first} split"
+        );
+    }
+    let stats = shard.stats();
+    assert!(stats.writes <= stats.appends, "{stats:?}");
+    let check = |shard: &felix_storage::Shard| {
+        for (first, payloads) in &batches {
+            let got = shard.read(*first, u64::MAX).unwrap();
+            for (k, p) in payloads.iter().enumerate() {
+                assert_eq!(got[k].offset, first + k as u64);
+                assert_eq!(got[k].payload, p.as_bytes());
+            }
+        }
+    };
+    check(&shard);
+    drop(shard);
+    check(&open(dir.path(), cfg()));
 }

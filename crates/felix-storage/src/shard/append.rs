@@ -29,11 +29,13 @@ impl Shard {
     /// the batch; concurrent appenders share syncs. An empty batch or an
     /// oversized payload is rejected before anything is written.
     pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
-        let receipt = self.append_nowait(records)?;
         if self.config.durability == Durability::OnCommit {
-            self.wait_durable(receipt.last_offset + 1)?;
+            // Concurrent on-commit appends share a `write` as well as a sync
+            // (see `combine.rs`).
+            self.check_batch(records.iter().map(|r| r.payload.len()))?;
+            return self.append_combined(records);
         }
-        Ok(receipt)
+        self.append_nowait(records)
     }
 
     /// Appends a batch without waiting for durability, whatever the policy:
@@ -85,6 +87,17 @@ impl Shard {
         {
             self.roll(state)?;
         }
+        self.write_run(state, records, 1)
+    }
+
+    /// Writes `batches` whole batches that fit the active segment in one
+    /// `write`, and publishes them to readers and to group commit.
+    pub(super) fn write_run(
+        &self,
+        state: &mut WriterState,
+        records: &[Record],
+        batches: u64,
+    ) -> Result<AppendReceipt> {
         let appended = match state.writer.append(records) {
             Ok(appended) => appended,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
@@ -92,9 +105,14 @@ impl Shard {
         let max_ts = records.iter().map(|r| r.timestamp_micros).max();
         state.active_max_timestamp = state.active_max_timestamp.max(max_ts);
         self.publish(&state.writer);
+        let bytes: u64 = records
+            .iter()
+            .map(|r| record_encoded_len(r.payload.len() as u32))
+            .sum();
         Counters::add(&self.counters.records_appended, records.len() as u64);
-        Counters::add(&self.counters.bytes_appended, batch_bytes);
-        Counters::add(&self.counters.appends, 1);
+        Counters::add(&self.counters.bytes_appended, bytes);
+        Counters::add(&self.counters.appends, batches);
+        Counters::add(&self.counters.writes, 1);
         Ok(AppendReceipt {
             first_offset: appended.first_offset,
             last_offset: appended.last_offset,
@@ -113,7 +131,7 @@ impl Shard {
     /// The old segment is synced, its index written and its preallocation
     /// trimmed before the new segment exists; the new segment's header and
     /// directory entry are synced before any record is written to it.
-    fn roll(&self, state: &mut WriterState) -> Result<()> {
+    pub(super) fn roll(&self, state: &mut WriterState) -> Result<()> {
         let span =
             tracing::info_span!("roll", shard = %self.label, segment = state.next_segment_id);
         let _entered = span.enter();

@@ -55,6 +55,10 @@ pub(crate) struct Commit {
     /// moves backwards in `reset_log`, under the commit lock, so a reader
     /// holding the commit lock sees it consistent with `log_epoch`.
     written: AtomicU64,
+    /// One past the last offset assigned: `written` plus on-commit batches
+    /// queued for the combining leader (`combine.rs`). Waits are clamped to
+    /// it, not to `written`, so a queued batch is waited for.
+    assigned: AtomicU64,
     state: Mutex<CommitState>,
     /// Wakes the flusher when a waiter needs a sync, or at shutdown.
     work: Condvar,
@@ -71,6 +75,7 @@ impl Commit {
         Self {
             label,
             written: AtomicU64::new(next_offset),
+            assigned: AtomicU64::new(next_offset),
             state: Mutex::new(CommitState {
                 durable: next_offset,
                 handle,
@@ -141,6 +146,26 @@ impl Commit {
         self.written.store(written, Release);
     }
 
+    /// Publishes how far offsets are assigned (under the queue lock).
+    pub(crate) fn set_assigned(&self, assigned: u64) {
+        self.assigned.store(assigned, Release);
+    }
+
+    fn assigned(&self) -> u64 {
+        self.assigned.load(Acquire)
+    }
+
+    /// Wakes an idle flusher when appenders are waiting: called after
+    /// queued batches were written by someone who will not wait for them.
+    pub(crate) fn poke(&self) {
+        let mut state = self.lock();
+        if state.flusher_idle && !state.waiters.is_empty() {
+            state.flusher_idle = false;
+            drop(state);
+            self.work.notify_one();
+        }
+    }
+
     /// Takes every waiter the durable offset now covers, to be unparked
     /// with [`unpark_all`] once the commit lock is released: an unpark is a
     /// system call, and holding the lock across dozens of them stalls every
@@ -168,6 +193,8 @@ impl Commit {
         let mut state = self.lock();
         state.log_epoch += 1;
         self.set_written(written);
+        // The queue is drained and held by whoever cut the log.
+        self.set_assigned(written);
         state.durable = state.durable.min(written);
         state.handle = handle;
         for (target, _) in &mut state.waiters {
@@ -188,12 +215,15 @@ impl Commit {
             // Clamped, so a target past the log end never keeps the flusher
             // syncing for records that do not exist (and re-clamped on every
             // check: a truncation may cut the log below `offset`).
-            let target = offset.min(self.written());
+            let target = offset.min(self.assigned());
             if state.durable >= target {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Ok(());
             }
-            if state.syncing || !state.waiters.is_empty() {
+            // Someone else is syncing or waiting, or the batch is still
+            // queued for the combining leader: hand off to the flusher,
+            // which the leader pokes once it has written.
+            if state.syncing || !state.waiters.is_empty() || self.written() < target {
                 break;
             }
             // Nobody else is waiting or syncing: sync here rather than hand
@@ -206,7 +236,7 @@ impl Commit {
             state = self.lock();
         }
         self.ensure_flusher()?;
-        let target = offset.min(self.written());
+        let target = offset.min(self.assigned());
         let me = std::thread::current();
         let my_id = me.id();
         state.waiters.push((target, me));
@@ -222,8 +252,12 @@ impl Commit {
             std::thread::park();
             state = self.lock();
             self.check_poison()?;
-            if state.durable >= offset.min(self.written()) {
-                state.waiters.retain(|(_, t)| t.id() != my_id);
+            // Covered means taken off the list by whoever advanced `durable`
+            // past the target registered above. Re-clamping the target to
+            // what is assigned now would be wrong: appends since then may
+            // have raised it, and a waiter that parked again after being
+            // taken off the list would never be woken.
+            if !state.waiters.iter().any(|(_, t)| t.id() == my_id) {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Ok(());
             }
@@ -305,7 +339,10 @@ impl Commit {
                 return;
             }
             let durable = state.durable;
-            let needed = state.waiters.iter().any(|(target, _)| *target > durable);
+            // Only a sync that covers something new helps a waiter: one
+            // whose batch is still queued waits for the leader's poke.
+            let needed = self.written() > durable
+                && state.waiters.iter().any(|(target, _)| *target > durable);
             if state.syncing || !needed {
                 state.flusher_idle = true;
                 state = self

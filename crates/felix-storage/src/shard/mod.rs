@@ -5,15 +5,18 @@
 //!
 //! 1. `writer` — held by appends, rolls, truncation and retention, across
 //!    the `write` system call. Readers never take it.
-//! 2. `view` — what readers see (segments, the active segment's limit and
+//! 2. `queue` — on-commit appends waiting to be written (see `combine.rs`).
+//!    Appenders take it alone, briefly; holders of `writer` take it after.
+//! 3. `view` — what readers see (segments, the active segment's limit and
 //!    index). Held only to copy a few fields out or to publish an append;
 //!    never across a system call, so a slow disk never blocks a reader.
-//! 3. `commit` — group commit's state (see `commit.rs`). Never held across
+//! 4. `commit` — group commit's state (see `commit.rs`). Never held across
 //!    `fdatasync`: the syncing thread (the flusher, or a lone appender)
 //!    releases it, so appenders keep writing while a sync is in flight, and
 //!    the next sync covers everything they wrote.
 
 mod append;
+mod combine;
 mod commit;
 mod read;
 mod replica;
@@ -88,6 +91,8 @@ pub(crate) struct WriterState {
     pub(crate) writer: SegmentWriter,
     pub(crate) next_segment_id: u64,
     pub(crate) active_max_timestamp: Option<u64>,
+    /// Buffers for writing queued batches, kept between uses.
+    pub(crate) spare: combine::Spare,
 }
 
 impl Drop for Shard {
@@ -135,6 +140,7 @@ pub struct Shard {
     dir: PathBuf,
     config: StoreConfig,
     writer: Mutex<WriterState>,
+    queue: Mutex<combine::Queue>,
     view: RwLock<View>,
     commit: Arc<Commit>,
     epochs: Mutex<EpochHistory>,
@@ -297,7 +303,9 @@ impl Shard {
                 writer,
                 next_segment_id,
                 active_max_timestamp: None,
+                spare: combine::Spare::default(),
             }),
+            queue: Mutex::new(combine::Queue::new(next_offset)),
             view: RwLock::new(view),
             commit,
             epochs: Mutex::new(history),
@@ -392,12 +400,6 @@ impl Shard {
     fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
         self.view
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn writer_state(&self) -> MutexGuard<'_, WriterState> {
-        self.writer
-            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 

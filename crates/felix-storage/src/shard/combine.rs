@@ -1,0 +1,225 @@
+//! Write combining for on-commit appends: concurrent batches share one
+//! `write`, as they share one `fdatasync` in `commit.rs`.
+//!
+//! An on-commit appender does not take the writer lock. It takes the short
+//! `queue` lock, is assigned its offsets there, copies its records (payloads
+//! are `Bytes`, so a copy is a reference count) into the queue, and leaves.
+//! The first appender to find no leader becomes the leader: it takes the
+//! writer lock and writes whatever has queued, in one `write` per segment,
+//! until the queue is empty. Everyone then waits for durability as before,
+//! so an appender that is not the leader parks once per append and never
+//! touches the writer lock or makes a system call of its own.
+//!
+//! Offsets are assigned in the queue, so everything else that writes must
+//! agree with it: [`WriterGuard`], the only way to the writer lock besides
+//! the leader's, also locks the queue, writes what it holds first, and keeps
+//! it locked while held, so a direct append, truncation or roll sees a
+//! writer whose next offset is the queue's.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::MutexGuard;
+
+use felix_format::record_encoded_len;
+use felix_segment::Record;
+
+use super::append::AppendReceipt;
+use super::{Shard, WriterState};
+use crate::error::Result;
+
+/// Batches assigned offsets but not yet written.
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    /// Queued records, contiguous from `next - records.len()`.
+    records: Vec<Record>,
+    /// Where each batch ends in `records` (a batch is never split across
+    /// segments, so rolls need the boundaries).
+    ends: Vec<usize>,
+    /// The offset the next queued record gets: the writer's next offset plus
+    /// everything queued or being written by the leader.
+    next: u64,
+    /// Whether a leader is writing; it drains until the queue is empty.
+    leading: bool,
+}
+
+impl Queue {
+    pub(crate) fn new(next: u64) -> Self {
+        Self {
+            next,
+            ..Self::default()
+        }
+    }
+}
+
+/// The leader's (or a guard's) spare buffers, swapped with the queue's so
+/// neither allocates once warm.
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    records: Vec<Record>,
+    ends: Vec<usize>,
+}
+
+/// The writer lock with the queue drained and held: see the module docs.
+pub(crate) struct WriterGuard<'a> {
+    shard: &'a Shard,
+    state: MutexGuard<'a, WriterState>,
+    queue: MutexGuard<'a, Queue>,
+}
+
+impl Deref for WriterGuard<'_> {
+    type Target = WriterState;
+
+    fn deref(&self) -> &WriterState {
+        &self.state
+    }
+}
+
+impl DerefMut for WriterGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WriterState {
+        &mut self.state
+    }
+}
+
+impl Drop for WriterGuard<'_> {
+    /// Whatever the holder did (appended, truncated, reset), the queue
+    /// continues from the writer's next offset.
+    fn drop(&mut self) {
+        self.queue.next = self.state.writer.next_offset();
+        self.shard.commit.set_assigned(self.queue.next);
+    }
+}
+
+impl Shard {
+    /// Takes the writer lock and the queue, writing whatever is queued first.
+    /// A failure to write poisons the shard; holders check for that.
+    pub(crate) fn writer_state(&self) -> WriterGuard<'_> {
+        let mut state = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut queue = self.queue();
+        if !queue.records.is_empty() {
+            let mut spare = std::mem::take(&mut state.spare);
+            std::mem::swap(&mut spare.records, &mut queue.records);
+            std::mem::swap(&mut spare.ends, &mut queue.ends);
+            // An error has poisoned the shard, which the holder sees.
+            let _ = self.write_batches(&mut state, &spare);
+            spare.records.clear();
+            spare.ends.clear();
+            state.spare = spare;
+            // Their appenders may be parked waiting for a sync of them.
+            self.commit.poke();
+        }
+        WriterGuard {
+            shard: self,
+            state,
+            queue,
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An on-commit append through the queue (see the module docs). The
+    /// batch has been validated.
+    pub(crate) fn append_combined(&self, records: &[Record]) -> Result<AppendReceipt> {
+        let (receipt, lead) = {
+            let mut queue = self.queue();
+            self.check_poison()?;
+            let first_offset = queue.next;
+            queue.records.extend_from_slice(records);
+            let end = queue.records.len();
+            queue.ends.push(end);
+            queue.next += records.len() as u64;
+            self.commit.set_assigned(queue.next);
+            let lead = !std::mem::replace(&mut queue.leading, true);
+            let receipt = AppendReceipt {
+                first_offset,
+                last_offset: queue.next - 1,
+            };
+            (receipt, lead)
+        };
+        if lead {
+            self.lead()?;
+        }
+        self.wait_durable(receipt.last_offset + 1)?;
+        Ok(receipt)
+    }
+
+    /// Writes what is queued until the queue is empty, then gives up the
+    /// lead. Appenders that queue meanwhile are written by the next round.
+    fn lead(&self) -> Result<()> {
+        loop {
+            let mut state = self
+                .writer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut spare = std::mem::take(&mut state.spare);
+            {
+                let mut queue = self.queue();
+                if queue.records.is_empty() {
+                    queue.leading = false;
+                    state.spare = spare;
+                    return Ok(());
+                }
+                std::mem::swap(&mut spare.records, &mut queue.records);
+                std::mem::swap(&mut spare.ends, &mut queue.ends);
+            }
+            // The queue is free again: appenders queue behind this write.
+            let written = self.write_batches(&mut state, &spare);
+            spare.records.clear();
+            spare.ends.clear();
+            state.spare = spare;
+            drop(state);
+            if let Err(err) = written {
+                // Poisoned: nothing queued will ever be written, and every
+                // waiter has been woken to the error.
+                self.queue().leading = false;
+                return Err(err);
+            }
+            self.commit.poke();
+        }
+    }
+
+    /// Writes queued batches at the writer's end: consecutive batches that
+    /// fit the active segment in one `write`, rolling between batches as
+    /// single appends would.
+    fn write_batches(&self, state: &mut WriterState, batches: &Spare) -> Result<()> {
+        self.check_poison()?;
+        let limit = self.config.segment_size_bytes;
+        let mut run_start = 0;
+        let mut run_bytes = 0u64;
+        let mut run_batches = 0u64;
+        let mut start = 0;
+        for &end in &batches.ends {
+            let batch = batches.records.get(start..end).unwrap_or_default();
+            let bytes: u64 = batch
+                .iter()
+                .map(|r| record_encoded_len(r.payload.len() as u32))
+                .sum();
+            let nonempty = !state.writer.is_empty() || run_batches > 0;
+            if nonempty && state.writer.len() + run_bytes + bytes > limit {
+                if run_batches > 0 {
+                    let run = batches.records.get(run_start..start).unwrap_or_default();
+                    self.write_run(state, run, run_batches)?;
+                }
+                if !state.writer.is_empty() {
+                    self.roll(state)?;
+                }
+                run_start = start;
+                run_bytes = 0;
+                run_batches = 0;
+            }
+            run_bytes += bytes;
+            run_batches += 1;
+            start = end;
+        }
+        if run_batches > 0 {
+            let run = batches.records.get(run_start..start).unwrap_or_default();
+            self.write_run(state, run, run_batches)?;
+        }
+        Ok(())
+    }
+}
