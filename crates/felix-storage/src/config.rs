@@ -45,6 +45,12 @@ pub struct StoreConfig {
     pub preallocate: bool,
     /// When appends become durable.
     pub durability: Durability,
+    /// With [`Durability::None`] or [`Durability::Periodic`], sync in the
+    /// background after every this many bytes appended, so dirty data does
+    /// not pile up: a roll must make the whole segment durable before the
+    /// next one exists, and without this a 1 GiB segment's seal stalls
+    /// appends for the time it takes to write 1 GiB. `None`: never.
+    pub writeback_bytes: Option<u64>,
     /// When old segments are deleted.
     pub retention: Retention,
     /// On open, also truncate damage that may be rot of an acknowledged
@@ -59,6 +65,7 @@ impl Default for StoreConfig {
             index_spacing_bytes: 4096,
             preallocate: true,
             durability: Durability::OnCommit,
+            writeback_bytes: Some(64 << 20),
             retention: Retention::default(),
             repair_checksum_tail: false,
         }

@@ -17,8 +17,8 @@ pub struct ShardStats {
     /// `write` calls those appends made: fewer than `appends` when
     /// concurrent on-commit appends were combined into one `write`.
     pub writes: u64,
-    /// `fdatasync` calls made for durability (group commits and explicit
-    /// syncs; seals not included).
+    /// `fdatasync` calls made for durability (group commits, explicit syncs
+    /// and background writeback; seals not included).
     pub syncs: u64,
     /// Appends whose durability waited on a sync.
     pub synced_appends: u64,

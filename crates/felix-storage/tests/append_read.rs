@@ -5,7 +5,7 @@ mod common;
 use bytes::Bytes;
 use common::{config, open, payload, read_all, records, segment_files};
 use felix_format::MAX_PAYLOAD_BYTES;
-use felix_storage::{Durability, Record, StorageError};
+use felix_storage::{Durability, Record, StorageError, StoreConfig};
 
 #[test]
 fn append_assigns_contiguous_offsets_and_reads_return_them() {
@@ -165,6 +165,32 @@ fn durability_none_advances_durable_offset_only_on_sync() {
     assert_eq!(shard.durable_offset(), 0);
     shard.sync().unwrap();
     assert_eq!(shard.durable_offset(), 4);
+    assert_eq!(shard.stats().syncs, 1);
+}
+
+#[test]
+fn durability_none_writes_back_in_the_background_every_writeback_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(
+        dir.path(),
+        StoreConfig {
+            writeback_bytes: Some(1024),
+            ..config(1 << 20, Durability::None)
+        },
+    );
+    // 20 records of 68 bytes: 1,360 bytes, past the threshold once.
+    shard.append(&records(0, 20, 40)).unwrap();
+    // Nobody waits, yet the flusher syncs what was written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while shard.durable_offset() < 20 {
+        assert!(std::time::Instant::now() < deadline, "never written back");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(shard.stats().syncs, 1);
+    // Below the threshold again: nothing is asked for.
+    shard.append(&records(20, 1, 40)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(shard.durable_offset(), 20);
     assert_eq!(shard.stats().syncs, 1);
 }
 

@@ -63,6 +63,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
         index_spacing_bytes: 128,
         preallocate: false,
         durability: Durability::None,
+        writeback_bytes: None,
         retention: Retention {
             max_bytes,
             ..Retention::default()

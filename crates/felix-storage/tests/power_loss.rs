@@ -87,6 +87,7 @@ fn config(durability: Durability, retention_bytes: Option<u64>) -> StoreConfig {
         index_spacing_bytes: 64,
         preallocate: false,
         durability,
+        writeback_bytes: None,
         retention: Retention {
             max_bytes: retention_bytes,
             ..Retention::default()

@@ -20,6 +20,7 @@ fn config(retention_bytes: Option<u64>) -> StoreConfig {
         index_spacing_bytes: 64,
         preallocate: false,
         durability: Durability::OnCommit,
+        writeback_bytes: None,
         retention: Retention {
             max_bytes: retention_bytes,
             ..Retention::default()

@@ -326,6 +326,7 @@ fn crash(dir: &Path, label: &str, config: StoreConfig) -> Result<(u64, u64, u64)
             label,
             StoreConfig {
                 durability: Durability::None,
+                writeback_bytes: None,
                 ..config
             },
         )?;

@@ -111,6 +111,15 @@ impl Shard {
             .sum();
         Counters::add(&self.counters.records_appended, records.len() as u64);
         Counters::add(&self.counters.bytes_appended, bytes);
+        if let Some(every) = self.config.writeback_bytes
+            && self.config.durability != Durability::OnCommit
+        {
+            state.unsynced_bytes += bytes;
+            if state.unsynced_bytes >= every {
+                state.unsynced_bytes = 0;
+                self.commit.request_writeback()?;
+            }
+        }
         Counters::add(&self.counters.appends, batches);
         Counters::add(&self.counters.writes, 1);
         Ok(AppendReceipt {

@@ -44,6 +44,9 @@ pub(crate) struct CommitState {
     log_epoch: u64,
     /// Set when the shard closes: the flusher exits.
     stop: bool,
+    /// A background sync was asked for although nobody waits (see
+    /// [`Commit::request_writeback`]).
+    writeback: bool,
 }
 
 /// Group commit's shared half: the shard and its flusher thread both hold it.
@@ -84,6 +87,7 @@ impl Commit {
                 flusher_idle: false,
                 log_epoch: 0,
                 stop: false,
+                writeback: false,
             }),
             work: Condvar::new(),
             poison: OnceLock::new(),
@@ -342,7 +346,8 @@ impl Commit {
             // Only a sync that covers something new helps a waiter: one
             // whose batch is still queued waits for the leader's poke.
             let needed = self.written() > durable
-                && state.waiters.iter().any(|(target, _)| *target > durable);
+                && (std::mem::take(&mut state.writeback)
+                    || state.waiters.iter().any(|(target, _)| *target > durable));
             if state.syncing || !needed {
                 state.flusher_idle = true;
                 state = self
@@ -360,6 +365,22 @@ impl Commit {
             }
             state = self.lock();
         }
+    }
+
+    /// Asks the flusher for one sync although nobody waits: appends that are
+    /// not synced as they go (`None`, `Periodic`) call this every so many
+    /// bytes, so dirty data is written back as it accumulates and sealing a
+    /// segment (which syncs it) waits for the last stretch only, not for a
+    /// whole segment's worth.
+    pub(crate) fn request_writeback(self: &Arc<Self>) -> Result<()> {
+        self.ensure_flusher()?;
+        let mut state = self.lock();
+        state.writeback = true;
+        if std::mem::take(&mut state.flusher_idle) {
+            drop(state);
+            self.work.notify_one();
+        }
+        Ok(())
     }
 
     /// Stops the flusher (at shard close) and waits for it.

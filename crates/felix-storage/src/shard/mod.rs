@@ -93,6 +93,8 @@ pub(crate) struct WriterState {
     pub(crate) active_max_timestamp: Option<u64>,
     /// Buffers for writing queued batches, kept between uses.
     pub(crate) spare: combine::Spare,
+    /// Bytes appended since the last background writeback was requested.
+    pub(crate) unsynced_bytes: u64,
 }
 
 impl Drop for Shard {
@@ -304,6 +306,7 @@ impl Shard {
                 next_segment_id,
                 active_max_timestamp: None,
                 spare: combine::Spare::default(),
+                unsynced_bytes: 0,
             }),
             queue: Mutex::new(combine::Queue::new(next_offset)),
             view: RwLock::new(view),
