@@ -252,7 +252,8 @@ impl SegmentFile {
         let mut window = Window::new(self, start.position, limit.end_position, max_bytes, span);
         let (skip, average) = self.estimate_skip(start, from, limit);
         window.expect_skip(skip, average);
-        let mut spans: Vec<(u64, u64, usize, usize)> = Vec::new();
+        // One record for a lookup by offset; a large read grows it.
+        let mut spans: Vec<(u64, u64, usize, usize)> = Vec::with_capacity(1);
         let mut collected: u64 = 0;
         let mut expected = start.offset;
         while expected < limit.next_offset {

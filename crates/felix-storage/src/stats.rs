@@ -69,6 +69,13 @@ impl Counters {
         counter.fetch_add(n, Relaxed);
     }
 
+    /// [`Counters::add`] for a counter only ever updated with the writer
+    /// lock held: a plain load and store, no locked read-modify-write on
+    /// the append path. Readers may see it a moment late, never torn.
+    pub(crate) fn add_exclusive(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Relaxed) + n, Relaxed);
+    }
+
     /// The counters, with group commit's `(syncs, synced_appends)`, which
     /// its flusher keeps.
     pub(crate) fn snapshot(

@@ -109,8 +109,9 @@ impl Shard {
             .iter()
             .map(|r| record_encoded_len(r.payload.len() as u32))
             .sum();
-        Counters::add(&self.counters.records_appended, records.len() as u64);
-        Counters::add(&self.counters.bytes_appended, bytes);
+        // The writer lock is held: see `Counters::add_exclusive`.
+        Counters::add_exclusive(&self.counters.records_appended, records.len() as u64);
+        Counters::add_exclusive(&self.counters.bytes_appended, bytes);
         if let Some(every) = self.config.writeback_bytes
             && self.config.durability != Durability::OnCommit
         {
@@ -120,8 +121,8 @@ impl Shard {
                 self.commit.request_writeback()?;
             }
         }
-        Counters::add(&self.counters.appends, batches);
-        Counters::add(&self.counters.writes, 1);
+        Counters::add_exclusive(&self.counters.appends, batches);
+        Counters::add_exclusive(&self.counters.writes, 1);
         Ok(AppendReceipt {
             first_offset: appended.first_offset,
             last_offset: appended.last_offset,

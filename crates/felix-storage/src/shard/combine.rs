@@ -24,6 +24,7 @@ use felix_segment::Record;
 
 use super::append::AppendReceipt;
 use super::{Shard, WriterState};
+use crate::config::Durability;
 use crate::error::Result;
 
 /// Batches assigned offsets but not yet written.
@@ -62,7 +63,9 @@ pub(crate) struct Spare {
 pub(crate) struct WriterGuard<'a> {
     shard: &'a Shard,
     state: MutexGuard<'a, WriterState>,
-    queue: MutexGuard<'a, Queue>,
+    /// `None` on shards that never queue (durability other than on-commit):
+    /// their appends skip a lock they do not need.
+    queue: Option<MutexGuard<'a, Queue>>,
 }
 
 impl Deref for WriterGuard<'_> {
@@ -83,8 +86,11 @@ impl Drop for WriterGuard<'_> {
     /// Whatever the holder did (appended, truncated, reset), the queue
     /// continues from the writer's next offset.
     fn drop(&mut self) {
-        self.queue.next = self.state.writer.next_offset();
-        self.shard.commit.set_assigned(self.queue.next);
+        let next = self.state.writer.next_offset();
+        if let Some(queue) = &mut self.queue {
+            queue.next = next;
+        }
+        self.shard.commit.set_assigned(next);
     }
 }
 
@@ -96,6 +102,13 @@ impl Shard {
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.config.durability != Durability::OnCommit {
+            return WriterGuard {
+                shard: self,
+                state,
+                queue: None,
+            };
+        }
         let mut queue = self.queue();
         if !queue.records.is_empty() {
             let mut spare = std::mem::take(&mut state.spare);
@@ -112,7 +125,7 @@ impl Shard {
         WriterGuard {
             shard: self,
             state,
-            queue,
+            queue: Some(queue),
         }
     }
 
