@@ -17,6 +17,9 @@ pub struct ShardStats {
     /// `write` calls those appends made: fewer than `appends` when
     /// concurrent on-commit appends were combined into one `write`.
     pub writes: u64,
+    /// Times a write-combining leader handed the lead to a waiting
+    /// appender after its rounds, so that none leads indefinitely.
+    pub lead_handoffs: u64,
     /// `fdatasync` calls made for durability (group commits, explicit syncs
     /// and background writeback; seals not included).
     pub syncs: u64,
@@ -60,6 +63,7 @@ pub(crate) struct Counters {
     pub(crate) bytes_appended: AtomicU64,
     pub(crate) appends: AtomicU64,
     pub(crate) writes: AtomicU64,
+    pub(crate) lead_handoffs: AtomicU64,
     pub(crate) rolls: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
 }
@@ -89,6 +93,7 @@ impl Counters {
             bytes_appended: self.bytes_appended.load(Relaxed),
             appends: self.appends.load(Relaxed),
             writes: self.writes.load(Relaxed),
+            lead_handoffs: self.lead_handoffs.load(Relaxed),
             syncs,
             synced_appends,
             rolls: self.rolls.load(Relaxed),

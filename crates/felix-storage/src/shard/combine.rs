@@ -6,9 +6,12 @@
 //! are `Bytes`, so a copy is a reference count) into the queue, and leaves.
 //! The first appender to find no leader becomes the leader: it takes the
 //! writer lock and writes whatever has queued, in one `write` per segment,
-//! until the queue is empty. Everyone then waits for durability as before,
-//! so an appender that is not the leader parks once per append and never
-//! touches the writer lock or makes a system call of its own.
+//! until the queue is empty or it has written [`MAX_LEAD_ROUNDS`] times;
+//! then it hands the lead to the owner of the oldest queued batch, so no
+//! appender leads forever under a steady stream of others. Everyone then
+//! waits for durability as before, so an appender that is not the leader
+//! parks once per append and never touches the writer lock or makes a
+//! system call of its own.
 //!
 //! Offsets are assigned in the queue, so everything else that writes must
 //! agree with it: [`WriterGuard`], the only way to the writer lock besides
@@ -18,6 +21,8 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::MutexGuard;
+use std::sync::atomic::Ordering::Relaxed;
+use std::thread::Thread;
 
 use felix_format::record_encoded_len;
 use felix_segment::Record;
@@ -26,6 +31,10 @@ use super::append::AppendReceipt;
 use super::{Shard, WriterState};
 use crate::config::Durability;
 use crate::error::Result;
+use crate::stats::Counters;
+
+/// Rounds of writes a leader makes before handing the lead over.
+pub(crate) const MAX_LEAD_ROUNDS: usize = 4;
 
 /// Batches assigned offsets but not yet written.
 #[derive(Debug, Default)]
@@ -35,6 +44,8 @@ pub(crate) struct Queue {
     /// Where each batch ends in `records` (a batch is never split across
     /// segments, so rolls need the boundaries).
     ends: Vec<usize>,
+    /// The appender of each queued batch, to hand the lead to.
+    owners: Vec<Thread>,
     /// The offset the next queued record gets: the writer's next offset plus
     /// everything queued or being written by the leader.
     next: u64,
@@ -114,6 +125,7 @@ impl Shard {
             let mut spare = std::mem::take(&mut state.spare);
             std::mem::swap(&mut spare.records, &mut queue.records);
             std::mem::swap(&mut spare.ends, &mut queue.ends);
+            queue.owners.clear();
             // An error has poisoned the shard, which the holder sees.
             let _ = self.write_batches(&mut state, &spare);
             spare.records.clear();
@@ -145,6 +157,7 @@ impl Shard {
             queue.records.extend_from_slice(records);
             let end = queue.records.len();
             queue.ends.push(end);
+            queue.owners.push(std::thread::current());
             queue.next += records.len() as u64;
             self.commit.set_assigned(queue.next);
             let lead = !std::mem::replace(&mut queue.leading, true);
@@ -157,13 +170,31 @@ impl Shard {
         if lead {
             self.lead()?;
         }
-        self.wait_durable(receipt.last_offset + 1)?;
+        // A leader that hands over wakes the owner of the oldest queued
+        // batch, which takes the lead from inside its wait.
+        self.commit
+            .wait_durable_then(receipt.last_offset + 1, &|| self.take_lead())?;
         Ok(receipt)
     }
 
+    /// Leads if batches are queued and nobody leads (the previous leader
+    /// handed over).
+    fn take_lead(&self) -> Result<()> {
+        {
+            let mut queue = self.queue();
+            if queue.leading || queue.records.is_empty() {
+                return Ok(());
+            }
+            queue.leading = true;
+        }
+        self.lead()
+    }
+
     /// Writes what is queued until the queue is empty, then gives up the
-    /// lead. Appenders that queue meanwhile are written by the next round.
+    /// lead. Appenders that queue meanwhile are written by the next round;
+    /// after [`MAX_LEAD_ROUNDS`] rounds the lead passes on.
     fn lead(&self) -> Result<()> {
+        let mut rounds = 0;
         loop {
             let mut state = self
                 .writer
@@ -177,9 +208,25 @@ impl Shard {
                     state.spare = spare;
                     return Ok(());
                 }
+                if rounds >= self.max_lead_rounds.load(Relaxed).max(1) {
+                    // This appender's own batch went out in the first
+                    // round; the oldest queued one's owner leads next.
+                    queue.leading = false;
+                    let next = queue.owners.first().cloned();
+                    drop(queue);
+                    state.spare = spare;
+                    drop(state);
+                    if let Some(next) = next {
+                        next.unpark();
+                    }
+                    Counters::add(&self.counters.lead_handoffs, 1);
+                    return Ok(());
+                }
                 std::mem::swap(&mut spare.records, &mut queue.records);
                 std::mem::swap(&mut spare.ends, &mut queue.ends);
+                queue.owners.clear();
             }
+            rounds += 1;
             // The queue is free again: appenders queue behind this write.
             let written = self.write_batches(&mut state, &spare);
             spare.records.clear();
@@ -234,5 +281,67 @@ impl Shard {
             self.write_run(state, run, run_batches)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use felix_segment::Record;
+
+    use crate::{Durability, Shard, StoreConfig};
+
+    /// With one round per leader, leads are handed over constantly; every
+    /// append still completes, durable, at a unique offset.
+    #[test]
+    fn leaders_hand_over_and_every_append_completes() {
+        const THREADS: u64 = 32;
+        const PER_THREAD: u64 = 30;
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            durability: Durability::OnCommit,
+            preallocate: false,
+            ..StoreConfig::default()
+        };
+        let shard = Arc::new(Shard::open(dir.path(), "handover", config).unwrap());
+        shard.max_lead_rounds.store(1, Relaxed);
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let shard = Arc::clone(&shard);
+                std::thread::spawn(move || {
+                    (0..PER_THREAD)
+                        .map(|i| {
+                            let payload = format!("{t}-{i}");
+                            let receipt = shard.append(&[Record::new(0, payload.clone())]).unwrap();
+                            assert!(shard.durable_offset() > receipt.first_offset);
+                            (receipt.first_offset, payload)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut acked: Vec<(u64, String)> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        acked.sort();
+        assert_eq!(
+            acked.iter().map(|a| a.0).collect::<Vec<_>>(),
+            (0..THREADS * PER_THREAD).collect::<Vec<_>>()
+        );
+        for (offset, payload) in &acked {
+            assert_eq!(
+                shard.read(*offset, 1).unwrap()[0].payload,
+                payload.as_bytes()
+            );
+        }
+        let stats = shard.stats();
+        println!(
+            "{} lead handoffs, {} writes for {} appends",
+            stats.lead_handoffs, stats.writes, stats.appends
+        );
+        assert!(stats.lead_handoffs > 0, "{stats:?}");
     }
 }

@@ -213,6 +213,17 @@ impl Commit {
     /// Waits until every record below `offset` (clamped to what was written)
     /// is durable.
     pub(crate) fn wait_durable(self: &Arc<Self>, offset: u64) -> Result<()> {
+        self.wait_durable_then(offset, &|| Ok(()))
+    }
+
+    /// [`Commit::wait_durable`], calling `on_wake` each time the waiter is
+    /// woken before it is covered (write combining hands its lead over
+    /// that way).
+    pub(crate) fn wait_durable_then(
+        self: &Arc<Self>,
+        offset: u64,
+        on_wake: &dyn Fn() -> Result<()>,
+    ) -> Result<()> {
         let mut state = self.lock();
         loop {
             self.check_poison()?;
@@ -265,6 +276,12 @@ impl Commit {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Ok(());
             }
+            drop(state);
+            if let Err(err) = on_wake() {
+                self.lock().waiters.retain(|(_, t)| t.id() != my_id);
+                return Err(err);
+            }
+            state = self.lock();
         }
     }
 

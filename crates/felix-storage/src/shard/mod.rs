@@ -143,6 +143,9 @@ pub struct Shard {
     config: StoreConfig,
     writer: Mutex<WriterState>,
     queue: Mutex<combine::Queue>,
+    /// Rounds a write-combining leader makes before handing over (a
+    /// constant, but tests lower it to make handovers frequent).
+    max_lead_rounds: std::sync::atomic::AtomicUsize,
     view: RwLock<View>,
     commit: Arc<Commit>,
     epochs: Mutex<EpochHistory>,
@@ -309,6 +312,7 @@ impl Shard {
                 unsynced_bytes: 0,
             }),
             queue: Mutex::new(combine::Queue::new(next_offset)),
+            max_lead_rounds: std::sync::atomic::AtomicUsize::new(combine::MAX_LEAD_ROUNDS),
             view: RwLock::new(view),
             commit,
             epochs: Mutex::new(history),
