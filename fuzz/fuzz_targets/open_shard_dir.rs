@@ -4,13 +4,16 @@
 //!
 //! Input layout: byte 0 picks options (bit 0: prepend a valid segment header
 //! to segment 0 so the fuzzer reaches records quickly; bit 1: a second
-//! segment; bit 2: an index file for segment 0; bit 3: repair_checksum_tail),
-//! bytes 1..3 split the rest between the files.
+//! segment; bit 2: an index file for segment 0; bit 3: repair_checksum_tail;
+//! bit 4: a clean-shutdown file, trusted on open, whose claims about segment
+//! 0 come from bits 5..8 — true or not), bytes 1..3 split the rest between
+//! the files.
 #![no_main]
 
 use std::sync::Arc;
 
 use felix_format::SegmentHeader;
+use felix_format::clean::CleanSegment;
 use felix_recovery::{InspectOptions, OpenOptions, inspect, open_shard};
 use felix_segment::{ReadLimit, SegmentFile};
 use libfuzzer_sys::fuzz_target;
@@ -42,6 +45,29 @@ fuzz_target!(|data: &[u8]| {
     if flags & 2 != 0 {
         std::fs::write(dir.path().join("00000000000000000001.log"), second).expect("write");
     }
+    if flags & 16 != 0 {
+        let next0 = u64::from(flags >> 5);
+        let mut segments = vec![CleanSegment {
+            id: 0,
+            base_offset: 0,
+            next_offset: next0,
+            len: (seg0.len() as u64).max(32),
+        }];
+        if flags & 2 != 0 {
+            segments.push(CleanSegment {
+                id: 1,
+                base_offset: next0,
+                next_offset: next0,
+                len: (second.len() as u64).max(32),
+            });
+        }
+        felix_recovery::write_clean_shutdown_in(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            &segments,
+        )
+        .expect("write clean-shutdown");
+    }
     let _ = inspect(
         dir.path(),
         "fuzz",
@@ -56,6 +82,7 @@ fuzz_target!(|data: &[u8]| {
             full_verify: false,
         },
         repair_checksum_tail: flags & 8 != 0,
+        use_clean_shutdown: true,
     };
     let Ok(shard) = open_shard(dir.path(), "fuzz", &options) else {
         return;

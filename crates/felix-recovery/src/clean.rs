@@ -57,6 +57,10 @@ pub enum CleanShutdownUnused {
     /// Opening was asked to verify every segment.
     #[error("every segment was asked to be verified")]
     FullVerify,
+    /// The last segment it lists is an interrupted creation, so the segment
+    /// appends would continue in is one it describes without a scan.
+    #[error("the last segment it lists is being removed as an interrupted creation")]
+    NewestRemoved,
 }
 
 /// Writes the clean-shutdown file for `segments` (in id order, the active

@@ -268,6 +268,17 @@ pub(crate) fn inspect_with(
         }
         inspection.segments.push(summary);
     }
+    // A trusted record covers sealed segments only: if the segment it
+    // lists last is going (an interrupted creation), the one a writer would
+    // continue was never scanned, so everything is inspected instead.
+    let last_live = inspection.live_segments().last().map(|s| s.id);
+    if trusted.is_some() && last_live != ids.last().copied() {
+        let mut full = inspect_with(fs, dir, &shard, options, false)?;
+        full.notes.push(Note::CleanShutdownUnused {
+            reason: crate::clean::CleanShutdownUnused::NewestRemoved,
+        });
+        return Ok(full);
+    }
     Ok(inspection)
 }
 

@@ -199,3 +199,24 @@ fn sealed_damage_after_a_clean_close_is_a_read_error_never_data() {
         assert_eq!(got[0].payload, payload(offset));
     }
 }
+
+#[test]
+fn a_record_whose_newest_segment_is_an_interrupted_creation_is_not_trusted() {
+    // Found by fuzzing: the record's newest segment emptied (here by hand),
+    // so recovery removes it as an interrupted creation; the segment before
+    // it must then be scanned as the newest, not taken from the record.
+    let sim = closed_shard();
+    sim.write_file(&Path::new(DIR).join("00000000000000000009.log"), &[])
+        .unwrap();
+    let from = sim.log().len();
+    let shard = open(&sim);
+    assert!(
+        segments_opened(&sim, from).len() > 10,
+        "everything inspected"
+    );
+    assert_eq!(shard.next_offset(), 27);
+    check_all(&shard, 27);
+    let next = shard.next_offset();
+    shard.append(&[Record::new(next, payload(next))]).unwrap();
+    check_all(&shard, 28);
+}
