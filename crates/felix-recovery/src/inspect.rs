@@ -51,7 +51,7 @@ pub struct InspectOptions {
 impl Default for InspectOptions {
     fn default() -> Self {
         Self {
-            index_spacing_bytes: 4096,
+            index_spacing_bytes: felix_segment::DEFAULT_INDEX_SPACING_BYTES,
             full_verify: false,
         }
     }

@@ -32,5 +32,6 @@ pub use error::{Result, SegmentError};
 pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
 pub use writer::{
-    Appended, Record, SealedSegment, SegmentConfig, SegmentWriter, SyncHandle, segment_temp_path,
+    Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SealedSegment, SegmentConfig, SegmentWriter,
+    SyncHandle, segment_temp_path,
 };

@@ -20,8 +20,8 @@ use felix_io::{FileSystem, OpenMode, VfsFile};
 use crate::fs::{file_len, open, read_exact_at};
 
 /// The first read of a scan covers at least this many bytes, so that a read
-/// starting at an index entry needs one `pread`: twice the default index
-/// spacing (4 KiB) reaches the wanted record from its entry. Larger would
+/// starting at an index entry needs one `pread`: twice a 4 KiB index
+/// spacing reaches the wanted record from its entry. Larger would
 /// make every small read (one record by offset) copy and zero bytes it
 /// never looks at; the window grows geometrically when more is needed.
 const MIN_READ_BYTES: u64 = 8 * 1024;

@@ -62,7 +62,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             segment_size_bytes: 1 << 30,
-            index_spacing_bytes: 4096,
+            index_spacing_bytes: felix_segment::DEFAULT_INDEX_SPACING_BYTES,
             preallocate: true,
             durability: Durability::OnCommit,
             writeback_bytes: Some(64 << 20),
