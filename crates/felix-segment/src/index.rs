@@ -432,6 +432,10 @@ impl ActiveIndex {
     }
 }
 
+/// Index entries encoded per `write` when the active index file is
+/// extended (64 KiB).
+const PENDING_CHUNK_ENTRIES: usize = 4096;
+
 /// The active segment's index file, extended as entries accumulate.
 #[derive(Debug)]
 pub(crate) struct IndexFile {
@@ -467,15 +471,22 @@ impl IndexFile {
         if pending.is_empty() {
             return Ok(());
         }
-        let mut bytes = Vec::with_capacity(pending.len() * INDEX_ENTRY_LEN);
-        for entry in pending {
-            bytes.extend_from_slice(&encode_index_entry(*entry));
+        // In chunks: at seal a whole segment's entries may be pending (8 MiB
+        // for 1 GiB at the default spacing), and encoding them into one
+        // buffer would double the index's memory for a moment.
+        let mut bytes =
+            Vec::with_capacity(PENDING_CHUNK_ENTRIES.min(pending.len()) * INDEX_ENTRY_LEN);
+        for chunk in pending.chunks(PENDING_CHUNK_ENTRIES) {
+            bytes.clear();
+            for entry in chunk {
+                bytes.extend_from_slice(&encode_index_entry(*entry));
+            }
+            let at = (INDEX_HEADER_LEN + self.written * INDEX_ENTRY_LEN) as u64;
+            self.file
+                .write_all_at(&bytes, at)
+                .map_err(|e| SegmentError::io("write", &self.path, e))?;
+            self.written += chunk.len();
         }
-        let at = (INDEX_HEADER_LEN + self.written * INDEX_ENTRY_LEN) as u64;
-        self.file
-            .write_all_at(&bytes, at)
-            .map_err(|e| SegmentError::io("write", &self.path, e))?;
-        self.written = entries.len();
         Ok(())
     }
 
