@@ -5,14 +5,11 @@
 //! run on a shard another process owns, and `felix-store verify` can promise
 //! that it changes nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use felix_format::{
-    CorruptionKind, CorruptionSite, FileKind, IndexEntry, SEGMENT_HEADER_LEN, file_name,
-    parse_file_name,
-};
+use felix_format::{CorruptionKind, CorruptionSite, FileKind, IndexEntry, file_name};
 use felix_io::{FileSystem, OpenMode};
 use felix_segment::{IndexLoadError, SegmentError, SegmentFile, SparseIndex};
 
@@ -21,21 +18,12 @@ use felix_format::{RECORD_HEADER_LEN, decode_record_header};
 use crate::chunked::ChunkedReader;
 use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
+use crate::listing::{Listing, list_dir, looks_abandoned};
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
 use crate::scan::{
     ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
     search_start, tail_is_zero,
 };
-
-/// File names in a shard directory that belong to other layers and are not
-/// strays: the generation history and its temporary, and the writer's lock.
-pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &[
-    "epochs",
-    "epochs.tmp",
-    "lock",
-    crate::clean::CLEAN_SHUTDOWN_FILE_NAME,
-    crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME,
-];
 
 /// How to inspect a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,55 +270,6 @@ pub(crate) fn inspect_with(
     Ok(inspection)
 }
 
-/// What a shard directory holds, by name.
-struct Listing {
-    /// Segment ids, sorted numerically (not by name: iteration order is
-    /// filesystem-defined).
-    segments: Vec<u64>,
-    /// Ids of index files with no segment.
-    orphans: Vec<u64>,
-    /// Names that are neither ours nor known to other layers.
-    strays: Vec<String>,
-    /// Whether a clean-shutdown file or its temporary is present.
-    clean_shutdown: bool,
-}
-
-fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
-    let entries = fs
-        .list_dir(dir)
-        .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
-    let mut logs = BTreeSet::new();
-    let mut indexes = BTreeSet::new();
-    let mut strays = Vec::new();
-    let mut clean_shutdown = false;
-    for entry in entries {
-        let name = entry.name.to_string_lossy();
-        if name == crate::clean::CLEAN_SHUTDOWN_FILE_NAME
-            || name == crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME
-        {
-            clean_shutdown = true;
-        }
-        match parse_file_name(&name) {
-            Some((id, FileKind::Segment)) => {
-                logs.insert(id);
-            }
-            Some((id, FileKind::Index)) => {
-                indexes.insert(id);
-            }
-            None if KNOWN_NON_SEGMENT_FILES.contains(&&*name) => {}
-            None => strays.push(name.into_owned()),
-        }
-    }
-    strays.sort();
-    let orphans = indexes.difference(&logs).copied().collect();
-    Ok(Listing {
-        segments: logs.into_iter().collect(),
-        orphans,
-        strays,
-        clean_shutdown,
-    })
-}
-
 /// A segment's place in the shard, as far as recovery is concerned.
 #[derive(Debug, Clone, Copy)]
 struct Role {
@@ -341,24 +280,6 @@ struct Role {
     newest: bool,
     /// Whether a segment with a lower id exists.
     older_exists: bool,
-}
-
-/// Whether the file at `path` has the shape of an interrupted creation:
-/// shorter than a header, or a header's length of zeros.
-fn looks_abandoned(fs: &FileSystem, path: &Path) -> bool {
-    match fs
-        .open(path, OpenMode::Read)
-        .and_then(|f| Ok((f.file_len()?, f)))
-    {
-        Ok((len, _)) if len < SEGMENT_HEADER_LEN as u64 => true,
-        Ok((len, file)) if len == SEGMENT_HEADER_LEN as u64 => {
-            let mut header = [0u8; SEGMENT_HEADER_LEN];
-            // An unreadable file is not assumed to be zeros: its damage is
-            // then reported, not removed.
-            file.read_exact_at(&mut header, 0).is_ok() && header.iter().all(|&b| b == 0)
-        }
-        _ => false,
-    }
 }
 
 fn inspect_segment(

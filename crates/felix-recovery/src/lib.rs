@@ -43,6 +43,7 @@ mod classify;
 mod clean;
 mod error;
 mod inspect;
+mod listing;
 mod open;
 mod repair;
 mod report;
@@ -54,9 +55,8 @@ pub use clean::{
     write_clean_shutdown_in,
 };
 pub use error::RecoveryError;
-pub use inspect::{
-    InspectOptions, Inspection, KNOWN_NON_SEGMENT_FILES, SegmentSummary, inspect, inspect_in,
-};
+pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect, inspect_in};
+pub use listing::KNOWN_NON_SEGMENT_FILES;
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};
 pub use repair::repair;
 pub use report::{Action, Finding, FindingContext, IndexProblem, Note};
