@@ -225,21 +225,13 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op]) -> Model {
                 shard.begin_generation(generation).is_ok()
             }
             Op::Close => shard.close().is_ok(),
-            Op::CloseReopen => {
-                if shard.close().is_err() {
-                    break;
-                }
-                model.ack_below(shard.durable_offset());
-                drop(shard);
-                match Shard::open_in(&handle, Path::new(DIR), "sim", config(durability, None), 0) {
-                    Ok(reopened) => {
-                        shard = reopened;
-                        true
+            Op::CloseReopen | Op::Reopen => {
+                if matches!(op, Op::CloseReopen) {
+                    if shard.close().is_err() {
+                        break;
                     }
-                    Err(_) => break,
+                    model.ack_below(shard.durable_offset());
                 }
-            }
-            Op::Reopen => {
                 drop(shard);
                 match Shard::open_in(&handle, Path::new(DIR), "sim", config(durability, None), 0) {
                     Ok(reopened) => {
