@@ -102,8 +102,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     for sealed in shard.sealed {
-        let (file, _) =
-            SegmentFile::open_read_only(dir.path(), sealed.id, Arc::from("fuzz")).expect("open");
+        // A sealed segment taken from a trusted clean-shutdown record was not
+        // opened by recovery, so a lie in the record surfaces here, as an
+        // error: never as data.
+        let Ok((file, _)) = SegmentFile::open_read_only(dir.path(), sealed.id, Arc::from("fuzz"))
+        else {
+            assert!(flags & 16 != 0, "an inspected sealed segment opens");
+            continue;
+        };
         if sealed.base_offset < sealed.next_offset {
             let limit = ReadLimit {
                 end_position: sealed.len,
