@@ -13,6 +13,11 @@
 //! commit). A failed write or sync stops the shard's writes for good with
 //! the original error: a failed `fsync` is never retried.
 //!
+//! [`Shard::close`] (or [`Store::close`]) makes everything durable and
+//! records the segments in a clean-shutdown file, so the next open checks
+//! only the newest segment instead of every sealed one; a shard dropped
+//! without closing is opened as after a crash (every segment inspected).
+//!
 //! Everything is synchronous and thread-safe; no async runtime is needed (a
 //! broker on tokio calls it from blocking tasks).
 //!
