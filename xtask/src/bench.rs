@@ -127,6 +127,14 @@ fn run(label: &str, program: Program, list: &[&str]) -> Run {
     }
 }
 
+/// `peers <scenario> <peer> <rest>` for every peer, labelled by peer.
+fn peer_runs(scenario: &str, rest: &[&str]) -> Vec<Run> {
+    PEERS
+        .iter()
+        .map(|peer| run(peer, Program::Peers, &[&[scenario, peer], rest].concat()))
+        .collect()
+}
+
 /// The cells, in table order.
 fn cells(s: &Sizes, data: &Path) -> Vec<Cell> {
     let d = |sub: &str| data.join(sub).to_string_lossy().into_owned();
@@ -162,13 +170,7 @@ fn cells(s: &Sizes, data: &Path) -> Vec<Cell> {
                 &[&["append", limit], &common[..]].concat(),
             ),
         ];
-        for peer in PEERS {
-            runs.push(run(
-                peer,
-                Program::Peers,
-                &[&["append", peer], &common[..]].concat(),
-            ));
-        }
+        runs.extend(peer_runs("append", &common));
         cells.push(Cell {
             key: format!("append-none-b{batch}"),
             title: format!("append, durability none, 128 B, batch {batch}, 1 thread"),
@@ -214,13 +216,7 @@ fn cells(s: &Sizes, data: &Path) -> Vec<Cell> {
             ));
             "limit-fdatasync".to_string()
         });
-        for peer in PEERS {
-            runs.push(run(
-                peer,
-                Program::Peers,
-                &[&["append", peer], &common[..]].concat(),
-            ));
-        }
+        runs.extend(peer_runs("append", &common));
         cells.push(Cell {
             key: format!("append-commit-t{threads}"),
             title: format!("append, OnCommit, 128 B, batch 1, {threads} thread(s)"),
@@ -295,13 +291,7 @@ fn cells(s: &Sizes, data: &Path) -> Vec<Cell> {
                 &[&[key, "limit", "--dir", &shard], &extra[..]].concat(),
             ),
         ];
-        for peer in PEERS {
-            runs.push(run(
-                peer,
-                Program::Peers,
-                &[&[key, peer, "--dir", &shard], &extra[..]].concat(),
-            ));
-        }
+        runs.extend(peer_runs(key, &[&["--dir", &shard], &extra[..]].concat()));
         cells.push(Cell {
             key: key.into(),
             title: format!("{title}, {} M-record shard", s.read_records as f64 / 1e6),

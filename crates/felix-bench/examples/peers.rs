@@ -390,13 +390,7 @@ fn append(args: &Args) -> Result<Measurement> {
             .collect();
         go.wait();
         let started = Instant::now();
-        let results: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("append thread panicked".into()))
-            })
-            .collect();
+        let results = felix_bench::join_appenders(handles);
         (started.elapsed(), results)
     });
     let mut latencies = Latencies::default();

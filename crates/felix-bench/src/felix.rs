@@ -133,13 +133,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
         let before = shard.stats();
         go.wait();
         let started = Instant::now();
-        let results: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("append thread panicked".into()))
-            })
-            .collect();
+        let results = crate::join_appenders(handles);
         (started.elapsed(), before, results)
     });
     let after = shard.stats();

@@ -27,6 +27,20 @@ pub use report::{Latencies, Measurement, peak_rss_bytes};
 
 use std::path::Path;
 
+/// Joins the appender threads of a run, a panicked one counting as an
+/// error, in spawn order.
+pub fn join_appenders<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T, String>>>,
+) -> Vec<Result<T, String>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("append thread panicked".into()))
+        })
+        .collect()
+}
+
 /// Reads every file under `dir` (recursively) once and throws the bytes
 /// away, so a measured run that follows finds them in the page cache.
 pub fn warm_page_cache(dir: &Path) -> std::io::Result<u64> {

@@ -363,19 +363,68 @@ mod tests {
     }
 
     #[test]
-    fn decode_rejects_every_truncation_and_every_bit_flip() {
+    fn decode_rejects_every_truncation_and_every_bit_flip_naming_the_field() {
         let mut bytes = Vec::new();
         encode_clean_shutdown(&segments(), &mut bytes).unwrap();
         for len in 0..bytes.len() {
-            assert!(
-                decode_clean_shutdown(&bytes[..len]).is_err(),
-                "truncated to {len}"
+            let expected = if len < CLEAN_SHUTDOWN_HEADER_LEN {
+                CleanShutdownDecodeError::Short { len }
+            } else {
+                CleanShutdownDecodeError::CountMismatch {
+                    count: 2,
+                    expected: 64,
+                    found: len - CLEAN_SHUTDOWN_HEADER_LEN,
+                }
+            };
+            assert_eq!(
+                decode_clean_shutdown(&bytes[..len]),
+                Err(expected),
+                "cut at {len}"
             );
         }
+        let stored_crc = u32::from_be_bytes(bytes[12..16].try_into().unwrap());
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(decode_clean_shutdown(&flipped).is_err(), "bit {bit}");
+            let got = decode_clean_shutdown(&flipped).unwrap_err();
+            let field = |at: usize, n: usize| {
+                flipped[at..at + n]
+                    .iter()
+                    .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
+            };
+            let expected = match bit / 8 {
+                0..4 => CleanShutdownDecodeError::Magic { found: field(0, 4) },
+                4..6 => CleanShutdownDecodeError::Version {
+                    found: field(4, 2) as u16,
+                },
+                6..8 => CleanShutdownDecodeError::Flags {
+                    found: field(6, 2) as u16,
+                },
+                8..12 => {
+                    let count = field(8, 4);
+                    if count == 0 || count as usize > MAX_CLEAN_SHUTDOWN_ENTRIES {
+                        CleanShutdownDecodeError::Count {
+                            count,
+                            max: MAX_CLEAN_SHUTDOWN_ENTRIES,
+                        }
+                    } else {
+                        CleanShutdownDecodeError::CountMismatch {
+                            count,
+                            expected: count as usize * CLEAN_SHUTDOWN_ENTRY_LEN,
+                            found: 64,
+                        }
+                    }
+                }
+                12..16 => CleanShutdownDecodeError::Checksum {
+                    expected: field(12, 4),
+                    found: stored_crc,
+                },
+                _ => CleanShutdownDecodeError::Checksum {
+                    expected: stored_crc,
+                    found: checksum(&flipped),
+                },
+            };
+            assert_eq!(got, expected, "bit {bit}");
         }
     }
 

@@ -43,8 +43,13 @@ pub enum CleanShutdownUnused {
         len: u64,
     },
     /// It could not be read.
-    #[error("it could not be read: {0}")]
-    Unreadable(String),
+    #[error("it could not be read ({op}: {kind})")]
+    Unreadable {
+        /// What failed: open, stat or read.
+        op: &'static str,
+        /// How.
+        kind: io::ErrorKind,
+    },
     /// The directory's segment files are not the ones it lists: the shard
     /// was written after it.
     #[error("the directory's {found} segment file(s) are not the {listed} it lists")]
@@ -118,22 +123,24 @@ pub(crate) fn load(
     let file = match fs.open(&path, OpenMode::Read) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(Err(CleanShutdownUnused::Unreadable(e.to_string()))),
+        Err(e) => return Some(Err(unreadable("open", &e))),
     };
     let read = || -> Result<Vec<CleanSegment>, CleanShutdownUnused> {
-        let len = file
-            .file_len()
-            .map_err(|e| CleanShutdownUnused::Unreadable(e.to_string()))?;
+        let len = file.file_len().map_err(|e| unreadable("stat", &e))?;
         let size = usize::try_from(len)
             .ok()
             .filter(|&n| n <= MAX_CLEAN_SHUTDOWN_FILE_LEN)
             .ok_or(CleanShutdownUnused::TooLarge { len })?;
         let mut bytes = vec![0u8; size];
         file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| CleanShutdownUnused::Unreadable(e.to_string()))?;
+            .map_err(|e| unreadable("read", &e))?;
         decode_clean_shutdown(&bytes).map_err(CleanShutdownUnused::Invalid)
     };
     Some(read())
+}
+
+fn unreadable(op: &'static str, e: &io::Error) -> CleanShutdownUnused {
+    CleanShutdownUnused::Unreadable { op, kind: e.kind() }
 }
 
 /// Removes the clean-shutdown file and its temporary, if present, and makes

@@ -87,16 +87,18 @@ impl Shard {
         {
             self.roll(state)?;
         }
-        self.write_run(state, records, 1)
+        self.write_run(state, records, 1, batch_bytes)
     }
 
-    /// Writes `batches` whole batches that fit the active segment in one
-    /// `write`, and publishes them to readers and to group commit.
+    /// Writes `batches` whole batches (`bytes` encoded) that fit the active
+    /// segment in one `write`, and publishes them to readers and to group
+    /// commit.
     pub(super) fn write_run(
         &self,
         state: &mut WriterState,
         records: &[Record],
         batches: u64,
+        bytes: u64,
     ) -> Result<AppendReceipt> {
         let appended = match state.writer.append(records) {
             Ok(appended) => appended,
@@ -105,10 +107,6 @@ impl Shard {
         let max_ts = records.iter().map(|r| r.timestamp_micros).max();
         state.active_max_timestamp = state.active_max_timestamp.max(max_ts);
         self.publish(&state.writer);
-        let bytes: u64 = records
-            .iter()
-            .map(|r| record_encoded_len(r.payload.len() as u32))
-            .sum();
         // The writer lock is held: see `Counters::add_exclusive`.
         Counters::add_exclusive(&self.counters.records_appended, records.len() as u64);
         Counters::add_exclusive(&self.counters.bytes_appended, bytes);

@@ -263,7 +263,7 @@ impl Shard {
             if nonempty && state.writer.len() + run_bytes + bytes > limit {
                 if run_batches > 0 {
                     let run = batches.records.get(run_start..start).unwrap_or_default();
-                    self.write_run(state, run, run_batches)?;
+                    self.write_run(state, run, run_batches, run_bytes)?;
                 }
                 if !state.writer.is_empty() {
                     self.roll(state)?;
@@ -278,7 +278,7 @@ impl Shard {
         }
         if run_batches > 0 {
             let run = batches.records.get(run_start..start).unwrap_or_default();
-            self.write_run(state, run, run_batches)?;
+            self.write_run(state, run, run_batches, run_bytes)?;
         }
         Ok(())
     }
