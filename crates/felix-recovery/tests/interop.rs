@@ -211,7 +211,7 @@ fn open_interop_garbage_index_rebuilds_both_indexes() {
 fn open_interop_killed_on_commit_keeps_every_acknowledged_offset() {
     let acks = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/interop/killed-on-commit.acks.jsonl"),
+            .join("../../fixtures/interop/killed-on-commit.acks.jsonl"),
     )
     .unwrap();
     let last_acked = acks

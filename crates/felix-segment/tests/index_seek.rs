@@ -238,10 +238,10 @@ fn read_through_entry_past_the_target_is_stale_index() {
     assert!(matches!(err, SegmentError::StaleIndex { .. }), "{err:?}");
 }
 
-/// Copies an interop case so nothing can modify the shared corpus.
+/// Copies an interop case so nothing can modify the in-repository corpus (`fixtures/interop/`).
 fn interop_copy(case: &str) -> tempfile::TempDir {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/interop")
+        .join("../../fixtures/interop")
         .join(case);
     let dst = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(&src).unwrap() {

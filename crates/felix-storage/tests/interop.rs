@@ -5,7 +5,7 @@ use std::path::Path;
 use felix_storage::{Durability, Shard, ShardKey, StorageError, Store, StoreConfig};
 
 fn corpus() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/interop")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop")
 }
 
 fn copy_dir(src: &Path, dst: &Path) {

@@ -73,9 +73,9 @@ pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2")
 }
 
-/// The interop corpus (read-only).
+/// The interop corpus, `fixtures/interop/` (read-only).
 pub(crate) fn interop() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/interop")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop")
 }
 
 /// Copies the fixture shard `fixtures/v2/<case>` into a temporary directory

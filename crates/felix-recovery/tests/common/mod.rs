@@ -408,10 +408,10 @@ pub(crate) fn read_damage(err: &SegmentError) -> Option<(&CorruptionSite, Corrup
     }
 }
 
-/// Copies an interop case so nothing can modify the shared corpus.
+/// Copies an interop case so nothing can modify the in-repository corpus (`fixtures/interop/`).
 pub(crate) fn interop_copy(case: &str) -> tempfile::TempDir {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/interop")
+        .join("../../fixtures/interop")
         .join(case);
     let dst = tempfile::tempdir().unwrap();
     copy_dir(&src, dst.path());
