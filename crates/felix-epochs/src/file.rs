@@ -78,6 +78,18 @@ impl EpochsIoError {
     pub fn kind(&self) -> io::ErrorKind {
         self.source.kind()
     }
+
+    /// A copy of this error, for what must keep it while the error itself
+    /// goes to the call that failed (a stopped shard's reason): the same OS
+    /// error when it has a code (an `io::Error` is not `Clone`), else one
+    /// with its kind and message.
+    pub fn duplicate(&self) -> Self {
+        let source = match self.source.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(self.source.kind(), self.source.to_string()),
+        };
+        Self::new(self.op, &self.path, source)
+    }
 }
 
 /// Why an existing epochs file was read as an empty history.

@@ -27,6 +27,25 @@ pub enum RecoveryError {
     },
 }
 
+impl RecoveryError {
+    /// A copy of this error, for what must keep it while the error itself
+    /// goes to the call that failed (see [`SegmentError::duplicate`]).
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Self::Io(err) => Self::Io(err.duplicate()),
+            Self::Unrepairable {
+                dir,
+                blocking,
+                repair_checksum_tail,
+            } => Self::Unrepairable {
+                dir: dir.clone(),
+                blocking: blocking.clone(),
+                repair_checksum_tail: *repair_checksum_tail,
+            },
+        }
+    }
+}
+
 fn unrepairable_text(
     dir: &std::path::Path,
     blocking: &[Finding],

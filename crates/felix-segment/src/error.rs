@@ -75,6 +75,8 @@ pub enum SegmentError {
     /// The writer stopped after an earlier write or sync failure. A failed
     /// fsync is never retried: the page cache may already have dropped the
     /// data it was meant to make durable, so a later "success" would lie.
+    /// The call whose own write or sync failed gets that failure itself;
+    /// every call after it gets this, naming it.
     #[error("segment {} accepts no more writes after an earlier failure: {original}", path.display())]
     Poisoned {
         /// The segment file.
@@ -105,6 +107,54 @@ impl SegmentError {
         }
     }
 
+    /// A copy of this error, for what must keep it while the error itself
+    /// goes to the call that failed (a stopped writer's reason). An I/O
+    /// error is rebuilt from its OS error code, so it reads the same, or
+    /// else from its kind and message.
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Self::Io { op, path, source } => Self::Io {
+                op,
+                path: path.clone(),
+                source: duplicate_io(source),
+            },
+            Self::Corrupt { site, kind } => Self::Corrupt {
+                site: site.clone(),
+                kind: *kind,
+            },
+            Self::StaleIndex { entry, site, kind } => Self::StaleIndex {
+                entry: *entry,
+                site: site.clone(),
+                kind: *kind,
+            },
+            Self::PayloadTooLarge {
+                index_in_batch,
+                len,
+                max,
+            } => Self::PayloadTooLarge {
+                index_in_batch: *index_in_batch,
+                len: *len,
+                max: *max,
+            },
+            Self::EmptyBatch => Self::EmptyBatch,
+            Self::OffsetOutOfRange {
+                segment,
+                offset,
+                base_offset,
+                next_offset,
+            } => Self::OffsetOutOfRange {
+                segment: *segment,
+                offset: *offset,
+                base_offset: *base_offset,
+                next_offset: *next_offset,
+            },
+            Self::Poisoned { path, original } => Self::Poisoned {
+                path: path.clone(),
+                original: Arc::clone(original),
+            },
+        }
+    }
+
     /// The underlying I/O error kind, following a poisoned writer to its
     /// original failure.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
@@ -113,6 +163,15 @@ impl SegmentError {
             Self::Poisoned { original, .. } => original.io_kind(),
             _ => None,
         }
+    }
+}
+
+/// A copy of `err`: the same OS error when it has a code (an `io::Error`
+/// is not `Clone`), else one with its kind and message.
+pub(crate) fn duplicate_io(err: &io::Error) -> io::Error {
+    match err.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(err.kind(), err.to_string()),
     }
 }
 

@@ -453,20 +453,18 @@ pub fn segment_temp_path(path: &Path) -> std::path::PathBuf {
 }
 
 /// Records `err` as the writer's first failure and returns the error to give
-/// the caller: the original for the first failure, `Poisoned` afterwards.
+/// the caller: the failure itself to the call it happened to (it is that
+/// call's error, not an earlier one), `Poisoned` naming the first failure
+/// when another got there first.
 fn poison(cell: &Poison, path: &Path, err: SegmentError) -> SegmentError {
-    let original = Arc::new(err);
-    match cell.set(Arc::clone(&original)) {
+    match cell.set(Arc::new(err.duplicate())) {
         Ok(()) => {
-            tracing::error!(path = %path.display(), error = %original, "segment writer stopped");
-            SegmentError::Poisoned {
-                path: path.to_path_buf(),
-                original,
-            }
+            tracing::error!(path = %path.display(), error = %err, "segment writer stopped");
+            err
         }
         Err(_) => SegmentError::Poisoned {
             path: path.to_path_buf(),
-            original: cell.get().map_or(original, Arc::clone),
+            original: cell.get().map_or_else(|| Arc::new(err), Arc::clone),
         },
     }
 }
@@ -543,14 +541,15 @@ mod tests {
         writer.append(&[Record::new(1, "kept")]).unwrap();
         break_writes(&mut writer);
 
+        // The append whose write failed gets that failure, not "an earlier
+        // one"; the writer keeps a copy as the reason it stopped.
         let first = writer.append(&[Record::new(2, "lost")]).unwrap_err();
-        let SegmentError::Poisoned { original, .. } = &first else {
-            panic!("{first:?}")
-        };
         assert!(
-            matches!(&**original, SegmentError::Io { op: "write", path, .. } if path == writer.segment.path()),
-            "{original:?}"
+            matches!(&first, SegmentError::Io { op: "write", path, source } if path == writer.segment.path() && source.raw_os_error() == Some(9)),
+            "{first:?}"
         );
+        let original = Arc::clone(writer.poisoned().unwrap());
+        assert_eq!(original.to_string(), first.to_string());
         // The failed batch was never counted.
         assert_eq!(writer.next_offset(), 1);
         assert_eq!(writer.len(), 32 + 28 + 4);
@@ -567,7 +566,7 @@ mod tests {
                 panic!("{err:?}")
             };
             assert!(
-                Arc::ptr_eq(original, again),
+                Arc::ptr_eq(&original, again),
                 "the same original failure every time"
             );
         }

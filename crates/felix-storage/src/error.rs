@@ -72,7 +72,9 @@ pub enum StorageError {
         path: PathBuf,
     },
     /// The shard stopped accepting writes after a write or sync failure.
-    /// Reads of durable data still work; reopening runs recovery.
+    /// Reads of durable data still work; reopening runs recovery. The call
+    /// whose own write or sync failed gets that failure itself; every call
+    /// after it gets this, naming it.
     #[error("shard {shard} accepts no more writes after an earlier failure: {original}")]
     Poisoned {
         /// The shard.
@@ -116,6 +118,75 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// A copy of this error: what a stopped shard keeps as its reason while
+    /// the error itself goes to the call that failed.
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            Self::EmptyBatch { shard } => Self::EmptyBatch {
+                shard: Arc::clone(shard),
+            },
+            Self::PayloadTooLarge {
+                shard,
+                index_in_batch,
+                len,
+                max,
+            } => Self::PayloadTooLarge {
+                shard: Arc::clone(shard),
+                index_in_batch: *index_in_batch,
+                len: *len,
+                max: *max,
+            },
+            Self::Trimmed {
+                shard,
+                requested,
+                oldest,
+            } => Self::Trimmed {
+                shard: Arc::clone(shard),
+                requested: *requested,
+                oldest: *oldest,
+            },
+            Self::ReplicaOffsetMismatch {
+                shard,
+                index_in_batch,
+                expected,
+                found,
+            } => Self::ReplicaOffsetMismatch {
+                shard: Arc::clone(shard),
+                index_in_batch: *index_in_batch,
+                expected: *expected,
+                found: *found,
+            },
+            Self::TruncateBelowBase {
+                shard,
+                requested,
+                oldest,
+            } => Self::TruncateBelowBase {
+                shard: Arc::clone(shard),
+                requested: *requested,
+                oldest: *oldest,
+            },
+            Self::Locked { path } => Self::Locked { path: path.clone() },
+            Self::Poisoned { shard, original } => Self::Poisoned {
+                shard: Arc::clone(shard),
+                original: Arc::clone(original),
+            },
+            Self::Segment { shard, source } => Self::Segment {
+                shard: Arc::clone(shard),
+                source: source.duplicate(),
+            },
+            Self::Recovery(err) => Self::Recovery(err.duplicate()),
+            Self::Generation { shard, source } => Self::Generation {
+                shard: Arc::clone(shard),
+                source: *source,
+            },
+            Self::Epochs { shard, source } => Self::Epochs {
+                shard: Arc::clone(shard),
+                source: source.duplicate(),
+            },
+            Self::Closed => Self::Closed,
+        }
+    }
+
     /// The I/O error kind at the root of this error, if any (following a
     /// poisoned shard to its original failure), e.g. to recognise a full disk.
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {

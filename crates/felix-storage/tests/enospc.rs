@@ -106,11 +106,17 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
         Some(std::io::ErrorKind::StorageFull),
         "{err}"
     );
-    assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
+    // The append whose write (or segment creation) ran out of space gets
+    // that failure as its own error, not "an earlier failure".
+    assert!(matches!(err, StorageError::Segment { .. }), "{err:?}");
     // Nothing partial is readable: exactly the acknowledged records.
     assert_eq!(common::read_all(&shard, shard.base_offset()), acked);
     let later = shard.append(&[Record::new(0, "x")]).unwrap_err();
     assert_eq!(later.io_kind(), Some(std::io::ErrorKind::StorageFull));
+    let StorageError::Poisoned { original, .. } = &later else {
+        panic!("{later:?}")
+    };
+    assert_eq!(original.to_string(), err.to_string());
     drop(shard);
 
     free();
@@ -185,4 +191,44 @@ fn injected_enospc_after(skip: u32) -> usize {
         },
     });
     check_full_disk(&FileSystem::new(sim), Path::new("/shard"), || {})
+}
+
+/// What an operator reads: the append that hit the full disk names that
+/// failure; every call after it says the shard stopped and names it.
+#[test]
+fn append_whose_write_hits_enospc_reports_it_and_later_calls_name_it() {
+    let sim = SimFs::new();
+    sim.inject(Fault {
+        op: FaultOp::Write,
+        path_contains: ".log".into(),
+        skip: 2,
+        effect: FaultEffect::ShortWrite {
+            written: 100,
+            errno: ENOSPC,
+        },
+    });
+    let shard = Shard::open_in(
+        &FileSystem::new(sim),
+        Path::new("/shard"),
+        "enospc",
+        config(),
+        0,
+    )
+    .unwrap();
+    shard.append(&[Record::new(0, payload(0))]).unwrap();
+    let first = shard.append(&[Record::new(1, payload(1))]).unwrap_err();
+    assert!(
+        matches!(&first, StorageError::Segment { source: felix_segment::SegmentError::Io { op: "write", source, .. }, .. } if source.raw_os_error() == Some(ENOSPC)),
+        "{first:?}"
+    );
+    let later = shard.append(&[Record::new(2, payload(2))]).unwrap_err();
+    let sync = shard.sync().unwrap_err();
+    for err in [&later, &sync] {
+        assert!(
+            matches!(err, StorageError::Poisoned { original, .. } if original.to_string() == first.to_string()),
+            "{err:?}"
+        );
+    }
+    let text = format!("first append: {first}\nnext append:  {later}\nsync:         {sync}\n");
+    insta::assert_snapshot!(text);
 }

@@ -27,12 +27,27 @@ fn open(fs: &SimFs, config: StoreConfig) -> Shard {
     .unwrap()
 }
 
-/// The `(op, errno)` of the failure that poisoned the shard.
+/// The `(op, errno)` of the failure the call that met it got as its own
+/// error: never `Poisoned`, which names an earlier failure.
+fn own_io(err: &StorageError) -> (&'static str, i32) {
+    assert!(
+        !matches!(err, StorageError::Poisoned { .. }),
+        "the failing call got `Poisoned`: {err}"
+    );
+    io_of(err)
+}
+
+/// The `(op, errno)` of the failure that poisoned the shard, which a later
+/// call reports as `Poisoned`.
 fn original_io(err: &StorageError) -> (&'static str, i32) {
     let StorageError::Poisoned { original, .. } = err else {
         panic!("not poisoned: {err:?}")
     };
-    let mut source = match &**original {
+    io_of(original)
+}
+
+fn io_of(err: &StorageError) -> (&'static str, i32) {
+    let mut source = match err {
         StorageError::Segment { source, .. } => source,
         other => panic!("{other:?}"),
     };
@@ -67,7 +82,7 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
         let log_before = sim.log().len();
 
         let err = shard.append(&records(2, 1, 10)).unwrap_err();
-        assert_eq!(original_io(&err), ("fdatasync", EIO), "{effect:?}");
+        assert_eq!(own_io(&err), ("fdatasync", EIO), "{effect:?}");
         assert_eq!(
             shard.durable_offset(),
             2,
@@ -118,7 +133,7 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
         },
     });
     let err = shard.append(&records(1, 5, 10)).unwrap_err();
-    assert_eq!(original_io(&err), ("write", ENOSPC));
+    assert_eq!(own_io(&err), ("write", ENOSPC));
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull));
     assert_eq!(shard.next_offset(), 1);
     assert_eq!(
@@ -150,7 +165,7 @@ fn roll_with_failing_seal_poisons_the_shard() {
     shard.append(&records(0, 1, 100)).unwrap();
     sim.inject(sync_fault(FaultEffect::SyncFailKeep(EIO)));
     let err = shard.append(&records(1, 1, 100)).unwrap_err();
-    assert_eq!(original_io(&err), ("fdatasync", EIO));
+    assert_eq!(own_io(&err), ("fdatasync", EIO));
     assert!(matches!(
         shard.append(&records(1, 1, 100)),
         Err(StorageError::Poisoned { .. })

@@ -122,20 +122,25 @@ impl Commit {
     }
 
     /// Stops writes for good, keeping the first failure as the reason, and
-    /// wakes every waiter to see it.
+    /// wakes every waiter to see it. Returns the error for the caller: its
+    /// own failure when it is the first (it is this call's error, not an
+    /// earlier one), else `Poisoned` naming the first.
     pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
-        let original = Arc::new(err);
-        if self.poison.set(Arc::clone(&original)).is_ok() {
-            tracing::error!(shard = %self.label, error = %original, "shard stopped accepting writes");
+        let first = self.poison.set(Arc::new(err.duplicate())).is_ok();
+        if first {
+            tracing::error!(shard = %self.label, error = %err, "shard stopped accepting writes");
         }
         let waiters = std::mem::take(&mut self.lock().waiters);
         for (_, thread) in waiters {
             thread.unpark();
         }
         self.work.notify_all();
+        if first {
+            return err;
+        }
         StorageError::Poisoned {
             shard: Arc::clone(&self.label),
-            original: self.poison.get().map_or(original, Arc::clone),
+            original: self.poison.get().map_or_else(|| Arc::new(err), Arc::clone),
         }
     }
 
