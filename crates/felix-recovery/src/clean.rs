@@ -62,6 +62,11 @@ pub enum CleanShutdownUnused {
     /// Opening was asked to verify every segment.
     #[error("every segment was asked to be verified")]
     FullVerify,
+    /// Opening was asked to check every entry of every index
+    /// ([`IndexCheck::EveryEntry`](crate::IndexCheck::EveryEntry)), which
+    /// needs the sealed segments' records.
+    #[error("every index entry was asked to be checked")]
+    EveryIndexEntry,
     /// The last segment it lists is an interrupted creation, so the segment
     /// appends would continue in is one it describes without a scan.
     #[error("the last segment it lists is being removed as an interrupted creation")]
@@ -176,6 +181,9 @@ pub(crate) fn trusted_sealed(
     };
     if options.full_verify {
         return unused(inspection, CleanShutdownUnused::FullVerify);
+    }
+    if options.index_check == crate::IndexCheck::EveryEntry {
+        return unused(inspection, CleanShutdownUnused::EveryIndexEntry);
     }
     match crate::clean::load(&inspection.fs, &inspection.dir)? {
         Ok(listed) if listed.iter().map(|s| s.id).eq(ids.iter().copied()) => {

@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use felix_format::{CorruptionKind, CorruptionSite, FileKind, IndexEntry, file_name};
 use felix_io::{FileSystem, OpenMode};
-use felix_segment::{IndexLoadError, SegmentError, SegmentFile, SparseIndex};
+use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
-use felix_format::{RECORD_HEADER_LEN, decode_record_header};
+use felix_format::RECORD_HEADER_LEN;
 
-use crate::chunked::ChunkedReader;
 use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
+use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};
 use crate::listing::{Listing, list_dir, looks_abandoned};
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
 use crate::scan::{
@@ -28,12 +28,17 @@ use crate::scan::{
 /// How to inspect a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InspectOptions {
-    /// Spacing of index entries when an index is rebuilt.
+    /// Spacing of index entries when an index is rebuilt. Default
+    /// [`felix_segment::DEFAULT_INDEX_SPACING_BYTES`].
     pub index_spacing_bytes: u64,
     /// Scan every record of every segment in full, not only the newest
     /// segment (sealed segments otherwise get a header check, index
-    /// validation and a scan of their tail).
+    /// validation and a scan of their tail). Default `false`.
     pub full_verify: bool,
+    /// How much of each sealed segment's index is checked against its
+    /// records. Default [`IndexCheck::LastEntry`], what an open does; with
+    /// `full_verify` every entry is checked whatever this says.
+    pub index_check: IndexCheck,
 }
 
 impl Default for InspectOptions {
@@ -41,6 +46,7 @@ impl Default for InspectOptions {
         Self {
             index_spacing_bytes: felix_segment::DEFAULT_INDEX_SPACING_BYTES,
             full_verify: false,
+            index_check: IndexCheck::LastEntry,
         }
     }
 }
@@ -462,7 +468,7 @@ fn header_damage(
 }
 
 /// Loads a segment's index, noting why when it cannot be used.
-fn load_index(
+pub(crate) fn load_index(
     inspection: &mut Inspection,
     segment: &SegmentFile,
     valid_len: u64,
@@ -475,68 +481,24 @@ fn load_index(
     ) {
         Ok(index) => Ok(index),
         Err(err) => {
-            let reason = match err {
-                IndexLoadError::Missing { .. } => IndexProblem::Missing,
-                IndexLoadError::Invalid { kind, .. } => IndexProblem::Invalid(kind),
-                // An unreadable index is as good as a missing one: it is
-                // rebuilt, and the data itself is what matters.
-                _ => IndexProblem::Missing,
-            };
+            // An unreadable index is rebuilt like a missing one (the data is
+            // what matters), but it is reported as what it is.
             inspection.notes.push(Note::IndexUnusable {
                 segment: segment.id(),
-                reason,
+                reason: IndexProblem::of_load_error(&err),
             });
             Err(())
         }
     }
 }
 
-/// Whether a segment's index loads and every entry names a real record
-/// boundary (a verified header with the entry's offset). An index may lag its
-/// segment, but never lead it or disagree with it.
-fn check_index(
-    inspection: &mut Inspection,
-    segment: &SegmentFile,
-    valid_len: u64,
-) -> Result<bool, RecoveryError> {
-    let Ok(index) = load_index(inspection, segment, valid_len) else {
-        return Ok(false);
-    };
-    if entries_are_boundaries(segment, valid_len, index.entries())? {
-        Ok(true)
-    } else {
-        inspection.notes.push(Note::IndexUnusable {
-            segment: segment.id(),
-            reason: IndexProblem::Stale,
-        });
-        Ok(false)
-    }
-}
-
-/// Checks each entry against the record header at its position, reading
-/// sequentially because entries ascend.
-fn entries_are_boundaries(
-    segment: &SegmentFile,
-    file_len: u64,
-    entries: &[IndexEntry],
-) -> Result<bool, RecoveryError> {
-    let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
-    for entry in entries {
-        let ok = reader
-            .get(entry.position, RECORD_HEADER_LEN as u64)?
-            .and_then(|bytes| decode_record_header(bytes).ok())
-            .is_some_and(|header| header.offset == entry.offset);
-        if !ok {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 /// Scans a sealed segment: its tail from the last index entry with headers
 /// only, or everything in full when asked. When the tail scan meets damage,
 /// the segment is rescanned from its first record before anything is called
 /// damage: a clean rescan means the index entry was stale, not the data.
+/// With [`IndexCheck::EveryEntry`] the entries are first vouched for by a
+/// walk from the first record up to the last entry, which the tail scan then
+/// continues, so the segment is still read once.
 fn scan_sealed(
     inspection: &mut Inspection,
     segment: &SegmentFile,
@@ -554,6 +516,21 @@ fn scan_sealed(
     if let Ok(index) = &index
         && let Some(&IndexEntry { offset, position }) = index.entries().last()
     {
+        if options.index_check == IndexCheck::EveryEntry
+            && let Some((number, entry)) = first_stale_entry(segment, file_len, index.entries())?
+        {
+            // The walk that failed to vouch for the entry may have met real
+            // damage: a full scan says which. Damage is reported as such and
+            // does not make the index stale.
+            let full = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
+            let stale = full.damage.is_none();
+            if stale {
+                inspection
+                    .notes
+                    .push(stale_entry_note(segment.id(), number, entry));
+            }
+            return Ok((full, !stale));
+        }
         let tail_start = ScanStart { offset, position };
         let tail = scan_segment(segment, file_len, tail_start, ScanDepth::Headers, spacing)?;
         if tail.damage.is_none() {

@@ -42,6 +42,7 @@ mod chunked;
 mod classify;
 mod clean;
 mod error;
+mod index_check;
 mod inspect;
 mod listing;
 mod open;
@@ -55,6 +56,7 @@ pub use clean::{
     write_clean_shutdown_in,
 };
 pub use error::RecoveryError;
+pub use index_check::{IndexCheck, first_stale_entry};
 pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect, inspect_in};
 pub use listing::KNOWN_NON_SEGMENT_FILES;
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};

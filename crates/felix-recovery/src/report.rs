@@ -1,9 +1,11 @@
 //! What recovery found and did, in terms an operator and a script can act on.
 
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
 
 use felix_format::{CorruptionKind, CorruptionSite};
+use felix_segment::{IndexLoadError, SegmentError};
 
 use crate::classify::{DamageLocation, RepairClass};
 
@@ -234,10 +236,52 @@ pub enum Note {
 pub enum IndexProblem {
     /// No index file.
     Missing,
+    /// The file exists but could not be read (for example, its permissions
+    /// deny it): not the same as missing, so the error is kept.
+    Unreadable {
+        /// The operation that failed (`"open"`, `"read"`).
+        op: &'static str,
+        /// How it failed.
+        kind: io::ErrorKind,
+    },
     /// The file failed validation.
     Invalid(CorruptionKind),
-    /// It loaded, but an entry did not lead to a record.
+    /// It loaded, but a scan from its last entry did not reach the end of
+    /// the segment while a scan from the first record did.
     Stale,
+    /// It loaded, but this entry is not where the segment's records place
+    /// its offset: a walk of record headers from the first record never
+    /// reaches a record there with that offset. (A record header embedded in
+    /// a payload can verify, so looking only at the bytes an entry names
+    /// cannot tell.)
+    StaleEntry {
+        /// The entry's number in the index, from 0.
+        number: u64,
+        /// The offset it claims.
+        offset: u64,
+        /// The position it claims.
+        position: u64,
+    },
+}
+
+impl IndexProblem {
+    /// Why loading an index failed, as a problem to report.
+    pub fn of_load_error(err: &IndexLoadError) -> Self {
+        match err {
+            IndexLoadError::Missing { .. } => Self::Missing,
+            IndexLoadError::Invalid { kind, .. } => Self::Invalid(*kind),
+            IndexLoadError::Io(SegmentError::Io { op, source, .. }) => Self::Unreadable {
+                op,
+                kind: source.kind(),
+            },
+            // Loading does nothing else that can fail; anything new is at
+            // least a failure to read the file, never proof it is missing.
+            _ => Self::Unreadable {
+                op: "read",
+                kind: io::ErrorKind::Other,
+            },
+        }
+    }
 }
 
 impl fmt::Display for Note {
@@ -249,6 +293,10 @@ impl fmt::Display for Note {
                     IndexProblem::Missing => {
                         write!(f, "index {name} is missing; rebuilt from its segment")
                     }
+                    IndexProblem::Unreadable { op, kind } => write!(
+                        f,
+                        "index {name} could not be read ({op}: {kind}); rebuilt from its segment"
+                    ),
                     IndexProblem::Invalid(kind) => write!(
                         f,
                         "index {name} is invalid ({kind}); rebuilt from its segment"
@@ -256,6 +304,14 @@ impl fmt::Display for Note {
                     IndexProblem::Stale => write!(
                         f,
                         "index {name} does not match its segment; rebuilt from it"
+                    ),
+                    IndexProblem::StaleEntry {
+                        number,
+                        offset,
+                        position,
+                    } => write!(
+                        f,
+                        "index {name} entry {number} (offset {offset}, position {position}) is not where the segment's records place offset {offset}; rebuilt from its segment"
                     ),
                 }
             }

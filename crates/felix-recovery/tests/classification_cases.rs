@@ -39,6 +39,7 @@ fn inspect_options(full_verify: bool) -> InspectOptions {
     InspectOptions {
         index_spacing_bytes: SPACING,
         full_verify,
+        ..InspectOptions::default()
     }
 }
 

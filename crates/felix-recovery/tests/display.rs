@@ -19,6 +19,7 @@ fn options() -> InspectOptions {
     InspectOptions {
         index_spacing_bytes: 4096,
         full_verify: true,
+        ..InspectOptions::default()
     }
 }
 
@@ -134,5 +135,52 @@ fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
             "repair_checksum_tail = {repair_checksum_tail}:\n{shown}\n\n"
         ));
     }
+    insta::assert_snapshot!(text);
+}
+
+/// Why an index is unusable, for each reason: an index the process may not
+/// read (mode 0600 under another user) is reported as unreadable with its
+/// error, never as missing.
+#[test]
+fn index_note_display_text_for_every_problem() {
+    use felix_format::CorruptionKind;
+    use felix_recovery::{IndexProblem, Note};
+    use felix_segment::{IndexLoadError, SegmentError};
+
+    let path = Path::new("shard/00000000000000000003.index");
+    // What the OS returns for an index its permissions deny (EACCES):
+    // tests run as root, which no mode stops, so the error is built here.
+    let denied = IndexLoadError::Io(SegmentError::io(
+        "open",
+        path,
+        std::io::Error::from_raw_os_error(13),
+    ));
+    let unreadable = IndexProblem::of_load_error(&denied);
+    assert_eq!(
+        unreadable,
+        IndexProblem::Unreadable {
+            op: "open",
+            kind: std::io::ErrorKind::PermissionDenied,
+        }
+    );
+    let missing = IndexLoadError::Missing {
+        path: path.to_path_buf(),
+    };
+    assert_eq!(IndexProblem::of_load_error(&missing), IndexProblem::Missing);
+    let reasons = [
+        IndexProblem::Missing,
+        unreadable,
+        IndexProblem::Invalid(CorruptionKind::IndexMagic { found: 0 }),
+        IndexProblem::Stale,
+        IndexProblem::StaleEntry {
+            number: 1,
+            offset: 3,
+            position: 138,
+        },
+    ];
+    let text: String = reasons
+        .into_iter()
+        .map(|reason| format!("{}\n", Note::IndexUnusable { segment: 3, reason }))
+        .collect();
     insta::assert_snapshot!(text);
 }

@@ -49,6 +49,7 @@ fn options(full_verify: bool, repair_checksum_tail: bool) -> OpenOptions {
         inspect: InspectOptions {
             index_spacing_bytes: SPACING,
             full_verify,
+            ..InspectOptions::default()
         },
         repair_checksum_tail,
         use_clean_shutdown: false,

@@ -17,6 +17,7 @@ fn options() -> InspectOptions {
     InspectOptions {
         index_spacing_bytes: 4096,
         full_verify: false,
+        ..InspectOptions::default()
     }
 }
 
@@ -230,6 +231,7 @@ fn open_interop_killed_on_commit_keeps_every_acknowledged_offset() {
         &InspectOptions {
             index_spacing_bytes: 1024,
             full_verify: true,
+            ..InspectOptions::default()
         },
     )
     .unwrap();

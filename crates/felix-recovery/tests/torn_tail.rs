@@ -96,6 +96,7 @@ fn options() -> InspectOptions {
     InspectOptions {
         index_spacing_bytes: SPACING,
         full_verify: false,
+        ..InspectOptions::default()
     }
 }
 

@@ -223,6 +223,38 @@ impl SegmentFile {
         limit: ReadLimit,
         max_bytes: u64,
     ) -> Result<Vec<ReadRecord>> {
+        self.read_checked(start, next_position, from, limit, max_bytes, false)
+    }
+
+    /// [`Self::read_within`] from an entry nothing has vouched for (one
+    /// loaded from an index file). A record header embedded in a payload can
+    /// verify, so an entry pointing at one leads to a record that is not
+    /// the segment's: when the read would end at the entry's own record,
+    /// the header after it is checked too (it must carry the next offset,
+    /// or the record must end the readable range), and a failure is
+    /// [`SegmentError::StaleIndex`]. A read that passes a record beyond the
+    /// entry has already made that check. Costs one header's check, within
+    /// bytes the read has usually fetched already.
+    pub fn read_from_hint(
+        &self,
+        start: IndexEntry,
+        next_position: Option<u64>,
+        from: u64,
+        limit: ReadLimit,
+        max_bytes: u64,
+    ) -> Result<Vec<ReadRecord>> {
+        self.read_checked(start, next_position, from, limit, max_bytes, true)
+    }
+
+    fn read_checked(
+        &self,
+        start: IndexEntry,
+        next_position: Option<u64>,
+        from: u64,
+        limit: ReadLimit,
+        max_bytes: u64,
+        check_past_entry: bool,
+    ) -> Result<Vec<ReadRecord>> {
         if from < self.base_offset() || from >= limit.next_offset {
             return Err(SegmentError::OffsetOutOfRange {
                 segment: self.id,
@@ -291,6 +323,29 @@ impl SegmentFile {
             if collected >= max_bytes && !spans.is_empty() {
                 break;
             }
+        }
+        let real_first_record =
+            start.offset == self.base_offset() && start.position == SEGMENT_HEADER_LEN as u64;
+        if check_past_entry
+            && !real_first_record
+            && expected == start.offset + 1
+            && expected < limit.next_offset
+        {
+            // Only the entry's own record was read: the next header is what
+            // shows it was the segment's and not one embedded in a payload.
+            let at = window.cursor_position();
+            window
+                .ensure(RECORD_HEADER_LEN as u64)
+                .and_then(|bytes| Ok(decode_record_header(bytes)?))
+                .and_then(|header| Ok(header.check_offset(expected)?))
+                .map_err(|failure| match failure {
+                    ReadFailure::Kind(kind) => SegmentError::StaleIndex {
+                        entry: start,
+                        site: self.site(at),
+                        kind,
+                    },
+                    ReadFailure::Io(err) => err,
+                })?;
         }
         let base_position = window.base_position;
         let buffer = window.buf.freeze();

@@ -338,3 +338,74 @@ fn read_of_rotted_payload_at_a_correct_entry_is_corruption_not_stale_index() {
         "{err:?}"
     );
 }
+
+/// A segment whose record 2 carries, inside its payload, a whole valid
+/// record claiming offset 3; returns the segment, its limit, the position of
+/// the embedded record and of the real record 3.
+fn embedding(dir: &Path) -> (Arc<SegmentFile>, ReadLimit, u64, u64) {
+    let fake = b"a record that does not exist";
+    let mut embedded = b"pad--".to_vec();
+    embedded.extend_from_slice(&felix_format::encode_record_header(3, 30, fake).unwrap());
+    embedded.extend_from_slice(fake);
+    embedded.extend_from_slice(b"--tail");
+    let mut w = writer(dir, 0, 1 << 20);
+    let records: Vec<_> = (0..6)
+        .map(|o| match o {
+            2 => felix_segment::Record::new(20, embedded.clone()),
+            _ => record(o, 40),
+        })
+        .collect();
+    w.append(&records).unwrap();
+    let sealed = w.seal().unwrap();
+    let limit = ReadLimit {
+        end_position: sealed.len,
+        next_offset: sealed.next_offset,
+    };
+    let record_2 = 32 + 2 * (28 + 40);
+    let real_3 = record_2 + 28 + embedded.len() as u64;
+    (sealed.segment, limit, record_2 + 28 + 5, real_3)
+}
+
+#[test]
+fn read_from_hint_at_an_entry_naming_an_embedded_record_is_stale_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit, fake, _) = embedding(dir.path());
+    let wrong = IndexEntry {
+        offset: 3,
+        position: fake,
+    };
+    // The embedded record verifies in full, so a plain read returns it.
+    let misled = segment.read_within(wrong, None, 3, limit, 1).unwrap();
+    assert_eq!(misled[0].payload, &b"a record that does not exist"[..]);
+    // The header after it shows it is no record of the segment's.
+    let err = segment
+        .read_from_hint(wrong, None, 3, limit, 1)
+        .unwrap_err();
+    assert!(
+        matches!(err, SegmentError::StaleIndex { entry, ref site, kind: CorruptionKind::RecordHeaderChecksum { .. } }
+            if entry == wrong && site.position == fake + 28 + 28),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn read_from_hint_at_a_real_entry_returns_the_record_up_to_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let (segment, limit, _, real_3) = embedding(dir.path());
+    let right = IndexEntry {
+        offset: 3,
+        position: real_3,
+    };
+    let got = segment.read_from_hint(right, None, 3, limit, 1).unwrap();
+    assert_eq!((got[0].offset, got[0].position), (3, real_3));
+    assert_eq!(got[0].payload, payload_for(3, 40));
+    // The last record has no header after it to check, and needs none.
+    let index = SparseIndex::from_entries(0, Vec::new());
+    let last = segment.read(index.seek(5), 5, limit, 1).unwrap()[0].position;
+    let entry = IndexEntry {
+        offset: 5,
+        position: last,
+    };
+    let got = segment.read_from_hint(entry, None, 5, limit, 1).unwrap();
+    assert_eq!(got[0].payload, payload_for(5, 40));
+}

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use felix_recovery::Action;
+use felix_recovery::{Action, Note};
 
 /// A snapshot of a shard's counters since it was opened.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -33,6 +33,11 @@ pub struct ShardStats {
     pub recovery_time: Duration,
     /// What recovery did on open.
     pub recovery_actions: Vec<Action>,
+    /// Facts that are not damage: recovery's notes on open (indexes
+    /// rebuilt, stray files left alone), then one for each sealed segment
+    /// whose index a read found stale (an entry not where the records put
+    /// its offset) and rebuilt from the records in memory.
+    pub notes: Vec<Note>,
 }
 
 impl ShardStats {
@@ -86,6 +91,7 @@ impl Counters {
         &self,
         recovery_time: Duration,
         recovery_actions: Vec<Action>,
+        notes: Vec<Note>,
         (syncs, synced_appends): (u64, u64),
     ) -> ShardStats {
         ShardStats {
@@ -100,6 +106,7 @@ impl Counters {
             segments_deleted: self.segments_deleted.load(Relaxed),
             recovery_time,
             recovery_actions,
+            notes,
         }
     }
 }

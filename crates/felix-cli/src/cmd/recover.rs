@@ -1,7 +1,10 @@
 //! `felix-store recover`: what opening a shard does — repair what the policy
 //! allows and rebuild indexes — as a separate, reported step.
 //!
-//! The shard is inspected read-only first. Damage the policy may not repair
+//! The shard is inspected read-only first, checking every entry of every
+//! index against the records (an open checks only what it must, and leaves
+//! a wrong entry in a sealed index to the read that meets it); `recover`
+//! rebuilds every index that fails that check. Damage the policy may not repair
 //! ends the command with exit 1 having modified nothing (not even a lock
 //! file). Otherwise, unless `--dry-run`, the shard's writer lock is taken
 //! (so a live writer's tail is never cut under it), the shard is inspected
@@ -10,7 +13,7 @@
 use std::path::PathBuf;
 
 use felix_recovery::{
-    Action, InspectOptions, Inspection, RecoveryError, RepairClass, inspect, repair,
+    Action, IndexCheck, InspectOptions, Inspection, RecoveryError, RepairClass, inspect, repair,
 };
 use felix_storage::ShardLock;
 use serde_json::{Value, json};
@@ -87,6 +90,9 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let options = InspectOptions {
         index_spacing_bytes: args.index_spacing_bytes,
         full_verify: false,
+        // Every index whose entries the records do not vouch for is
+        // rebuilt, not only those an open would notice.
+        index_check: IndexCheck::EveryEntry,
     };
     let spinner = Progress::spinner(
         format!("inspecting {}", shard.dir.display()),

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
 use felix_io::FileSystem;
-use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard_in};
+use felix_recovery::{Action, IndexCheck, InspectOptions, Note, OpenOptions, open_shard_in};
 use felix_segment::{
     ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
 };
@@ -66,6 +66,9 @@ pub(crate) struct Sealed {
 pub(crate) struct OpenedSegment {
     pub(crate) file: Arc<SegmentFile>,
     pub(crate) index: SparseIndex,
+    /// Whether the index was built from the segment's records (so every
+    /// entry is a record boundary), not loaded from its file.
+    pub(crate) vouched: bool,
 }
 
 /// What readers see; replaced piecewise under the `view` lock.
@@ -153,6 +156,8 @@ pub struct Shard {
     counters: Counters,
     recovery_time: Duration,
     recovery_actions: Vec<Action>,
+    /// Recovery's notes, then one per index a read found stale.
+    notes: Mutex<Vec<Note>>,
     _lock: ShardLock,
 }
 
@@ -201,6 +206,9 @@ impl Shard {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
                 full_verify: false,
+                // Reads rebuild an index whose entry misleads them, so an
+                // open does not read every sealed segment to check them all.
+                index_check: IndexCheck::LastEntry,
             },
             repair_checksum_tail: config.repair_checksum_tail,
             use_clean_shutdown: true,
@@ -320,6 +328,7 @@ impl Shard {
             counters: Counters::default(),
             recovery_time: started.elapsed(),
             recovery_actions: recovered.actions,
+            notes: Mutex::new(recovered.inspection.notes),
             label,
             _lock: lock,
         })
@@ -391,8 +400,26 @@ impl Shard {
             self.commit.syncs.load(Relaxed),
             self.commit.synced_appends.load(Relaxed),
         );
-        self.counters
-            .snapshot(self.recovery_time, self.recovery_actions.clone(), syncs)
+        let notes = self
+            .notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        self.counters.snapshot(
+            self.recovery_time,
+            self.recovery_actions.clone(),
+            notes,
+            syncs,
+        )
+    }
+
+    /// Records a fact about the shard that is not damage (see
+    /// [`ShardStats::notes`]).
+    pub(crate) fn add_note(&self, note: Note) {
+        self.notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(note);
     }
 
     fn view(&self) -> RwLockReadGuard<'_, View> {

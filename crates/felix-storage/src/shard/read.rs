@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use felix_format::RECORD_HEADER_LEN;
 use felix_io::OpenMode;
-use felix_recovery::{ScanDepth, ScanStart, scan_segment};
+use felix_recovery::{IndexProblem, Note, ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, SegmentError, SegmentFile, SparseIndex};
 
 use super::{OpenedSegment, Sealed, Shard};
@@ -41,6 +41,12 @@ impl Shard {
     /// Below the base offset is [`StorageError::Trimmed`]; at or past the
     /// next offset the result is empty. Every record returned passed its
     /// checksums; reads never see a partial record.
+    ///
+    /// A sealed segment's index file is only a hint. A read misled by a
+    /// wrong entry (one pointing at bytes that are no record, or at a record
+    /// header embedded in a payload) is retried from an index rebuilt from
+    /// the segment's records, which then serves the segment's reads; the
+    /// stale entry is noted in [`ShardStats::notes`](crate::ShardStats).
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
         let mut out = Vec::new();
         let mut offset = from;
@@ -130,22 +136,79 @@ impl Shard {
                     next_offset: sealed.next_offset,
                 };
                 let (start, next_position) = opened.index.seek_span(from);
-                match opened
-                    .file
-                    .read_within(start, next_position, from, limit, budget)
-                {
-                    Err(SegmentError::StaleIndex { entry, site, kind }) => {
-                        tracing::warn!(shard = %self.label, segment = sealed.id, ?entry, %site, %kind, "stale index; rebuilding");
-                        let rebuilt = self.rebuild_index(&sealed, &opened.file)?;
-                        rebuilt
-                            .file
-                            .read(rebuilt.index.seek(from), from, limit, budget)
-                            .map_err(|e| self.segment_error(e))
+                let read = if opened.vouched {
+                    opened
+                        .file
+                        .read_within(start, next_position, from, limit, budget)
+                } else {
+                    opened
+                        .file
+                        .read_from_hint(start, next_position, from, limit, budget)
+                };
+                match read {
+                    // An index entry is only a hint. One that is not where
+                    // the records put its offset leads a read to bytes that
+                    // are no record, or to a record header embedded in a
+                    // payload (`StaleIndex`), or through such a header into
+                    // "damage" (`Corrupt`). Only a read that started from an
+                    // entry the records have not vouched for can be misled
+                    // so; it is retried from an index rebuilt from them.
+                    Err(SegmentError::StaleIndex { .. } | SegmentError::Corrupt { .. })
+                        if !opened.vouched && start != first_record(&opened.file) =>
+                    {
+                        self.read_from_records(&sealed, &opened, start, from, limit, budget)
                     }
                     other => other.map_err(|e| self.segment_error(e)),
                 }
             }
         }
+    }
+
+    /// Reads again from an index rebuilt from the records (see
+    /// `read_target`). When that read succeeds, `start` was stale: the
+    /// rebuilt index replaces the loaded one and a note records it. When it
+    /// fails too, the damage is real; the loaded index is kept, since its
+    /// entries past the damage may still serve reads the rebuilt one, which
+    /// ends at the damage, cannot.
+    fn read_from_records(
+        &self,
+        sealed: &Sealed,
+        opened: &OpenedSegment,
+        start: felix_format::IndexEntry,
+        from: u64,
+        limit: ReadLimit,
+        budget: u64,
+    ) -> Result<Vec<felix_segment::ReadRecord>> {
+        let rebuilt = self.scan_records(sealed, &opened.file)?;
+        let records = opened
+            .file
+            .read(rebuilt.seek(from), from, limit, budget)
+            .map_err(|e| self.segment_error(e))?;
+        let number = opened.index.entries().iter().position(|e| *e == start);
+        let reason = match number {
+            Some(number) => IndexProblem::StaleEntry {
+                number: number as u64,
+                offset: start.offset,
+                position: start.position,
+            },
+            None => IndexProblem::Stale,
+        };
+        let note = Note::IndexUnusable {
+            segment: sealed.id,
+            reason,
+        };
+        tracing::warn!(shard = %self.label, note = %note, "stale index entry; index rebuilt from the records");
+        self.persist_index(sealed, &opened.file, &rebuilt);
+        self.add_note(note);
+        *sealed
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(OpenedSegment {
+            file: Arc::clone(&opened.file),
+            index: rebuilt,
+            vouched: true,
+        }));
+        Ok(records)
     }
 
     /// Opens a sealed segment and loads its index on first use, rebuilding
@@ -183,24 +246,57 @@ impl Shard {
             Err(e) => return Err(self.segment_error(e)),
         };
         let file = Arc::new(file);
-        let index = match SparseIndex::load_in(
+        let (index, vouched) = match SparseIndex::load_in(
             &self.fs,
             &file.index_path(),
             sealed.base_offset,
             sealed.len,
         ) {
-            Ok(index) => index,
+            Ok(index) => (index, false),
             Err(reason) => {
                 tracing::warn!(shard = %self.label, segment = sealed.id, %reason, "index unusable; rebuilding");
-                self.scan_index(sealed, &file)?
+                let index = self.scan_records(sealed, &file)?;
+                self.persist_index(sealed, &file, &index);
+                (index, true)
             }
         };
-        let entry = Arc::new(OpenedSegment { file, index });
+        let entry = Arc::new(OpenedSegment {
+            file,
+            index,
+            vouched,
+        });
         *opened = Some(Arc::clone(&entry));
         Ok(entry)
     }
 
-    fn scan_index(&self, sealed: &Sealed, file: &SegmentFile) -> Result<SparseIndex> {
+    /// [`Self::open_sealed`], with an index the records vouch for: one
+    /// loaded from its file is replaced by one rebuilt from the records. For
+    /// operations that act on the positions an index gives (cutting the log),
+    /// where a wrong entry would not merely fail a read.
+    pub(crate) fn open_sealed_vouched(
+        &self,
+        sealed: &Sealed,
+        requested: u64,
+    ) -> Result<Arc<OpenedSegment>> {
+        let opened = self.open_sealed(sealed, requested)?;
+        if opened.vouched {
+            return Ok(opened);
+        }
+        let entry = Arc::new(OpenedSegment {
+            file: Arc::clone(&opened.file),
+            index: self.scan_records(sealed, &opened.file)?,
+            vouched: true,
+        });
+        *sealed
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&entry));
+        Ok(entry)
+    }
+
+    /// An index for `sealed` rebuilt from its records (headers only), in
+    /// memory.
+    fn scan_records(&self, sealed: &Sealed, file: &SegmentFile) -> Result<SparseIndex> {
         let scan = scan_segment(
             file,
             sealed.len,
@@ -209,29 +305,22 @@ impl Shard {
             self.config.index_spacing_bytes,
         )
         .map_err(|e| self.segment_error(e))?;
-        let index = SparseIndex::from_entries(sealed.base_offset, scan.index);
-        // Writing the rebuilt index back is an optimisation for the next
-        // open; failing to is harmless, since indexes are never trusted.
+        Ok(SparseIndex::from_entries(sealed.base_offset, scan.index))
+    }
+
+    /// Writes a rebuilt index back for the next open. Only an optimisation:
+    /// failing to is harmless, since indexes are never trusted.
+    fn persist_index(&self, sealed: &Sealed, file: &SegmentFile, index: &SparseIndex) {
         if let Err(err) = index.write_file_in(&self.fs, &file.index_path()) {
             tracing::warn!(shard = %self.label, segment = sealed.id, error = %err, "could not write rebuilt index");
         }
-        Ok(index)
     }
+}
 
-    fn rebuild_index(
-        &self,
-        sealed: &Sealed,
-        file: &Arc<SegmentFile>,
-    ) -> Result<Arc<OpenedSegment>> {
-        let index = self.scan_index(sealed, file)?;
-        let entry = Arc::new(OpenedSegment {
-            file: Arc::clone(file),
-            index,
-        });
-        *sealed
-            .opened
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&entry));
-        Ok(entry)
+/// The first record of `file`: the one position no index is needed to find.
+fn first_record(file: &SegmentFile) -> felix_format::IndexEntry {
+    felix_format::IndexEntry {
+        offset: file.base_offset(),
+        position: felix_format::SEGMENT_HEADER_LEN as u64,
     }
 }

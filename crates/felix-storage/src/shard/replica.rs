@@ -131,7 +131,10 @@ impl Shard {
             )
             .map_err(|e| self.segment_error(e))?;
             let file = Arc::new(file);
-            let opened = self.open_sealed(&target, offset)?;
+            // The cut is made at the position the index leads to, so the
+            // index must be one the records vouch for: a wrong entry could
+            // otherwise place the cut inside an acknowledged record.
+            let opened = self.open_sealed_vouched(&target, offset)?;
             let entries = opened.index.entries().to_vec();
             let limit = ReadLimit {
                 end_position: target.len,
