@@ -24,6 +24,19 @@ use crate::pattern::xorshift_bytes;
 /// records differ, few enough to generate up front.
 const PAYLOAD_POOL: usize = 64;
 
+/// Payloads per thread: [`PAYLOAD_POOL`], or fewer (at least one) so that
+/// every thread's pool together stays within
+/// [`MAX_HELD_PAYLOAD_BYTES`](crate::cmd::log_args::MAX_HELD_PAYLOAD_BYTES).
+fn pool_len(concurrency: usize, payload_bytes: usize) -> usize {
+    let per_payload = (concurrency as u64).saturating_mul(payload_bytes as u64);
+    let fits = crate::cmd::log_args::MAX_HELD_PAYLOAD_BYTES
+        .checked_div(per_payload)
+        .unwrap_or(u64::MAX);
+    usize::try_from(fits)
+        .unwrap_or(usize::MAX)
+        .clamp(1, PAYLOAD_POOL)
+}
+
 /// Arguments of `bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -54,6 +67,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     if args.concurrency == 0 {
         return Err(CliError::Usage("--concurrency must be at least 1".into()));
     }
+    log.check_held(Some(args.concurrency as u64))?;
+    let pool_len = pool_len(args.concurrency, log.payload_bytes);
     let shard = log.open()?;
     let syncer = Syncer::start(
         &shard,
@@ -62,7 +77,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     )?;
     let pools: Vec<Vec<Bytes>> = (0..args.concurrency)
         .map(|t| {
-            (0..PAYLOAD_POOL)
+            (0..pool_len)
                 .map(|i| {
                     // Spread consecutive seeds over the whole state space.
                     let seed =

@@ -47,6 +47,16 @@ impl Fsync {
     }
 }
 
+/// The most payload bytes a command's appends may hold in memory at once:
+/// 256 MiB. `write` builds each batch (`--batch` records of
+/// `--payload-bytes`) before appending it, and the append encodes it into
+/// one buffer for its one `write`, so a batch costs about twice its payload;
+/// `bench` holds one batch per thread (`--concurrency`) and a pool of
+/// payloads sized to fit the same bound. Anything over it is refused, with
+/// a message, before anything is allocated: an allocation that fails aborts
+/// the process.
+pub(crate) const MAX_HELD_PAYLOAD_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Flags shared by `write` and `bench`, named as the reference tool names
 /// them.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,7 +85,9 @@ pub(crate) struct LogArgs {
     /// Payload size of every record.
     #[arg(long, default_value_t = 100)]
     pub(crate) payload_bytes: usize,
-    /// Records per append call.
+    /// Records per append call. `--batch` × `--payload-bytes` (times
+    /// `--concurrency` for `bench`) may be at most 256 MiB, the payload a
+    /// command holds in memory at once.
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u64,
     /// Print `{"event":"ack","first_offset":A,"last_offset":B}` for every
@@ -107,7 +119,37 @@ impl LogArgs {
                 felix_format::MAX_PAYLOAD_BYTES
             )));
         }
-        Ok(())
+        self.check_held(None)
+    }
+
+    /// Refuses batches that together hold more than
+    /// [`MAX_HELD_PAYLOAD_BYTES`]: one batch, or one per thread for
+    /// `bench`'s `concurrency` threads.
+    pub(crate) fn check_held(&self, concurrency: Option<u64>) -> Result<(), CliError> {
+        let batch = self.batch;
+        let held = concurrency
+            .unwrap_or(1)
+            .saturating_mul(batch)
+            .saturating_mul(self.payload_bytes as u64);
+        if held <= MAX_HELD_PAYLOAD_BYTES {
+            return Ok(());
+        }
+        let (product, smaller) = match concurrency {
+            Some(threads) => (
+                format!(
+                    "--concurrency {threads} × --batch {batch} × --payload-bytes {}",
+                    self.payload_bytes
+                ),
+                "--concurrency, --batch or --payload-bytes",
+            ),
+            None => (
+                format!("--batch {batch} × --payload-bytes {}", self.payload_bytes),
+                "--batch or --payload-bytes",
+            ),
+        };
+        Err(CliError::Usage(format!(
+            "{product} is {held} bytes of payload held in memory at once, over the limit of {MAX_HELD_PAYLOAD_BYTES} bytes (256 MiB); use a smaller {smaller}"
+        )))
     }
 
     /// The store configuration the flags describe. `periodic` is run by
