@@ -3,7 +3,9 @@
 //! Damage is not an error here: a `verify` that finds a refused shard did
 //! its job and ends with [`Outcome::Damage`] (exit 1). [`CliError`] is for
 //! what stopped a subcommand from doing its job: bad arguments, and I/O
-//! failures, each naming the path involved.
+//! failures, each naming the path involved. A command over many shards
+//! reports a shard it cannot read and goes on with the rest, ending with
+//! [`Outcome::Failed`] (exit 2, like a `CliError`).
 
 use std::fmt;
 use std::io;
@@ -13,23 +15,24 @@ use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 use felix_storage::StorageError;
 
-/// How a subcommand that ran to completion ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a subcommand that ran to completion ended, from best to worst (the
+/// meanings of the exit statuses are defined in the README's "Exit status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Outcome {
-    /// Success, or every shard opens (exit 0).
+    /// Success, or every shard opens, cleanly or after the repairs a
+    /// default open makes (exit 0).
     Success,
-    /// Damage found, or an operation refused (exit 1).
+    /// A shard a default open refuses, or an operation refused (exit 1).
     Damage,
+    /// Some shard could not be read; its error was reported and the others
+    /// were still checked (exit 2).
+    Failed,
 }
 
 impl Outcome {
-    /// `Damage` if either is.
+    /// The worse of the two.
     pub(crate) fn and(self, other: Self) -> Self {
-        if self == Self::Damage || other == Self::Damage {
-            Self::Damage
-        } else {
-            Self::Success
-        }
+        self.max(other)
     }
 }
 

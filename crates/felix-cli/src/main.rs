@@ -6,13 +6,11 @@
 //! reference implementation's flags and JSON lines so one script drives
 //! both), plus `demo`, the README's first command.
 //!
-//! Exit status is the contract scripts rely on:
-//!
-//! * 0 — success, or a shard that opens (cleanly or after default repairs);
-//! * 1 — damage found (`verify`, `stat`, `dump`) or an operation refused
-//!   (`recover` with damage its policy may not repair);
-//! * 2 — bad usage (clap's own errors exit 2 too) or an I/O error, with a
-//!   message on stderr naming the path.
+//! Exit status is the contract scripts rely on; its meanings are defined in
+//! one place, the README's "Exit status" section, and `Outcome` and
+//! `CliError` (in `error.rs`) are what map to it: 0 a shard opens (cleanly
+//! or after default repairs) or the command succeeded, 1 damage a default
+//! open refuses or a refused `recover`, 2 bad usage or an I/O error.
 //!
 //! Invariant: this crate has no format or repair logic of its own. Every
 //! byte it reads or writes goes through `felix-format`, `felix-segment`,
@@ -35,8 +33,9 @@ use crate::output::Out;
 
 /// felix-store: verify, recover, inspect and exercise felix shard directories.
 ///
-/// Exit status: 0 success or clean, 1 damage found or an operation refused,
-/// 2 bad usage or an I/O error.
+/// Exit status: 0 success, or every shard opens (cleanly or after the
+/// repairs a default open makes); 1 a shard a default open refuses, or a
+/// refused recover; 2 bad usage or an I/O error (with a message on stderr).
 #[derive(Debug, Parser)]
 #[command(name = "felix-store", version, about, long_about)]
 struct Cli {
@@ -77,6 +76,8 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Damage) => ExitCode::from(1),
+        // Each failure was reported where it happened.
+        Ok(Outcome::Failed) => ExitCode::from(2),
         // A reader that went away (`felix-store dump … | head`) is not an
         // error worth a message: it saw what it wanted.
         Err(CliError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@
 //! log) never sees a bar.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -136,6 +137,24 @@ impl Drop for Progress {
     }
 }
 
+/// `path` as one word of a POSIX shell command line, for the commands a
+/// report suggests: as it is when it holds only characters no shell treats
+/// specially, otherwise in single quotes, each embedded `'` written `'\''`.
+/// Copying the suggestion then runs it on this path, whatever the path
+/// holds.
+pub(crate) fn shell_quote(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if plain {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// `Some(n)` as a JSON number, `None` as `null`.
 pub(crate) fn opt(value: Option<u64>) -> Value {
     value.map_or(Value::Null, Value::from)
@@ -156,4 +175,46 @@ pub(crate) fn seconds(duration: Duration) -> f64 {
 pub(crate) fn round(value: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::shell_quote;
+
+    #[test]
+    fn shell_quote_leaves_plain_paths_and_quotes_the_rest() {
+        let cases = [
+            ("/data/shard-0", "/data/shard-0"),
+            ("relative/a_b.c", "relative/a_b.c"),
+            ("/data/my shard", "'/data/my shard'"),
+            ("it's", r"'it'\''s'"),
+            ("$HOME/`x`;rm", "'$HOME/`x`;rm'"),
+            ("a\nb", "'a\nb'"),
+            ("", "''"),
+        ];
+        for (path, quoted) in cases {
+            assert_eq!(shell_quote(Path::new(path)), quoted, "{path:?}");
+        }
+    }
+
+    /// What `sh` makes of a quoted path is the path itself.
+    #[test]
+    fn shell_quote_round_trips_through_sh() {
+        for path in [
+            "/tmp/my shard",
+            "it's here",
+            "a'b'c",
+            "$x `y` \\z\"",
+            "tab\there",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(Path::new(path))))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), path);
+        }
+    }
 }

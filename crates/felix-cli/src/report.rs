@@ -3,11 +3,12 @@
 
 use std::path::Path;
 
-use felix_recovery::{Finding, Inspection, RepairClass};
+use felix_recovery::{Finding, Inspection, RecoveryError, RepairClass};
 use serde_json::{Value, json};
 
-use crate::error::Outcome;
-use crate::output::{opt, opt_text};
+use crate::error::{CliError, Outcome};
+use crate::output::{Out, opt, opt_text, shell_quote};
+use crate::target::ShardDir;
 
 /// What a default open of a shard would do, from its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +57,8 @@ impl Verdict {
 
     /// The closing line of a human report: what it means and what to do.
     pub(crate) fn human(self, dir: &Path) -> String {
-        let dir = dir.display();
+        // The suggested commands are meant to be copied: quoted for a shell.
+        let dir = shell_quote(dir);
         match self {
             Self::Ok => "OK: opens cleanly".to_owned(),
             Self::NeedsRepair => format!(
@@ -134,4 +136,30 @@ pub(crate) fn summary_line(name: &str, inspection: &Inspection) -> String {
         opt_text(inspection.next_offset()),
         opt_text(inspection.records()),
     )
+}
+
+/// Reports a shard that could not be inspected: a report line (or a JSON
+/// line with `"verdict":"error"`) in its place among the others, and the
+/// error on stderr, where every exit-2 failure is told.
+pub(crate) fn unreadable(
+    out: &mut Out,
+    shard: &ShardDir,
+    err: &RecoveryError,
+    json: bool,
+) -> Result<(), CliError> {
+    if json {
+        let mut map = serde_json::Map::new();
+        map.insert("shard".into(), shard.name.clone().into());
+        map.insert("verdict".into(), "error".into());
+        map.insert("error".into(), err.to_string().into());
+        map.insert("dir".into(), shard.dir.display().to_string().into());
+        out.json(&Value::Object(map))?;
+    } else {
+        out.line(format!("shard {}: ERROR: {err}", shard.name))?;
+        out.line("  not checked: the shard could not be read")?;
+    }
+    // Stdout first, so the two streams read in order on a terminal.
+    out.flush()?;
+    eprintln!("felix-store: shard {}: {err}", shard.name);
+    Ok(())
 }

@@ -4,7 +4,9 @@
 //! A directory is a shard directory when it holds anything named like a
 //! segment, an index or an `epochs` file; otherwise its subdirectories that
 //! are shard directories make it a root. Names decide, never contents, so
-//! resolving a path reads no file and can be done on a shard in use.
+//! resolving a path reads no file and can be done on a shard in use. A
+//! subdirectory of a root that cannot be listed counts as a shard, so that
+//! it is reported as unreadable rather than passed over.
 
 use std::path::{Path, PathBuf};
 
@@ -77,7 +79,18 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, CliError> {
     for entry in read_dir(path)? {
         let entry = entry.map_err(|e| CliError::io("read directory", path, e))?;
         let child = entry.path();
-        if child.is_dir() && is_shard_dir(&child)? {
+        // The entry's own type first: it needs no system call on the path,
+        // which may be one the process cannot reach. Symbolic links are
+        // followed, as a shell would.
+        let is_dir = match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => child.is_dir(),
+            Ok(kind) => kind.is_dir(),
+            Err(_) => true,
+        };
+        // A subdirectory that cannot be listed may be a shard: it is kept,
+        // so the command reports it as unreadable instead of skipping it
+        // silently or giving up on the whole root.
+        if is_dir && is_shard_dir(&child).unwrap_or(true) {
             shards.push(shard_dir(child));
         }
     }

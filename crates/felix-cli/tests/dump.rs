@@ -52,15 +52,18 @@ fn dump_small_shard_all_formats() {
     insta::assert_snapshot!(text);
 }
 
+/// `dump` stops at the first damage and exits as `verify` does: 1 only for
+/// damage a default open refuses, 0 for a torn tail a default open repairs
+/// (README, "Exit status").
 #[test]
-fn dump_damaged_fixtures_stop_at_the_damage_with_exit_1() {
-    for case in [
-        "RecordChecksum",
-        "RecordHeaderChecksum",
-        "Truncated",
-        "OffsetOutOfOrder",
-        "RecordTooLarge",
-        "SegmentVersion",
+fn dump_damaged_fixtures_stop_at_the_damage_and_exit_as_verify_does() {
+    for (case, code, verdict) in [
+        ("RecordChecksum", 1, "refused_by_default"),
+        ("RecordHeaderChecksum", 1, "refused_by_default"),
+        ("Truncated", 0, "needs_repair"),
+        ("OffsetOutOfOrder", 1, "refused_by_default"),
+        ("RecordTooLarge", 1, "refused_by_default"),
+        ("SegmentVersion", 1, "refused"),
     ] {
         let (root, dir) = fixture_copy(&format!("damaged/{case}"));
         let text = [
@@ -70,11 +73,17 @@ fn dump_damaged_fixtures_stop_at_the_damage_with_exit_1() {
         .join("\n");
         insta::assert_snapshot!(format!("dump_damaged_{case}"), text);
         let json = run(["dump", "--json", s(&dir)]);
-        assert_eq!(json.code, 1, "{case}");
+        assert_eq!(json.code, code, "{case}");
+        assert_eq!(run(["verify", s(&dir)]).code, code, "{case}: verify agrees");
         let last = json.json_lines().pop().unwrap();
         assert_eq!(
-            (&last["type"], &last["kind"]),
-            (&serde_json::json!("damage"), &serde_json::json!(case))
+            (&last["type"], &last["kind"], &last["verdict"]),
+            (
+                &serde_json::json!("damage"),
+                &serde_json::json!(case),
+                &serde_json::json!(verdict)
+            ),
+            "{case}"
         );
     }
 }
@@ -108,7 +117,8 @@ fn dump_index_valid_invalid_torn_and_missing() {
 fn dump_index_file_path_implies_index() {
     let (root, dir) = fixture_copy("damaged/IndexMagic");
     let result = run(["dump", s(&dir.join("00000000000000000000.index"))]);
-    assert_eq!(result.code, 1);
+    // An unusable index is never damage: it is rebuilt.
+    assert_eq!(result.code, 0);
     assert!(
         result.stdout.contains("INVALID: IndexMagic"),
         "{}",

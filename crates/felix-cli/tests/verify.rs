@@ -119,3 +119,39 @@ fn verify_unknown_flag_is_a_usage_error_exit_2() {
         result.stderr
     );
 }
+
+/// The commands a report suggests are quoted for a shell, so copying one
+/// runs it on the shard whatever its path holds (a space, a quote).
+#[test]
+fn verify_stat_and_recover_suggest_shell_quoted_commands() {
+    let mut text = Vec::new();
+    for (case, name) in [
+        ("damaged/Truncated", "my shard"),
+        ("damaged/RecordChecksum", "it's mine"),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(name);
+        common::copy_shard(&fixtures().join(case), &dir);
+        text.push(transcript(&["verify", s(&dir)], root.path()));
+        text.push(transcript(&["stat", s(&dir)], root.path()));
+        text.push(transcript(&["recover", "--dry-run", s(&dir)], root.path()));
+        // What the suggestion says, run by a shell, names this very shard.
+        let verify = run(["verify", s(&dir)]);
+        let line = verify.stdout.lines().last().unwrap();
+        let command = line.split('`').nth(1).unwrap();
+        let dry_run = command.replace("felix-store recover", "felix-store recover --dry-run");
+        let bin = env!("CARGO_BIN_EXE_felix-store");
+        let shell = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(dry_run.replacen("felix-store", bin, 1))
+            .output()
+            .unwrap();
+        let out = String::from_utf8(shell.stdout).unwrap();
+        assert!(
+            out.starts_with(&format!("shard {name}:")),
+            "{command}: {out}"
+        );
+    }
+    let text = text.join("\n");
+    insta::assert_snapshot!(text);
+}

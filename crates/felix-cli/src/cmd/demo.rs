@@ -174,7 +174,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     out.line("")?;
     out.line(format!(
         "5. what recovery finds, read-only (`felix-store verify {}` reports the same):",
-        victim_dir.display()
+        crate::output::shell_quote(&victim_dir)
     ))?;
     let inspection = inspect(&victim_dir, &victim, &InspectOptions::default())?;
     for finding in &inspection.findings {

@@ -9,6 +9,16 @@
 //! at the same byte. It reads sequentially through a large buffer, so a
 //! gigabyte segment costs a system call per mebibyte, and only ever holds
 //! one record's payload.
+//!
+//! Every segment is walked from its first record, even with `--from`: an
+//! index entry may point at a record header embedded in a payload, and only
+//! the walk from the start can tell (see `felix_recovery::first_stale_entry`),
+//! so `dump` never prints a record the segment does not hold.
+//!
+//! Exit status follows what a default open does (README, "Exit status"):
+//! damage `dump` stops at is looked up with `felix_recovery::inspect`, and
+//! only damage a default open refuses exits 1. An index that is missing or
+//! wrong is never damage: indexes are rebuilt.
 
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
@@ -17,15 +27,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use felix_format::{
-    CorruptionKind, CorruptionSite, FileKind, IndexEntry, IndexHeader, RECORD_HEADER_LEN,
-    RecordHeader, SEGMENT_HEADER_LEN, decode_record, decode_record_header, file_name, parse_index,
+    CorruptionKind, CorruptionSite, FileKind, IndexEntry, RECORD_HEADER_LEN, RecordHeader,
+    SEGMENT_HEADER_LEN, decode_record, decode_record_header, file_name,
 };
-use felix_segment::{SegmentError, SegmentFile, SparseIndex};
+use felix_recovery::{InspectOptions, inspect};
+use felix_segment::{SegmentError, SegmentFile};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
 use crate::output::{Out, Progress, progress_beside_stream};
+use crate::report::Verdict;
 use crate::target::{Resolved, ShardDir, resolve, segment_ids};
+
+mod index;
 
 /// Payload bytes shown per record as hex in the human report.
 const HEX_SHOWN_BYTES: usize = 64;
@@ -53,7 +67,8 @@ pub(crate) struct Args {
     /// order).
     path: PathBuf,
     /// First offset to print; records before it are stepped over by their
-    /// headers (their payloads are not checksummed).
+    /// headers from the segment's first record (their payloads are not
+    /// checksummed, and indexes are not used: an index entry may be wrong).
     #[arg(long, default_value_t = 0)]
     from: u64,
     /// Print at most this many records.
@@ -66,8 +81,9 @@ pub(crate) struct Args {
     /// `segment_end`, `damage`, or `index`).
     #[arg(long)]
     json: bool,
-    /// Print the index instead: its entries and whether each begins the
-    /// record it names. Implied when PATH is an index file.
+    /// Print the index instead: its entries and whether the segment's
+    /// records place each entry's offset where it says. Implied when PATH is
+    /// an index file.
     #[arg(long)]
     index: bool,
 }
@@ -91,9 +107,16 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         }
     };
     if index {
+        let newest = segment_ids(&shard.dir)?.last().copied();
         let mut outcome = Outcome::Success;
         for id in ids {
-            outcome = outcome.and(dump_index(out, &shard, id, args.json)?);
+            outcome = outcome.and(index::dump_index(
+                out,
+                &shard,
+                id,
+                Some(id) == newest,
+                args.json,
+            )?);
         }
         return Ok(outcome);
     }
@@ -117,8 +140,8 @@ enum SegmentEnd {
     Complete,
     /// `--count` was reached.
     CountReached,
-    /// Damage was printed.
-    Damage,
+    /// Damage was printed; the shard's verdict decides the exit status.
+    Damage(Verdict),
 }
 
 impl<'a> Records<'a> {
@@ -162,10 +185,49 @@ impl<'a> Records<'a> {
             match self.segment(out, id, &bar)? {
                 SegmentEnd::Complete => {}
                 SegmentEnd::CountReached => break,
-                SegmentEnd::Damage => return Ok(Outcome::Damage),
+                SegmentEnd::Damage(verdict) => return Ok(verdict.outcome()),
             }
         }
         Ok(Outcome::Success)
+    }
+
+    /// What a default open makes of the damage `dump` stopped at: the
+    /// verdict on the whole shard, as `verify` gives it.
+    fn verdict(&self) -> Result<Verdict, CliError> {
+        let inspection = inspect(
+            &self.shard.dir,
+            &self.shard.name,
+            &InspectOptions::default(),
+        )?;
+        Ok(Verdict::of(&inspection))
+    }
+
+    /// Prints the damage `dump` stopped at and what a default open does
+    /// about it.
+    fn damage(
+        &self,
+        out: &mut Out,
+        kind: &CorruptionKind,
+        site: &CorruptionSite,
+    ) -> Result<SegmentEnd, CliError> {
+        let verdict = self.verdict()?;
+        if self.args.json {
+            out.json(&json!({
+                "type": "damage",
+                "kind": kind.name(),
+                "segment": site.segment,
+                "position": site.position,
+                "detail": kind.to_string(),
+                "verdict": verdict.as_str(),
+            }))?;
+        } else {
+            out.line(format!("  DAMAGE {}: {kind} at {site}", kind.name()))?;
+            out.line(format!(
+                "  (dump stops at the first damage) {}",
+                verdict.human(&self.shard.dir)
+            ))?;
+        }
+        Ok(SegmentEnd::Damage(verdict))
     }
 
     fn segment(&mut self, out: &mut Out, id: u64, bar: &Progress) -> Result<SegmentEnd, CliError> {
@@ -174,8 +236,7 @@ impl<'a> Records<'a> {
             match SegmentFile::open_read_only(&self.shard.dir, id, Arc::clone(&self.label)) {
                 Ok(opened) => opened,
                 Err(SegmentError::Corrupt { site, kind }) => {
-                    print_damage(out, json, &kind, &site)?;
-                    return Ok(SegmentEnd::Damage);
+                    return self.damage(out, &kind, &site);
                 }
                 Err(other) => return Err(other.into()),
             };
@@ -200,7 +261,11 @@ impl<'a> Records<'a> {
                 "offset", "timestamp_micros", "payload_len", "position", "header_crc", "checksum"
             ))?;
         }
-        let start = start_at(&segment, file_len, self.args.from)?;
+        // The first record, never an index entry: see the module's doc.
+        let start = IndexEntry {
+            offset: segment.base_offset(),
+            position: SEGMENT_HEADER_LEN as u64,
+        };
         let mut cursor = Cursor::new(&segment, file_len, start)?;
         bar.inc(start.position);
         loop {
@@ -212,8 +277,7 @@ impl<'a> Records<'a> {
                 Step::End => break,
                 Step::Skipped => {}
                 Step::Damage { kind, position } => {
-                    print_damage(out, json, &kind, &segment.site(position))?;
-                    return Ok(SegmentEnd::Damage);
+                    return self.damage(out, &kind, &segment.site(position));
                 }
                 Step::Record { header, position } => {
                     self.print_record(out, id, &header, position, cursor.payload())?;
@@ -302,44 +366,6 @@ impl<'a> Records<'a> {
         };
         out.line(format!("      payload: {body}{more}"))
     }
-}
-
-/// Where to start reading for `from`: the index entry at or below it when
-/// the index loads and the entry begins the record it names, else the first
-/// record. The index is never trusted beyond that check.
-fn start_at(segment: &SegmentFile, file_len: u64, from: u64) -> Result<IndexEntry, CliError> {
-    let first = IndexEntry {
-        offset: segment.base_offset(),
-        position: SEGMENT_HEADER_LEN as u64,
-    };
-    if from <= first.offset {
-        return Ok(first);
-    }
-    let Ok(index) = SparseIndex::load(&segment.index_path(), segment.base_offset(), file_len)
-    else {
-        return Ok(first);
-    };
-    let entry = index.seek(from);
-    Ok(if begins_record(segment, file_len, entry)? {
-        entry
-    } else {
-        first
-    })
-}
-
-/// Whether a verified record header with `entry.offset` begins at
-/// `entry.position`.
-fn begins_record(
-    segment: &SegmentFile,
-    file_len: u64,
-    entry: IndexEntry,
-) -> Result<bool, CliError> {
-    if entry.position.saturating_add(RECORD_HEADER_LEN as u64) > file_len {
-        return Ok(false);
-    }
-    let mut raw = [0u8; RECORD_HEADER_LEN];
-    felix_segment::fs::read_exact_at(segment.file(), segment.path(), &mut raw, entry.position)?;
-    Ok(decode_record_header(&raw).is_ok_and(|h| h.offset == entry.offset))
 }
 
 /// What one step of a cursor met.
@@ -495,140 +521,6 @@ impl<'a> Cursor<'a> {
             .read_exact(target)
             .map_err(|e| CliError::io("read", self.path, e))
     }
-}
-
-fn print_damage(
-    out: &mut Out,
-    json: bool,
-    kind: &CorruptionKind,
-    site: &CorruptionSite,
-) -> Result<(), CliError> {
-    if json {
-        out.json(&json!({
-            "type": "damage",
-            "kind": kind.name(),
-            "segment": site.segment,
-            "position": site.position,
-            "detail": kind.to_string(),
-        }))
-    } else {
-        out.line(format!("  DAMAGE {}: {kind} at {site}", kind.name()))?;
-        out.line("  (dump stops at the first damage; `felix-store verify` says whether it is repairable)")
-    }
-}
-
-/// Prints the index of segment `id`; exit 1 when it is missing or invalid.
-fn dump_index(out: &mut Out, shard: &ShardDir, id: u64, json: bool) -> Result<Outcome, CliError> {
-    let name = file_name(id, FileKind::Index);
-    let path = shard.dir.join(name.as_str());
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let problem = "missing; it is rebuilt from its segment on open";
-            if json {
-                out.json(&json!({
-                    "type": "index", "segment": id, "len": Value::Null, "base_offset": Value::Null,
-                    "entries": [], "torn_bytes": 0, "valid": false, "problem": problem,
-                }))?;
-            } else {
-                out.line(format!("index {name}: {problem}"))?;
-            }
-            return Ok(Outcome::Damage);
-        }
-        Err(e) => return Err(CliError::io("read", &path, e)),
-    };
-    let label: Arc<str> = Arc::from(shard.name.as_str());
-    let segment = SegmentFile::open_read_only(&shard.dir, id, label).ok();
-    // Without a readable segment the entries can only be checked against
-    // the index's own header.
-    let parsed = match &segment {
-        Some((seg, len)) => parse_index(&bytes, seg.base_offset(), *len),
-        None => {
-            IndexHeader::decode(&bytes).and_then(|h| parse_index(&bytes, h.base_offset, u64::MAX))
-        }
-    };
-    let (base_offset, entries, torn_bytes, mut problem) = match parsed {
-        Ok(view) => (
-            Some(view.header.base_offset),
-            view.iter().collect::<Vec<_>>(),
-            view.torn_bytes,
-            None,
-        ),
-        Err(kind) => (
-            IndexHeader::decode(&bytes).ok().map(|h| h.base_offset),
-            Vec::new(),
-            0,
-            Some(format!("{}: {kind}", kind.name())),
-        ),
-    };
-    if problem.is_none()
-        && let Some((seg, len)) = &segment
-    {
-        for (i, entry) in entries.iter().enumerate() {
-            if !begins_record(seg, *len, *entry)? {
-                problem = Some(format!(
-                    "entry {i} (offset {}, position {}) does not begin the record it names",
-                    entry.offset, entry.position
-                ));
-                break;
-            }
-        }
-    }
-    let valid = problem.is_none();
-    if json {
-        out.json(&json!({
-            "type": "index",
-            "segment": id,
-            "len": bytes.len(),
-            "base_offset": crate::output::opt(base_offset),
-            "entries": entries.iter().map(|e| json!({"offset": e.offset, "position": e.position})).collect::<Vec<_>>(),
-            "torn_bytes": torn_bytes,
-            "valid": valid,
-            "problem": problem,
-        }))?;
-    } else {
-        out.line(format!(
-            "index {name}: {} bytes, base offset {}, {} entries",
-            bytes.len(),
-            crate::output::opt_text(base_offset),
-            entries.len()
-        ))?;
-        if !entries.is_empty() {
-            out.line(format!(
-                "  {:>8}  {:>10}  {:>10}",
-                "entry", "offset", "position"
-            ))?;
-        }
-        for (i, entry) in entries.iter().enumerate() {
-            out.line(format!(
-                "  {i:>8}  {:>10}  {:>10}",
-                entry.offset, entry.position
-            ))?;
-        }
-        if torn_bytes > 0 {
-            out.line(format!(
-                "  torn final entry: {torn_bytes} bytes dropped (a crash mid-append; tolerated)"
-            ))?;
-        }
-        let verdict = match (&problem, &segment) {
-            (Some(problem), _) => {
-                format!("INVALID: {problem}; it is rebuilt from its segment on open")
-            }
-            (None, Some(_)) => format!(
-                "valid: every entry begins the record it names in {}",
-                file_name(id, FileKind::Segment)
-            ),
-            (None, None) => {
-                "valid as a file, but its segment could not be read to check the entries".to_owned()
-            }
-        };
-        out.line(format!("  {verdict}"))?;
-    }
-    Ok(if valid {
-        Outcome::Success
-    } else {
-        Outcome::Damage
-    })
 }
 
 /// Escapes control characters, double quotes and backslashes as Rust

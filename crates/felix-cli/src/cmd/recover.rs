@@ -19,7 +19,7 @@ use felix_storage::ShardLock;
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
-use crate::output::{Out, Progress, progress_allowed};
+use crate::output::{Out, Progress, progress_allowed, shell_quote};
 use crate::report::{self};
 use crate::target::{Resolved, ShardDir, resolve};
 
@@ -246,7 +246,7 @@ fn print_human(
             let advice = if opt_in_only && !args.repair_checksum_tail {
                 format!(
                     "the damaged records may have been acknowledged: restore the shard from a replica, or drop them with `felix-store recover --repair-checksum-tail {}`",
-                    shard.dir.display()
+                    shell_quote(&shard.dir)
                 )
             } else {
                 "restore the shard from a replica or backup".to_owned()

@@ -8,11 +8,11 @@
 
 use std::path::PathBuf;
 
-use felix_recovery::{InspectOptions, Inspection, SegmentSummary, inspect};
+use felix_recovery::{IndexCheck, InspectOptions, Inspection, SegmentSummary, inspect};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
-use crate::output::{Out, Progress, opt, opt_text, progress_allowed};
+use crate::output::{Out, Progress, opt, opt_text, progress_allowed, shell_quote};
 use crate::report::{self, Verdict};
 use crate::target::{ShardDir, resolve};
 
@@ -35,10 +35,25 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         "reading shards",
         progress_allowed(args.json) && shards.len() > 1,
     );
+    // Every index entry is checked, as `verify` and `recover` check them,
+    // so the three agree on which indexes are rebuilt.
+    let options = InspectOptions {
+        index_check: IndexCheck::EveryEntry,
+        ..InspectOptions::default()
+    };
     let mut outcome = Outcome::Success;
     for shard in &shards {
         bar.set_message(shard.name.clone());
-        let inspection = inspect(&shard.dir, &shard.name, &InspectOptions::default())?;
+        let inspection = match inspect(&shard.dir, &shard.name, &options) {
+            Ok(inspection) => inspection,
+            Err(err) => {
+                // Reported, and the other shards still shown.
+                bar.suspend(|| report::unreadable(out, shard, &err, args.json))?;
+                outcome = outcome.and(Outcome::Failed);
+                bar.inc(1);
+                continue;
+            }
+        };
         bar.suspend(|| {
             if args.json {
                 out.json(&json_line(shard, &inspection))
@@ -143,7 +158,7 @@ fn print_human(out: &mut Out, shard: &ShardDir, inspection: &Inspection) -> Resu
                 "s"
             },
             verdict.as_str().replace('_', " "),
-            shard.dir.display()
+            shell_quote(&shard.dir)
         ))?;
     }
     Ok(())

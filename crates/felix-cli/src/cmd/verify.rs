@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use felix_recovery::{InspectOptions, Inspection, inspect};
+use felix_recovery::{IndexCheck, InspectOptions, Inspection, inspect};
 use serde_json::Value;
 
 use crate::error::{CliError, Outcome};
@@ -29,7 +29,8 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
     /// Checksum every record of every segment. By default sealed segments get
-    /// a header check, an index check and a scan of their tail; the newest
+    /// a header check, a walk of their record headers (which checks every
+    /// index entry and the offsets) and no payload checksums; the newest
     /// segment is always checked in full.
     #[arg(long)]
     full: bool,
@@ -54,6 +55,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     }
     let options = InspectOptions {
         full_verify: args.full,
+        // What `recover` checks, so the two agree on every index.
+        index_check: IndexCheck::EveryEntry,
         ..InspectOptions::default()
     };
     let progress_on = progress_allowed(args.json);
@@ -64,9 +67,21 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     };
     let mut outcome = Outcome::Success;
     let mut verdicts = Vec::with_capacity(shards.len());
+    let mut unreadable = 0;
     for shard in &shards {
         bar.set_message(shard.name.clone());
-        let inspection = inspect(&shard.dir, &shard.name, &options)?;
+        // A shard that cannot be read is reported and the rest still
+        // checked: the status is the worst of them all.
+        let inspection = match inspect(&shard.dir, &shard.name, &options) {
+            Ok(inspection) => inspection,
+            Err(err) => {
+                bar.suspend(|| report::unreadable(out, shard, &err, args.json))?;
+                outcome = outcome.and(Outcome::Failed);
+                unreadable += 1;
+                bar.inc(1);
+                continue;
+            }
+        };
         let verdict = Verdict::of(&inspection);
         bar.suspend(|| {
             if args.json {
@@ -83,12 +98,17 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     if !args.json && shards.len() > 1 {
         let count = |v: Verdict| verdicts.iter().filter(|&&x| x == v).count();
         out.line(format!(
-            "{} shards: {} ok, {} need repair, {} refused by default, {} refused",
+            "{} shards: {} ok, {} need repair, {} refused by default, {} refused{}",
             shards.len(),
             count(Verdict::Ok),
             count(Verdict::NeedsRepair),
             count(Verdict::RefusedByDefault),
             count(Verdict::Refused),
+            if unreadable > 0 {
+                format!(", {unreadable} could not be read")
+            } else {
+                String::new()
+            },
         ))?;
     }
     Ok(outcome)
