@@ -33,7 +33,7 @@ pub(super) fn dump_index(
             if json {
                 out.json(&json!({
                     "type": "index", "segment": id, "len": Value::Null, "base_offset": Value::Null,
-                    "entries": [], "torn_bytes": 0, "valid": false, "problem": problem,
+                    "entries": [], "torn_bytes": 0, "valid": false, "problem": problem, "rebuilt_on_open": true,
                 }))?;
             } else {
                 out.line(format!("index {name}: {problem}"))?;
