@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use felix_format::SegmentHeader;
 use felix_format::clean::CleanSegment;
-use felix_recovery::{InspectOptions, OpenOptions, inspect, open_shard};
+use felix_recovery::{IndexCheck, InspectOptions, OpenOptions, inspect, open_shard};
 use felix_segment::{ReadLimit, SegmentFile};
 use libfuzzer_sys::fuzz_target;
 
@@ -74,12 +74,14 @@ fuzz_target!(|data: &[u8]| {
         &InspectOptions {
             index_spacing_bytes: 64,
             full_verify: true,
+            index_check: IndexCheck::EveryEntry,
         },
     );
     let options = OpenOptions {
         inspect: InspectOptions {
             index_spacing_bytes: 64,
             full_verify: false,
+            index_check: IndexCheck::LastEntry,
         },
         repair_checksum_tail: flags & 8 != 0,
         use_clean_shutdown: true,
