@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs, Tear};
+use felix_io::sim::{BLOCK_BYTES, CrashPlan, Fault, FaultEffect, FaultOp, SimFs, Tear};
 use felix_io::{OpenMode, Vfs};
 
 fn setup() -> SimFs {
@@ -81,6 +81,74 @@ fn crash_tears_a_write_at_any_byte_or_leaves_zeros() {
         tear: Some((0, Tear::Zeros)),
     });
     assert_eq!(read(&crashed, "/d/a").unwrap(), b"head\0\0\0\0");
+}
+
+/// A write of three blocks' worth after 100 durable bytes: every subset of
+/// its blocks can persist, the size always covers the whole write, and a
+/// block that did not persist keeps what the disk held before it (the
+/// durable head in the shared first block, zeros in the added space).
+#[test]
+fn crash_persists_any_subset_of_a_writes_blocks_with_the_size_ahead() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    f.write_all_at(&[b'h'; 100], 0).unwrap();
+    f.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    let block = BLOCK_BYTES as usize;
+    let data: Vec<u8> = (0..2 * block + 50).map(|i| (i % 251) as u8 + 1).collect();
+    f.write_all_at(&data, 100).unwrap();
+    let pending = fs.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!((pending[0].position, pending[0].len), (100, data.len()));
+    assert_eq!(
+        pending[0].blocks(),
+        3,
+        "100..8342 touches blocks 0, 1 and 2"
+    );
+    assert_eq!(
+        pending[0].block_boundaries(),
+        [block - 100, 2 * block - 100]
+    );
+    let written = [&[b'h'; 100][..], &data].concat();
+    for mask in 0..8u64 {
+        let crashed = fs.crash(&CrashPlan {
+            keep: vec![true],
+            tear: Some((0, Tear::Blocks(mask))),
+        });
+        let got = read(&crashed, "/d/a").unwrap();
+        assert_eq!(
+            got.len(),
+            written.len(),
+            "mask {mask:03b}: the size is ahead"
+        );
+        for (i, (&g, &w)) in got.iter().zip(&written).enumerate() {
+            let persisted = i < 100 || mask >> (i / block) & 1 == 1;
+            let expected = if persisted { w } else { 0 };
+            assert_eq!(g, expected, "mask {mask:03b}, byte {i}");
+        }
+    }
+}
+
+/// A tear at a block boundary keeps the blocks before it and a size that
+/// ends there: the prefix shape at block granularity.
+#[test]
+fn crash_tears_a_write_at_a_block_boundary() {
+    let fs = setup();
+    let f = fs.open(Path::new("/d/a"), OpenMode::CreateNew).unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    let data = vec![7u8; 3 * BLOCK_BYTES as usize];
+    f.write_all_at(&data, 10).unwrap();
+    let boundaries = fs.pending()[0].block_boundaries();
+    assert_eq!(boundaries.len(), 3);
+    for n in boundaries {
+        let crashed = fs.crash(&CrashPlan {
+            keep: vec![true],
+            tear: Some((0, Tear::Prefix(n))),
+        });
+        let got = read(&crashed, "/d/a").unwrap();
+        assert_eq!(got.len() as u64 % BLOCK_BYTES, 0);
+        assert_eq!(&got[10..], &data[..n]);
+    }
 }
 
 #[test]

@@ -22,6 +22,16 @@ pub enum DamageLocation {
     /// written, and a sync covers every earlier write, so nothing from here
     /// on was ever synced, and so never acknowledged.
     NewestUnwritten,
+    /// In the newest segment, the damaged record runs into 4 KiB blocks
+    /// (aligned to file position) that read as never written: zeros filling
+    /// the blocks that hold its own header or the next one the walk expects,
+    /// or zeros from a block boundary inside it to the end of the file. A
+    /// sync writes back every block a record touches and a header is never
+    /// all zeros, so neither this record nor any after it was ever synced,
+    /// whatever follows (see [`crate::UnwrittenBlocks`];
+    /// `docs/storage-format.md`, "Never-written blocks", gives the argument
+    /// and its one limit).
+    NewestUnwrittenBlocks,
     /// In a sealed (older) segment, which was complete and synced before the
     /// next segment was created.
     Sealed,
@@ -79,13 +89,24 @@ impl RepairClass {
 pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> RepairClass {
     match location {
         DamageLocation::NewestConfined => {}
-        DamageLocation::NewestUnwritten => {
+        DamageLocation::NewestUnwritten | DamageLocation::NewestUnwrittenBlocks => {
             return match kind {
+                // Zeros explain a length the file falls short of and a
+                // header that is not all there...
                 CorruptionKind::Truncated { .. } | CorruptionKind::RecordHeaderChecksum { .. } => {
                     RepairClass::Default
                 }
-                // A verified header is not zeros, so these cannot be unwritten
-                // space; were they ever classed so, opt-in is the safe answer.
+                // ...and a record whose bytes in never-written blocks read as
+                // zeros. (At `NewestUnwritten` the header itself is zeros, so
+                // a record with a verified header is never classed there.)
+                CorruptionKind::RecordChecksum { .. }
+                    if location == DamageLocation::NewestUnwrittenBlocks =>
+                {
+                    RepairClass::Default
+                }
+                // A verified header is not zeros, and zeros do not make one
+                // name another offset or an impossible length: unwritten
+                // space does not explain these, so opt-in, as when confined.
                 CorruptionKind::RecordChecksum { .. }
                 | CorruptionKind::OffsetOutOfOrder { .. }
                 | CorruptionKind::RecordTooLarge { .. } => RepairClass::OptIn,
@@ -109,7 +130,9 @@ pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DamageLocation::{NewestConfined, NewestFollowedByIntact, NewestUnwritten, Sealed};
+    use DamageLocation::{
+        NewestConfined, NewestFollowedByIntact, NewestUnwritten, NewestUnwrittenBlocks, Sealed,
+    };
     use RepairClass::{Default, Never, OptIn};
 
     /// Every kind × every location, written out so a change to the rules
@@ -118,28 +141,29 @@ mod tests {
     fn is_repairable_tail_table() {
         use CorruptionKind as K;
         #[rustfmt::skip]
-        let table: &[(K, [RepairClass; 4])] = &[
-            //                                                          confined  unwritten followed  sealed
-            (K::Truncated { needed: 128, available: 10 },               [Default, Default, Never, Never]),
-            (K::RecordHeaderChecksum { expected: 1, found: 2 },         [OptIn,   Default, Never, Never]),
-            (K::RecordChecksum { expected: 1, found: 2 },               [OptIn,   OptIn,   Never, Never]),
-            (K::OffsetOutOfOrder { expected: 1, found: 2 },             [OptIn,   OptIn,   Never, Never]),
-            (K::RecordTooLarge { payload_len: u32::MAX, max: 1 },       [OptIn,   OptIn,   Never, Never]),
-            (K::SegmentMagic { found: 0 },                              [Never,   Never,   Never, Never]),
-            (K::SegmentVersion { found: 1 },                            [Never,   Never,   Never, Never]),
-            (K::SegmentFlags { found: 1 },                              [Never,   Never,   Never, Never]),
-            (K::SegmentHeaderChecksum { expected: 1, found: 2 },        [Never,   Never,   Never, Never]),
-            (K::SegmentReserved { found: 1 },                           [Never,   Never,   Never, Never]),
-            (K::IndexMagic { found: 0 },                                [Never,   Never,   Never, Never]),
-            (K::IndexVersion { found: 0 },                              [Never,   Never,   Never, Never]),
-            (K::IndexFlags { found: 1 },                                [Never,   Never,   Never, Never]),
-            (K::IndexBaseOffset { expected: 0, found: 1 },              [Never,   Never,   Never, Never]),
-            (K::IndexEntryOutOfOrder { entry: 0, offset: 0, position: 0 }, [Never, Never,  Never, Never]),
+        let table: &[(K, [RepairClass; 5])] = &[
+            //                                                          confined  unwritten blocks    followed  sealed
+            (K::Truncated { needed: 128, available: 10 },               [Default, Default, Default, Never, Never]),
+            (K::RecordHeaderChecksum { expected: 1, found: 2 },         [OptIn,   Default, Default, Never, Never]),
+            (K::RecordChecksum { expected: 1, found: 2 },               [OptIn,   OptIn,   Default, Never, Never]),
+            (K::OffsetOutOfOrder { expected: 1, found: 2 },             [OptIn,   OptIn,   OptIn,   Never, Never]),
+            (K::RecordTooLarge { payload_len: u32::MAX, max: 1 },       [OptIn,   OptIn,   OptIn,   Never, Never]),
+            (K::SegmentMagic { found: 0 },                              [Never,   Never,   Never,   Never, Never]),
+            (K::SegmentVersion { found: 1 },                            [Never,   Never,   Never,   Never, Never]),
+            (K::SegmentFlags { found: 1 },                              [Never,   Never,   Never,   Never, Never]),
+            (K::SegmentHeaderChecksum { expected: 1, found: 2 },        [Never,   Never,   Never,   Never, Never]),
+            (K::SegmentReserved { found: 1 },                           [Never,   Never,   Never,   Never, Never]),
+            (K::IndexMagic { found: 0 },                                [Never,   Never,   Never,   Never, Never]),
+            (K::IndexVersion { found: 0 },                              [Never,   Never,   Never,   Never, Never]),
+            (K::IndexFlags { found: 1 },                                [Never,   Never,   Never,   Never, Never]),
+            (K::IndexBaseOffset { expected: 0, found: 1 },              [Never,   Never,   Never,   Never, Never]),
+            (K::IndexEntryOutOfOrder { entry: 0, offset: 0, position: 0 }, [Never, Never,  Never,   Never, Never]),
         ];
         for (kind, expected) in table {
             for (location, class) in [
                 NewestConfined,
                 NewestUnwritten,
+                NewestUnwrittenBlocks,
                 NewestFollowedByIntact,
                 Sealed,
             ]

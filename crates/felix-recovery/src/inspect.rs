@@ -20,10 +20,7 @@ use crate::error::RecoveryError;
 use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};
 use crate::listing::{Listing, list_dir, looks_abandoned};
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
-use crate::scan::{
-    ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
-    search_start, tail_is_zero,
-};
+use crate::scan::{ScanDepth, ScanStart, SegmentScan, scan_segment, tail_is_zero};
 
 /// How to inspect a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,42 +329,27 @@ fn inspect_segment(
     };
 
     if let Some(damage) = scan.damage {
-        let location = if newest {
-            let from = search_start(&damage, &segment, file_len)?;
-            let intact_at = find_intact_record(&segment, file_len, from)?;
-            // Zeros where a record header should be mean nothing was ever
-            // written there: a record header is never all zeros. A write
-            // that `fdatasync` covered reads back as written, and a sync
-            // covers every earlier write, so from such a spot on nothing
-            // was ever synced or acknowledged — whether the rest is a torn
-            // remnant, or (if zeros run all the way to it) an intact record
-            // that reached the disk before the record in front of it.
-            let truncated = matches!(damage.kind, CorruptionKind::Truncated { .. });
-            let header_end = damage.position.saturating_add(RECORD_HEADER_LEN as u64);
-            let zeros_to = intact_at.map_or(header_end, |at| at.max(header_end));
-            let unwritten =
-                !truncated && range_is_zero(&segment, file_len, damage.position, zeros_to)?;
-            if unwritten {
-                (DamageLocation::NewestUnwritten, intact_at)
-            } else if intact_at.is_some() {
-                (DamageLocation::NewestFollowedByIntact, intact_at)
-            } else {
-                (DamageLocation::NewestConfined, None)
-            }
+        let located = if newest {
+            crate::unwritten::locate_newest(&segment, file_len, &damage)?
         } else {
-            (DamageLocation::Sealed, None)
+            crate::unwritten::Located {
+                location: DamageLocation::Sealed,
+                intact_record_at: None,
+                unwritten: None,
+            }
         };
-        let repair = is_repairable_tail(&damage.kind, location.0);
+        let repair = is_repairable_tail(&damage.kind, located.location);
         let tail_all_zero = tail_is_zero(&segment, file_len, damage.position)?;
         inspection.findings.push(Finding {
             kind: damage.kind,
             site: segment.site(damage.position),
             repair,
             context: FindingContext::Record {
-                location: location.0,
-                intact_record_at: location.1,
+                location: located.location,
+                intact_record_at: located.intact_record_at,
                 tail_all_zero,
                 tail_bytes: file_len - damage.position,
+                unwritten: located.unwritten,
             },
         });
         if repair != RepairClass::Never {

@@ -6,8 +6,10 @@
 //! and byte. The rules are the spec's "What recovery may repair":
 //! only damage confined to the end of the newest segment can ever be
 //! repaired, a `Truncated` tail (an unfinished write, provably) is repaired
-//! by default, and damage that may be rot of an acknowledged record is
-//! repaired only when the caller opts in.
+//! by default, and so is damage in space a power loss left unwritten (zeros
+//! where a header should be, or 4 KiB blocks never written), while damage
+//! that may be rot of an acknowledged record is repaired only when the
+//! caller opts in.
 //!
 //! Invariants this crate keeps:
 //!
@@ -49,6 +51,7 @@ mod open;
 mod repair;
 mod report;
 mod scan;
+mod unwritten;
 
 pub use classify::{DamageLocation, RepairClass, is_repairable_tail};
 pub use clean::{
@@ -66,3 +69,4 @@ pub use scan::{
     Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
     search_start, tail_is_zero,
 };
+pub use unwritten::{BLOCK_BYTES, UnwrittenBlocks};

@@ -8,6 +8,7 @@ use felix_format::{CorruptionKind, CorruptionSite};
 use felix_segment::{IndexLoadError, SegmentError};
 
 use crate::classify::{DamageLocation, RepairClass};
+use crate::unwritten::UnwrittenBlocks;
 
 /// One piece of damage to segment data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,10 @@ pub enum FindingContext {
         tail_all_zero: bool,
         /// Bytes from the damage to the end of the file.
         tail_bytes: u64,
+        /// 4 KiB blocks after the damage that read as never written, when
+        /// their zeros prove records unsynced (the damaged one, for
+        /// [`DamageLocation::NewestUnwrittenBlocks`], or those after it).
+        unwritten: Option<UnwrittenBlocks>,
     },
     /// Damage to a segment's 32-byte header.
     SegmentHeader,
@@ -65,9 +70,16 @@ impl Finding {
                 intact_record_at,
                 tail_all_zero,
                 tail_bytes,
+                unwritten,
             } => {
-                let place = match location {
-                    DamageLocation::NewestConfined => format!(
+                let place = match (location, unwritten) {
+                    (DamageLocation::NewestConfined, Some(u)) => format!(
+                        "in the newest segment's tail ({tail_bytes} bytes to end of file); nothing from byte {} on was ever synced ({} from byte {}), but the zeros do not reach this record",
+                        u.first_record,
+                        blocks_never_written(u.blocks),
+                        u.from
+                    ),
+                    (DamageLocation::NewestConfined, None) => format!(
                         "in the newest segment's tail ({tail_bytes} bytes to end of file, no intact record after it{})",
                         if tail_all_zero {
                             "; the tail is all zeros"
@@ -75,11 +87,18 @@ impl Finding {
                             ""
                         }
                     ),
-                    DamageLocation::NewestFollowedByIntact => format!(
+                    (DamageLocation::NewestFollowedByIntact, _) => format!(
                         "in the newest segment, followed by an intact record at byte {}",
                         intact_record_at.unwrap_or_default()
                     ),
-                    DamageLocation::NewestUnwritten => match intact_record_at {
+                    (DamageLocation::NewestUnwrittenBlocks, u) => format!(
+                        "in the newest segment's tail ({tail_bytes} bytes to end of file), running into {}: writes a power loss cut off, never synced",
+                        u.map_or_else(
+                            || "blocks never written".to_owned(),
+                            |u| format!("{} from byte {}", blocks_never_written(u.blocks), u.from)
+                        )
+                    ),
+                    (DamageLocation::NewestUnwritten, _) => match intact_record_at {
                         Some(at) => format!(
                             "in the newest segment, zeros up to an intact record at byte {at}: writes a power loss cut off, never synced"
                         ),
@@ -87,7 +106,7 @@ impl Finding {
                             "in the newest segment's tail ({tail_bytes} bytes to end of file, all zeros): writes a power loss cut off, never synced"
                         ),
                     },
-                    DamageLocation::Sealed => "in a sealed segment".to_owned(),
+                    (DamageLocation::Sealed, _) => "in a sealed segment".to_owned(),
                 };
                 let action = match self.repair {
                     RepairClass::Default => {
@@ -124,6 +143,12 @@ impl Finding {
             ),
         }
     }
+}
+
+/// "1 block never written", "3 blocks never written".
+fn blocks_never_written(blocks: u64) -> String {
+    let noun = if blocks == 1 { "block" } else { "blocks" };
+    format!("{blocks} {noun} never written")
 }
 
 impl fmt::Display for Finding {

@@ -155,6 +155,7 @@ fn expected_segment_finding(
             intact_record_at,
             tail_all_zero: false,
             tail_bytes: file_len - r.position,
+            unwritten: None,
         },
     };
     (finding, Some(r))

@@ -284,6 +284,7 @@ fn run_case(damage: Damage, location: DamageLocation) {
             intact_record_at,
             tail_all_zero: false,
             tail_bytes: file_len - r.position,
+            unwritten: None,
         },
     };
     check_record_case(
@@ -384,6 +385,7 @@ fn open_newest_torn_record_embedding_an_intact_record_is_confined_and_repaired_b
             intact_record_at: None,
             tail_all_zero: false,
             tail_bytes: cut - p4,
+            unwritten: None,
         },
     };
     let inspection = inspect_unchanged(dir.path(), &inspect_options(true));
@@ -423,6 +425,7 @@ fn inspect_newest_zero_filled_tail_is_unwritten_space_repaired_by_default() {
             intact_record_at: None,
             tail_all_zero: true,
             tail_bytes: 100,
+            unwritten: None,
         },
     };
     // The "record" that failed is the zeros after offset 5, so a repair
@@ -899,6 +902,7 @@ fn open_newest_zero_hole_before_an_intact_record_truncates_at_the_hole() {
             intact_record_at: Some(after.position),
             tail_all_zero: false,
             tail_bytes: after.end() - hole.position,
+            unwritten: None,
         }
     );
     let opened = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();

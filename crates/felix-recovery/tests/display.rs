@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 
 use common::{
-    LABEL, flip_bit, inspect_unchanged, open_refused, seg_path, segment_layout, set_len,
+    LABEL, flip_bit, inspect_unchanged, open_refused, seg_path, segment_layout, set_len, write_at,
     write_segment,
 };
 use felix_recovery::{Finding, InspectOptions, OpenOptions, RecoveryError, open_shard};
@@ -51,6 +51,35 @@ fn finding_display_text_for_every_context() {
                 write_segment(d, 0, 0, 3);
                 write_segment(d, 1, 3, 3);
                 set_len(&seg_path(d, 1), last.end() + 100);
+            }),
+        ),
+        (
+            "newest, running into never-written blocks",
+            finding(|d| {
+                // The record holding byte 4096 runs into block 1, which
+                // holds the next header: zero that block, keep what follows.
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 250);
+                write_at(&seg_path(d, 1), 4096, &[0; 4096]);
+            }),
+        ),
+        (
+            "newest, rot before never-written blocks",
+            finding(|d| {
+                // A rotted record whose own bytes persisted, then zeros from
+                // the next header to the block's end.
+                write_segment(d, 0, 0, 3);
+                write_segment(d, 1, 3, 250);
+                let rotted = *segment_layout(1, 3, 250)
+                    .iter()
+                    .find(|r| r.position > 5000)
+                    .unwrap();
+                write_at(
+                    &seg_path(d, 1),
+                    rotted.end(),
+                    &vec![0; (8192 - rotted.end()) as usize],
+                );
+                flip_bit(&seg_path(d, 1), rotted.position + 30, 0);
             }),
         ),
         (

@@ -145,6 +145,7 @@ fn inspect_damaged_segment_fixtures_report_their_named_kind_at_the_stated_byte()
                 intact_record_at: None,
                 tail_all_zero: false,
                 tail_bytes: file_len - position,
+                unwritten: None,
             }
         };
         let expected = Finding {

@@ -148,6 +148,7 @@ fn inspect_newest_segment_cut_at_every_byte_reports_truncated_at_the_torn_record
                         // leaves an all-zero tail.
                         tail_all_zero: tail.iter().all(|&b| b == 0),
                         tail_bytes: available,
+                        unwritten: None,
                     },
                 };
                 assert_eq!(inspection.findings, [expected], "cut at {len}");

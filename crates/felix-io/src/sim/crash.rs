@@ -1,4 +1,9 @@
 //! Building the disk a power loss could leave.
+//!
+//! File systems persist a file's data in blocks aligned to file position
+//! ([`BLOCK_BYTES`]), the blocks of one write in any order, and may persist a
+//! file's size before its data (space that was allocated but never written
+//! reads as zeros). [`Tear`] builds each of those shapes for one write.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -6,6 +11,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::{Dir, DirOp, FileOp, Inode, Pending, SimFs, State};
+
+/// The unit in which a crash persists a write's data with [`Tear::Blocks`]:
+/// 4 KiB, aligned to file position, the page size file systems write back.
+pub const BLOCK_BYTES: u64 = 4096;
 
 /// A pending (not yet durable) operation, as a crash plan refers to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +25,42 @@ pub struct PendingOp {
     pub path: PathBuf,
     /// Bytes written, for writes.
     pub len: usize,
+    /// File position of the first byte written, for writes (0 otherwise).
+    pub position: u64,
+}
+
+impl PendingOp {
+    /// How many [`BLOCK_BYTES`] blocks a write touches (0 for anything else
+    /// and for an empty write): the bits a [`Tear::Blocks`] mask may set.
+    ///
+    /// ```
+    /// use felix_io::sim::PendingOp;
+    ///
+    /// let write = PendingOp { kind: "write", path: "/d/a".into(), len: 100, position: 4090 };
+    /// assert_eq!(write.blocks(), 2);
+    /// ```
+    pub fn blocks(&self) -> u32 {
+        if self.kind != "write" || self.len == 0 {
+            return 0;
+        }
+        let first = self.position / BLOCK_BYTES;
+        let last = (self.position + self.len as u64 - 1) / BLOCK_BYTES;
+        u32::try_from(last - first + 1).unwrap_or(u32::MAX)
+    }
+
+    /// Byte counts from the write's start to each block boundary inside it:
+    /// the [`Tear::Prefix`] lengths that tear it at block granularity.
+    pub fn block_boundaries(&self) -> Vec<usize> {
+        if self.kind != "write" {
+            return Vec::new();
+        }
+        let end = self.position + self.len as u64;
+        let first = (self.position / BLOCK_BYTES + 1) * BLOCK_BYTES;
+        (first..end)
+            .step_by(BLOCK_BYTES as usize)
+            .map(|b| usize::try_from(b - self.position).unwrap_or(usize::MAX))
+            .collect()
+    }
 }
 
 /// How a crash treats one torn write.
@@ -26,6 +71,14 @@ pub enum Tear {
     /// The file's size grew to cover the write, but its bytes did not reach
     /// the disk: the range reads as zeros.
     Zeros,
+    /// Only some of the [`BLOCK_BYTES`] blocks the write touches reached the
+    /// disk, in any order: bit `i` is set when the `i`-th of them (counting
+    /// from the block holding the write's first byte) did. The file's size
+    /// covers the whole write — the size went ahead of the data — so the
+    /// write's bytes in a block that did not persist read as what the disk
+    /// held there before: zeros in space the write added. Blocks past the
+    /// 64th never persist.
+    Blocks(u64),
 }
 
 /// Which pending operations survive a crash.
@@ -62,12 +115,13 @@ impl SimFs {
             .map(|p| match p {
                 Pending::File {
                     path,
-                    op: FileOp::Write { bytes, .. },
+                    op: FileOp::Write { position, bytes },
                     ..
                 } => PendingOp {
                     kind: "write",
                     path: path.clone(),
                     len: bytes.len(),
+                    position: *position,
                 },
                 Pending::File {
                     path,
@@ -77,6 +131,7 @@ impl SimFs {
                     kind: "set_len",
                     path: path.clone(),
                     len: 0,
+                    position: 0,
                 },
                 Pending::Dir { dir, op } => {
                     let (kind, name) = match op {
@@ -88,6 +143,7 @@ impl SimFs {
                         kind,
                         path: dir.join(name),
                         len: 0,
+                        position: 0,
                     }
                 }
             })
@@ -166,17 +222,34 @@ pub(super) fn apply_file_op(content: &mut Vec<u8>, op: &FileOp, tear: Option<Tea
         FileOp::Write { position, bytes } => {
             let start = usize::try_from(*position).unwrap_or(usize::MAX);
             let (stored, end) = match tear {
-                None => (bytes.len(), start + bytes.len()),
+                None | Some(Tear::Blocks(_)) => (bytes.len(), start + bytes.len()),
                 Some(Tear::Prefix(n)) => (n.min(bytes.len()), start + n.min(bytes.len())),
                 Some(Tear::Zeros) => (0, start + bytes.len()),
             };
             if content.len() < end {
                 content.resize(end, 0);
             }
-            if let (Some(dst), Some(src)) =
-                (content.get_mut(start..start + stored), bytes.get(..stored))
-            {
-                dst.copy_from_slice(src);
+            let block = usize::try_from(BLOCK_BYTES).unwrap_or(usize::MAX);
+            // The write's bytes, split where block boundaries fall, each piece
+            // with the index (from the write's first block) of its block.
+            let mut at = 0;
+            while at < stored {
+                let file_at = start + at;
+                let piece = (block - file_at % block).min(stored - at);
+                let index = file_at / block - start / block;
+                let persisted = match tear {
+                    Some(Tear::Blocks(mask)) => index < 64 && mask >> index & 1 == 1,
+                    _ => true,
+                };
+                if persisted
+                    && let (Some(dst), Some(src)) = (
+                        content.get_mut(file_at..file_at + piece),
+                        bytes.get(at..at + piece),
+                    )
+                {
+                    dst.copy_from_slice(src);
+                }
+                at += piece;
             }
         }
         FileOp::SetLen(len) => content.resize(usize::try_from(*len).unwrap_or(usize::MAX), 0),

@@ -5,8 +5,9 @@
 //! durable and the live ones. Every operation that is not yet durable is kept
 //! in order as a *pending* operation. [`SimFs::crash`] then builds the disk a
 //! power loss could leave: the durable state plus any chosen subset of the
-//! pending operations, with one chosen write torn at any byte or replaced by
-//! zeros (its size reached the disk, its data did not).
+//! pending operations, with one chosen write torn at any byte, replaced by
+//! zeros (its size reached the disk, its data did not), or persisted only in
+//! some of its 4 KiB blocks, in any order, with the size ahead of the data.
 //!
 //! Faults can be injected too ([`SimFs::inject`]): the n-th matching call
 //! fails with an errno, a write stops short, or a sync fails with its data
@@ -28,7 +29,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use crash::{CrashPlan, PendingOp, Tear};
+pub use crash::{BLOCK_BYTES, CrashPlan, PendingOp, Tear};
 pub use fault::{Fault, FaultEffect, FaultOp};
 
 /// Reads made on a simulated file system: see [`SimFs::reads`].
