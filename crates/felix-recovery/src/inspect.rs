@@ -13,8 +13,6 @@ use felix_format::{CorruptionKind, CorruptionSite, FileKind, IndexEntry, file_na
 use felix_io::{FileSystem, OpenMode};
 use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
-use felix_format::RECORD_HEADER_LEN;
-
 use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
 use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};

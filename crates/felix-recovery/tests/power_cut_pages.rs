@@ -145,6 +145,7 @@ fn inspect_options() -> InspectOptions {
     InspectOptions {
         index_spacing_bytes: 4096,
         full_verify: false,
+        ..InspectOptions::default()
     }
 }
 
