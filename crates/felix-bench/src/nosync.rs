@@ -71,4 +71,7 @@ impl Vfs for NoSyncFs {
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         OsFs.try_lock(path)
     }
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
+        OsFs.try_lock_dir(dir)
+    }
 }

@@ -137,7 +137,7 @@ impl Store {
         };
         let mut names = Vec::new();
         for entry in self.inner.fs.list_dir(root).map_err(io)? {
-            if entry.is_dir {
+            if entry.is_dir() {
                 names.push(entry.name.to_string_lossy().into_owned());
             }
         }

@@ -441,7 +441,7 @@ fn remove_segment_temps(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result
         .map_err(|e| err("list directory", dir, e))?
     {
         let name = entry.name.to_string_lossy();
-        if !entry.is_dir && name.ends_with(".log.tmp") {
+        if !entry.is_dir() && name.ends_with(".log.tmp") {
             let path = dir.join(&*name);
             fs.remove_file(&path).map_err(|e| err("remove", &path, e))?;
             tracing::info!(shard = %label, file = %name, "removed an interrupted segment creation");
