@@ -450,22 +450,12 @@ fn remove_segment_temps(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result
     Ok(())
 }
 
-/// Creates the shard directory and makes its entry in the parent durable.
+/// Creates the shard directory, and any missing ancestor, durably: every
+/// new directory's entry is synced into its parent before a record can be
+/// acknowledged inside it.
 fn create_dir(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
-    if fs.is_dir(dir) {
-        return Ok(());
-    }
-    let err = |op, path: &Path, e| StorageError::Segment {
+    felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| StorageError::Segment {
         shard: Arc::clone(label),
-        source: felix_segment::SegmentError::io(op, path, e),
-    };
-    fs.create_dir_all(dir)
-        .map_err(|e| err("create directory", dir, e))?;
-    if let Some(parent) = dir.parent() {
-        felix_segment::fs::sync_dir(fs, parent).map_err(|source| StorageError::Segment {
-            shard: Arc::clone(label),
-            source,
-        })?;
-    }
-    Ok(())
+        source,
+    })
 }
