@@ -66,10 +66,10 @@ pub enum StorageError {
         oldest: u64,
     },
     /// Another process (or another store in this process) holds the shard.
-    #[error("shard directory {} is locked by another writer", path.display())]
+    #[error("shard directory {} is locked by another writer", dir.display())]
     Locked {
-        /// The lock file.
-        path: PathBuf,
+        /// The shard directory.
+        dir: PathBuf,
     },
     /// The shard stopped accepting writes after a write or sync failure.
     /// Reads of durable data still work; reopening runs recovery.
