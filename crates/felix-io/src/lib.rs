@@ -112,6 +112,29 @@ impl FileType {
     }
 }
 
+impl From<std::fs::FileType> for FileType {
+    fn from(t: std::fs::FileType) -> Self {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_file() {
+            Self::Regular
+        } else if t.is_dir() {
+            Self::Directory
+        } else if t.is_symlink() {
+            Self::Symlink
+        } else if t.is_fifo() {
+            Self::Fifo
+        } else if t.is_socket() {
+            Self::Socket
+        } else if t.is_char_device() {
+            Self::CharDevice
+        } else if t.is_block_device() {
+            Self::BlockDevice
+        } else {
+            Self::Unknown
+        }
+    }
+}
+
 impl fmt::Display for FileType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.describe())
@@ -244,6 +267,9 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Whether a directory exists at `path` (following a symbolic link).
     fn is_dir(&self, path: &Path) -> bool;
+    /// What the entry at `path` itself is (`lstat`: a symbolic link is not
+    /// followed), or `None` when nothing has that name. Opens nothing.
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>>;
     /// Takes an exclusive advisory lock on the regular file at `path`
     /// (created if missing) without waiting; `Ok(None)` when someone else
     /// holds it. Like the creating [`OpenMode`]s it never follows a

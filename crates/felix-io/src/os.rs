@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -62,23 +62,7 @@ impl VfsFile for OsFile {
 
 /// A standard library file type as a [`FileType`].
 fn file_type_of(t: std::fs::FileType) -> FileType {
-    if t.is_file() {
-        FileType::Regular
-    } else if t.is_dir() {
-        FileType::Directory
-    } else if t.is_symlink() {
-        FileType::Symlink
-    } else if t.is_fifo() {
-        FileType::Fifo
-    } else if t.is_socket() {
-        FileType::Socket
-    } else if t.is_char_device() {
-        FileType::CharDevice
-    } else if t.is_block_device() {
-        FileType::BlockDevice
-    } else {
-        FileType::Unknown
-    }
+    FileType::from(t)
 }
 
 /// Refuses `path` unless it names a regular file (through a symbolic link
@@ -214,6 +198,14 @@ impl Vfs for OsFs {
 
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
+    }
+
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(file_type_of(meta.file_type()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {

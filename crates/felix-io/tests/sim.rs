@@ -256,6 +256,19 @@ fn special_nodes_are_listed_with_their_type_and_never_opened() {
         }
     }
     assert_eq!(fs.reads().calls, 0, "nothing was read");
+    assert_eq!(
+        fs.entry_type(Path::new("/d/fifo")).unwrap(),
+        Some(FileType::Fifo)
+    );
+    assert_eq!(
+        fs.entry_type(Path::new("/d/sub")).unwrap(),
+        Some(FileType::Directory)
+    );
+    assert_eq!(
+        fs.entry_type(Path::new("/d/plain")).unwrap(),
+        Some(FileType::Regular)
+    );
+    assert_eq!(fs.entry_type(Path::new("/d/none")).unwrap(), None);
     // Unlinking a node removes the name without opening anything.
     fs.remove_file(Path::new("/d/fifo")).unwrap();
     let err = fs.remove_file(Path::new("/d/sub")).unwrap_err();

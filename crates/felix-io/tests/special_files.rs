@@ -127,6 +127,14 @@ fn list_dir_reports_each_entry_type_without_following_links() {
         .map(|e| (e.name.into_string().unwrap(), e.file_type))
         .collect();
     listed.sort();
+    let fs = FileSystem::os();
+    for (name, file_type) in &listed {
+        assert_eq!(
+            fs.entry_type(&dir.path().join(name)).unwrap(),
+            Some(*file_type)
+        );
+    }
+    assert_eq!(fs.entry_type(&dir.path().join("none")).unwrap(), None);
     assert_eq!(
         listed,
         [

@@ -1,7 +1,10 @@
 //! What recovery found and did, in terms an operator and a script can act on.
 
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
+
+use felix_io::{FileType, NotRegularFile};
 
 use felix_format::{CorruptionKind, CorruptionSite};
 
@@ -227,6 +230,45 @@ pub enum Note {
         /// Why.
         reason: crate::clean::CleanShutdownUnused,
     },
+    /// A temporary an interrupted write of ours left behind; an open
+    /// removes it.
+    Temporary {
+        /// Its name.
+        name: String,
+        /// Whose temporary it is.
+        kind: TemporaryKind,
+    },
+    /// An entry under one of our names (other than a segment's or an
+    /// index's) that is not a regular file: never opened, left alone.
+    NotAFile {
+        /// Its name.
+        name: String,
+        /// What it is.
+        file_type: FileType,
+    },
+    /// A rebuilt index could not be written. Indexes only speed reads up,
+    /// so the shard opens all the same: the index is held in memory (or
+    /// rebuilt when the segment is read), and writing it is tried again.
+    IndexNotWritten {
+        /// Segment id.
+        segment: u64,
+        /// How the write failed.
+        kind: io::ErrorKind,
+        /// When it failed because its name is not a regular file: what it is.
+        not_regular: Option<NotRegularFile>,
+    },
+}
+
+/// Whose temporary a [`Note::Temporary`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TemporaryKind {
+    /// `{id:020}.log.tmp`: a new segment's header, written and synced under
+    /// this name before it is renamed into place; it never holds a record.
+    SegmentCreation(u64),
+    /// `epochs.tmp`: a new epochs file, before it replaces the old one.
+    EpochsUpdate,
+    /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
+    CleanShutdown,
 }
 
 /// Why an index could not be used.
@@ -238,6 +280,9 @@ pub enum IndexProblem {
     Invalid(CorruptionKind),
     /// It loaded, but an entry did not lead to a record.
     Stale,
+    /// Its name is not a regular file (or leads to something that is not):
+    /// it was never opened, and a rebuilt index is not written there.
+    NotAFile(NotRegularFile),
 }
 
 impl fmt::Display for Note {
@@ -257,6 +302,10 @@ impl fmt::Display for Note {
                         f,
                         "index {name} does not match its segment; rebuilt from it"
                     ),
+                    IndexProblem::NotAFile(what) => write!(
+                        f,
+                        "index {name} is {what}: never opened; rebuilt in memory from its segment, not written"
+                    ),
                 }
             }
             Self::StrayFile { name } => write!(f, "stray file {name:?} left alone"),
@@ -273,6 +322,45 @@ impl fmt::Display for Note {
                 f,
                 "clean-shutdown file not used ({reason}); every segment inspected"
             ),
+            Self::Temporary { name, kind } => {
+                let whose = match kind {
+                    TemporaryKind::SegmentCreation(id) => {
+                        format!("an interrupted creation of segment {id} (it holds no record)")
+                    }
+                    TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
+                    TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
+                };
+                write!(f, "{name:?} is the temporary of {whose}; removed on open")
+            }
+            Self::NotAFile { name, file_type } => {
+                write!(
+                    f,
+                    "{name:?} is {file_type}, not a regular file: never opened, left alone"
+                )?;
+                match name.as_str() {
+                    "lock" => f.write_str("; the shard directory's own lock keeps one writer"),
+                    "epochs" => f.write_str("; the generation history reads as empty"),
+                    crate::clean::CLEAN_SHUTDOWN_FILE_NAME => f.write_str(
+                        "; not used, and a clean close writes no clean-shutdown file while it is there",
+                    ),
+                    _ => Ok(()),
+                }
+            }
+            Self::IndexNotWritten {
+                segment,
+                kind,
+                not_regular,
+            } => {
+                let name = felix_format::file_name(*segment, felix_format::FileKind::Index);
+                match not_regular {
+                    Some(what) => write!(
+                        f,
+                        "index {name} is {what}, so the rebuilt index was not written"
+                    )?,
+                    None => write!(f, "index {name} could not be written ({kind})")?,
+                }
+                f.write_str("; held in memory instead, and written again later")
+            }
         }
     }
 }

@@ -407,6 +407,17 @@ impl Vfs for SimFs {
         self.lock().dirs.contains_key(path)
     }
 
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>> {
+        let state = self.lock();
+        if state.dirs.contains_key(path) {
+            return Ok(Some(FileType::Directory));
+        }
+        Ok(state
+            .lookup(path)
+            .ok()
+            .map(|inode| state.special(inode).unwrap_or(FileType::Regular)))
+    }
+
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         let mut state = self.lock();
         if state.dirs.contains_key(path) {

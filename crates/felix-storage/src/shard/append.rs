@@ -264,7 +264,11 @@ impl Shard {
                 len: s.len,
             })
             .collect();
+        // Not written (`Ok(false)`, logged) when the name is not a regular
+        // file: everything is durable all the same; only the quick next
+        // open is lost.
         write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+            .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
 

@@ -196,7 +196,6 @@ impl Shard {
         let _entered = span.enter();
         create_dir(fs, dir, &label)?;
         let lock = ShardLock::acquire_in(fs, dir)?;
-        remove_segment_temps(fs, dir, &label)?;
         let options = OpenOptions {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
@@ -427,27 +426,6 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
         index_spacing_bytes: config.index_spacing_bytes,
         preallocate_bytes: config.preallocate.then_some(config.segment_size_bytes),
     }
-}
-
-/// Removes the temporaries of segment creations a crash interrupted: each
-/// holds at most a header, never a record, and its name is not a segment's.
-fn remove_segment_temps(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
-    let err = |op, path: &Path, e| StorageError::Segment {
-        shard: Arc::clone(label),
-        source: felix_segment::SegmentError::io(op, path, e),
-    };
-    for entry in fs
-        .list_dir(dir)
-        .map_err(|e| err("list directory", dir, e))?
-    {
-        let name = entry.name.to_string_lossy();
-        if !entry.is_dir() && name.ends_with(".log.tmp") {
-            let path = dir.join(&*name);
-            fs.remove_file(&path).map_err(|e| err("remove", &path, e))?;
-            tracing::info!(shard = %label, file = %name, "removed an interrupted segment creation");
-        }
-    }
-    Ok(())
 }
 
 /// Creates the shard directory, and any missing ancestor, durably: every
