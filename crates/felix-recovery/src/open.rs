@@ -92,8 +92,11 @@ pub fn open_shard_in(
     shard: &str,
     options: &OpenOptions,
 ) -> Result<RecoveredShard, RecoveryError> {
-    let inspection = inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
-    let actions = repair(&inspection, options.repair_checksum_tail)?;
+    let mut inspection =
+        inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
+    let repaired = repair(&inspection, options.repair_checksum_tail)?;
+    let actions = repaired.actions;
+    inspection.notes.extend(repaired.notes);
     // The shard is about to be written: a clean-shutdown record would no
     // longer describe it. Its removal is durable before any write.
     if inspection.clean_shutdown_present {

@@ -333,9 +333,14 @@ impl fmt::Display for Note {
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
             Self::NotAFile { name, file_type } => {
+                let never = if *file_type == FileType::Symlink {
+                    "followed"
+                } else {
+                    "opened"
+                };
                 write!(
                     f,
-                    "{name:?} is {file_type}, not a regular file: never opened, left alone"
+                    "{name:?} is {file_type}, not a regular file: never {never}, left alone"
                 )?;
                 match name.as_str() {
                     "lock" => f.write_str("; the shard directory's own lock keeps one writer"),

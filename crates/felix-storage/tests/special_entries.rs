@@ -185,3 +185,39 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
         );
     }
 }
+#[test]
+fn shard_open_with_a_fifo_named_like_an_index_serves_reads_rolls_and_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let next = written_shard(dir.path());
+    let segments = Shard::open(dir.path(), "special", config())
+        .unwrap()
+        .segments();
+    let (first, active) = (segments[0].id, segments[segments.len() - 1].id);
+    for id in [first, active] {
+        let index = dir
+            .path()
+            .join(felix_format::file_name(id, felix_format::FileKind::Index).as_str());
+        std::fs::remove_file(&index).unwrap();
+        mkfifo(&index);
+    }
+    let shard = open_in_time(dir.path()).unwrap();
+    assert_reads_all(&shard, next);
+    // Appends roll past the segment whose index name is a FIFO.
+    let rolls_before = shard.stats().rolls;
+    for o in next..next + 100 {
+        shard
+            .append(&[Record::new(o, format!("record-{o}-{}", "x".repeat(40)))])
+            .unwrap();
+    }
+    assert!(shard.stats().rolls > rolls_before);
+    assert_reads_all(&shard, next + 100);
+    shard.close().unwrap();
+    assert!(shard.poisoned().is_none());
+    drop(shard);
+    for id in [first, active] {
+        let index = dir
+            .path()
+            .join(felix_format::file_name(id, felix_format::FileKind::Index).as_str());
+        assert_eq!(entry_type(&index), FileType::Fifo);
+    }
+}

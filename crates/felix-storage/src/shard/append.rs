@@ -150,6 +150,12 @@ impl Shard {
         if let Err(source) = state.writer.finish() {
             return Err(self.poison_with(self.segment_error(source)));
         }
+        if !state.writer.index_persisted() {
+            // Sealing wrote it, or tried once more and logged why it
+            // failed: the segment is sealed without a usable index, which
+            // its readers rebuild.
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let next = SegmentWriter::create_in(
             &self.fs,
             &self.dir,
@@ -162,6 +168,9 @@ impl Shard {
             Ok(next) => next,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
         };
+        if !next.index_persisted() {
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let old = std::mem::replace(&mut state.writer, next);
         // Readers move to the new segment's index first, so the old index
         // is no longer shared and sealing frees it without a copy.
@@ -217,9 +226,12 @@ impl Shard {
     pub fn sync(&self) -> Result<()> {
         self.check_poison()?;
         if let Err(err) = self.writer_state().writer.flush_index() {
-            // An index is an accelerator: failing to extend it is logged, and
-            // the data's sync below decides the outcome.
+            // An index is an accelerator: failing to extend it is logged and
+            // counted (the writer keeps it in memory and writes it whole at
+            // the next roll or close), and the data's sync below decides the
+            // outcome.
             tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+            Counters::add(&self.counters.index_write_failures, 1);
         }
         self.wait_durable(u64::MAX)
     }
@@ -252,8 +264,16 @@ impl Shard {
         self.sync()?;
         // The writer lock keeps appends and rolls out while the segments
         // are listed and recorded.
-        let _state = self.writer_state();
+        let mut state = self.writer_state();
         self.check_poison()?;
+        if !state.writer.index_persisted()
+            && let Err(err) = state.writer.persist_index()
+        {
+            // Still in memory only; the next open rebuilds it from the scan
+            // of the newest segment it always makes.
+            tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let segments: Vec<CleanSegment> = self
             .segments()
             .into_iter()

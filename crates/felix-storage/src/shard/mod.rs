@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
 use felix_io::FileSystem;
-use felix_recovery::{Action, InspectOptions, OpenOptions, open_shard_in};
+use felix_recovery::{Action, InspectOptions, Note, OpenOptions, open_shard_in};
 use felix_segment::{
     ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
 };
@@ -211,8 +211,14 @@ impl Shard {
         for action in &recovered.actions {
             tracing::warn!(action = %action, "recovery action");
         }
+        let mut index_write_failures = 0;
         for note in &recovered.inspection.notes {
-            tracing::info!(note = %note, "recovery note");
+            if matches!(note, Note::IndexNotWritten { .. }) {
+                index_write_failures += 1;
+                tracing::warn!(note = %note, "recovery note");
+            } else {
+                tracing::info!(note = %note, "recovery note");
+            }
         }
         let segment_config = segment_config(&config);
         let seg_err = |source| StorageError::Segment {
@@ -263,6 +269,11 @@ impl Shard {
                 (writer, 1)
             }
         };
+        if !writer.index_persisted() {
+            // Logged by the writer; served from memory, written at the next
+            // roll or close.
+            index_write_failures += 1;
+        }
         let next_offset = writer.next_offset();
         let epochs_file = EpochsFile::in_dir_with(fs.clone(), dir);
         let loaded = epochs_file.load();
@@ -316,7 +327,10 @@ impl Shard {
             commit,
             epochs: Mutex::new(history),
             epochs_file,
-            counters: Counters::default(),
+            counters: Counters {
+                index_write_failures: index_write_failures.into(),
+                ..Counters::default()
+            },
             recovery_time: started.elapsed(),
             recovery_actions: recovered.actions,
             label,

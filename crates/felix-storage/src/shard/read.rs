@@ -214,6 +214,7 @@ impl Shard {
         // open; failing to is harmless, since indexes are never trusted.
         if let Err(err) = index.write_file_in(&self.fs, &file.index_path()) {
             tracing::warn!(shard = %self.label, segment = sealed.id, error = %err, "could not write rebuilt index");
+            crate::stats::Counters::add(&self.counters.index_write_failures, 1);
         }
         Ok(index)
     }
