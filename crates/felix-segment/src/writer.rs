@@ -240,7 +240,8 @@ impl SegmentWriter {
     /// in one `write`.
     ///
     /// Every payload is checked before anything is encoded, so an oversized
-    /// record rejects the whole batch with nothing written. A failed write
+    /// record, or a batch whose offsets would pass the end of the offset
+    /// space, rejects the whole batch with nothing written. A failed write
     /// stops the writer; the bytes it may have left are beyond the writer's
     /// length and are never reported as records.
     pub fn append(&mut self, records: &[Record]) -> Result<Appended> {
@@ -248,6 +249,13 @@ impl SegmentWriter {
         let Some(last_index) = records.len().checked_sub(1) else {
             return Err(SegmentError::EmptyBatch);
         };
+        if self.next_offset.checked_add(records.len() as u64).is_none() {
+            return Err(SegmentError::OffsetSpaceExhausted {
+                segment: self.segment.id(),
+                next_offset: self.next_offset,
+                records: records.len(),
+            });
+        }
         for (index_in_batch, record) in records.iter().enumerate() {
             if record.payload.len() > MAX_PAYLOAD_BYTES as usize {
                 return Err(SegmentError::PayloadTooLarge {

@@ -31,6 +31,34 @@ pub enum StorageError {
         /// The limit.
         max: u32,
     },
+    /// Appending the batch would give a record an offset past the last one
+    /// the format can hold: a record's offset is below `u64::MAX`, so that
+    /// the offset after it can be named. Nothing was written.
+    #[error(
+        "shard {shard}: a batch of {records} record(s) from offset {next_offset} would pass the last offset a record can have ({}); nothing was written",
+        u64::MAX - 1
+    )]
+    OffsetSpaceExhausted {
+        /// The shard.
+        shard: Arc<str>,
+        /// The offset the batch would begin at.
+        next_offset: u64,
+        /// Records in the batch.
+        records: usize,
+    },
+    /// The active segment is full and its id is the last a segment file can
+    /// be named with (`u64::MAX`): no segment can follow it. The roll was
+    /// refused before anything changed, so the shard stays as it was and
+    /// reopens; appends that fit the active segment still work.
+    #[error(
+        "shard {shard}: segment {last_id} is full and is the last segment id there is; no segment can follow it, so the append that needed one was refused and nothing was written"
+    )]
+    SegmentIdsExhausted {
+        /// The shard.
+        shard: Arc<str>,
+        /// The active segment's id.
+        last_id: u64,
+    },
     /// A read asked for an offset retention (or a replica's start) removed.
     #[error("shard {shard}: offset {requested} is trimmed; the oldest offset is {oldest}")]
     Trimmed {

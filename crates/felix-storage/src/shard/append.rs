@@ -69,12 +69,15 @@ impl Shard {
     }
 
     /// Writes a validated batch with the writer lock held: roll if needed,
-    /// write, publish to readers and to group commit.
+    /// write, publish to readers and to group commit. A batch that would
+    /// pass the end of the offset space, or need a segment after the last
+    /// id, is refused with nothing written and the shard as it was.
     pub(crate) fn append_locked(
         &self,
         state: &mut WriterState,
         records: &[Record],
     ) -> Result<AppendReceipt> {
+        self.check_offsets(state.writer.next_offset(), records.len())?;
         let batch_bytes: u64 = records
             .iter()
             .map(|r| record_encoded_len(r.payload.len() as u32))
@@ -127,6 +130,19 @@ impl Shard {
         })
     }
 
+    /// Refuses a batch of `records` from `next_offset` whose offsets would
+    /// not fit: the last record's must stay below `u64::MAX`, so that the
+    /// offset after it (the shard's next offset) can be named.
+    pub(crate) fn check_offsets(&self, next_offset: u64, records: usize) -> Result<u64> {
+        next_offset
+            .checked_add(records as u64)
+            .ok_or_else(|| StorageError::OffsetSpaceExhausted {
+                shard: Arc::clone(&self.label),
+                next_offset,
+                records,
+            })
+    }
+
     /// Makes the writer's new records visible to readers and to syncers.
     pub(crate) fn publish(&self, writer: &SegmentWriter) {
         // The index is shared with the writer: only the limit moves.
@@ -139,9 +155,19 @@ impl Shard {
     /// The old segment is synced, its index written and its preallocation
     /// trimmed before the new segment exists; the new segment's header and
     /// directory entry are synced before any record is written to it.
+    ///
+    /// When the active segment's id is `u64::MAX` no segment can follow it:
+    /// the roll is refused with [`StorageError::SegmentIdsExhausted`] before
+    /// anything changes (a wrapped id would name segment 0 and break the
+    /// offset order every open checks).
     pub(super) fn roll(&self, state: &mut WriterState) -> Result<()> {
-        let span =
-            tracing::info_span!("roll", shard = %self.label, segment = state.next_segment_id);
+        let Some(next_id) = state.next_segment_id else {
+            return Err(StorageError::SegmentIdsExhausted {
+                shard: Arc::clone(&self.label),
+                last_id: state.writer.segment().id(),
+            });
+        };
+        let span = tracing::info_span!("roll", shard = %self.label, segment = next_id);
         let _entered = span.enter();
         let base = state.writer.next_offset();
         // The old segment is durable before the new one exists: recovery
@@ -159,7 +185,7 @@ impl Shard {
         let next = SegmentWriter::create_in(
             &self.fs,
             &self.dir,
-            state.next_segment_id,
+            next_id,
             base,
             segment_config(&self.config),
             Arc::clone(&self.label),
@@ -176,7 +202,7 @@ impl Shard {
         // is no longer shared and sealing frees it without a copy.
         self.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
-        state.next_segment_id += 1;
+        state.next_segment_id = next_id.checked_add(1);
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
             id: sealed.segment.id(),

@@ -89,7 +89,9 @@ impl View {
 #[derive(Debug)]
 pub(crate) struct WriterState {
     pub(crate) writer: SegmentWriter,
-    pub(crate) next_segment_id: u64,
+    /// The id the next segment gets; `None` once the active segment's id is
+    /// `u64::MAX`, the last there is (a roll is then refused).
+    pub(crate) next_segment_id: Option<u64>,
     pub(crate) active_max_timestamp: Option<u64>,
     /// Buffers for writing queued batches, kept between uses.
     pub(crate) spare: combine::Spare,
@@ -254,7 +256,7 @@ impl Shard {
                 // process crash keeps it there); syncing it once makes
                 // `durable_offset` true from the start.
                 writer.sync_handle().sync_data().map_err(seg_err)?;
-                (writer, id + 1)
+                (writer, id.checked_add(1))
             }
             None => {
                 let writer = SegmentWriter::create_in(
@@ -266,7 +268,7 @@ impl Shard {
                     Arc::clone(&label),
                 )
                 .map_err(seg_err)?;
-                (writer, 1)
+                (writer, Some(1))
             }
         };
         if !writer.index_persisted() {
