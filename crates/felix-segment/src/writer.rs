@@ -191,7 +191,7 @@ impl SegmentWriter {
         fs.rename(&temp, &path)
             .map_err(|e| SegmentError::io("rename", &temp, e))?;
         let segment = SegmentFile::from_parts(fs, id, header, path, file, shard);
-        let index_file = create_index_file(&segment, &[]);
+        let index_file = IndexFile::try_create(&segment, &[]);
         sync_dir(fs, dir)?;
         tracing::debug!(shard = %segment.shard(), segment = id, base_offset, "segment created");
         Ok(Self {
@@ -221,7 +221,7 @@ impl SegmentWriter {
         index: SparseIndex,
         config: SegmentConfig,
     ) -> Result<Self> {
-        let index_file = create_index_file(&segment, index.entries());
+        let index_file = IndexFile::try_create(&segment, index.entries());
         Ok(Self {
             segment,
             next_offset,
@@ -412,7 +412,7 @@ impl SegmentWriter {
             if self.index_file.is_none() {
                 self.index_file = self
                     .index
-                    .with_entries(|entries| create_index_file(&segment, entries));
+                    .with_entries(|entries| IndexFile::try_create(&segment, entries));
             } else if self.write_pending_index().is_ok()
                 && let Some(Err(e)) = self.index_file.as_ref().map(IndexFile::sync)
             {
@@ -514,24 +514,6 @@ impl SegmentWriter {
     }
 }
 
-/// Creates (or replaces) a segment's index file holding `entries`, synced.
-/// A failure is logged and leaves the index in memory only: an index is an
-/// accelerator, never a reason to stop writing.
-fn create_index_file(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<IndexFile> {
-    match IndexFile::create(
-        segment.fs(),
-        segment.index_path(),
-        segment.base_offset(),
-        entries,
-    ) {
-        Ok(file) => Some(file),
-        Err(error) => {
-            tracing::warn!(shard = %segment.shard(), segment = segment.id(), %error, "index not written; it is held in memory and written again later");
-            None
-        }
-    }
-}
-
 /// The temporary a new segment's header is written under:
 /// `{id:020}.log.tmp`. One left by a crash holds no record.
 pub fn segment_temp_path(path: &Path) -> std::path::PathBuf {
@@ -605,62 +587,4 @@ fn now_micros() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Swaps the writer's descriptor for a read-only one, so the next write
-    /// fails with a real `EBADF` from the kernel.
-    fn break_writes(writer: &mut SegmentWriter) {
-        let seg = &writer.segment;
-        let read_only = seg.fs().open(seg.path(), OpenMode::Read).unwrap();
-        writer.segment = Arc::new(SegmentFile::from_parts(
-            seg.fs(),
-            seg.id(),
-            *seg.header(),
-            seg.path().to_path_buf(),
-            read_only,
-            Arc::clone(seg.shard()),
-        ));
-    }
-
-    #[test]
-    fn append_after_write_failure_refuses_with_the_original_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer =
-            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
-        writer.append(&[Record::new(1, "kept")]).unwrap();
-        break_writes(&mut writer);
-
-        let first = writer.append(&[Record::new(2, "lost")]).unwrap_err();
-        let SegmentError::Poisoned { original, .. } = &first else {
-            panic!("{first:?}")
-        };
-        assert!(
-            matches!(&**original, SegmentError::Io { op: "write", path, .. } if path == writer.segment.path()),
-            "{original:?}"
-        );
-        // The failed batch was never counted.
-        assert_eq!(writer.next_offset(), 1);
-        assert_eq!(writer.len(), 32 + 28 + 4);
-
-        for err in [
-            writer.append(&[Record::new(3, "x")]).unwrap_err(),
-            writer.sync().unwrap_err(),
-            writer.sync_handle().sync_data().unwrap_err(),
-        ] {
-            let SegmentError::Poisoned {
-                original: again, ..
-            } = &err
-            else {
-                panic!("{err:?}")
-            };
-            assert!(
-                Arc::ptr_eq(original, again),
-                "the same original failure every time"
-            );
-        }
-        // What was written before the failure is still readable.
-        assert_eq!(writer.read(0, 100).unwrap()[0].payload, "kept");
-        assert!(matches!(writer.seal(), Err(SegmentError::Poisoned { .. })));
-    }
-}
+mod tests;
