@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use felix_io::{DirEntry, FileSystem, LockGuard, OpenMode, OsFs, Vfs, VfsFile};
+use felix_io::{DirEntry, FileSystem, FileType, LockGuard, OpenMode, OsFs, Vfs, VfsFile};
 
 /// [`OsFs`] with every sync a no-op: what the page cache holds is what a
 /// later open reads, and fixtures need no durability.
@@ -68,7 +68,13 @@ impl Vfs for NoSyncFs {
     fn is_dir(&self, path: &Path) -> bool {
         OsFs.is_dir(path)
     }
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>> {
+        OsFs.entry_type(path)
+    }
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         OsFs.try_lock(path)
+    }
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
+        OsFs.try_lock_dir(dir)
     }
 }

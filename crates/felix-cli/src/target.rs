@@ -54,6 +54,17 @@ impl Resolved {
 /// Resolves `path`, failing (exit 2) when it is none of the three.
 pub(crate) fn resolve(path: &Path) -> Result<Resolved, CliError> {
     let meta = std::fs::metadata(path).map_err(|e| CliError::io("open", path, e))?;
+    if !meta.is_file() && !meta.is_dir() {
+        // A FIFO or device is named as what it is, and never opened.
+        let what = felix_io::NotRegularFile {
+            file_type: meta.file_type().into(),
+            via_symlink: std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()),
+        };
+        return Err(CliError::Usage(format!(
+            "{} is {what}: neither a segment file nor a shard directory; it was not opened",
+            path.display()
+        )));
+    }
     if meta.is_file() {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let Some((id, kind)) = name.as_deref().and_then(parse_file_name) else {

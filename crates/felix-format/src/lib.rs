@@ -60,6 +60,7 @@ pub use index::{
 };
 pub use naming::{
     FileKind, FileName, SHARD_COMPONENT_MAX_CHARS, ShardKey, file_name, parse_file_name,
+    parse_segment_temp_name,
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,

@@ -112,6 +112,27 @@ pub fn parse_file_name(name: &str) -> Option<(u64, FileKind)> {
     digits.parse::<u64>().ok().map(|id| (id, kind))
 }
 
+/// The segment id in the name of a segment's temporary, `{id:020}.log.tmp`
+/// (a new segment's header is written and synced under it, then renamed
+/// into place), or `None` for any other name.
+///
+/// Only that exact shape is one of ours: `operator-backup.log.tmp` is a
+/// stray, left alone.
+///
+/// ```
+/// use felix_format::parse_segment_temp_name;
+/// assert_eq!(parse_segment_temp_name("00000000000000000007.log.tmp"), Some(7));
+/// assert_eq!(parse_segment_temp_name("operator-backup.log.tmp"), None);
+/// assert_eq!(parse_segment_temp_name("00000000000000000007.index.tmp"), None);
+/// assert_eq!(parse_segment_temp_name("00000000000000000007.log"), None);
+/// ```
+pub fn parse_segment_temp_name(name: &str) -> Option<u64> {
+    match parse_file_name(name.strip_suffix(".tmp")?)? {
+        (id, FileKind::Segment) => Some(id),
+        (_, FileKind::Index) => None,
+    }
+}
+
 /// Characters kept of each text component in a shard directory name.
 pub const SHARD_COMPONENT_MAX_CHARS: usize = 32;
 

@@ -10,7 +10,7 @@
 //! disk could be left in — or make any chosen call fail.
 //!
 //! The interface is deliberately small (open, read/write at a position,
-//! length, sync, rename, remove, directory sync, listing, lock): each
+//! length, sync, rename, remove, directory sync, listing, locks): each
 //! operation is one a durability argument has to reason about.
 //!
 //! Invariants this crate keeps:
@@ -19,7 +19,10 @@
 //!   what the kernel's `fdatasync` means, and a failure is returned as is.
 //! * The simulation never makes durable what the real disk would not: only
 //!   `sync_data`/`sync_all` make file bytes durable, only `sync_dir` makes
-//!   directory entries durable.
+//!   directory entries (a new subdirectory's among them) durable.
+//! * Only regular files are ever opened: a FIFO, socket, device or
+//!   directory under a name a caller opens is refused ([`NotRegularFile`])
+//!   without blocking, and creating a file never follows a symbolic link.
 //!
 //! ```
 //! use felix_io::{FileSystem, OpenMode};
@@ -70,13 +73,151 @@ pub enum OpenMode {
     CreateOrOpen,
 }
 
+/// What a directory entry is, as `lstat` sees it: a symbolic link is
+/// reported as one, not as what it points to.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileType {
+    /// A regular file: the only kind felix storage creates, reads or writes.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+    /// A named pipe: opening it for reading waits for a writer.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// Anything the platform reports that is none of the above.
+    Unknown,
+}
+
+impl FileType {
+    /// The kind in words, with its article: "a FIFO", "a directory".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Regular => "a regular file",
+            Self::Directory => "a directory",
+            Self::Symlink => "a symbolic link",
+            Self::Fifo => "a FIFO",
+            Self::Socket => "a socket",
+            Self::CharDevice => "a character device",
+            Self::BlockDevice => "a block device",
+            Self::Unknown => "a file of unknown type",
+        }
+    }
+}
+
+impl From<std::fs::FileType> for FileType {
+    fn from(t: std::fs::FileType) -> Self {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_file() {
+            Self::Regular
+        } else if t.is_dir() {
+            Self::Directory
+        } else if t.is_symlink() {
+            Self::Symlink
+        } else if t.is_fifo() {
+            Self::Fifo
+        } else if t.is_socket() {
+            Self::Socket
+        } else if t.is_char_device() {
+            Self::CharDevice
+        } else if t.is_block_device() {
+            Self::BlockDevice
+        } else {
+            Self::Unknown
+        }
+    }
+}
+
+impl fmt::Display for FileType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// Why [`Vfs::open`] (or [`Vfs::try_lock`]) refused a path: it names
+/// something other than a regular file, which is never opened, so that a
+/// FIFO cannot block a reader and a device is never read as data.
+///
+/// Carried inside the `io::Error` the call returns; [`not_regular_file`]
+/// gets it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotRegularFile {
+    /// What the path names (the target, when reached through a link).
+    pub file_type: FileType,
+    /// Whether it was reached through a symbolic link.
+    pub via_symlink: bool,
+}
+
+impl fmt::Display for NotRegularFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{}, not a regular file",
+            self.file_type,
+            if self.via_symlink {
+                " behind a symbolic link"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+impl std::error::Error for NotRegularFile {}
+
+impl NotRegularFile {
+    /// The `io::Error` a refused call returns.
+    pub fn into_io_error(self) -> io::Error {
+        let kind = if self.file_type == FileType::Directory {
+            io::ErrorKind::IsADirectory
+        } else {
+            io::ErrorKind::InvalidInput
+        };
+        io::Error::new(kind, self)
+    }
+}
+
+/// The [`NotRegularFile`] inside `err`, if a call refused a path for naming
+/// something other than a regular file.
+///
+/// ```
+/// use felix_io::{FileSystem, FileType, OpenMode, not_regular_file};
+///
+/// let dir = tempfile::tempdir()?;
+/// let err = FileSystem::os().open(dir.path(), OpenMode::Read).unwrap_err();
+/// assert_eq!(not_regular_file(&err).map(|n| n.file_type), Some(FileType::Directory));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn not_regular_file(err: &io::Error) -> Option<NotRegularFile> {
+    err.get_ref()?.downcast_ref::<NotRegularFile>().copied()
+}
+
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     /// The entry's name.
     pub name: OsString,
-    /// Whether it is a directory.
-    pub is_dir: bool,
+    /// What the entry itself is (a symbolic link is not followed).
+    pub file_type: FileType,
+}
+
+impl DirEntry {
+    /// Whether the entry is a directory (not a link to one).
+    pub fn is_dir(&self) -> bool {
+        self.file_type == FileType::Directory
+    }
+
+    /// Whether the entry is a regular file (not a link to one).
+    pub fn is_file(&self) -> bool {
+        self.file_type == FileType::Regular
+    }
 }
 
 /// An open file. Positioned reads and writes only, so one handle serves
@@ -103,7 +244,15 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
 
 /// A file system: the operations storage needs, nothing more.
 pub trait Vfs: Send + Sync + fmt::Debug {
-    /// Opens (or creates) the file at `path`.
+    /// Opens (or creates) the regular file at `path`.
+    ///
+    /// Anything else there — a directory, FIFO, socket or device, or a
+    /// symbolic link to one — is refused with a [`NotRegularFile`] error
+    /// without being opened, so a FIFO never blocks the caller and a device
+    /// is never read as data. [`OpenMode::Read`] and [`OpenMode::ReadWrite`]
+    /// follow a symbolic link to a regular file; the creating modes never
+    /// follow one (a link is refused as [`FileType::Symlink`]), so nothing
+    /// is ever created or emptied outside the directory named.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
@@ -113,14 +262,30 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Lists the directory's entries (order unspecified).
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
-    /// Creates the directory and its parents; existing ones are fine.
+    /// Creates the directory and its parents; existing ones are fine. The
+    /// new entries are durable only once each parent is synced.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
-    /// Whether a directory exists at `path`.
+    /// Whether a directory exists at `path` (following a symbolic link).
     fn is_dir(&self, path: &Path) -> bool;
-    /// Takes an exclusive advisory lock on the file at `path` (created if
-    /// missing) without waiting; `Ok(None)` when someone else holds it. The
-    /// lock lasts as long as the returned guard.
+    /// What the entry at `path` itself is (`lstat`: a symbolic link is not
+    /// followed), or `None` when nothing has that name. Opens nothing.
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>>;
+    /// Takes an exclusive advisory lock on the regular file at `path`
+    /// (created if missing) without waiting; `Ok(None)` when someone else
+    /// holds it. Like the creating [`OpenMode`]s it never follows a
+    /// symbolic link and refuses anything but a regular file
+    /// ([`NotRegularFile`]). The lock lasts as long as the returned guard.
+    ///
+    /// A file's lock is only as good as its name: once the file is unlinked,
+    /// the next caller creates a new file and locks that. Prefer
+    /// [`Vfs::try_lock_dir`].
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
+    /// Takes an exclusive advisory lock on the directory `dir` itself
+    /// without waiting; `Ok(None)` when someone else holds it. The lock is
+    /// held on the directory's own inode, so removing, renaming or replacing
+    /// any file inside it cannot release it, which is what makes it a
+    /// writer's lock. The lock lasts as long as the returned guard.
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>>;
 }
 
 /// Holds a lock taken with [`Vfs::try_lock`] until dropped.

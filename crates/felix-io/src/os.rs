@@ -1,15 +1,15 @@
-//! The real file system: `std::fs` plus `rustix` for `fallocate` and
-//! `flock`, with no unsafe code and no buffering.
+//! The real file system: `std::fs` plus `rustix` for `fallocate`, `flock`
+//! and the open flags, with no unsafe code and no buffering.
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use rustix::fs::{FallocateFlags, FlockOperation, fallocate, flock};
+use rustix::fs::{FallocateFlags, FlockOperation, OFlags, fallocate, flock};
 
-use crate::{DirEntry, LockGuard, OpenMode, Vfs, VfsFile};
+use crate::{DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile};
 
 /// The operating system's file system.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,6 +60,92 @@ impl VfsFile for OsFile {
     }
 }
 
+/// A standard library file type as a [`FileType`].
+fn file_type_of(t: std::fs::FileType) -> FileType {
+    FileType::from(t)
+}
+
+/// Refuses `path` unless it names a regular file (through a symbolic link
+/// only when `follow`), looking without opening. `Ok(false)` when nothing
+/// is there.
+fn check_regular(path: &Path, follow: bool) -> io::Result<bool> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let (file_type, via_symlink) = match file_type_of(meta.file_type()) {
+        FileType::Symlink if follow => match std::fs::metadata(path) {
+            Ok(target) => (file_type_of(target.file_type()), true),
+            // A dangling link: open reports it as missing.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        },
+        other => (other, false),
+    };
+    if file_type == FileType::Regular {
+        Ok(true)
+    } else {
+        Err(NotRegularFile {
+            file_type,
+            via_symlink,
+        }
+        .into_io_error())
+    }
+}
+
+/// Open flags as `OpenOptionsExt::custom_flags` takes them.
+fn custom(flags: OFlags) -> i32 {
+    i32::try_from(flags.bits()).unwrap_or(0)
+}
+
+/// Opens `path` (a regular file) with `options`, never blocking on a FIFO
+/// and never keeping a descriptor of anything but a regular file.
+///
+/// The look before the open keeps a FIFO or device from being opened at
+/// all; `O_NONBLOCK` and the check of the opened descriptor cover one that
+/// took the name in between. `exclusive` (`O_EXCL`) opens nothing that
+/// exists, so it needs no look: whatever is there is `AlreadyExists`.
+fn open_regular(
+    path: &Path,
+    options: &mut OpenOptions,
+    follow: bool,
+    exclusive: bool,
+) -> io::Result<File> {
+    if !exclusive {
+        check_regular(path, follow)?;
+    }
+    let mut flags = OFlags::NONBLOCK;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let file = match options.custom_flags(custom(flags)).open(path) {
+        Ok(file) => file,
+        // O_NOFOLLOW met a link that appeared after the look.
+        Err(e) if !follow && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(NotRegularFile {
+                file_type: FileType::Symlink,
+                via_symlink: false,
+            }
+            .into_io_error());
+        }
+        Err(e) => return Err(e),
+    };
+    let file_type = file_type_of(file.metadata()?.file_type());
+    if file_type != FileType::Regular {
+        return Err(NotRegularFile {
+            file_type,
+            via_symlink: false,
+        }
+        .into_io_error());
+    }
+    // O_NONBLOCK has no meaning for a regular file on Linux, but a file
+    // system may give it one; the descriptor goes back to blocking I/O.
+    let status = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK)?;
+    Ok(file)
+}
+
 impl Vfs for OsFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
         let mut options = OpenOptions::new();
@@ -70,7 +156,14 @@ impl Vfs for OsFs {
             OpenMode::CreateTruncate => options.read(true).write(true).create(true).truncate(true),
             OpenMode::CreateOrOpen => options.read(true).write(true).create(true).truncate(false),
         };
-        Ok(Arc::new(OsFile(options.open(path)?)))
+        let follow = matches!(mode, OpenMode::Read | OpenMode::ReadWrite);
+        let exclusive = mode == OpenMode::CreateNew;
+        Ok(Arc::new(OsFile(open_regular(
+            path,
+            &mut options,
+            follow,
+            exclusive,
+        )?)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -89,9 +182,11 @@ impl Vfs for OsFs {
         std::fs::read_dir(dir)?
             .map(|entry| {
                 let entry = entry?;
+                // The entry's own type (`d_type`, or `lstat` where the file
+                // system does not fill it in): a link is not followed.
                 Ok(DirEntry {
                     name: entry.file_name(),
-                    is_dir: entry.file_type()?.is_dir(),
+                    file_type: file_type_of(entry.file_type()?),
                 })
             })
             .collect()
@@ -105,18 +200,39 @@ impl Vfs for OsFs {
         path.is_dir()
     }
 
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(file_type_of(meta.file_type()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)?;
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        let file = open_regular(path, &mut options, false, false)?;
         // An advisory lock dies with its process, so a crash never leaves a
         // stale lock behind (unlike a pid file).
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(LockGuard::new(file))),
-            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-            Err(errno) => Err(errno.into()),
-        }
+        lock_exclusive(file)
+    }
+
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
+        // A read-only descriptor of the directory itself: `flock` locks its
+        // inode, which no change to the directory's entries can replace.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(custom(OFlags::DIRECTORY))
+            .open(dir)?;
+        lock_exclusive(file)
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)` on `file`, kept in the guard.
+fn lock_exclusive(file: File) -> io::Result<Option<LockGuard>> {
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(LockGuard::new(file))),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(errno) => Err(errno.into()),
     }
 }

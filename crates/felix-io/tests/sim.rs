@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use felix_io::sim::{BLOCK_BYTES, CrashPlan, Fault, FaultEffect, FaultOp, SimFs, Tear};
-use felix_io::{OpenMode, Vfs};
+use felix_io::{FileType, OpenMode, Vfs, not_regular_file};
 
 fn setup() -> SimFs {
     let fs = SimFs::new();
     fs.create_dir_all(Path::new("/d")).unwrap();
+    fs.sync_dir(Path::new("/")).unwrap();
     fs
 }
 
@@ -252,6 +253,134 @@ fn lock_is_exclusive_until_dropped() {
     assert!(fs.try_lock(Path::new("/d/lock")).unwrap().is_none());
     drop(guard);
     assert!(fs.try_lock(Path::new("/d/lock")).unwrap().is_some());
+}
+
+#[test]
+fn dir_lock_is_exclusive_until_dropped_and_needs_the_directory() {
+    let fs = setup();
+    let guard = fs.try_lock_dir(Path::new("/d")).unwrap();
+    assert!(guard.is_some());
+    assert!(fs.try_lock_dir(Path::new("/d")).unwrap().is_none());
+    // A file lock of the same path is another lock.
+    assert!(fs.try_lock(Path::new("/d/lock")).unwrap().is_some());
+    drop(guard);
+    assert!(fs.try_lock_dir(Path::new("/d")).unwrap().is_some());
+    let missing = fs.try_lock_dir(Path::new("/nowhere")).unwrap_err();
+    assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+fn special_nodes_are_listed_with_their_type_and_never_opened() {
+    let fs = setup();
+    let nodes = [
+        ("fifo", FileType::Fifo),
+        ("socket", FileType::Socket),
+        ("tty", FileType::CharDevice),
+        ("disk", FileType::BlockDevice),
+        ("link", FileType::Symlink),
+        ("sub", FileType::Directory),
+    ];
+    for (name, file_type) in nodes {
+        fs.make_node(&Path::new("/d").join(name), file_type)
+            .unwrap();
+    }
+    fs.write_file(Path::new("/d/plain"), b"x").unwrap();
+    let mut listed: Vec<_> = fs
+        .list_dir(Path::new("/d"))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name.into_string().unwrap(), e.file_type))
+        .collect();
+    listed.sort();
+    let mut expected: Vec<_> = nodes.iter().map(|&(n, t)| (n.to_owned(), t)).collect();
+    expected.push(("plain".to_owned(), FileType::Regular));
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    for (name, file_type) in nodes {
+        let path = Path::new("/d").join(name);
+        for mode in [
+            OpenMode::Read,
+            OpenMode::ReadWrite,
+            OpenMode::CreateTruncate,
+        ] {
+            let err = fs.open(&path, mode).unwrap_err();
+            let refused = not_regular_file(&err).map(|n| n.file_type);
+            if file_type == FileType::Symlink && mode != OpenMode::CreateTruncate {
+                // A simulated link leads nowhere: a reader finds nothing.
+                assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{name} {mode:?}");
+            } else {
+                assert_eq!(refused, Some(file_type), "{name} {mode:?}: {err}");
+            }
+        }
+        let exists = fs.open(&path, OpenMode::CreateNew).unwrap_err();
+        assert_eq!(exists.kind(), std::io::ErrorKind::AlreadyExists, "{name}");
+        if file_type != FileType::Directory {
+            let lock = fs.try_lock(&path).unwrap_err();
+            assert_eq!(
+                not_regular_file(&lock).map(|n| n.file_type),
+                Some(file_type)
+            );
+        }
+    }
+    assert_eq!(fs.reads().calls, 0, "nothing was read");
+    assert_eq!(
+        fs.entry_type(Path::new("/d/fifo")).unwrap(),
+        Some(FileType::Fifo)
+    );
+    assert_eq!(
+        fs.entry_type(Path::new("/d/sub")).unwrap(),
+        Some(FileType::Directory)
+    );
+    assert_eq!(
+        fs.entry_type(Path::new("/d/plain")).unwrap(),
+        Some(FileType::Regular)
+    );
+    assert_eq!(fs.entry_type(Path::new("/d/none")).unwrap(), None);
+    // Unlinking a node removes the name without opening anything.
+    fs.remove_file(Path::new("/d/fifo")).unwrap();
+    let err = fs.remove_file(Path::new("/d/sub")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::IsADirectory);
+}
+
+#[test]
+fn crash_loses_a_directory_whose_entry_was_never_synced_with_its_contents() {
+    let fs = setup();
+    fs.create_dir_all(Path::new("/d/a/b")).unwrap();
+    let kinds: Vec<_> = fs.pending().into_iter().map(|p| (p.kind, p.path)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("mkdir", Path::new("/d/a").to_path_buf()),
+            ("mkdir", Path::new("/d/a/b").to_path_buf())
+        ]
+    );
+    let f = fs
+        .open(Path::new("/d/a/b/data"), OpenMode::CreateNew)
+        .unwrap();
+    f.write_all_at(b"acked", 0).unwrap();
+    f.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d/a/b")).unwrap();
+    // The file and its entry are durable, but "a" and "b" are not.
+    let crashed = fs.crash(&CrashPlan::durable_only());
+    assert!(!crashed.is_dir(Path::new("/d/a")));
+    assert_eq!(read(&crashed, "/d/a/b/data"), None);
+    // Keeping only the inner directory's creation is not enough either.
+    let crashed = fs.crash(&CrashPlan {
+        keep: vec![false, true],
+        tear: None,
+    });
+    assert!(!crashed.is_dir(Path::new("/d/a/b")));
+
+    fs.sync_dir(Path::new("/d/a")).unwrap();
+    assert_eq!(
+        read(&fs.crash(&CrashPlan::durable_only()), "/d/a/b/data"),
+        None
+    );
+    fs.sync_dir(Path::new("/d")).unwrap();
+    let crashed = fs.crash(&CrashPlan::durable_only());
+    assert_eq!(read(&crashed, "/d/a/b/data"), Some(b"acked".to_vec()));
+    assert!(fs.pending().is_empty());
 }
 
 #[test]

@@ -18,7 +18,7 @@ use felix_format::clean::{
     CleanSegment, CleanShutdownDecodeError, MAX_CLEAN_SHUTDOWN_FILE_LEN, decode_clean_shutdown,
     encode_clean_shutdown,
 };
-use felix_io::{FileSystem, OpenMode};
+use felix_io::{FileSystem, FileType, OpenMode};
 use felix_segment::SegmentError;
 
 use crate::error::RecoveryError;
@@ -77,6 +77,11 @@ pub enum CleanShutdownUnused {
 /// one last) into `dir`: temporary, `fsync`, rename, directory `fsync`, so
 /// a crash leaves either no file or a whole one.
 ///
+/// Returns `Ok(false)`, having written nothing, when the file's name or its
+/// temporary's is taken by something that is not a regular file: that is
+/// not ours, so it is left alone (a rename would replace a FIFO and fail
+/// on a directory), and the next open inspects every segment instead.
+///
 /// ```
 /// use felix_format::clean::CleanSegment;
 /// use felix_io::FileSystem;
@@ -84,7 +89,7 @@ pub enum CleanShutdownUnused {
 ///
 /// let dir = tempfile::tempdir()?;
 /// let segments = [CleanSegment { id: 0, base_offset: 0, next_offset: 0, len: 32 }];
-/// write_clean_shutdown_in(&FileSystem::os(), dir.path(), &segments)?;
+/// assert!(write_clean_shutdown_in(&FileSystem::os(), dir.path(), &segments)?);
 /// assert!(dir.path().join(CLEAN_SHUTDOWN_FILE_NAME).exists());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -92,11 +97,21 @@ pub fn write_clean_shutdown_in(
     fs: &FileSystem,
     dir: &Path,
     segments: &[CleanSegment],
-) -> Result<(), RecoveryError> {
+) -> Result<bool, RecoveryError> {
     let temp_path = dir.join(CLEAN_SHUTDOWN_TEMP_FILE_NAME);
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
     let io_err =
         |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(SegmentError::io(op, at, e));
+    for name in [&path, &temp_path] {
+        match fs.entry_type(name) {
+            Ok(None | Some(FileType::Regular)) => {}
+            Ok(Some(file_type)) => {
+                tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no clean-shutdown file written");
+                return Ok(false);
+            }
+            Err(e) => return Err(io_err("stat", name, e)),
+        }
+    }
     let mut bytes = Vec::new();
     // A shard's segments always form a valid list; a refusal here is a
     // broken invariant, reported rather than written.
@@ -116,7 +131,8 @@ pub fn write_clean_shutdown_in(
     fs.rename(&temp_path, &path)
         .map_err(|e| io_err("rename", &temp_path, e))?;
     fs.sync_dir(dir)
-        .map_err(|e| io_err("fsync directory", dir, e))
+        .map_err(|e| io_err("fsync directory", dir, e))?;
+    Ok(true)
 }
 
 /// Reads the clean-shutdown file of `dir`: `None` when there is none.
@@ -148,24 +164,19 @@ fn unreadable(op: &'static str, e: &io::Error) -> CleanShutdownUnused {
     CleanShutdownUnused::Unreadable { op, kind: e.kind() }
 }
 
-/// Removes the clean-shutdown file and its temporary, if present, and makes
-/// the removal durable: once a shard is open for writing, the record no
-/// longer describes it.
+/// Removes the clean-shutdown file (a regular file, as the listing found
+/// it) and makes the removal durable: once a shard is open for writing, the
+/// record no longer describes it. Its temporary is removed with the other
+/// temporaries.
 pub(crate) fn remove_in(fs: &FileSystem, dir: &Path) -> Result<(), RecoveryError> {
-    let mut removed = false;
-    for name in [CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME] {
-        let path = dir.join(name);
-        match fs.remove_file(&path) {
-            Ok(()) => removed = true,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(RecoveryError::Io(SegmentError::io("remove", &path, e))),
-        }
+    let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
+    match fs.remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(RecoveryError::Io(SegmentError::io("remove", &path, e))),
     }
-    if removed {
-        fs.sync_dir(dir)
-            .map_err(|e| RecoveryError::Io(SegmentError::io("fsync directory", dir, e)))?;
-    }
-    Ok(())
+    fs.sync_dir(dir)
+        .map_err(|e| RecoveryError::Io(SegmentError::io("fsync directory", dir, e)))
 }
 
 /// The clean-shutdown record's segments when it can be trusted for this

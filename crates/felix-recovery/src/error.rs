@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use felix_io::NotRegularFile;
 use felix_segment::SegmentError;
 
 use crate::classify::RepairClass;
@@ -14,6 +15,19 @@ pub enum RecoveryError {
     /// Reading or writing the directory failed.
     #[error(transparent)]
     Io(#[from] SegmentError),
+    /// An entry named like a segment is not a regular file (a directory,
+    /// FIFO, socket or device, or a symbolic link to one). It was not
+    /// opened: the records its name claims cannot be read, so the shard can
+    /// be neither judged nor opened until it is moved away or the segment
+    /// restored. Nothing was modified.
+    #[error("{} is named like a segment but is {not_regular}; it was not opened, and the shard cannot be opened until it is moved away or the segment restored", path.display())]
+    NotRegularFile {
+        /// The entry.
+        path: PathBuf,
+        /// What it is.
+        #[source]
+        not_regular: NotRegularFile,
+    },
     /// Damage was found that the chosen policy may not repair. Nothing was
     /// modified.
     #[error("{}", unrepairable_text(dir, blocking, *repair_checksum_tail))]
@@ -33,6 +47,10 @@ impl RecoveryError {
     pub fn duplicate(&self) -> Self {
         match self {
             Self::Io(err) => Self::Io(err.duplicate()),
+            Self::NotRegularFile { path, not_regular } => Self::NotRegularFile {
+                path: path.clone(),
+                not_regular: *not_regular,
+            },
             Self::Unrepairable {
                 dir,
                 blocking,

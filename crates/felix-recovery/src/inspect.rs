@@ -5,7 +5,7 @@
 //! run on a shard another process owns, and `felix-store verify` can promise
 //! that it changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
 use crate::error::RecoveryError;
 use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};
 use crate::listing::{Listing, list_dir, looks_abandoned};
-use crate::report::{Action, Finding, FindingContext, IndexProblem, Note};
+use crate::report::{Action, Finding, FindingContext, IndexProblem, Note, TemporaryKind};
 use crate::scan::{ScanDepth, ScanStart, SegmentScan, scan_segment, tail_is_zero};
 
 /// How to inspect a shard.
@@ -94,9 +94,14 @@ pub struct Inspection {
     /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
     /// and for the newest segment.
     pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,
-    /// Whether the directory holds a clean-shutdown file (or its temporary),
-    /// which an open for writing removes.
+    /// Whether the directory holds a clean-shutdown file, which an open for
+    /// writing removes.
     pub(crate) clean_shutdown_present: bool,
+    /// Our temporaries, which an open for writing removes.
+    pub(crate) temporaries: Vec<(PathBuf, TemporaryKind)>,
+    /// Segments whose index name is not a regular file: no rebuilt index
+    /// is written there.
+    pub(crate) unwritable_indexes: HashSet<u64>,
 }
 
 impl Inspection {
@@ -184,27 +189,28 @@ pub(crate) fn inspect_with(
         plan: Vec::new(),
         rebuilt: BTreeMap::new(),
         clean_shutdown_present: false,
+        temporaries: Vec::new(),
+        unwritable_indexes: HashSet::new(),
     };
-    let Listing {
-        segments: ids,
-        orphans,
-        strays,
-        clean_shutdown,
-    } = list_dir(fs, dir)?;
-    inspection.clean_shutdown_present = clean_shutdown;
-    let trusted = if use_clean_shutdown && clean_shutdown {
-        crate::clean::trusted_sealed(&mut inspection, &ids, options)
+    let listing = list_dir(fs, dir)?;
+    inspection.clean_shutdown_present = listing.clean_shutdown;
+    let trusted = if use_clean_shutdown && listing.clean_shutdown {
+        crate::clean::trusted_sealed(&mut inspection, &listing.segments, options)
     } else {
         None
     };
-    inspection
-        .notes
-        .extend(strays.into_iter().map(|name| Note::StrayFile { name }));
-    inspection.notes.extend(
-        orphans
-            .into_iter()
-            .map(|segment| Note::OrphanIndex { segment }),
-    );
+    inspection.notes.extend(listing.notes());
+    inspection.temporaries = listing
+        .temporaries
+        .iter()
+        .map(|(name, kind)| (dir.join(name), *kind))
+        .collect();
+    let Listing {
+        segments: ids,
+        unwritable_indexes,
+        ..
+    } = listing;
+    inspection.unwritable_indexes = unwritable_indexes;
 
     let count = ids.len();
     // When the last segment is an abandoned creation, the one before it is
@@ -309,7 +315,7 @@ fn inspect_segment(
                 inspection, id, path, file_len, site, kind, role,
             ));
         }
-        Err(other) => return Err(other.into()),
+        Err(other) => return Err(segment_open_error(other)),
     };
     let base = segment.base_offset();
     let (scan, index_ok) = if newest {
@@ -359,7 +365,7 @@ fn inspect_segment(
             });
         }
     }
-    if !index_ok {
+    if !index_ok && !inspection.unwritable_indexes.contains(&id) {
         inspection.plan.push(Action::RebuildIndex {
             segment: id,
             path: segment.index_path(),
@@ -383,6 +389,21 @@ fn inspect_segment(
         index_ok,
         removed: false,
     })
+}
+
+/// Why a segment could not be opened: a name that leads to something other
+/// than a regular file (a symbolic link to a FIFO, say) is reported as what
+/// it is; anything else as the I/O error it is.
+fn segment_open_error(err: SegmentError) -> RecoveryError {
+    if let SegmentError::Io { path, source, .. } = &err
+        && let Some(not_regular) = felix_io::not_regular_file(source)
+    {
+        return RecoveryError::NotRegularFile {
+            path: path.clone(),
+            not_regular,
+        };
+    }
+    RecoveryError::Io(err)
 }
 
 /// Records damage to a segment header, recognising an abandoned creation.

@@ -63,8 +63,8 @@ pub use index_check::{IndexCheck, first_stale_entry};
 pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect, inspect_in};
 pub use listing::KNOWN_NON_SEGMENT_FILES;
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};
-pub use repair::repair;
-pub use report::{Action, Finding, FindingContext, IndexProblem, Note};
+pub use repair::{Repaired, repair};
+pub use report::{Action, Finding, FindingContext, IndexProblem, Note, TemporaryKind};
 pub use scan::{
     Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
     search_start, tail_is_zero,

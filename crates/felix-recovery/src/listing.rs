@@ -1,26 +1,40 @@
 //! What a shard directory holds, by name: segment ids in numeric order,
-//! orphan indexes, stray files, the files other layers own, and whether the
-//! last segment looks like an interrupted creation.
+//! orphan indexes, stray files, our temporaries, the files other layers
+//! own, entries under our names that are not regular files, and whether
+//! the last segment looks like an interrupted creation.
+//!
+//! Every file felix storage writes is a regular file, so an entry under one
+//! of our names that is anything else (a directory, FIFO, socket or device)
+//! is not ours: it is never opened — a FIFO would block the reader — and is
+//! left alone, except that one named like a segment stops the inspection,
+//! since the records the name claims cannot be read.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use felix_format::{FileKind, SEGMENT_HEADER_LEN, parse_file_name};
-use felix_io::{FileSystem, OpenMode};
+use felix_format::{FileKind, SEGMENT_HEADER_LEN, parse_file_name, parse_segment_temp_name};
+use felix_io::{FileSystem, FileType, NotRegularFile, OpenMode};
 use felix_segment::SegmentError;
 
+use crate::clean::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
 use crate::error::RecoveryError;
+use crate::report::{Note, TemporaryKind};
 
 /// File names in a shard directory that are not segments, indexes or
 /// strays: the generation history and its temporary, the writer's lock, and
 /// the clean-shutdown file and its temporary.
 pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &[
-    "epochs",
-    "epochs.tmp",
+    EPOCHS_FILE_NAME,
+    EPOCHS_TEMP_FILE_NAME,
     "lock",
-    crate::clean::CLEAN_SHUTDOWN_FILE_NAME,
-    crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME,
+    CLEAN_SHUTDOWN_FILE_NAME,
+    CLEAN_SHUTDOWN_TEMP_FILE_NAME,
 ];
+
+/// The generation history's name (felix-epochs owns the file).
+const EPOCHS_FILE_NAME: &str = "epochs";
+/// Its temporary, which felix-epochs removes when it loads the history.
+const EPOCHS_TEMP_FILE_NAME: &str = "epochs.tmp";
 
 /// What a shard directory holds, by name.
 pub(crate) struct Listing {
@@ -31,8 +45,49 @@ pub(crate) struct Listing {
     pub(crate) orphans: Vec<u64>,
     /// Names that are neither ours nor known to other layers.
     pub(crate) strays: Vec<String>,
-    /// Whether a clean-shutdown file or its temporary is present.
+    /// Whether a clean-shutdown file (a regular file) is present.
     pub(crate) clean_shutdown: bool,
+    /// Temporaries an interrupted write of ours left, sorted by name: an
+    /// open removes them (unlinking opens nothing). A directory under such
+    /// a name cannot be unlinked and is in `not_files` instead.
+    pub(crate) temporaries: Vec<(String, TemporaryKind)>,
+    /// Entries under our names (other than segments) that are not regular
+    /// files, sorted by name: never opened, left alone.
+    pub(crate) not_files: Vec<(String, FileType)>,
+    /// Segments whose index name is taken by something that is not a
+    /// regular file (nor a link): a rebuilt index is not written there.
+    pub(crate) unwritable_indexes: HashSet<u64>,
+}
+
+impl Listing {
+    /// The notes the listing alone gives: strays, orphan indexes,
+    /// temporaries and names that are not regular files.
+    pub(crate) fn notes(&self) -> Vec<Note> {
+        let strays = self
+            .strays
+            .iter()
+            .map(|name| Note::StrayFile { name: name.clone() });
+        let orphans = self
+            .orphans
+            .iter()
+            .map(|&segment| Note::OrphanIndex { segment });
+        let temporaries = self.temporaries.iter().map(|(name, kind)| Note::Temporary {
+            name: name.clone(),
+            kind: *kind,
+        });
+        let not_files = self
+            .not_files
+            .iter()
+            .map(|(name, file_type)| Note::NotAFile {
+                name: name.clone(),
+                file_type: *file_type,
+            });
+        strays
+            .chain(orphans)
+            .chain(temporaries)
+            .chain(not_files)
+            .collect()
+    }
 }
 
 pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
@@ -41,34 +96,80 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
-    let mut strays = Vec::new();
-    let mut clean_shutdown = false;
+    let mut listing = Listing {
+        segments: Vec::new(),
+        orphans: Vec::new(),
+        strays: Vec::new(),
+        clean_shutdown: false,
+        temporaries: Vec::new(),
+        not_files: Vec::new(),
+        unwritable_indexes: HashSet::new(),
+    };
     for entry in entries {
         let name = entry.name.to_string_lossy();
-        if name == crate::clean::CLEAN_SHUTDOWN_FILE_NAME
-            || name == crate::clean::CLEAN_SHUTDOWN_TEMP_FILE_NAME
-        {
-            clean_shutdown = true;
+        let file_type = entry.file_type;
+        // A link is followed where a file of ours is read (segments,
+        // indexes, epochs): the open refuses one to anything but a regular
+        // file. Everything else must be a regular file itself.
+        let regular = file_type == FileType::Regular;
+        let readable = regular || file_type == FileType::Symlink;
+        let temporary = parse_segment_temp_name(&name)
+            .map(TemporaryKind::SegmentCreation)
+            .or(match &*name {
+                EPOCHS_TEMP_FILE_NAME => Some(TemporaryKind::EpochsUpdate),
+                CLEAN_SHUTDOWN_TEMP_FILE_NAME => Some(TemporaryKind::CleanShutdown),
+                _ => None,
+            });
+        if let Some(kind) = temporary {
+            if file_type == FileType::Directory {
+                listing.not_files.push((name.into_owned(), file_type));
+            } else {
+                listing.temporaries.push((name.into_owned(), kind));
+            }
+            continue;
         }
         match parse_file_name(&name) {
             Some((id, FileKind::Segment)) => {
+                if !readable {
+                    return Err(RecoveryError::NotRegularFile {
+                        path: dir.join(&*name),
+                        not_regular: NotRegularFile {
+                            file_type,
+                            via_symlink: false,
+                        },
+                    });
+                }
                 logs.insert(id);
             }
             Some((id, FileKind::Index)) => {
+                // Reported by the index check, which finds it unusable.
+                if !readable {
+                    listing.unwritable_indexes.insert(id);
+                }
                 indexes.insert(id);
             }
+            None if name == CLEAN_SHUTDOWN_FILE_NAME => {
+                // Only a regular file is ours: anything else is not read,
+                // not trusted and not removed.
+                if regular {
+                    listing.clean_shutdown = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
+            None if name == EPOCHS_FILE_NAME && !readable || name == "lock" && !regular => {
+                listing.not_files.push((name.into_owned(), file_type));
+            }
             None if KNOWN_NON_SEGMENT_FILES.contains(&&*name) => {}
-            None => strays.push(name.into_owned()),
+            None => listing.strays.push(name.into_owned()),
         }
     }
-    strays.sort();
-    let orphans = indexes.difference(&logs).copied().collect();
-    Ok(Listing {
-        segments: logs.into_iter().collect(),
-        orphans,
-        strays,
-        clean_shutdown,
-    })
+    listing.strays.sort();
+    listing.temporaries.sort();
+    listing.not_files.sort();
+    listing.orphans = indexes.difference(&logs).copied().collect();
+    listing.segments = logs.into_iter().collect();
+    Ok(listing)
 }
 
 /// Whether the file at `path` has the shape of an interrupted creation:

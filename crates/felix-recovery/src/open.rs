@@ -5,12 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use felix_io::{FileSystem, OpenMode};
-use felix_segment::{SegmentFile, SparseIndex};
+use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
 use crate::error::RecoveryError;
 use crate::inspect::{InspectOptions, Inspection, inspect_with};
 use crate::repair::repair;
-use crate::report::Action;
+use crate::report::{Action, TemporaryKind};
 
 /// What to do on open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,10 +70,13 @@ pub struct RecoveredShard {
 /// Opens the shard directory `dir` for writing after a crash or a clean
 /// shutdown alike.
 ///
-/// Removes a clean-shutdown file (durably) once the open succeeds. Inspects
-/// the directory, fails with [`RecoveryError::Unrepairable`] (having modified
-/// nothing) when damage is outside what `options` allow, otherwise repairs,
-/// rebuilds indexes, and returns the segments.
+/// Inspects the directory, fails with [`RecoveryError::Unrepairable`]
+/// (having modified nothing) when damage is outside what `options` allow,
+/// otherwise repairs, rebuilds indexes, removes a clean-shutdown file
+/// (durably) and the temporaries of interrupted segment creations and clean
+/// shutdowns (`{id:020}.log.tmp`, `clean-shutdown.tmp`; never another name,
+/// never a directory), and returns the segments. (`epochs.tmp` is removed by
+/// felix-epochs when the history is loaded.)
 pub fn open_shard(
     dir: &Path,
     shard: &str,
@@ -89,13 +92,17 @@ pub fn open_shard_in(
     shard: &str,
     options: &OpenOptions,
 ) -> Result<RecoveredShard, RecoveryError> {
-    let inspection = inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
-    let actions = repair(&inspection, options.repair_checksum_tail)?;
+    let mut inspection =
+        inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
+    let repaired = repair(&inspection, options.repair_checksum_tail)?;
+    let actions = repaired.actions;
+    inspection.notes.extend(repaired.notes);
     // The shard is about to be written: a clean-shutdown record would no
     // longer describe it. Its removal is durable before any write.
     if inspection.clean_shutdown_present {
         crate::clean::remove_in(fs, dir)?;
     }
+    remove_temporaries(&inspection)?;
     let live: Vec<_> = inspection.live_segments().cloned().collect();
     let mut sealed = Vec::with_capacity(live.len());
     let mut newest = None;
@@ -150,4 +157,24 @@ pub fn open_shard_in(
         inspection,
         actions,
     })
+}
+
+/// Removes the temporaries the inspection found, except `epochs.tmp`, whose
+/// owner removes it. A segment's holds at most a header, never a record; a
+/// clean shutdown's only repeats what the segments say. Nothing needs the
+/// removals to be durable: a temporary that comes back is removed again.
+fn remove_temporaries(inspection: &Inspection) -> Result<(), RecoveryError> {
+    for (path, kind) in &inspection.temporaries {
+        if *kind == TemporaryKind::EpochsUpdate {
+            continue;
+        }
+        match inspection.fs.remove_file(path) {
+            Ok(()) => {
+                tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the temporary of an interrupted write");
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(SegmentError::io("remove", path, e).into()),
+        }
+    }
+    Ok(())
 }

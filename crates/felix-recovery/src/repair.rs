@@ -7,7 +7,17 @@ use felix_segment::fs::{open, sync_data, sync_dir};
 
 use crate::error::RecoveryError;
 use crate::inspect::Inspection;
-use crate::report::Action;
+use crate::report::{Action, Note};
+
+/// What [`repair`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Repaired {
+    /// The plan's actions that were carried out, in order.
+    pub actions: Vec<Action>,
+    /// What was left undone without stopping the shard from opening:
+    /// rebuilt indexes that could not be written ([`Note::IndexNotWritten`]).
+    pub notes: Vec<Note>,
+}
 
 /// Carries out `inspection.plan`, if every finding is repairable under the
 /// policy; otherwise fails with [`RecoveryError::Unrepairable`] having
@@ -16,10 +26,16 @@ use crate::report::Action;
 /// Truncations are synced (`fdatasync`) before the directory is, and the
 /// directory is synced after removals, so a crash during repair leaves a
 /// directory that a second recovery finishes the same way.
+///
+/// A rebuilt index that cannot be written (a full disk, or its name taken
+/// by something that is not a regular file) does not fail the repair: an
+/// index only speeds reads up, and one that is missing or bad is rebuilt
+/// when it is next needed. It is left out of the actions and reported in
+/// the notes instead.
 pub fn repair(
     inspection: &Inspection,
     repair_checksum_tail: bool,
-) -> Result<Vec<Action>, RecoveryError> {
+) -> Result<Repaired, RecoveryError> {
     let blocking = inspection.blocking(repair_checksum_tail);
     if !blocking.is_empty() {
         return Err(RecoveryError::Unrepairable {
@@ -30,6 +46,7 @@ pub fn repair(
     }
     let fs = &inspection.fs;
     let mut touched_dir = false;
+    let mut repaired = Repaired::default();
     for action in &inspection.plan {
         match action {
             Action::Truncate {
@@ -65,16 +82,35 @@ pub fn repair(
                 path,
                 entries,
             } => {
-                if let Some(index) = inspection.rebuilt.get(segment) {
-                    index.write_file_in(fs, path)?;
-                    touched_dir = true;
-                    tracing::info!(shard = %inspection.shard, segment, entries, "rebuilt index");
+                let Some(index) = inspection.rebuilt.get(segment) else {
+                    continue;
+                };
+                if let Err(error) = index.write_file_in(fs, path) {
+                    tracing::warn!(shard = %inspection.shard, segment, %error, "rebuilt index not written; it is rebuilt again when needed");
+                    repaired.notes.push(index_not_written(*segment, &error));
+                    continue;
                 }
+                touched_dir = true;
+                tracing::info!(shard = %inspection.shard, segment, entries, "rebuilt index");
             }
         }
+        repaired.actions.push(action.clone());
     }
     if touched_dir {
         sync_dir(fs, &inspection.dir)?;
     }
-    Ok(inspection.plan.clone())
+    Ok(repaired)
+}
+
+/// The note for an index of `segment` that `error` kept from being written.
+pub(crate) fn index_not_written(segment: u64, error: &SegmentError) -> Note {
+    let not_regular = match error {
+        SegmentError::Io { source, .. } => felix_io::not_regular_file(source),
+        _ => None,
+    };
+    Note::IndexNotWritten {
+        segment,
+        kind: error.io_kind().unwrap_or(std::io::ErrorKind::Other),
+        not_regular,
+    }
 }

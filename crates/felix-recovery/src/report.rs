@@ -4,6 +4,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use felix_io::{FileType, NotRegularFile};
+
 use felix_format::{CorruptionKind, CorruptionSite};
 use felix_segment::{IndexLoadError, SegmentError};
 
@@ -254,6 +256,45 @@ pub enum Note {
         /// Why.
         reason: crate::clean::CleanShutdownUnused,
     },
+    /// A temporary an interrupted write of ours left behind; an open
+    /// removes it.
+    Temporary {
+        /// Its name.
+        name: String,
+        /// Whose temporary it is.
+        kind: TemporaryKind,
+    },
+    /// An entry under one of our names (other than a segment's or an
+    /// index's) that is not a regular file: never opened, left alone.
+    NotAFile {
+        /// Its name.
+        name: String,
+        /// What it is.
+        file_type: FileType,
+    },
+    /// A rebuilt index could not be written. Indexes only speed reads up,
+    /// so the shard opens all the same: the index is held in memory (or
+    /// rebuilt when the segment is read), and writing it is tried again.
+    IndexNotWritten {
+        /// Segment id.
+        segment: u64,
+        /// How the write failed.
+        kind: io::ErrorKind,
+        /// When it failed because its name is not a regular file: what it is.
+        not_regular: Option<NotRegularFile>,
+    },
+}
+
+/// Whose temporary a [`Note::Temporary`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TemporaryKind {
+    /// `{id:020}.log.tmp`: a new segment's header, written and synced under
+    /// this name before it is renamed into place; it never holds a record.
+    SegmentCreation(u64),
+    /// `epochs.tmp`: a new epochs file, before it replaces the old one.
+    EpochsUpdate,
+    /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
+    CleanShutdown,
 }
 
 /// Why an index could not be used.
@@ -287,6 +328,9 @@ pub enum IndexProblem {
         /// The position it claims.
         position: u64,
     },
+    /// Its name is not a regular file (or leads to something that is not):
+    /// it was never opened, and a rebuilt index is not written there.
+    NotAFile(NotRegularFile),
 }
 
 impl IndexProblem {
@@ -295,6 +339,11 @@ impl IndexProblem {
         match err {
             IndexLoadError::Missing { .. } => Self::Missing,
             IndexLoadError::Invalid { kind, .. } => Self::Invalid(*kind),
+            IndexLoadError::Io(SegmentError::Io { source, .. })
+                if let Some(what) = felix_io::not_regular_file(source) =>
+            {
+                Self::NotAFile(what)
+            }
             IndexLoadError::Io(SegmentError::Io { op, source, .. }) => Self::Unreadable {
                 op,
                 kind: source.kind(),
@@ -338,6 +387,10 @@ impl fmt::Display for Note {
                         f,
                         "index {name} entry {number} (offset {offset}, position {position}) is not where the segment's records place offset {offset}; rebuilt from its segment"
                     ),
+                    IndexProblem::NotAFile(what) => write!(
+                        f,
+                        "index {name} is {what}: never opened; rebuilt in memory from its segment, not written"
+                    ),
                 }
             }
             Self::StrayFile { name } => write!(f, "stray file {name:?} left alone"),
@@ -354,6 +407,50 @@ impl fmt::Display for Note {
                 f,
                 "clean-shutdown file not used ({reason}); every segment inspected"
             ),
+            Self::Temporary { name, kind } => {
+                let whose = match kind {
+                    TemporaryKind::SegmentCreation(id) => {
+                        format!("an interrupted creation of segment {id} (it holds no record)")
+                    }
+                    TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
+                    TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
+                };
+                write!(f, "{name:?} is the temporary of {whose}; removed on open")
+            }
+            Self::NotAFile { name, file_type } => {
+                let never = if *file_type == FileType::Symlink {
+                    "followed"
+                } else {
+                    "opened"
+                };
+                write!(
+                    f,
+                    "{name:?} is {file_type}, not a regular file: never {never}, left alone"
+                )?;
+                match name.as_str() {
+                    "lock" => f.write_str("; the shard directory's own lock keeps one writer"),
+                    "epochs" => f.write_str("; the generation history reads as empty"),
+                    crate::clean::CLEAN_SHUTDOWN_FILE_NAME => f.write_str(
+                        "; not used, and a clean close writes no clean-shutdown file while it is there",
+                    ),
+                    _ => Ok(()),
+                }
+            }
+            Self::IndexNotWritten {
+                segment,
+                kind,
+                not_regular,
+            } => {
+                let name = felix_format::file_name(*segment, felix_format::FileKind::Index);
+                match not_regular {
+                    Some(what) => write!(
+                        f,
+                        "index {name} is {what}, so the rebuilt index was not written"
+                    )?,
+                    None => write!(f, "index {name} could not be written ({kind})")?,
+                }
+                f.write_str("; held in memory instead, and written again later")
+            }
         }
     }
 }

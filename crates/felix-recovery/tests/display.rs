@@ -213,3 +213,55 @@ fn index_note_display_text_for_every_problem() {
         .collect();
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn note_display_text_for_temporaries_names_that_are_not_files_and_unwritten_indexes() {
+    use felix_io::{FileType, NotRegularFile};
+    use felix_recovery::{IndexProblem, Note, TemporaryKind};
+
+    let fifo = NotRegularFile {
+        file_type: FileType::Fifo,
+        via_symlink: false,
+    };
+    let not_a_file = |name: &str, file_type| Note::NotAFile {
+        name: name.to_owned(),
+        file_type,
+    };
+    let notes = [
+        Note::Temporary {
+            name: "00000000000000000003.log.tmp".into(),
+            kind: TemporaryKind::SegmentCreation(3),
+        },
+        Note::Temporary {
+            name: "epochs.tmp".into(),
+            kind: TemporaryKind::EpochsUpdate,
+        },
+        Note::Temporary {
+            name: "clean-shutdown.tmp".into(),
+            kind: TemporaryKind::CleanShutdown,
+        },
+        not_a_file("lock", FileType::Symlink),
+        not_a_file("epochs", FileType::Fifo),
+        not_a_file("clean-shutdown", FileType::Directory),
+        not_a_file("00000000000000000003.log.tmp", FileType::Directory),
+        Note::IndexUnusable {
+            segment: 2,
+            reason: IndexProblem::NotAFile(NotRegularFile {
+                file_type: FileType::CharDevice,
+                via_symlink: true,
+            }),
+        },
+        Note::IndexNotWritten {
+            segment: 2,
+            kind: std::io::ErrorKind::StorageFull,
+            not_regular: None,
+        },
+        Note::IndexNotWritten {
+            segment: 4,
+            kind: std::io::ErrorKind::InvalidInput,
+            not_regular: Some(fifo),
+        },
+    ];
+    let text: Vec<String> = notes.iter().map(ToString::to_string).collect();
+    insta::assert_snapshot!(text.join("\n"));
+}

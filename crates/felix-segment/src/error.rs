@@ -60,6 +60,21 @@ pub enum SegmentError {
     /// An append was given no records.
     #[error("an append needs at least one record")]
     EmptyBatch,
+    /// The batch's offsets would pass the last offset a record can have
+    /// (`u64::MAX - 1`, so that the offset after it can be named); nothing
+    /// was written.
+    #[error(
+        "segment {segment}: a batch of {records} record(s) from offset {next_offset} would pass the last offset a record can have ({}); nothing was written",
+        u64::MAX - 1
+    )]
+    OffsetSpaceExhausted {
+        /// The segment id.
+        segment: u64,
+        /// The offset the batch would begin at.
+        next_offset: u64,
+        /// Records in the batch.
+        records: usize,
+    },
     /// A read asked for an offset this segment does not hold.
     #[error("offset {offset} is not in segment {segment} (offsets {base_offset}..{next_offset})")]
     OffsetOutOfRange {
@@ -137,6 +152,15 @@ impl SegmentError {
                 max: *max,
             },
             Self::EmptyBatch => Self::EmptyBatch,
+            Self::OffsetSpaceExhausted {
+                segment,
+                next_offset,
+                records,
+            } => Self::OffsetSpaceExhausted {
+                segment: *segment,
+                next_offset: *next_offset,
+                records: *records,
+            },
             Self::OffsetOutOfRange {
                 segment,
                 offset,

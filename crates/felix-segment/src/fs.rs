@@ -28,6 +28,42 @@ pub fn sync_dir(fs: &FileSystem, dir: &Path) -> Result<()> {
         .map_err(|e| SegmentError::io("fsync directory", dir, e))
 }
 
+/// The directory holding `path`: its parent, with `.` for a relative path
+/// of one component (whose parent is the empty path, which names nothing).
+/// A root has none.
+pub fn parent_dir(path: &Path) -> Option<&Path> {
+    match path.parent() {
+        Some(parent) if parent.as_os_str().is_empty() => Some(Path::new(".")),
+        other => other,
+    }
+}
+
+/// Creates `dir` and every missing ancestor, and syncs each new entry into
+/// its parent before returning.
+///
+/// A new directory's entry is as volatile as a new file's: until its
+/// parent is synced, a power loss can take the directory back, and with it
+/// every record acknowledged inside it. So every directory created here is
+/// durable before anything is written into it.
+pub fn create_dir_all_durable(fs: &FileSystem, dir: &Path) -> Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && !fs.is_dir(a))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs.create_dir_all(dir)
+        .map_err(|e| SegmentError::io("create directory", dir, e))?;
+    // Outermost first: each sync makes one new entry durable.
+    for created in missing.iter().rev() {
+        if let Some(parent) = parent_dir(created) {
+            sync_dir(fs, parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// `fdatasync`: file data plus the metadata needed to read it back (size).
 pub fn sync_data(file: &dyn VfsFile, path: &Path) -> Result<()> {
     file.sync_data()

@@ -19,6 +19,7 @@ use felix_format::{
 
 use crate::error::{Result, SegmentError};
 use crate::fs::{file_len, open, read_exact_at, sync_data};
+use crate::segment::SegmentFile;
 
 /// The entries of one segment's index, ascending by offset and position.
 ///
@@ -460,6 +461,25 @@ impl IndexFile {
             path,
             written: entries.len(),
         })
+    }
+
+    /// [`IndexFile::create`] for `segment`'s index, synced, logging a
+    /// failure instead of returning it: the index is then held in memory
+    /// only, since an index is an accelerator, never a reason to stop
+    /// writing.
+    pub(crate) fn try_create(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
+        match Self::create(
+            segment.fs(),
+            segment.index_path(),
+            segment.base_offset(),
+            entries,
+        ) {
+            Ok(file) => Some(file),
+            Err(error) => {
+                tracing::warn!(shard = %segment.shard(), segment = segment.id(), %error, "index not written; it is held in memory and written again later");
+                None
+            }
+        }
     }
 
     /// Appends the entries not yet written. The index may lag the segment;

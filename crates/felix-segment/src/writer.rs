@@ -2,9 +2,15 @@
 //! on demand, then sealing.
 //!
 //! The writer never reports a record as appended unless all of its bytes were
-//! written, and after any write or sync failure it refuses further work with
-//! the original error: a failed `fsync` is never retried, because the kernel
-//! may already have dropped the pages it failed to write.
+//! written, and after any write or sync failure of the segment it refuses
+//! further work with the original error: a failed `fsync` is never retried,
+//! because the kernel may already have dropped the pages it failed to write.
+//!
+//! The index file is the exception, because nothing depends on it: an index
+//! is never trusted, only an accelerator. A failure to write or sync it
+//! drops the file (the index stays in memory, shared with readers) and is
+//! logged; the index is written whole again, to a new file, at
+//! [`SegmentWriter::persist_index`] or when the segment is sealed.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -116,7 +122,11 @@ pub struct SegmentWriter {
     index_spacing_bytes: u64,
     /// Position of the last entry, so deciding the next needs no lock.
     last_indexed: Option<u64>,
-    index_file: IndexFile,
+    /// The index file, extended as entries accumulate. `None` while it
+    /// could not be written (a full disk, or a name that is not a regular
+    /// file): the entries are then only in memory, and
+    /// [`Self::persist_index`] and sealing try to write them again.
+    index_file: Option<IndexFile>,
     preallocated: bool,
     poison: Poison,
 }
@@ -181,7 +191,7 @@ impl SegmentWriter {
         fs.rename(&temp, &path)
             .map_err(|e| SegmentError::io("rename", &temp, e))?;
         let segment = SegmentFile::from_parts(fs, id, header, path, file, shard);
-        let index_file = IndexFile::create(fs, segment.index_path(), base_offset, &[])?;
+        let index_file = IndexFile::try_create(&segment, &[]);
         sync_dir(fs, dir)?;
         tracing::debug!(shard = %segment.shard(), segment = id, base_offset, "segment created");
         Ok(Self {
@@ -200,7 +210,10 @@ impl SegmentWriter {
 
     /// Continues writing a segment that recovery has verified: its records
     /// end at `len` and `next_offset`, and `index` holds the entries the
-    /// recovery scan rebuilt. The index file is rewritten from them.
+    /// recovery scan rebuilt. The index file is rewritten from them; if
+    /// that fails (see [`Self::index_persisted`]) the index is served from
+    /// memory, and writing it is tried again at [`Self::persist_index`] and
+    /// when the segment is sealed.
     pub fn resume(
         segment: Arc<SegmentFile>,
         next_offset: u64,
@@ -208,12 +221,7 @@ impl SegmentWriter {
         index: SparseIndex,
         config: SegmentConfig,
     ) -> Result<Self> {
-        let index_file = IndexFile::create(
-            segment.fs(),
-            segment.index_path(),
-            segment.base_offset(),
-            index.entries(),
-        )?;
+        let index_file = IndexFile::try_create(&segment, index.entries());
         Ok(Self {
             segment,
             next_offset,
@@ -232,7 +240,8 @@ impl SegmentWriter {
     /// in one `write`.
     ///
     /// Every payload is checked before anything is encoded, so an oversized
-    /// record rejects the whole batch with nothing written. A failed write
+    /// record, or a batch whose offsets would pass the end of the offset
+    /// space, rejects the whole batch with nothing written. A failed write
     /// stops the writer; the bytes it may have left are beyond the writer's
     /// length and are never reported as records.
     pub fn append(&mut self, records: &[Record]) -> Result<Appended> {
@@ -240,6 +249,13 @@ impl SegmentWriter {
         let Some(last_index) = records.len().checked_sub(1) else {
             return Err(SegmentError::EmptyBatch);
         };
+        if self.next_offset.checked_add(records.len() as u64).is_none() {
+            return Err(SegmentError::OffsetSpaceExhausted {
+                segment: self.segment.id(),
+                next_offset: self.next_offset,
+                records: records.len(),
+            });
+        }
         for (index_in_batch, record) in records.iter().enumerate() {
             if record.payload.len() > MAX_PAYLOAD_BYTES as usize {
                 return Err(SegmentError::PayloadTooLarge {
@@ -294,12 +310,12 @@ impl SegmentWriter {
     }
 
     /// Makes everything appended so far durable (`fdatasync`), writing any
-    /// new index entries first (unsynced: the index may lag).
+    /// new index entries first (unsynced: the index may lag; failing to
+    /// write them leaves the index in memory, see [`Self::index_persisted`]).
     pub fn sync(&mut self) -> Result<()> {
         self.check_poison()?;
-        if let Err(e) = self.write_pending_index() {
-            return Err(self.poison_with(e));
-        }
+        // Logged and dropped by `write_pending_index`: not the data's fault.
+        let _ = self.write_pending_index();
         self.sync_handle().sync_data()
     }
 
@@ -307,17 +323,59 @@ impl SegmentWriter {
     ///
     /// The index may lag its segment (it is never trusted, and the newest
     /// segment is rescanned on open anyway); flushing it now and then keeps
-    /// the lag, and the rescan's work after a clean restart, small.
+    /// the lag, and the rescan's work after a clean restart, small. A
+    /// failure is returned, and leaves the index in memory only (the writer
+    /// goes on).
     pub fn flush_index(&mut self) -> Result<()> {
         self.check_poison()?;
         self.write_pending_index()
     }
 
-    /// Appends the entries the index file lacks.
+    /// Appends the entries the index file lacks (none while there is no
+    /// index file: they stay in memory).
     fn write_pending_index(&mut self) -> Result<()> {
-        let file = &mut self.index_file;
+        let Some(file) = &mut self.index_file else {
+            return Ok(());
+        };
         self.index
             .with_entries(|entries| file.append_pending(entries))
+            .map_err(|e| self.drop_index_file(e))
+    }
+
+    /// Gives up the index file after `error` (logged): the index stays in
+    /// memory, and is written whole to a new file when next persisted.
+    fn drop_index_file(&mut self, error: SegmentError) -> SegmentError {
+        tracing::warn!(shard = %self.segment.shard(), segment = self.segment.id(), %error, "index not written; it is held in memory and written again later");
+        self.index_file = None;
+        error
+    }
+
+    /// Brings the index file up to date, first writing it whole if it could
+    /// not be written before. A failure to write it whole is returned but
+    /// never stops the writer: the index is only an accelerator, and stays
+    /// in memory.
+    pub fn persist_index(&mut self) -> Result<()> {
+        self.check_poison()?;
+        if self.index_file.is_none() {
+            let file = self.index.with_entries(|entries| {
+                IndexFile::create(
+                    self.segment.fs(),
+                    self.segment.index_path(),
+                    self.segment.base_offset(),
+                    entries,
+                )
+            })?;
+            self.index_file = Some(file);
+            return Ok(());
+        }
+        self.flush_index()
+    }
+
+    /// Whether the index file holds (or is being extended with) the
+    /// writer's entries; `false` while it could not be written and the
+    /// index is in memory only.
+    pub fn index_persisted(&self) -> bool {
+        self.index_file.is_some()
     }
 
     /// A handle that can `fdatasync` this segment without borrowing the
@@ -331,7 +389,10 @@ impl SegmentWriter {
     }
 
     /// Finishes the segment: sync its data, write out the index, trim any
-    /// preallocation to the records' length, and fsync.
+    /// preallocation to the records' length, and fsync. The index is
+    /// written whole if it could not be written before; failing to write or
+    /// sync it leaves the sealed segment without a usable one (its readers
+    /// rebuild it) and the writer going (see [`Self::index_persisted`]).
     pub fn seal(mut self) -> Result<SealedSegment> {
         self.finish()?;
         Ok(self.into_sealed())
@@ -346,8 +407,17 @@ impl SegmentWriter {
             let segment = Arc::clone(&self.segment);
             let path = segment.path();
             sync_data(segment.file(), path)?;
-            self.write_pending_index()?;
-            self.index_file.sync()?;
+            // The index never stops the seal: written and synced, or left
+            // to the segment's readers to rebuild.
+            if self.index_file.is_none() {
+                self.index_file = self
+                    .index
+                    .with_entries(|entries| IndexFile::try_create(&segment, entries));
+            } else if self.write_pending_index().is_ok()
+                && let Some(Err(e)) = self.index_file.as_ref().map(IndexFile::sync)
+            {
+                self.drop_index_file(e);
+            }
             if self.preallocated {
                 self.segment
                     .file()
@@ -515,63 +585,4 @@ fn now_micros() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Swaps the writer's descriptor for a read-only one, so the next write
-    /// fails with a real `EBADF` from the kernel.
-    fn break_writes(writer: &mut SegmentWriter) {
-        let seg = &writer.segment;
-        let read_only = seg.fs().open(seg.path(), OpenMode::Read).unwrap();
-        writer.segment = Arc::new(SegmentFile::from_parts(
-            seg.fs(),
-            seg.id(),
-            *seg.header(),
-            seg.path().to_path_buf(),
-            read_only,
-            Arc::clone(seg.shard()),
-        ));
-    }
-
-    #[test]
-    fn append_after_write_failure_refuses_with_the_original_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer =
-            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
-        writer.append(&[Record::new(1, "kept")]).unwrap();
-        break_writes(&mut writer);
-
-        // The append whose write failed gets that failure, not "an earlier
-        // one"; the writer keeps a copy as the reason it stopped.
-        let first = writer.append(&[Record::new(2, "lost")]).unwrap_err();
-        assert!(
-            matches!(&first, SegmentError::Io { op: "write", path, source } if path == writer.segment.path() && source.raw_os_error() == Some(9)),
-            "{first:?}"
-        );
-        let original = Arc::clone(writer.poisoned().unwrap());
-        assert_eq!(original.to_string(), first.to_string());
-        // The failed batch was never counted.
-        assert_eq!(writer.next_offset(), 1);
-        assert_eq!(writer.len(), 32 + 28 + 4);
-
-        for err in [
-            writer.append(&[Record::new(3, "x")]).unwrap_err(),
-            writer.sync().unwrap_err(),
-            writer.sync_handle().sync_data().unwrap_err(),
-        ] {
-            let SegmentError::Poisoned {
-                original: again, ..
-            } = &err
-            else {
-                panic!("{err:?}")
-            };
-            assert!(
-                Arc::ptr_eq(&original, again),
-                "the same original failure every time"
-            );
-        }
-        // What was written before the failure is still readable.
-        assert_eq!(writer.read(0, 100).unwrap()[0].payload, "kept");
-        assert!(matches!(writer.seal(), Err(SegmentError::Poisoned { .. })));
-    }
-}
+mod tests;

@@ -201,3 +201,27 @@ fn seal_trims_preallocation_so_file_length_equals_records() {
         meta.blocks()
     );
 }
+
+#[test]
+fn append_past_the_last_offset_is_refused_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(dir.path(), u64::MAX - 2, 512);
+    w.append(&[record(0, 3)]).unwrap();
+    let len = w.len();
+    let err = w.append(&[record(1, 3), record(2, 3)]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SegmentError::OffsetSpaceExhausted { segment: 0, next_offset, records: 2 }
+                if next_offset == u64::MAX - 1
+        ),
+        "{err:?}"
+    );
+    assert_eq!(w.len(), len, "nothing written");
+    assert!(w.poisoned().is_none());
+    let last = w.append(&[record(1, 3)]).unwrap();
+    assert_eq!(
+        (last.last_offset, w.next_offset()),
+        (u64::MAX - 1, u64::MAX)
+    );
+}

@@ -31,6 +31,34 @@ pub enum StorageError {
         /// The limit.
         max: u32,
     },
+    /// Appending the batch would give a record an offset past the last one
+    /// the format can hold: a record's offset is below `u64::MAX`, so that
+    /// the offset after it can be named. Nothing was written.
+    #[error(
+        "shard {shard}: a batch of {records} record(s) from offset {next_offset} would pass the last offset a record can have ({}); nothing was written",
+        u64::MAX - 1
+    )]
+    OffsetSpaceExhausted {
+        /// The shard.
+        shard: Arc<str>,
+        /// The offset the batch would begin at.
+        next_offset: u64,
+        /// Records in the batch.
+        records: usize,
+    },
+    /// The active segment is full and its id is the last a segment file can
+    /// be named with (`u64::MAX`): no segment can follow it. The roll was
+    /// refused before anything changed, so the shard stays as it was and
+    /// reopens; appends that fit the active segment still work.
+    #[error(
+        "shard {shard}: segment {last_id} is full and is the last segment id there is; no segment can follow it, so the append that needed one was refused and nothing was written"
+    )]
+    SegmentIdsExhausted {
+        /// The shard.
+        shard: Arc<str>,
+        /// The active segment's id.
+        last_id: u64,
+    },
     /// A read asked for an offset retention (or a replica's start) removed.
     #[error("shard {shard}: offset {requested} is trimmed; the oldest offset is {oldest}")]
     Trimmed {
@@ -66,10 +94,10 @@ pub enum StorageError {
         oldest: u64,
     },
     /// Another process (or another store in this process) holds the shard.
-    #[error("shard directory {} is locked by another writer", path.display())]
+    #[error("shard directory {} is locked by another writer", dir.display())]
     Locked {
-        /// The lock file.
-        path: PathBuf,
+        /// The shard directory.
+        dir: PathBuf,
     },
     /// The shard stopped accepting writes after a write or sync failure.
     /// Reads of durable data still work; reopening runs recovery. The call
@@ -165,7 +193,20 @@ impl StorageError {
                 requested: *requested,
                 oldest: *oldest,
             },
-            Self::Locked { path } => Self::Locked { path: path.clone() },
+            Self::Locked { dir } => Self::Locked { dir: dir.clone() },
+            Self::OffsetSpaceExhausted {
+                shard,
+                next_offset,
+                records,
+            } => Self::OffsetSpaceExhausted {
+                shard: Arc::clone(shard),
+                next_offset: *next_offset,
+                records: *records,
+            },
+            Self::SegmentIdsExhausted { shard, last_id } => Self::SegmentIdsExhausted {
+                shard: Arc::clone(shard),
+                last_id: *last_id,
+            },
             Self::Poisoned { shard, original } => Self::Poisoned {
                 shard: Arc::clone(shard),
                 original: Arc::clone(original),

@@ -29,6 +29,13 @@ pub struct ShardStats {
     pub rolls: u64,
     /// Segments deleted by retention.
     pub segments_deleted: u64,
+    /// Times an index could not be written to disk (a full disk, or its
+    /// name taken by something that is not a regular file): rebuilt ones
+    /// on open and on a read, and retries of the active segment's at a roll
+    /// or a close. Indexes only speed reads up, so nothing fails for it:
+    /// the index is held in memory (or rebuilt when read), and the active
+    /// segment's is written again at the next roll or close.
+    pub index_write_failures: u64,
     /// How long opening (recovery included) took.
     pub recovery_time: Duration,
     /// What recovery did on open.
@@ -71,6 +78,7 @@ pub(crate) struct Counters {
     pub(crate) lead_handoffs: AtomicU64,
     pub(crate) rolls: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
+    pub(crate) index_write_failures: AtomicU64,
 }
 
 impl Counters {
@@ -104,6 +112,7 @@ impl Counters {
             synced_appends,
             rolls: self.rolls.load(Relaxed),
             segments_deleted: self.segments_deleted.load(Relaxed),
+            index_write_failures: self.index_write_failures.load(Relaxed),
             recovery_time,
             recovery_actions,
             notes,

@@ -50,16 +50,20 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens the store at `root`, creating the directory if missing.
+    /// Opens the store at `root`, creating the directory (and any missing
+    /// ancestor) if missing, durably: each new directory is synced into its
+    /// parent before the store is used.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
         Self::open_in(&FileSystem::os(), root, config)
     }
 
     /// [`Store::open`] on the file system `fs`, which every shard uses.
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
-        fs.create_dir_all(root).map_err(|e| StorageError::Segment {
-            shard: Arc::from("(store)"),
-            source: felix_segment::SegmentError::io("create directory", root, e),
+        felix_segment::fs::create_dir_all_durable(fs, root).map_err(|source| {
+            StorageError::Segment {
+                shard: Arc::from("(store)"),
+                source,
+            }
         })?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
@@ -137,7 +141,7 @@ impl Store {
         };
         let mut names = Vec::new();
         for entry in self.inner.fs.list_dir(root).map_err(io)? {
-            if entry.is_dir {
+            if entry.is_dir() {
                 names.push(entry.name.to_string_lossy().into_owned());
             }
         }

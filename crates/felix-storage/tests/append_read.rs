@@ -152,7 +152,7 @@ fn open_same_shard_twice_is_locked() {
     let err = felix_storage::Shard::open(dir.path(), "again", config(1 << 20, Durability::None))
         .unwrap_err();
     assert!(
-        matches!(&err, StorageError::Locked { path } if *path == dir.path().join("lock")),
+        matches!(&err, StorageError::Locked { dir: locked } if locked == dir.path()),
         "{err:?}"
     );
 }

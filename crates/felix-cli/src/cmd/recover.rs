@@ -126,10 +126,11 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         (Ending::WouldRepair, inspection.plan.clone())
     } else {
         spinner.set_message(format!("repairing {}", shard.dir.display()));
-        (
-            Ending::Repaired,
-            repair(&inspection, args.repair_checksum_tail)?,
-        )
+        let repaired = repair(&inspection, args.repair_checksum_tail)?;
+        // An index that could not be written is reported, not a failure:
+        // the shard opens all the same.
+        inspection.notes.extend(repaired.notes);
+        (Ending::Repaired, repaired.actions)
     };
     spinner.finish();
 

@@ -58,7 +58,11 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         // them.
         let first = shard.next_offset();
         let timestamp = now_micros();
-        let batch: Vec<Record> = (first..first + count)
+        // `count` records, even where their offsets would pass the end of
+        // the offset space: the shard refuses such a batch whole, before a
+        // byte is written, and says why.
+        let batch: Vec<Record> = (0..count)
+            .map(|i| first.wrapping_add(i))
             .map(|offset| Record::new(timestamp, reference_payload(offset, log.payload_bytes)))
             .collect();
         let receipt = shard.append(&batch)?;

@@ -5,7 +5,7 @@
 //! file's size before its data (space that was allocated but never written
 //! reads as zeros). [`Tear`] builds each of those shapes for one write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -19,7 +19,8 @@ pub const BLOCK_BYTES: u64 = 4096;
 /// A pending (not yet durable) operation, as a crash plan refers to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingOp {
-    /// What it is, e.g. `"write"`, `"set_len"`, `"link"`, `"unlink"`, `"rename"`.
+    /// What it is, e.g. `"write"`, `"set_len"`, `"link"`, `"unlink"`,
+    /// `"rename"`, `"mkdir"`.
     pub kind: &'static str,
     /// The file (or, for directory operations, the entry) it concerns.
     pub path: PathBuf,
@@ -138,6 +139,7 @@ impl SimFs {
                         DirOp::Link { name, .. } => ("link", name),
                         DirOp::Unlink { name } => ("unlink", name),
                         DirOp::Rename { to, .. } => ("rename", to),
+                        DirOp::MkDir { name } => ("mkdir", name),
                     };
                     PendingOp {
                         kind,
@@ -155,6 +157,14 @@ impl SimFs {
     pub fn crash(&self, plan: &CrashPlan) -> SimFs {
         let state = self.lock();
         let mut contents: Vec<Vec<u8>> = state.inodes.iter().map(|i| i.durable.clone()).collect();
+        // Directories whose creation reached the disk: a durable entry in
+        // the parent, or a kept pending one.
+        let mut made: BTreeSet<PathBuf> = state
+            .dirs
+            .iter()
+            .filter(|(_, d)| d.linked)
+            .map(|(path, _)| path.clone())
+            .collect();
         let mut dirs: BTreeMap<PathBuf, BTreeMap<OsString, usize>> = state
             .dirs
             .iter()
@@ -184,25 +194,39 @@ impl SimFs {
                             entries.remove(from);
                             entries.insert(to.clone(), *inode);
                         }
+                        DirOp::MkDir { name } => {
+                            made.insert(dir.join(name));
+                        }
                     }
                 }
             }
         }
         let inodes = contents
             .into_iter()
-            .map(|c| Inode {
+            .zip(&state.inodes)
+            .map(|(c, i)| Inode {
                 durable: c.clone(),
                 data: c,
+                special: i.special,
             })
             .collect();
+        // A directory survives when its own creation and every ancestor's
+        // did; one that is lost takes everything in it along.
+        let survives = |path: &PathBuf| {
+            path.ancestors()
+                .take_while(|a| state.dirs.contains_key(*a))
+                .all(|a| made.contains(a))
+        };
         let dirs = dirs
             .into_iter()
+            .filter(|(path, _)| survives(path))
             .map(|(path, entries)| {
                 (
                     path,
                     Dir {
                         durable: entries.clone(),
                         live: entries,
+                        linked: true,
                     },
                 )
             })

@@ -15,9 +15,16 @@
 //! error). Every call is logged ([`SimFs::log`]) so a test can check, say,
 //! that nothing was written after a failed sync.
 //!
-//! Simplifications, each on the safe side for the code under test: directory
-//! creation is durable at once (the code syncs parents anyway), renames are
-//! within one directory, and file metadata other than length is not modelled.
+//! A directory's creation, like a file's, is durable only once its parent
+//! is synced: a crash loses a directory whose entry was never synced, with
+//! everything in it. Entries that are not regular files (FIFOs, sockets,
+//! devices, dangling symbolic links) can be planted with
+//! [`SimFs::make_node`]; like the real file system, the simulation lists
+//! them with their type and never opens one.
+//!
+//! Simplifications, each on the safe side for the code under test: renames
+//! are within one directory, directories are never removed, a symbolic link
+//! leads nowhere, and file metadata other than length is not modelled.
 
 mod crash;
 mod fault;
@@ -28,6 +35,8 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::FileType;
 
 pub use crash::{BLOCK_BYTES, CrashPlan, PendingOp, Tear};
 pub use fault::{Fault, FaultEffect, FaultOp};
@@ -55,12 +64,17 @@ pub struct LogEntry {
 pub(super) struct Inode {
     durable: Vec<u8>,
     data: Vec<u8>,
+    /// What a node that is not a regular file is (`None`: a regular file).
+    special: Option<FileType>,
 }
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct Dir {
     durable: BTreeMap<OsString, usize>,
     live: BTreeMap<OsString, usize>,
+    /// Whether the directory's own entry in its parent is durable (always
+    /// true for a directory with no parent in the simulation).
+    linked: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +96,10 @@ pub(super) enum DirOp {
         from: OsString,
         to: OsString,
         inode: usize,
+    },
+    /// A subdirectory was created.
+    MkDir {
+        name: OsString,
     },
 }
 
@@ -108,6 +126,7 @@ pub(super) struct State {
     faults: Vec<Fault>,
     log: Vec<LogEntry>,
     locks: BTreeSet<PathBuf>,
+    dir_locks: BTreeSet<PathBuf>,
     /// Reads made and bytes they asked for (reads are not logged: a
     /// workload makes far more of them than of anything else).
     reads: ReadCount,
@@ -210,8 +229,54 @@ impl SimFs {
         }
         Ok(())
     }
+
+    /// Plants, durably, an entry at `path` that is not a regular file: a
+    /// [`FileType::Fifo`], socket or device, a [`FileType::Symlink`] (one
+    /// that leads nowhere), or a [`FileType::Directory`]. For tests that
+    /// check such an entry is reported and never opened.
+    pub fn make_node(&self, path: &Path, file_type: FileType) -> io::Result<()> {
+        let mut state = self.lock();
+        let (dir, name) = split(path)?;
+        if state.lookup(path).is_ok() || state.dirs.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
+        }
+        if !state.dirs.contains_key(&dir) {
+            return Err(not_found(&dir));
+        }
+        match file_type {
+            FileType::Directory => {
+                state.dirs.insert(
+                    path.to_path_buf(),
+                    Dir {
+                        linked: true,
+                        ..Dir::default()
+                    },
+                );
+            }
+            other => {
+                let inode = state.inodes.len();
+                state.inodes.push(Inode {
+                    special: (other != FileType::Regular).then_some(other),
+                    ..Inode::default()
+                });
+                if let Some(d) = state.dirs.get_mut(&dir) {
+                    d.live.insert(name.clone(), inode);
+                    d.durable.insert(name, inode);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 impl State {
+    /// What the node `inode` is, when it is not a regular file.
+    pub(super) fn special(&self, inode: usize) -> Option<FileType> {
+        self.inodes.get(inode).and_then(|i| i.special)
+    }
+
     pub(super) fn lookup(&self, path: &Path) -> io::Result<usize> {
         let (dir, name) = split(path)?;
         self.dirs

@@ -6,8 +6,17 @@ use std::sync::Arc;
 
 use super::crash::apply_file_op;
 use super::fault::errno_of;
-use super::{DirOp, FaultEffect, FaultOp, FileOp, Inode, Pending, SimFs, not_found, split};
-use crate::{DirEntry, LockGuard, OpenMode, Vfs, VfsFile};
+use super::{Dir, DirOp, FaultEffect, FaultOp, FileOp, Inode, Pending, SimFs, not_found, split};
+use crate::{DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile};
+
+/// The refusal of a path naming something other than a regular file.
+fn not_regular(file_type: FileType) -> io::Error {
+    NotRegularFile {
+        file_type,
+        via_symlink: false,
+    }
+    .into_io_error()
+}
 
 #[derive(Debug)]
 struct SimFile {
@@ -183,7 +192,27 @@ impl Vfs for SimFs {
                 return Err(state.fail("create", path, errno));
             }
         }
+        if state.dirs.contains_key(path) {
+            return Err(if mode == OpenMode::CreateNew {
+                io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists", path.display()),
+                )
+            } else {
+                not_regular(FileType::Directory)
+            });
+        }
         let existing = state.lookup(path).ok();
+        // Like the real file system: nothing but a regular file is opened,
+        // and a link (which leads nowhere here) is missing to a reader and
+        // refused to a creator.
+        match (existing.and_then(|i| state.special(i)), mode) {
+            (None, _) | (Some(_), OpenMode::CreateNew) => {}
+            (Some(FileType::Symlink), OpenMode::Read | OpenMode::ReadWrite) => {
+                return Err(not_found(path));
+            }
+            (Some(file_type), _) => return Err(not_regular(file_type)),
+        }
         let inode = match (existing, mode) {
             (Some(_), OpenMode::CreateNew) => {
                 return Err(io::Error::new(
@@ -235,6 +264,9 @@ impl Vfs for SimFs {
             ));
         }
         let inode = state.lookup(from)?;
+        if state.dirs.contains_key(to) {
+            return Err(state.fail("rename", to, 21));
+        }
         let d = state
             .dirs
             .get_mut(&from_dir)
@@ -258,6 +290,9 @@ impl Vfs for SimFs {
         state.power("remove", path)?;
         if let Some(errno) = state.fault(FaultOp::Remove, path).and_then(errno_of) {
             return Err(state.fail("remove", path, errno));
+        }
+        if state.dirs.contains_key(path) {
+            return Err(state.fail("remove", path, 21));
         }
         state.lookup(path)?;
         let (dir, name) = split(path)?;
@@ -289,6 +324,12 @@ impl Vfs for SimFs {
         }
         let d = state.dirs.get_mut(dir).ok_or_else(|| not_found(dir))?;
         d.durable = d.live.clone();
+        // The entries of its subdirectories are durable now too.
+        for (path, child) in state.dirs.iter_mut() {
+            if path.parent() == Some(dir) {
+                child.linked = true;
+            }
+        }
         state
             .pending
             .retain(|p| !matches!(p, Pending::Dir { dir: pd, .. } if pd == dir));
@@ -301,10 +342,10 @@ impl Vfs for SimFs {
         let d = state.dirs.get(dir).ok_or_else(|| not_found(dir))?;
         let mut entries: Vec<DirEntry> = d
             .live
-            .keys()
-            .map(|name| DirEntry {
+            .iter()
+            .map(|(name, &inode)| DirEntry {
                 name: name.clone(),
-                is_dir: false,
+                file_type: state.special(inode).unwrap_or(FileType::Regular),
             })
             .collect();
         for path in state.dirs.keys() {
@@ -313,7 +354,7 @@ impl Vfs for SimFs {
             {
                 entries.push(DirEntry {
                     name: name.to_os_string(),
-                    is_dir: true,
+                    file_type: FileType::Directory,
                 });
             }
         }
@@ -322,11 +363,41 @@ impl Vfs for SimFs {
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
-        for ancestor in dir.ancestors() {
-            if ancestor.as_os_str().is_empty() {
-                break;
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && !state.dirs.contains_key(*a))
+            .map(Path::to_path_buf)
+            .collect();
+        if let Some(file) = missing.iter().find(|a| state.lookup(a).is_ok()) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists and is not a directory", file.display()),
+            ));
+        }
+        // Outermost first, as `mkdir -p` creates them. Each new entry is
+        // pending in its parent until the parent is synced; a directory
+        // with no parent here has no entry to lose.
+        for path in missing.into_iter().rev() {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty() && state.dirs.contains_key(*p))
+                .map(Path::to_path_buf);
+            let linked = parent.is_none();
+            if let (Some(parent), Some(name)) = (parent, path.file_name()) {
+                state.pending.push(Pending::Dir {
+                    dir: parent,
+                    op: DirOp::MkDir {
+                        name: name.to_os_string(),
+                    },
+                });
             }
-            state.dirs.entry(ancestor.to_path_buf()).or_default();
+            state.dirs.insert(
+                path,
+                Dir {
+                    linked,
+                    ..Dir::default()
+                },
+            );
         }
         state.record("create_dir", dir, true);
         Ok(())
@@ -336,14 +407,47 @@ impl Vfs for SimFs {
         self.lock().dirs.contains_key(path)
     }
 
+    fn entry_type(&self, path: &Path) -> io::Result<Option<FileType>> {
+        let state = self.lock();
+        if state.dirs.contains_key(path) {
+            return Ok(Some(FileType::Directory));
+        }
+        Ok(state
+            .lookup(path)
+            .ok()
+            .map(|inode| state.special(inode).unwrap_or(FileType::Regular)))
+    }
+
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         let mut state = self.lock();
+        if state.dirs.contains_key(path) {
+            return Err(not_regular(FileType::Directory));
+        }
+        if let Some(file_type) = state.lookup(path).ok().and_then(|i| state.special(i)) {
+            return Err(not_regular(file_type));
+        }
         if !state.locks.insert(path.to_path_buf()) {
             return Ok(None);
         }
         Ok(Some(LockGuard::new(SimLock {
             fs: self.clone(),
             path: path.to_path_buf(),
+            dir: false,
+        })))
+    }
+
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
+        let mut state = self.lock();
+        if !state.dirs.contains_key(dir) {
+            return Err(not_found(dir));
+        }
+        if !state.dir_locks.insert(dir.to_path_buf()) {
+            return Ok(None);
+        }
+        Ok(Some(LockGuard::new(SimLock {
+            fs: self.clone(),
+            path: dir.to_path_buf(),
+            dir: true,
         })))
     }
 }
@@ -353,10 +457,17 @@ impl Vfs for SimFs {
 struct SimLock {
     fs: SimFs,
     path: PathBuf,
+    /// A directory's lock, not a file's.
+    dir: bool,
 }
 
 impl Drop for SimLock {
     fn drop(&mut self) {
-        self.fs.lock().locks.remove(&self.path);
+        let mut state = self.fs.lock();
+        if self.dir {
+            state.dir_locks.remove(&self.path);
+        } else {
+            state.locks.remove(&self.path);
+        }
     }
 }

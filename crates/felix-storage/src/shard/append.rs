@@ -69,12 +69,15 @@ impl Shard {
     }
 
     /// Writes a validated batch with the writer lock held: roll if needed,
-    /// write, publish to readers and to group commit.
+    /// write, publish to readers and to group commit. A batch that would
+    /// pass the end of the offset space, or need a segment after the last
+    /// id, is refused with nothing written and the shard as it was.
     pub(crate) fn append_locked(
         &self,
         state: &mut WriterState,
         records: &[Record],
     ) -> Result<AppendReceipt> {
+        self.check_offsets(state.writer.next_offset(), records.len())?;
         let batch_bytes: u64 = records
             .iter()
             .map(|r| record_encoded_len(r.payload.len() as u32))
@@ -127,6 +130,19 @@ impl Shard {
         })
     }
 
+    /// Refuses a batch of `records` from `next_offset` whose offsets would
+    /// not fit: the last record's must stay below `u64::MAX`, so that the
+    /// offset after it (the shard's next offset) can be named.
+    pub(crate) fn check_offsets(&self, next_offset: u64, records: usize) -> Result<u64> {
+        next_offset
+            .checked_add(records as u64)
+            .ok_or_else(|| StorageError::OffsetSpaceExhausted {
+                shard: Arc::clone(&self.label),
+                next_offset,
+                records,
+            })
+    }
+
     /// Makes the writer's new records visible to readers and to syncers.
     pub(crate) fn publish(&self, writer: &SegmentWriter) {
         // The index is shared with the writer: only the limit moves.
@@ -139,9 +155,19 @@ impl Shard {
     /// The old segment is synced, its index written and its preallocation
     /// trimmed before the new segment exists; the new segment's header and
     /// directory entry are synced before any record is written to it.
+    ///
+    /// When the active segment's id is `u64::MAX` no segment can follow it:
+    /// the roll is refused with [`StorageError::SegmentIdsExhausted`] before
+    /// anything changes (a wrapped id would name segment 0 and break the
+    /// offset order every open checks).
     pub(super) fn roll(&self, state: &mut WriterState) -> Result<()> {
-        let span =
-            tracing::info_span!("roll", shard = %self.label, segment = state.next_segment_id);
+        let Some(next_id) = state.next_segment_id else {
+            return Err(StorageError::SegmentIdsExhausted {
+                shard: Arc::clone(&self.label),
+                last_id: state.writer.segment().id(),
+            });
+        };
+        let span = tracing::info_span!("roll", shard = %self.label, segment = next_id);
         let _entered = span.enter();
         let base = state.writer.next_offset();
         // The old segment is durable before the new one exists: recovery
@@ -150,10 +176,16 @@ impl Shard {
         if let Err(source) = state.writer.finish() {
             return Err(self.poison_with(self.segment_error(source)));
         }
+        if !state.writer.index_persisted() {
+            // Sealing wrote it, or tried once more and logged why it
+            // failed: the segment is sealed without a usable index, which
+            // its readers rebuild.
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let next = SegmentWriter::create_in(
             &self.fs,
             &self.dir,
-            state.next_segment_id,
+            next_id,
             base,
             segment_config(&self.config),
             Arc::clone(&self.label),
@@ -162,12 +194,15 @@ impl Shard {
             Ok(next) => next,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
         };
+        if !next.index_persisted() {
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let old = std::mem::replace(&mut state.writer, next);
         // Readers move to the new segment's index first, so the old index
         // is no longer shared and sealing frees it without a copy.
         self.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
-        state.next_segment_id += 1;
+        state.next_segment_id = next_id.checked_add(1);
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
             id: sealed.segment.id(),
@@ -217,9 +252,12 @@ impl Shard {
     pub fn sync(&self) -> Result<()> {
         self.check_poison()?;
         if let Err(err) = self.writer_state().writer.flush_index() {
-            // An index is an accelerator: failing to extend it is logged, and
-            // the data's sync below decides the outcome.
+            // An index is an accelerator: failing to extend it is logged and
+            // counted (the writer keeps it in memory and writes it whole at
+            // the next roll or close), and the data's sync below decides the
+            // outcome.
             tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+            Counters::add(&self.counters.index_write_failures, 1);
         }
         self.wait_durable(u64::MAX)
     }
@@ -252,8 +290,16 @@ impl Shard {
         self.sync()?;
         // The writer lock keeps appends and rolls out while the segments
         // are listed and recorded.
-        let _state = self.writer_state();
+        let mut state = self.writer_state();
         self.check_poison()?;
+        if !state.writer.index_persisted()
+            && let Err(err) = state.writer.persist_index()
+        {
+            // Still in memory only; the next open rebuilds it from the scan
+            // of the newest segment it always makes.
+            tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let segments: Vec<CleanSegment> = self
             .segments()
             .into_iter()
@@ -264,7 +310,11 @@ impl Shard {
                 len: s.len,
             })
             .collect();
+        // Not written (`Ok(false)`, logged) when the name is not a regular
+        // file: everything is durable all the same; only the quick next
+        // open is lost.
         write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+            .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
 

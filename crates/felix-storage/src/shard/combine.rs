@@ -30,7 +30,7 @@ use felix_segment::Record;
 use super::append::AppendReceipt;
 use super::{Shard, WriterState};
 use crate::config::Durability;
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::stats::Counters;
 
 /// Rounds of writes a leader makes before handing the lead over.
@@ -154,11 +154,14 @@ impl Shard {
             let mut queue = self.queue();
             self.check_poison()?;
             let first_offset = queue.next;
+            // Refused before the batch is queued: offsets assigned here are
+            // a promise the leader must keep.
+            let next = self.check_offsets(first_offset, records.len())?;
             queue.records.extend_from_slice(records);
             let end = queue.records.len();
             queue.ends.push(end);
             queue.owners.push(std::thread::current());
-            queue.next += records.len() as u64;
+            queue.next = next;
             self.commit.set_assigned(queue.next);
             let lead = !std::mem::replace(&mut queue.leading, true);
             let receipt = AppendReceipt {
@@ -266,7 +269,14 @@ impl Shard {
                     self.write_run(state, run, run_batches, run_bytes)?;
                 }
                 if !state.writer.is_empty() {
-                    self.roll(state)?;
+                    // Queued batches already have their offsets, so a roll
+                    // refused here (no segment id left) cannot leave them
+                    // unwritten and the shard going: it stops the shard, as
+                    // a failed write does, and a reopen resumes.
+                    self.roll(state).map_err(|e| match e {
+                        e @ StorageError::SegmentIdsExhausted { .. } => self.poison_with(e),
+                        other => other,
+                    })?;
                 }
                 run_start = start;
                 run_bytes = 0;

@@ -92,7 +92,9 @@ impl View {
 #[derive(Debug)]
 pub(crate) struct WriterState {
     pub(crate) writer: SegmentWriter,
-    pub(crate) next_segment_id: u64,
+    /// The id the next segment gets; `None` once the active segment's id is
+    /// `u64::MAX`, the last there is (a roll is then refused).
+    pub(crate) next_segment_id: Option<u64>,
     pub(crate) active_max_timestamp: Option<u64>,
     /// Buffers for writing queued batches, kept between uses.
     pub(crate) spare: combine::Spare,
@@ -201,7 +203,6 @@ impl Shard {
         let _entered = span.enter();
         create_dir(fs, dir, &label)?;
         let lock = ShardLock::acquire_in(fs, dir)?;
-        remove_segment_temps(fs, dir, &label)?;
         let options = OpenOptions {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
@@ -220,8 +221,14 @@ impl Shard {
         for action in &recovered.actions {
             tracing::warn!(action = %action, "recovery action");
         }
+        let mut index_write_failures = 0;
         for note in &recovered.inspection.notes {
-            tracing::info!(note = %note, "recovery note");
+            if matches!(note, Note::IndexNotWritten { .. }) {
+                index_write_failures += 1;
+                tracing::warn!(note = %note, "recovery note");
+            } else {
+                tracing::info!(note = %note, "recovery note");
+            }
         }
         let segment_config = segment_config(&config);
         let seg_err = |source| StorageError::Segment {
@@ -257,7 +264,7 @@ impl Shard {
                 // process crash keeps it there); syncing it once makes
                 // `durable_offset` true from the start.
                 writer.sync_handle().sync_data().map_err(seg_err)?;
-                (writer, id + 1)
+                (writer, id.checked_add(1))
             }
             None => {
                 let writer = SegmentWriter::create_in(
@@ -269,9 +276,14 @@ impl Shard {
                     Arc::clone(&label),
                 )
                 .map_err(seg_err)?;
-                (writer, 1)
+                (writer, Some(1))
             }
         };
+        if !writer.index_persisted() {
+            // Logged by the writer; served from memory, written at the next
+            // roll or close.
+            index_write_failures += 1;
+        }
         let next_offset = writer.next_offset();
         let epochs_file = EpochsFile::in_dir_with(fs.clone(), dir);
         let loaded = epochs_file.load();
@@ -325,7 +337,10 @@ impl Shard {
             commit,
             epochs: Mutex::new(history),
             epochs_file,
-            counters: Counters::default(),
+            counters: Counters {
+                index_write_failures: index_write_failures.into(),
+                ..Counters::default()
+            },
             recovery_time: started.elapsed(),
             recovery_actions: recovered.actions,
             notes: Mutex::new(recovered.inspection.notes),
@@ -456,43 +471,12 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
     }
 }
 
-/// Removes the temporaries of segment creations a crash interrupted: each
-/// holds at most a header, never a record, and its name is not a segment's.
-fn remove_segment_temps(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
-    let err = |op, path: &Path, e| StorageError::Segment {
-        shard: Arc::clone(label),
-        source: felix_segment::SegmentError::io(op, path, e),
-    };
-    for entry in fs
-        .list_dir(dir)
-        .map_err(|e| err("list directory", dir, e))?
-    {
-        let name = entry.name.to_string_lossy();
-        if !entry.is_dir && name.ends_with(".log.tmp") {
-            let path = dir.join(&*name);
-            fs.remove_file(&path).map_err(|e| err("remove", &path, e))?;
-            tracing::info!(shard = %label, file = %name, "removed an interrupted segment creation");
-        }
-    }
-    Ok(())
-}
-
-/// Creates the shard directory and makes its entry in the parent durable.
+/// Creates the shard directory, and any missing ancestor, durably: every
+/// new directory's entry is synced into its parent before a record can be
+/// acknowledged inside it.
 fn create_dir(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
-    if fs.is_dir(dir) {
-        return Ok(());
-    }
-    let err = |op, path: &Path, e| StorageError::Segment {
+    felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| StorageError::Segment {
         shard: Arc::clone(label),
-        source: felix_segment::SegmentError::io(op, path, e),
-    };
-    fs.create_dir_all(dir)
-        .map_err(|e| err("create directory", dir, e))?;
-    if let Some(parent) = dir.parent() {
-        felix_segment::fs::sync_dir(fs, parent).map_err(|source| StorageError::Segment {
-            shard: Arc::clone(label),
-            source,
-        })?;
-    }
-    Ok(())
+        source,
+    })
 }

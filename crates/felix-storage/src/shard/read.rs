@@ -313,6 +313,7 @@ impl Shard {
     fn persist_index(&self, sealed: &Sealed, file: &SegmentFile, index: &SparseIndex) {
         if let Err(err) = index.write_file_in(&self.fs, &file.index_path()) {
             tracing::warn!(shard = %self.label, segment = sealed.id, error = %err, "could not write rebuilt index");
+            crate::stats::Counters::add(&self.counters.index_write_failures, 1);
         }
     }
 }

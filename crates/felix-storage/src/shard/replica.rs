@@ -41,6 +41,7 @@ impl Shard {
             let mut state = self.writer_state();
             self.check_poison()?;
             let next = state.writer.next_offset();
+            self.check_offsets(next, records.len())?;
             for (i, record) in records.iter().enumerate() {
                 let expected = next + i as u64;
                 if record.offset != expected {
@@ -235,6 +236,13 @@ impl Shard {
         let _entered = span.enter();
         let mut state = self.writer_state();
         self.check_poison()?;
+        // Checked before anything is removed: the fresh segment needs an id.
+        let Some(next_id) = state.next_segment_id else {
+            return Err(StorageError::SegmentIdsExhausted {
+                shard: Arc::clone(&self.label),
+                last_id: state.writer.segment().id(),
+            });
+        };
         let result = (|| {
             self.remove_segment_files(state.writer.segment().id())?;
             let sealed = self.view().sealed.clone();
@@ -244,13 +252,13 @@ impl Shard {
             let writer = SegmentWriter::create_in(
                 &self.fs,
                 &self.dir,
-                state.next_segment_id,
+                next_id,
                 offset,
                 segment_config(&self.config),
                 Arc::clone(&self.label),
             )
             .map_err(|e| self.segment_error(e))?;
-            state.next_segment_id += 1;
+            state.next_segment_id = next_id.checked_add(1);
             state.writer = writer;
             state.active_max_timestamp = None;
             self.view_mut().sealed.clear();
