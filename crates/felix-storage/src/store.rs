@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use felix_format::ShardKey;
-use felix_io::FileSystem;
+use felix_io::{FileSystem, IoError};
 
 use crate::config::{Durability, StoreConfig};
 use crate::error::{Result, StorageError};
@@ -59,12 +59,7 @@ impl Store {
 
     /// [`Store::open`] on the file system `fs`, which every shard uses.
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
-        felix_segment::fs::create_dir_all_durable(fs, root).map_err(|source| {
-            StorageError::Segment {
-                shard: Arc::from("(store)"),
-                source,
-            }
-        })?;
+        felix_segment::fs::create_dir_all_durable(fs, root)?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
             root: root.to_path_buf(),
@@ -86,10 +81,7 @@ impl Store {
         let background = match background {
             Some(Ok(handle)) => Some(handle),
             Some(Err(e)) => {
-                return Err(StorageError::Segment {
-                    shard: Arc::from("(store)"),
-                    source: felix_segment::SegmentError::io("spawn background thread", root, e),
-                });
+                return Err(IoError::new("spawn background thread", root, e).into());
             }
             None => None,
         };
@@ -135,10 +127,7 @@ impl Store {
     /// Names of the shard directories under the root, sorted.
     pub fn shard_dirs(&self) -> Result<Vec<String>> {
         let root = &self.inner.root;
-        let io = |e| StorageError::Segment {
-            shard: Arc::from("(store)"),
-            source: felix_segment::SegmentError::io("list directory", root, e),
-        };
+        let io = |e| IoError::new("list directory", root, e);
         let mut names = Vec::new();
         for entry in self.inner.fs.list_dir(root).map_err(io)? {
             if entry.is_dir() {
