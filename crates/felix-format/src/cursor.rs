@@ -75,16 +75,19 @@ pub struct CursorRecord<'a> {
 
 impl<'a> CursorRecord<'a> {
     /// Bytes the record occupies, header included.
+    #[inline]
     pub fn encoded_len(&self) -> u64 {
         self.header.encoded_len()
     }
 
     /// One past the record's last byte: where the next record begins.
+    #[inline]
     pub fn end(&self) -> u64 {
         self.position + self.encoded_len()
     }
 
     /// The verified payload, at [`ScanDepth::Full`].
+    #[inline]
     pub fn payload(&self) -> Option<&'a [u8]> {
         self.bytes
             .map(|b| b.get(RECORD_HEADER_LEN..).unwrap_or_default())
@@ -137,6 +140,7 @@ impl RecordCursor {
     /// `next_offset` must begin, walking to `end` at `depth`.
     ///
     /// A `position` past `end` is treated as `end` (nothing to walk).
+    #[inline]
     pub fn new(position: u64, next_offset: u64, end: u64, depth: ScanDepth) -> Self {
         debug_assert!(position <= end, "cursor at {position} past its end {end}");
         Self {
@@ -148,27 +152,32 @@ impl RecordCursor {
     }
 
     /// Where the next record must begin.
+    #[inline]
     pub fn position(&self) -> u64 {
         self.position
     }
 
     /// The offset the next record must carry: one past the last record's.
+    #[inline]
     pub fn next_offset(&self) -> u64 {
         self.next_offset
     }
 
     /// Where the walk ends.
+    #[inline]
     pub fn end(&self) -> u64 {
         self.end
     }
 
     /// The depth the next step verifies at.
+    #[inline]
     pub fn depth(&self) -> ScanDepth {
         self.depth
     }
 
     /// Verifies the following records at `depth` (a read steps over the
     /// records before the one it wants by their headers, then reads in full).
+    #[inline]
     pub fn set_depth(&mut self, depth: ScanDepth) {
         self.depth = depth;
     }
@@ -176,6 +185,7 @@ impl RecordCursor {
     /// Steps over the record at the cursor's position. `bytes` are the file's
     /// bytes from [`Self::position`] on (any bytes past [`Self::end`] are
     /// ignored); the checks run in the order the module describes.
+    #[inline]
     pub fn step<'a>(&mut self, bytes: &'a [u8]) -> CursorStep<'a> {
         self.step_if(bytes, |_| true)
     }
@@ -187,6 +197,7 @@ impl RecordCursor {
     /// A read with a byte budget declines the record that would pass it, so
     /// that damage after what it returns — a truncated or rotted record it
     /// would not have returned — does not fail it.
+    #[inline]
     pub fn step_if<'a>(
         &mut self,
         bytes: &'a [u8],

@@ -151,6 +151,10 @@ fn plan_segment(
                         unwritten: located.unwritten,
                     },
                 });
+                debug_assert_eq!(
+                    damage.position, records.valid_len,
+                    "the walk stops where its damage begins"
+                );
                 if repair != RepairClass::Never {
                     inspection.plan.push(Action::Truncate {
                         segment: id,

@@ -96,6 +96,8 @@ pub fn scan_segment(
         }
     };
     let cursor = walk.cursor();
+    debug_assert!(cursor.position() <= file_len && cursor.position() >= start.position);
+    debug_assert_eq!(cursor.next_offset() - start.offset, records);
     Ok(SegmentScan {
         records,
         next_offset: cursor.next_offset(),

@@ -75,12 +75,14 @@ impl<'a> ChunkedReader<'a> {
     }
 
     /// The end the reader never reads past.
+    #[inline]
     pub fn end(&self) -> u64 {
         self.end
     }
 
     /// The bytes buffered from `position` on; empty when `position` is not
     /// buffered.
+    #[inline]
     pub fn buffered(&self, position: u64) -> &[u8] {
         position
             .checked_sub(self.start)
@@ -96,6 +98,7 @@ impl<'a> ChunkedReader<'a> {
     /// `len` is bounded by the caller (a verified record's length at most),
     /// so the buffer is bounded by that plus a chunk, plus whatever
     /// [`Self::keep_from`] keeps.
+    #[inline]
     pub fn get(&mut self, position: u64, len: u64) -> Result<Option<&[u8]>, IoError> {
         let Some(want_end) = position.checked_add(len).filter(|&e| e <= self.end) else {
             return Ok(None);

@@ -67,11 +67,13 @@ impl<'a> RecordWalk<'a> {
     }
 
     /// The cursor: where the walk is and which offset comes next.
+    #[inline]
     pub fn cursor(&self) -> &RecordCursor {
         &self.cursor
     }
 
     /// Verifies the following records at `depth`.
+    #[inline]
     pub fn set_depth(&mut self, depth: ScanDepth) {
         self.cursor.set_depth(depth);
     }
@@ -84,6 +86,7 @@ impl<'a> RecordWalk<'a> {
 
     /// The next record, the end, or damage; reads as much as the cursor
     /// needs.
+    #[inline]
     pub fn step(&mut self) -> Result<WalkStep<'_>, IoError> {
         let (header, position, len) = loop {
             let at = self.cursor.position();

@@ -289,6 +289,12 @@ impl SegmentWriter {
             position += record_encoded_len(record.payload.len() as u32);
             self.next_offset += 1;
         }
+        debug_assert_eq!(
+            position - self.len,
+            self.staging.len() as u64,
+            "the records counted are exactly the bytes written"
+        );
+        debug_assert_eq!(self.next_offset - first_offset, records.len() as u64);
         self.len = position;
         if self.staging.capacity() > STAGING_KEEP_BYTES {
             self.staging = Vec::new();
