@@ -2,12 +2,14 @@
 //! records from byte 32, the base offset from bytes 8..16 whatever the
 //! header's checks say): never panics — its debug assertions included —
 //! gives the same verdict fed the whole file or a few bytes at a time, and
-//! every record it yields decodes with `decode_record` where it says, the
-//! next one beginning where it ends.
+//! every record it yields has a verified header where it says (and, read
+//! in full, decodes with `decode_record`), the next one beginning where it
+//! ends.
 #![no_main]
 
 use felix_format::{
-    CursorStep, Damage, RecordCursor, ScanDepth, SEGMENT_HEADER_LEN, SliceRecords, decode_record,
+    CursorStep, Damage, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SliceRecords, decode_record,
+    decode_record_header,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -64,9 +66,14 @@ fuzz_target!(|file: &[u8]| {
         let mut expected = (base, start as u64);
         for &(offset, at) in records {
             assert_eq!((offset, at), expected);
-            let record = decode_record(&file[at as usize..], Some(offset))
-                .expect("a record the cursor yields decodes");
-            expected = (offset + 1, at + record.encoded_len());
+            let bytes = &file[at as usize..];
+            let header = decode_record_header(bytes).expect("a record's header verifies");
+            assert_eq!(header.offset, offset);
+            assert!(at + header.encoded_len() <= file.len() as u64);
+            if depth == ScanDepth::Full {
+                decode_record(bytes, Some(offset)).expect("a record read in full decodes");
+            }
+            expected = (offset + 1, at + header.encoded_len());
         }
         assert_eq!((*next_offset, *position), expected);
         if let Some(d) = damage {
