@@ -48,17 +48,17 @@
     clippy::indexing_slicing
 )]
 
-// The pipeline, in the order data flows (each module uses only those
-// above it; see ARCHITECTURE.md):
-//   classify, location       pure decisions (leaves)
-//   report, error, lock      what is found and done; failures; the lock
-//   listing                  the directory's names
-//   facts                    measured values, no file-system handle
-//   clean, tail, scan        measuring (read-only)
-//   inspection               options and the result
-//   plan                     facts → findings, summaries, actions (pure)
-//   repair                   the only writer, under the lock
-//   open                     inspect and open_shard, composing the above
+// The pipeline, in the order data flows. Each module uses only modules on
+// the lines above its own (checked with a grep of `use crate::`; see
+// ARCHITECTURE.md):
+//   classify, lock        the decisions' vocabulary and rules; the lock
+//   location              where damage lies (pure)
+//   report                findings, notes, actions: what is reported
+//   error, inspection     failures; options and the result
+//   listing, clean, tail  reading names, the clean-shutdown file, tails
+//   facts                 measured values, holding no file-system handle
+//   scan, plan, repair    measuring; deciding (pure); the only writer
+//   open                  inspect and open_shard, composing the above
 mod classify;
 mod clean;
 mod error;
