@@ -12,7 +12,7 @@ use felix_format::{CorruptionKind, CorruptionSite, FileKind, file_name};
 use felix_segment::SparseIndex;
 
 use crate::classify::{RepairClass, header_damage_class, is_repairable_tail};
-use crate::facts::{SegmentFacts, SegmentState, ShardFacts};
+use crate::facts::{ScannedSegment, SegmentFacts, SegmentState, ShardFacts};
 use crate::inspection::{Inspection, SegmentSummary};
 use crate::listing::Listing;
 use crate::location::locate;
@@ -123,13 +123,14 @@ fn plan_segment(
                 removed,
             }
         }
-        SegmentState::Scanned {
-            base_offset,
-            file_len,
-            records,
-            index,
-            tail,
-        } => {
+        SegmentState::Scanned(scanned) => {
+            let ScannedSegment {
+                base_offset,
+                file_len,
+                records,
+                index,
+                tail,
+            } = *scanned;
             if let Some(reason) = index.problem {
                 inspection.notes.push(Note::IndexUnusable {
                     segment: id,

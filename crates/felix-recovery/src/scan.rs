@@ -27,7 +27,9 @@ use felix_segment::{
 
 use crate::classify::{Role, role};
 use crate::error::{RecoveryError, unexpected_segment_error};
-use crate::facts::{IndexFacts, RecordFacts, SegmentFacts, SegmentState, ShardFacts};
+use crate::facts::{
+    IndexFacts, RecordFacts, ScannedSegment, SegmentFacts, SegmentState, ShardFacts,
+};
 use crate::inspection::{IndexCheck, InspectOptions};
 use crate::listing::Listing;
 use crate::report::IndexProblem;
@@ -198,7 +200,7 @@ fn measure_segment(
         )?),
         None => None,
     };
-    Ok(SegmentState::Scanned {
+    Ok(SegmentState::Scanned(Box::new(ScannedSegment {
         base_offset: segment.base_offset(),
         file_len,
         records: RecordFacts {
@@ -209,7 +211,7 @@ fn measure_segment(
         },
         index,
         tail,
-    })
+    })))
 }
 
 /// Why a segment could not be opened: a name that leads to something other
