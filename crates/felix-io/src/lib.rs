@@ -286,6 +286,13 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// any file inside it cannot release it, which is what makes it a
     /// writer's lock. The lock lasts as long as the returned guard.
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>>;
+    /// The size in bytes of the file system holding `dir` (free or not):
+    /// no file there can be larger. `Ok(None)` when the file system does
+    /// not say, as the simulation does not.
+    fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
+        let _ = dir;
+        Ok(None)
+    }
 }
 
 /// Holds a lock taken with [`Vfs::try_lock`] until dropped.

@@ -226,6 +226,11 @@ impl Vfs for OsFs {
             .open(dir)?;
         lock_exclusive(file)
     }
+
+    fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
+        let stat = rustix::fs::statvfs(dir)?;
+        Ok(Some(stat.f_blocks.saturating_mul(stat.f_frsize)))
+    }
 }
 
 /// `flock(LOCK_EX | LOCK_NB)` on `file`, kept in the guard.

@@ -7,6 +7,8 @@ use felix_epochs::{EpochsIoError, HistoryError};
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 
+use crate::config::ConfigError;
+
 /// What went wrong in a store or shard operation.
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
@@ -100,16 +102,59 @@ pub enum StorageError {
         dir: PathBuf,
     },
     /// The shard stopped accepting writes after a write or sync failure.
-    /// Reads of durable data still work; reopening runs recovery. The call
-    /// whose own write or sync failed gets that failure itself; every call
-    /// after it gets this, naming it.
-    #[error("shard {shard} accepts no more writes after an earlier failure: {original}")]
+    ///
+    /// Every append the failed write or sync covered (one sync may cover
+    /// many appends) gets that failure itself, with its operation and path;
+    /// every call made after it gets this, whose
+    /// [`source`](std::error::Error::source) is that failure, so a reporter
+    /// reaches the `io::Error` underneath. Reads still serve every record
+    /// that was acknowledged; reopening the shard runs recovery.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use std::error::Error;
+    /// use felix_storage::StorageError;
+    ///
+    /// fn root_os_error(err: &StorageError) -> Option<i32> {
+    ///     let mut source: Option<&(dyn Error + 'static)> = Some(err);
+    ///     while let Some(e) = source {
+    ///         if let Some(io) = e.downcast_ref::<std::io::Error>() {
+    ///             return io.raw_os_error();
+    ///         }
+    ///         source = e.source();
+    ///     }
+    ///     None
+    /// }
+    /// # let _ = root_os_error;
+    /// ```
+    #[error(
+        "shard {shard} accepts no more writes: {}; reopening the shard recovers what is durable",
+        original.reason()
+    )]
     Poisoned {
         /// The shard.
         shard: Arc<str>,
         /// The failure that stopped it.
+        #[source]
         original: Arc<StorageError>,
     },
+    /// The shard was closed ([`Shard::close`](crate::Shard::close), or its
+    /// store closed it); every call on any of its handles gets this.
+    #[error("shard {shard} is closed")]
+    Closed {
+        /// The shard.
+        shard: Arc<str>,
+    },
+    /// The shard directory does not exist, and the open was told not to
+    /// create it ([`ShardOptions::create_if_missing`](crate::ShardOptions::create_if_missing)).
+    #[error("shard directory {} does not exist", dir.display())]
+    ShardNotFound {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A setting is out of its range; nothing was opened or created.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(#[from] ConfigError),
     /// A segment operation failed.
     #[error("shard {shard}: {source}")]
     Segment {
@@ -141,8 +186,11 @@ pub enum StorageError {
         source: EpochsIoError,
     },
     /// The store was closed.
-    #[error("the store is closed")]
-    Closed,
+    #[error("the store at {} is closed", root.display())]
+    StoreClosed {
+        /// The store's root directory.
+        root: PathBuf,
+    },
 }
 
 impl StorageError {
@@ -211,6 +259,11 @@ impl StorageError {
                 shard: Arc::clone(shard),
                 original: Arc::clone(original),
             },
+            Self::Closed { shard } => Self::Closed {
+                shard: Arc::clone(shard),
+            },
+            Self::ShardNotFound { dir } => Self::ShardNotFound { dir: dir.clone() },
+            Self::InvalidConfig(err) => Self::InvalidConfig(*err),
             Self::Segment { shard, source } => Self::Segment {
                 shard: Arc::clone(shard),
                 source: source.duplicate(),
@@ -224,7 +277,18 @@ impl StorageError {
                 shard: Arc::clone(shard),
                 source: source.duplicate(),
             },
-            Self::Closed => Self::Closed,
+            Self::StoreClosed { root } => Self::StoreClosed { root: root.clone() },
+        }
+    }
+
+    /// What went wrong, without the shard's name in front: how
+    /// [`StorageError::Poisoned`] names its cause without repeating itself.
+    fn reason(&self) -> String {
+        match self {
+            Self::Segment { source, .. } => source.to_string(),
+            Self::Generation { source, .. } => source.to_string(),
+            Self::Epochs { source, .. } => source.to_string(),
+            other => other.to_string(),
         }
     }
 

@@ -30,14 +30,15 @@
 //!   lives in it; a new segment exists only after the old one is sealed.
 //!
 //! ```
-//! use felix_storage::{Record, Shard, StoreConfig};
+//! use felix_storage::{Record, Shard};
 //!
 //! let dir = tempfile::tempdir()?;
 //! {
-//!     let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
-//!     shard.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+//!     let shard = Shard::options(dir.path()).open()?;
+//!     shard.append(&[Record::now("a"), Record::now("b")])?;
+//!     shard.close()?;
 //! }
-//! let reopened = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+//! let reopened = Shard::options(dir.path()).open()?;
 //! assert_eq!(reopened.next_offset(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -48,20 +49,36 @@
     clippy::indexing_slicing
 )]
 
+mod clock;
 mod config;
 mod error;
 mod lock;
+mod maintenance;
 mod shard;
 mod stats;
 mod store;
 
-pub use config::{Durability, Retention, StoreConfig};
+pub use clock::{Clock, SystemClock};
+pub use config::{
+    ConfigError, ConfigField, Durability, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
+    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
+    Preallocation, Retention, StoreConfig,
+};
 pub use error::{Result, StorageError};
-pub use felix_format::ShardKey;
-pub use felix_segment::Record;
 pub use lock::{LOCK_FILE_NAME, ShardLock};
 pub use shard::{
-    AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo, Shard,
+    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
+    Shard, ShardOptions, Tail,
 };
 pub use stats::ShardStats;
 pub use store::Store;
+
+// Types that appear in this crate's signatures, so that a user needs no
+// other felix crate to name them.
+pub use felix_epochs::{
+    Divergence, EpochEntry, EpochHistory, EpochsIoError, HistoryError, LeaderAnswer, Recorded,
+};
+pub use felix_format::{MAX_PAYLOAD_BYTES, ShardKey};
+pub use felix_io::FileSystem;
+pub use felix_recovery::{Action, Note, RecoveryError};
+pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};

@@ -2,15 +2,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use felix_format::ShardKey;
 use felix_io::FileSystem;
 
-use crate::config::{Durability, StoreConfig};
+use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
+use crate::maintenance::{Maintenance, Task};
 use crate::shard::Shard;
 
 /// A root directory holding one directory per shard.
@@ -20,8 +20,7 @@ use crate::shard::Shard;
 /// runs on one thread the store owns, stopped by [`Store::close`] or drop.
 ///
 /// ```
-/// use felix_format::ShardKey;
-/// use felix_storage::{Record, Store, StoreConfig};
+/// use felix_storage::{Record, ShardKey, Store, StoreConfig};
 ///
 /// let root = tempfile::tempdir()?;
 /// let store = Store::open(root.path(), StoreConfig::default())?;
@@ -36,7 +35,9 @@ use crate::shard::Shard;
 #[derive(Debug)]
 pub struct Store {
     inner: Arc<Inner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    /// Periodic syncs and retention passes for every shard, when the
+    /// configuration asks for either.
+    background: Option<Maintenance>,
 }
 
 #[derive(Debug)]
@@ -45,8 +46,7 @@ struct Inner {
     root: PathBuf,
     config: StoreConfig,
     shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
-    stop: Mutex<bool>,
-    wake: Condvar,
+    closed: AtomicBool,
 }
 
 impl Store {
@@ -59,6 +59,7 @@ impl Store {
 
     /// [`Store::open`] on the file system `fs`, which every shard uses.
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+        config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root).map_err(|source| {
             StorageError::Segment {
                 shard: Arc::from("(store)"),
@@ -70,33 +71,17 @@ impl Store {
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(HashMap::new()),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
+            closed: AtomicBool::new(false),
         });
-        let periodic = match config.durability {
-            Durability::Periodic(interval) => Some(interval),
-            _ => None,
-        };
-        let background = (periodic.is_some() || config.retention.interval.is_some()).then(|| {
-            let inner = Arc::clone(&inner);
-            std::thread::Builder::new()
-                .name("felix-store".into())
-                .spawn(move || background(&inner, periodic, config.retention.interval))
-        });
-        let background = match background {
-            Some(Ok(handle)) => Some(handle),
-            Some(Err(e)) => {
-                return Err(StorageError::Segment {
-                    shard: Arc::from("(store)"),
-                    source: felix_segment::SegmentError::io("spawn background thread", root, e),
-                });
-            }
-            None => None,
-        };
-        Ok(Self {
-            inner,
-            background: Mutex::new(background),
+        let shared = Arc::clone(&inner);
+        let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
+            background(&shared, task);
         })
+        .map_err(|e| StorageError::Segment {
+            shard: Arc::from("(store)"),
+            source: felix_segment::SegmentError::io("spawn background thread", root, e),
+        })?;
+        Ok(Self { inner, background })
     }
 
     /// The store's root directory.
@@ -113,21 +98,25 @@ impl Store {
     /// `initial_offset` (a replica bootstrapped from a leader whose early
     /// history is gone).
     pub fn shard_starting_at(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
-        if *lock(&self.inner.stop) {
-            return Err(StorageError::Closed);
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(StorageError::StoreClosed {
+                root: self.inner.root.clone(),
+            });
         }
         let mut shards = lock(&self.inner.shards);
         if let Some(shard) = shards.get(key) {
             return Ok(Arc::clone(shard));
         }
         let name = key.dir_name();
-        let shard = Arc::new(Shard::open_in(
-            &self.inner.fs,
-            &self.inner.root.join(&name),
-            &name,
-            self.inner.config,
-            initial_offset,
-        )?);
+        let shard = Arc::new(
+            Shard::options(self.inner.root.join(&name))
+                .config(self.inner.config)
+                .file_system(self.inner.fs.clone())
+                .label(&name)
+                .initial_offset(initial_offset)
+                .background_by_store()
+                .open()?,
+        );
         shards.insert(key.clone(), Arc::clone(&shard));
         Ok(shard)
     }
@@ -166,10 +155,9 @@ impl Store {
     }
 
     fn stop_background(&self) {
-        *lock(&self.inner.stop) = true;
-        self.inner.wake.notify_all();
-        if let Some(handle) = lock(&self.background).take() {
-            let _ = handle.join();
+        self.inner.closed.store(true, Ordering::Release);
+        if let Some(background) = &self.background {
+            background.stop();
         }
     }
 }
@@ -186,53 +174,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The store's one background thread: periodic syncs and retention passes,
-/// each on its own interval, until the store stops.
-fn background(inner: &Inner, sync_every: Option<Duration>, retain_every: Option<Duration>) {
-    let now = Instant::now();
-    let mut next_sync = sync_every.map(|d| now + d);
-    let mut next_retention = retain_every.map(|d| now + d);
-    loop {
-        let wake_at = [next_sync, next_retention].into_iter().flatten().min();
-        {
-            let mut stopped = lock(&inner.stop);
-            while !*stopped {
-                let timeout = wake_at.map_or(Duration::from_secs(3600), |t| {
-                    t.saturating_duration_since(Instant::now())
-                });
-                if timeout.is_zero() {
-                    break;
-                }
-                stopped = inner
-                    .wake
-                    .wait_timeout(stopped, timeout)
-                    .map_or_else(|e| e.into_inner().0, |r| r.0);
-            }
-            if *stopped {
-                return;
-            }
-        }
-        let now = Instant::now();
-        let shards: Vec<_> = lock(&inner.shards).values().cloned().collect();
-        if let (Some(at), Some(every)) = (next_sync, sync_every)
-            && now >= at
-        {
-            for shard in &shards {
-                if let Err(err) = shard.sync() {
-                    tracing::error!(shard = shard.label(), error = %err, "periodic sync failed");
-                }
-            }
-            next_sync = Some(now + every);
-        }
-        if let (Some(at), Some(every)) = (next_retention, retain_every)
-            && now >= at
-        {
-            for shard in &shards {
-                if let Err(err) = shard.apply_retention() {
-                    tracing::error!(shard = shard.label(), error = %err, "retention failed");
-                }
-            }
-            next_retention = Some(now + every);
+/// The store's one background thread: each task, as it falls due, on
+/// every open shard.
+fn background(inner: &Inner, task: Task) {
+    let shards: Vec<_> = lock(&inner.shards).values().cloned().collect();
+    for shard in &shards {
+        let result = match task {
+            Task::Sync => shard.sync(),
+            Task::Retention => shard.apply_retention().map(drop),
+        };
+        if let Err(err) = result {
+            tracing::error!(shard = shard.label(), ?task, error = %err, "background task failed");
         }
     }
 }

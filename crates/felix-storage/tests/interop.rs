@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use felix_storage::{Durability, Shard, ShardKey, StorageError, Store, StoreConfig};
+use felix_storage::{Durability, Preallocation, Shard, ShardKey, StorageError, Store, StoreConfig};
 
 fn corpus() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop")
@@ -25,7 +25,7 @@ fn config(index_spacing_bytes: u64) -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 64 * 1024,
         index_spacing_bytes,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     }
@@ -42,7 +42,11 @@ fn interop_payload(offset: u64, len: usize) -> Vec<u8> {
 fn open_case(case: &str, spacing: u64) -> (tempfile::TempDir, Shard) {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&corpus().join(case), dir.path());
-    let shard = Shard::open(dir.path(), case, config(spacing)).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(spacing))
+        .label(case)
+        .open()
+        .unwrap();
     (dir, shard)
 }
 

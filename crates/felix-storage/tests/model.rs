@@ -5,7 +5,8 @@ mod common;
 
 use bytes::Bytes;
 use felix_storage::{
-    Durability, Record, ReplicatedRecord, Retention, Shard, StorageError, StoreConfig,
+    Durability, Preallocation, Record, ReplicatedRecord, Retention, Shard, StorageError,
+    StoreConfig,
 };
 use proptest::prelude::*;
 
@@ -61,7 +62,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 700,
         index_spacing_bytes: 128,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::None,
         writeback_bytes: None,
         retention: Retention {
@@ -102,7 +103,7 @@ proptest! {
     #[test]
     fn shard_matches_vec_model(ops in proptest::collection::vec(op(), 1..40)) {
         let dir = tempfile::tempdir().unwrap();
-        let mut shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+        let mut shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
         let mut model = Model { base: 0, records: Vec::new() };
         let mut seed = 0u64;
         for op in ops {
@@ -118,7 +119,7 @@ proptest! {
                 Op::AppendReplicated { count } => {
                     let next = model.next();
                     let batch: Vec<_> = (0..u64::from(count))
-                        .map(|i| ReplicatedRecord { offset: next + i, timestamp_micros: 1, payload: Bytes::from(payload(seed + i, 20)) })
+                        .map(|i| ReplicatedRecord { offset: next + i, generation: None, timestamp_micros: 1, payload: Bytes::from(payload(seed + i, 20)) })
                         .collect();
                     seed += u64::from(count);
                     shard.append_replicated(&batch).unwrap();
@@ -153,18 +154,18 @@ proptest! {
                 }
                 Op::Retention { max_bytes } => {
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(Some(u64::from(max_bytes)))).unwrap();
+                    shard = Shard::options(dir.path()).config(config(Some(u64::from(max_bytes)))).label("model").open().unwrap();
                     let outcome = shard.apply_retention().unwrap();
                     prop_assert!(outcome.base_offset >= model.base && outcome.base_offset <= model.next());
                     let dropped = (outcome.base_offset - model.base) as usize;
                     model.records.drain(..dropped);
                     model.base = outcome.base_offset;
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+                    shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
                 }
                 Op::Reopen => {
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+                    shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
                 }
             }
             check_all(&shard, &model);

@@ -17,14 +17,12 @@ const ENOSPC: i32 = 28;
 const DIR: &str = "/shard";
 
 fn open(fs: &SimFs, config: StoreConfig) -> Shard {
-    Shard::open_in(
-        &FileSystem::new(fs.clone()),
-        Path::new(DIR),
-        "sim",
-        config,
-        0,
-    )
-    .unwrap()
+    Shard::options(Path::new(DIR))
+        .file_system(FileSystem::new(fs.clone()))
+        .config(config)
+        .label("sim")
+        .open()
+        .unwrap()
 }
 
 /// The `(op, errno)` of the failure the call that met it got as its own

@@ -11,6 +11,7 @@ fn replicated(from: u64, count: u64) -> Vec<ReplicatedRecord> {
     (from..from + count)
         .map(|o| ReplicatedRecord {
             offset: o,
+            generation: None,
             timestamp_micros: o,
             payload: Bytes::from(payload(o, 40)),
         })
@@ -20,13 +21,12 @@ fn replicated(from: u64, count: u64) -> Vec<ReplicatedRecord> {
 #[test]
 fn open_at_offset_begins_a_replica_log_there_and_reads_below_are_trimmed() {
     let dir = tempfile::tempdir().unwrap();
-    let shard = Shard::open_at(
-        dir.path(),
-        "replica",
-        config(1 << 20, Durability::OnCommit),
-        511,
-    )
-    .unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .label("replica")
+        .initial_offset(511)
+        .open()
+        .unwrap();
     assert_eq!((shard.base_offset(), shard.next_offset()), (511, 511));
     shard.append_replicated(&replicated(511, 3)).unwrap();
     let err = shard.read(0, 100).unwrap_err();
@@ -139,8 +139,12 @@ fn truncate_to_within_the_active_segment_and_at_segment_boundaries() {
 #[test]
 fn truncate_to_below_base_is_an_error_and_past_end_does_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let shard =
-        Shard::open_at(dir.path(), "r", config(1 << 20, Durability::OnCommit), 100).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .label("r")
+        .initial_offset(100)
+        .open()
+        .unwrap();
     shard.append_replicated(&replicated(100, 5)).unwrap();
     let err = shard.truncate_to(99).unwrap_err();
     assert!(

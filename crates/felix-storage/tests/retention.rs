@@ -2,10 +2,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{config, open, read_all, segment_files};
-use felix_storage::{Durability, Record, Retention, StorageError, StoreConfig};
+use common::{ManualClock, config, open, read_all, segment_files};
+use felix_storage::{Durability, Record, Retention, Shard, StorageError, StoreConfig};
 
 fn shard_config(retention: Retention) -> StoreConfig {
     StoreConfig {
@@ -96,9 +97,14 @@ fn retention_by_age_uses_each_segments_newest_timestamp_even_after_reopen() {
                 .unwrap();
         }
     }
-    let shard = open(dir.path(), shard_config(retention));
-    let now = Duration::from_micros(1_000_000_000) + Duration::from_secs(50);
-    let outcome = shard.apply_retention_at(now).unwrap();
+    let clock = Arc::new(ManualClock::default());
+    let shard = Shard::options(dir.path())
+        .config(shard_config(retention))
+        .clock(clock.clone())
+        .open()
+        .unwrap();
+    clock.set(Duration::from_micros(1_000_000_000) + Duration::from_secs(50));
+    let outcome = shard.apply_retention().unwrap();
     // Segments whose newest record is older than now - 100 s hold only the
     // old records (offsets 0..16), 8 records per segment.
     assert_eq!(outcome.deleted_segments, [0, 1]);

@@ -3,14 +3,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use felix_storage::{Durability, Record, ShardKey, StorageError, Store, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, Record, ShardKey, StorageError, Store, StoreConfig,
+};
 
 #[test]
 fn store_periodic_durability_syncs_in_the_background() {
     let root = tempfile::tempdir().unwrap();
     let config = StoreConfig {
         durability: Durability::Periodic(Duration::from_millis(5)),
-        preallocate: false,
+        preallocate: Preallocation::Off,
         ..StoreConfig::default()
     };
     let store = Store::open(&root.path().join("new-root"), config).unwrap();
@@ -27,7 +29,7 @@ fn store_periodic_durability_syncs_in_the_background() {
     store.close().unwrap();
     assert!(matches!(
         store.shard(&ShardKey::new("t", "n", "s", 1)),
-        Err(StorageError::Closed)
+        Err(StorageError::StoreClosed { .. })
     ));
 }
 
@@ -37,7 +39,7 @@ fn store_shard_returns_one_shared_handle_per_key() {
     let store = Store::open(
         root.path(),
         StoreConfig {
-            preallocate: false,
+            preallocate: Preallocation::Off,
             ..StoreConfig::default()
         },
     )

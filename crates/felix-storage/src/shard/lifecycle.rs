@@ -1,0 +1,110 @@
+//! Syncing and closing.
+
+use felix_format::clean::CleanSegment;
+use felix_recovery::write_clean_shutdown_in;
+
+use super::core::Core;
+use crate::error::{Result, StorageError};
+use crate::stats::Counters;
+
+impl Core {
+    /// Makes everything written so far durable, and brings the active
+    /// segment's index file up to date (it may otherwise lag until the
+    /// segment is sealed).
+    pub(crate) fn sync(&self) -> Result<()> {
+        {
+            let mut state = self.lock_writer()?;
+            if let Err(err) = state.writer.flush_index() {
+                // An index is an accelerator: failing to extend it is logged
+                // and counted (the writer keeps it in memory and writes it
+                // whole at the next roll or close), and the data's sync
+                // below decides the outcome.
+                tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+                Counters::add(&self.counters.index_write_failures, 1);
+            }
+        }
+        self.commit.wait_durable(u64::MAX)
+    }
+
+    /// Closes the shard: everything written becomes durable, the active
+    /// segment's index is brought up to date, a clean-shutdown file records
+    /// the segments, the flusher stops and the directory's lock is
+    /// released. From then on every call fails with
+    /// [`StorageError::Closed`].
+    ///
+    /// The shard is closed whatever happens; when it could not be made
+    /// durable or recorded (it was poisoned, or the sync or the
+    /// clean-shutdown file failed), that failure is returned and the next
+    /// open runs recovery as after a crash.
+    pub(crate) fn close(&self) -> Result<()> {
+        self.check_open()?;
+        let synced = self.sync();
+        // The writer lock and the queue keep appends, rolls and truncations
+        // out while the segments are listed and recorded, and until the
+        // shard is marked closed.
+        let mut state = self.writer_state();
+        // Another close may have got here first.
+        self.check_open()?;
+        let recorded = synced
+            .and_then(|()| self.check_poison())
+            .and_then(|()| self.record_clean_shutdown(&mut state));
+        self.commit.close();
+        drop(state);
+        self.release_lock();
+        tracing::info!(shard = %self.label, clean = recorded.is_ok(), "shard closed");
+        recorded
+    }
+
+    /// Writes the active segment's index and the clean-shutdown file, with
+    /// the writer lock held.
+    fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
+        if !state.writer.index_persisted()
+            && let Err(err) = state.writer.persist_index()
+        {
+            // Still in memory only; the next open rebuilds it from the scan
+            // of the newest segment it always makes.
+            tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
+        let segments: Vec<CleanSegment> = self
+            .segments()
+            .into_iter()
+            .map(|s| CleanSegment {
+                id: s.id,
+                base_offset: s.base_offset,
+                next_offset: s.next_offset,
+                len: s.len,
+            })
+            .collect();
+        // Not written (`Ok(false)`, logged) when the name is not a regular
+        // file: everything is durable all the same; only the quick next
+        // open is lost.
+        write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+            .map(drop)
+            .map_err(|e| self.poison_with(StorageError::Recovery(e)))
+    }
+
+    /// The shard's segments in offset order, the active one last.
+    pub(crate) fn segments(&self) -> Vec<super::SegmentInfo> {
+        let view = self.view();
+        let mut out: Vec<super::SegmentInfo> = view
+            .sealed
+            .iter()
+            .map(|s| super::SegmentInfo {
+                id: s.id,
+                base_offset: s.base_offset,
+                next_offset: s.next_offset,
+                len: s.len,
+                active: false,
+            })
+            .collect();
+        out.push(super::SegmentInfo {
+            id: view.active.id(),
+            base_offset: view.active.base_offset(),
+            next_offset: view.active_limit.next_offset,
+            len: view.active_limit.end_position,
+            active: true,
+        });
+        out
+    }
+}
