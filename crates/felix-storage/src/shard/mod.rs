@@ -210,6 +210,7 @@ impl Shard {
     /// ```
     pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
         let core = &self.core;
+        core.check_open()?;
         if core.on_commit() {
             // Concurrent on-commit appends share a `write` as well as a sync
             // (see `commit/combine.rs`).
@@ -227,6 +228,7 @@ impl Shard {
     pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
         // Nobody waits for a sync of it, whatever the policy: writeback
         // counts it.
+        self.core.check_open()?;
         self.core.append_nowait(records, Synced::Later)
     }
 
@@ -392,6 +394,7 @@ impl Shard {
     /// after unlinking and the generation history pruned; reads below the
     /// new base are [`StorageError::Trimmed`].
     pub fn apply_retention(&self) -> Result<RetentionOutcome> {
+        self.core.check_open()?;
         self.core.apply_retention()
     }
 
@@ -422,6 +425,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_replicated(&self, records: &[ReplicatedRecord]) -> Result<AppendReceipt> {
+        self.core.check_open()?;
         self.core.append_replicated(records)
     }
 
@@ -482,6 +486,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reconcile(&self, answer: LeaderAnswer) -> Result<Divergence> {
+        self.core.check_open()?;
         self.core.reconcile(answer)
     }
 
@@ -494,6 +499,7 @@ impl Shard {
     /// and `durable_offset` follow. Below the base offset is an error; at or
     /// past the next offset nothing happens.
     pub fn truncate_to(&self, offset: u64) -> Result<()> {
+        self.core.check_open()?;
         self.core.truncate_to(offset)
     }
 
@@ -503,12 +509,14 @@ impl Shard {
     /// Segments are removed newest first and a fresh segment is created with
     /// a new id; a crash midway leaves a prefix of the old log.
     pub fn reset_to(&self, offset: u64) -> Result<()> {
+        self.core.check_open()?;
         self.core.reset_to(offset)
     }
 
     /// Records that `generation` begins at the current next offset (a new
     /// leader's term begins at its log end) and stores the epochs file.
     pub fn begin_generation(&self, generation: u64) -> Result<Recorded> {
+        self.core.check_open()?;
         self.core.begin_generation(generation)
     }
 

@@ -353,16 +353,18 @@ impl Commit {
 
     /// Waits until every record below `offset` (clamped to what was
     /// assigned) is durable. A call made after the shard was poisoned gets
-    /// [`StorageError::Poisoned`].
+    /// [`StorageError::Poisoned`]; one that was waiting when the failure
+    /// happened gets the failure itself.
     pub(crate) fn wait_durable(self: &Arc<Self>, offset: u64) -> Result<()> {
         self.wait_durable_then(offset, false, &|| Ok(()))
     }
 
     /// [`Commit::wait_durable`] for an append whose records were accepted
-    /// before it waits (`accepted`): a failure that stops the shard then
-    /// covered them, and is this call's error itself rather than
-    /// `Poisoned`. Calls `on_wake` each time the waiter is woken before it
-    /// is covered (write combining hands its lead over that way).
+    /// before it waits (`accepted`): a failure that stops the shard before
+    /// the wait begins covered them too, and is this call's error itself
+    /// rather than `Poisoned`. Calls `on_wake` each time the waiter is
+    /// woken before it is covered (write combining hands its lead over that
+    /// way).
     pub(crate) fn wait_durable_then(
         self: &Arc<Self>,
         offset: u64,
@@ -439,10 +441,15 @@ impl Commit {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Ok(());
             }
-            let stopped = self.check_open().and_then(|()| self.check_poison());
-            if let Err(err) = stopped {
+            // Not covered, and the shard stopped or closed: the failure
+            // covered this wait's records, so it is this call's error.
+            if let Some(original) = self.original_error() {
                 state.waiters.remove(token);
-                return Err(err);
+                return Err(original);
+            }
+            if let Err(closed) = self.check_open() {
+                state.waiters.remove(token);
+                return Err(closed);
             }
             drop(state);
             if let Err(err) = on_wake() {
