@@ -337,7 +337,7 @@ fn stepped_preallocation_reserves_kilobytes_for_one_record_not_a_segment() {
     assert!(
         stepped <= 100 << 10,
         "{stepped} bytes allocated for one record (10,000 shards: {} MiB)",
-        stepped * 10_000 >> 20
+        (stepped * 10_000) >> 20
     );
     let off = open("off", Preallocation::Off);
     assert!(off <= stepped, "{off} > {stepped}");
