@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use felix_format::{FileKind, parse_file_name};
+use felix_format::{FileKind, ShardFileName, parse_file_name};
 
 use crate::error::CliError;
 
@@ -150,7 +150,10 @@ fn is_shard_dir(dir: &Path) -> Result<bool, CliError> {
         let entry = entry.map_err(|e| CliError::io("read directory", dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if parse_file_name(&name).is_some() || name == "epochs" {
+        if matches!(
+            ShardFileName::parse(&name),
+            ShardFileName::Segment(_) | ShardFileName::Index(_) | ShardFileName::Epochs
+        ) {
             return Ok(true);
         }
     }

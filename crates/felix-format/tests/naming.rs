@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use felix_format::{FileKind, ShardKey, file_name, parse_file_name};
+use felix_format::{FileKind, ShardFileName, ShardKey, file_name, parse_file_name};
 use proptest::prelude::*;
 
 #[test]
@@ -98,6 +98,62 @@ fn parse_file_name_rejects_stray_shapes() {
         "99999999999999999999.log",
     ] {
         assert_eq!(parse_file_name(stray), None, "{stray:?}");
+    }
+}
+
+/// Every name of ours, written out: each parses back to what built it.
+#[test]
+fn shard_file_name_every_kind_round_trips_through_its_name() {
+    use ShardFileName as N;
+    #[rustfmt::skip]
+    let table = [
+        (N::Segment(7),             "00000000000000000007.log",              false),
+        (N::Segment(u64::MAX),      "18446744073709551615.log",              false),
+        (N::Index(7),               "00000000000000000007.index",            false),
+        (N::SegmentTemp(7),         "00000000000000000007.log.tmp",          true),
+        (N::SegmentTemp(u64::MAX),  "18446744073709551615.log.tmp",          true),
+        (N::Epochs,                 "epochs",                                false),
+        (N::EpochsTemp,             "epochs.tmp",                            true),
+        (N::Lock,                   "lock",                                  false),
+        (N::CleanShutdown,          "clean-shutdown",                        false),
+        (N::CleanShutdownTemp,      "clean-shutdown.tmp",                    true),
+        (N::Key,                    "key",                                   false),
+        (N::KeyTemp,                "key.tmp",                               true),
+    ];
+    for (kind, name, temporary) in table {
+        assert_eq!(
+            kind.file_name().map(|n| n.to_string()).as_deref(),
+            Some(name)
+        );
+        assert_eq!(ShardFileName::parse(name), kind, "{name}");
+        assert_eq!(kind.is_temporary(), temporary, "{name}");
+    }
+    assert_eq!(ShardFileName::Other.file_name(), None);
+}
+
+#[test]
+fn shard_file_name_strays_are_other() {
+    for stray in [
+        "",
+        "7.log",
+        "7.log.tmp",
+        "operator-backup.log.tmp",
+        "00000000000000000007.index.tmp",
+        "00000000000000000007.log.tmp.tmp",
+        "00000000000000000007.LOG",
+        "99999999999999999999.log.tmp",
+        "Epochs",
+        "epochs.tmp.tmp",
+        "lock.tmp",
+        "clean-shutdown.bak",
+        "keys",
+        "notes.txt",
+    ] {
+        assert_eq!(
+            ShardFileName::parse(stray),
+            ShardFileName::Other,
+            "{stray:?}"
+        );
     }
 }
 

@@ -9,6 +9,10 @@
 //! so a test can "cut the power" at any moment and inspect every state the
 //! disk could be left in — or make any chosen call fail.
 //!
+//! Errors leave this crate as `io::Error`s; callers that name what they were
+//! doing wrap them in an [`IoError`] (operation, path, and the `io::Error`
+//! as its source), the one I/O error type every layer above reports.
+//!
 //! The interface is deliberately small (open, read/write at a position,
 //! length, sync, rename, remove, directory sync, listing, locks): each
 //! operation is one a durability argument has to reason about.
@@ -45,6 +49,7 @@
     clippy::indexing_slicing
 )]
 
+mod error;
 mod os;
 pub mod sim;
 
@@ -56,6 +61,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use error::IoError;
 pub use os::OsFs;
 
 /// How to open a file.

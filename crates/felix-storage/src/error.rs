@@ -3,15 +3,19 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use felix_epochs::{EpochsIoError, HistoryError};
+use felix_epochs::HistoryError;
+use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 
 use crate::config::ConfigError;
 
 /// What went wrong in a store or shard operation.
+///
+/// `Clone`, so that one failure can be both the failing call's error, the
+/// error of every other append it covered, and a stopped shard's reason.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// An append was given no records.
     #[error("shard {shard}: an append needs at least one record")]
@@ -183,8 +187,12 @@ pub enum StorageError {
         shard: Arc<str>,
         /// Why.
         #[source]
-        source: EpochsIoError,
+        source: IoError,
     },
+    /// A store-level file-system call failed, outside any one shard:
+    /// creating or listing the store's root, or starting its thread.
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// The store was closed.
     #[error("the store at {} is closed", root.display())]
     StoreClosed {
@@ -194,93 +202,6 @@ pub enum StorageError {
 }
 
 impl StorageError {
-    /// A copy of this error: what a stopped shard keeps as its reason while
-    /// the error itself goes to the call that failed.
-    pub(crate) fn duplicate(&self) -> Self {
-        match self {
-            Self::EmptyBatch { shard } => Self::EmptyBatch {
-                shard: Arc::clone(shard),
-            },
-            Self::PayloadTooLarge {
-                shard,
-                index_in_batch,
-                len,
-                max,
-            } => Self::PayloadTooLarge {
-                shard: Arc::clone(shard),
-                index_in_batch: *index_in_batch,
-                len: *len,
-                max: *max,
-            },
-            Self::Trimmed {
-                shard,
-                requested,
-                oldest,
-            } => Self::Trimmed {
-                shard: Arc::clone(shard),
-                requested: *requested,
-                oldest: *oldest,
-            },
-            Self::ReplicaOffsetMismatch {
-                shard,
-                index_in_batch,
-                expected,
-                found,
-            } => Self::ReplicaOffsetMismatch {
-                shard: Arc::clone(shard),
-                index_in_batch: *index_in_batch,
-                expected: *expected,
-                found: *found,
-            },
-            Self::TruncateBelowBase {
-                shard,
-                requested,
-                oldest,
-            } => Self::TruncateBelowBase {
-                shard: Arc::clone(shard),
-                requested: *requested,
-                oldest: *oldest,
-            },
-            Self::Locked { dir } => Self::Locked { dir: dir.clone() },
-            Self::OffsetSpaceExhausted {
-                shard,
-                next_offset,
-                records,
-            } => Self::OffsetSpaceExhausted {
-                shard: Arc::clone(shard),
-                next_offset: *next_offset,
-                records: *records,
-            },
-            Self::SegmentIdsExhausted { shard, last_id } => Self::SegmentIdsExhausted {
-                shard: Arc::clone(shard),
-                last_id: *last_id,
-            },
-            Self::Poisoned { shard, original } => Self::Poisoned {
-                shard: Arc::clone(shard),
-                original: Arc::clone(original),
-            },
-            Self::Closed { shard } => Self::Closed {
-                shard: Arc::clone(shard),
-            },
-            Self::ShardNotFound { dir } => Self::ShardNotFound { dir: dir.clone() },
-            Self::InvalidConfig(err) => Self::InvalidConfig(*err),
-            Self::Segment { shard, source } => Self::Segment {
-                shard: Arc::clone(shard),
-                source: source.duplicate(),
-            },
-            Self::Recovery(err) => Self::Recovery(err.duplicate()),
-            Self::Generation { shard, source } => Self::Generation {
-                shard: Arc::clone(shard),
-                source: *source,
-            },
-            Self::Epochs { shard, source } => Self::Epochs {
-                shard: Arc::clone(shard),
-                source: source.duplicate(),
-            },
-            Self::StoreClosed { root } => Self::StoreClosed { root: root.clone() },
-        }
-    }
-
     /// What went wrong, without the shard's name in front: how
     /// [`StorageError::Poisoned`] names its cause without repeating itself.
     fn reason(&self) -> String {
@@ -298,7 +219,7 @@ impl StorageError {
         match self {
             Self::Segment { source, .. } => source.io_kind(),
             Self::Poisoned { original, .. } => original.io_kind(),
-            Self::Epochs { source, .. } => Some(source.kind()),
+            Self::Epochs { source, .. } | Self::Io(source) => Some(source.kind()),
             _ => None,
         }
     }

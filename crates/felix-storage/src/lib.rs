@@ -65,7 +65,7 @@ pub use config::{
     Preallocation, Retention, StoreConfig,
 };
 pub use error::{Result, StorageError};
-pub use lock::{LOCK_FILE_NAME, ShardLock};
+pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
     AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
     Shard, ShardOptions, Tail,
@@ -76,9 +76,9 @@ pub use store::Store;
 // Types that appear in this crate's signatures, so that a user needs no
 // other felix crate to name them.
 pub use felix_epochs::{
-    Divergence, EpochEntry, EpochHistory, EpochsIoError, HistoryError, LeaderAnswer, Recorded,
+    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
 };
-pub use felix_format::{MAX_PAYLOAD_BYTES, ShardKey};
-pub use felix_io::FileSystem;
-pub use felix_recovery::{Action, Note, RecoveryError};
+pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
+pub use felix_io::{FileSystem, IoError};
+pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};
 pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use felix_format::ShardKey;
-use felix_io::FileSystem;
+use felix_io::{FileSystem, IoError};
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
@@ -60,12 +60,7 @@ impl Store {
     /// [`Store::open`] on the file system `fs`, which every shard uses.
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
         config.validate()?;
-        felix_segment::fs::create_dir_all_durable(fs, root).map_err(|source| {
-            StorageError::Segment {
-                shard: Arc::from("(store)"),
-                source,
-            }
-        })?;
+        felix_segment::fs::create_dir_all_durable(fs, root)?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
             root: root.to_path_buf(),
@@ -77,10 +72,7 @@ impl Store {
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
             background(&shared, task);
         })
-        .map_err(|e| StorageError::Segment {
-            shard: Arc::from("(store)"),
-            source: felix_segment::SegmentError::io("spawn background thread", root, e),
-        })?;
+        .map_err(|e| IoError::new("spawn background thread", root, e))?;
         Ok(Self { inner, background })
     }
 
@@ -124,10 +116,7 @@ impl Store {
     /// Names of the shard directories under the root, sorted.
     pub fn shard_dirs(&self) -> Result<Vec<String>> {
         let root = &self.inner.root;
-        let io = |e| StorageError::Segment {
-            shard: Arc::from("(store)"),
-            source: felix_segment::SegmentError::io("list directory", root, e),
-        };
+        let io = |e| IoError::new("list directory", root, e);
         let mut names = Vec::new();
         for entry in self.inner.fs.list_dir(root).map_err(io)? {
             if entry.is_dir() {

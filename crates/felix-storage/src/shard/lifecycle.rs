@@ -1,7 +1,7 @@
 //! Syncing and closing.
 
-use felix_format::clean::CleanSegment;
-use felix_recovery::write_clean_shutdown_in;
+use felix_format::SegmentExtent;
+use felix_recovery::write_clean_shutdown;
 
 use super::core::Core;
 use crate::error::{Result, StorageError};
@@ -66,20 +66,11 @@ impl Core {
             tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        let segments: Vec<CleanSegment> = self
-            .segments()
-            .into_iter()
-            .map(|s| CleanSegment {
-                id: s.id,
-                base_offset: s.base_offset,
-                next_offset: s.next_offset,
-                len: s.len,
-            })
-            .collect();
+        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
         // Not written (`Ok(false)`, logged) when the name is not a regular
         // file: everything is durable all the same; only the quick next
         // open is lost.
-        write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+        write_clean_shutdown(&self.fs, &self.dir, &segments)
             .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
@@ -91,18 +82,17 @@ impl Core {
             .sealed
             .iter()
             .map(|s| super::SegmentInfo {
-                id: s.id,
-                base_offset: s.base_offset,
-                next_offset: s.next_offset,
-                len: s.len,
+                extent: s.extent,
                 active: false,
             })
             .collect();
         out.push(super::SegmentInfo {
-            id: view.active.id(),
-            base_offset: view.active.base_offset(),
-            next_offset: view.active_limit.next_offset,
-            len: view.active_limit.end_position,
+            extent: SegmentExtent {
+                id: view.active.id(),
+                base_offset: view.active.base_offset(),
+                next_offset: view.active_limit.next_offset,
+                len: view.active_limit.end_position,
+            },
             active: true,
         });
         out

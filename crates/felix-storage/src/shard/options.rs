@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use felix_epochs::{EpochsFile, LoadStatus};
-use felix_io::FileSystem;
-use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard_in};
+use felix_io::{FileSystem, IoError};
+use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
 use felix_segment::SegmentWriter;
 
 use super::Shard;
@@ -162,10 +162,10 @@ impl ShardOptions {
         felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| {
             StorageError::Segment {
                 shard: Arc::clone(&label),
-                source,
+                source: source.into(),
             }
         })?;
-        let lock = ShardLock::acquire_in(fs, dir)?;
+        let lock = ShardLock::acquire(fs, dir)?;
         let background = self.background;
         let core = Arc::new(self.recover(label, lock)?);
         let maintenance = match background {
@@ -194,10 +194,10 @@ impl ShardOptions {
                 // open does not read every sealed segment to check them all.
                 index_check: IndexCheck::LastEntry,
             },
-            repair_checksum_tail: config.repair_checksum_tail,
+            repair_policy: config.repair_policy,
             use_clean_shutdown: true,
         };
-        let recovered = open_shard_in(&fs, &dir, &label, &options)?;
+        let recovered = open_shard(&fs, &dir, &label, &options, &lock)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }
@@ -221,12 +221,9 @@ impl ShardOptions {
         let sealed: Vec<Arc<Sealed>> = recovered
             .sealed
             .iter()
-            .map(|s| {
+            .map(|&extent| {
                 Arc::new(Sealed {
-                    id: s.id,
-                    base_offset: s.base_offset,
-                    next_offset: s.next_offset,
-                    len: s.len,
+                    extent,
                     max_timestamp_micros: Mutex::new(None),
                     opened: Mutex::new(None),
                 })
@@ -250,7 +247,7 @@ impl ShardOptions {
                 (writer, id.checked_add(1))
             }
             None => {
-                let writer = SegmentWriter::create_in(
+                let writer = SegmentWriter::create(
                     &fs,
                     &dir,
                     0,
@@ -268,7 +265,7 @@ impl ShardOptions {
             index_write_failures += 1;
         }
         let next_offset = writer.next_offset();
-        let epochs_file = EpochsFile::in_dir_with(fs.clone(), &dir);
+        let epochs_file = EpochsFile::new(&fs, &dir);
         let loaded = epochs_file.load();
         if let LoadStatus::Discarded(reason) = &loaded.status {
             tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
@@ -353,7 +350,7 @@ fn start_maintenance(core: &Arc<Core>) -> Result<Option<Maintenance>> {
     );
     started.map_err(|e| StorageError::Segment {
         shard: Arc::clone(&core.label),
-        source: felix_segment::SegmentError::io("spawn background thread", &core.dir, e),
+        source: IoError::new("spawn background thread", &core.dir, e).into(),
     })
 }
 

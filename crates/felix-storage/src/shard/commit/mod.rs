@@ -193,14 +193,14 @@ impl Commit {
             } => (
                 StorageError::Segment {
                     shard,
-                    source: original.duplicate(),
+                    source: (*original).clone(),
                 },
                 false,
             ),
             other => (other, true),
         };
         let state = self.lock();
-        let first = self.poison.set(Arc::new(reason.duplicate())).is_ok();
+        let first = self.poison.set(Arc::new(reason.clone())).is_ok();
         let everyone = state.waiters.wake_everyone();
         drop(state);
         if first {
@@ -223,7 +223,7 @@ impl Commit {
     /// The failure that stopped the shard, as the error of a call whose
     /// records it covered (the same failure, not `Poisoned`).
     fn original_error(&self) -> Option<StorageError> {
-        self.poison.get().map(|original| original.duplicate())
+        self.poison.get().map(|original| (**original).clone())
     }
 
     /// Marks the shard closed: every waiter wakes and fails with
@@ -519,11 +519,12 @@ impl Commit {
             .spawn(move || commit.flush_loop())
             .map_err(|e| StorageError::Segment {
                 shard: Arc::clone(&self.label),
-                source: felix_segment::SegmentError::io(
+                source: felix_io::IoError::new(
                     "spawn flusher thread",
                     std::path::Path::new(&*self.label),
                     e,
-                ),
+                )
+                .into(),
             })?;
         *flusher = Some(handle);
         Ok(())

@@ -3,7 +3,7 @@ use felix_io::FileSystem;
 use felix_segment::{SegmentConfig, SegmentWriter};
 
 fn writer(dir: &std::path::Path) -> SegmentWriter {
-    SegmentWriter::create_in(
+    SegmentWriter::create(
         &FileSystem::os(),
         dir,
         0,

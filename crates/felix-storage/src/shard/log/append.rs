@@ -200,7 +200,7 @@ impl Core {
             // its readers rebuild.
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        let next = SegmentWriter::create_in(
+        let next = SegmentWriter::create(
             &self.fs,
             &self.dir,
             next_id,
@@ -221,16 +221,13 @@ impl Core {
         self.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
         debug_assert_eq!(
-            sealed.next_offset, base,
+            sealed.extent.next_offset, base,
             "a sealed segment ends where the next begins"
         );
         state.next_segment_id = next_id.checked_add(1);
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
-            id: sealed.segment.id(),
-            base_offset: sealed.segment.base_offset(),
-            next_offset: sealed.next_offset,
-            len: sealed.len,
+            extent: sealed.extent,
             max_timestamp_micros: std::sync::Mutex::new(max_ts),
             // Its file and index are opened again on the first read that
             // needs them: keeping the index of every segment sealed by this

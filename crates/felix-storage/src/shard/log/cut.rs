@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use felix_format::{FileKind, IndexEntry, file_name};
-use felix_io::OpenMode;
+use felix_io::{IoError, OpenMode};
 use felix_segment::{ReadLimit, SegmentFile, SegmentWriter, SparseIndex, fs::sync_dir};
 
 use super::{WriterState, segment_config};
@@ -28,10 +28,10 @@ impl Core {
             self.remove_segment_files(state.writer.segment().id())?;
             let mut sealed = self.view().sealed.clone();
             while let Some(last) = sealed.last() {
-                if last.base_offset <= offset {
+                if last.extent.base_offset <= offset {
                     break;
                 }
-                self.remove_segment_files(last.id)?;
+                self.remove_segment_files(last.extent.id)?;
                 sealed.pop();
             }
             let target = sealed
@@ -42,10 +42,10 @@ impl Core {
                     requested: offset,
                     oldest: offset,
                 })?;
-            let (file, _) = SegmentFile::open_in(
+            let (file, _) = SegmentFile::open(
                 &self.fs,
                 &self.dir,
-                target.id,
+                target.extent.id,
                 Arc::clone(&self.label),
                 OpenMode::ReadWrite,
             )
@@ -57,8 +57,8 @@ impl Core {
             let opened = self.open_sealed_vouched(&target, offset)?;
             let entries = opened.index.entries().to_vec();
             let limit = ReadLimit {
-                end_position: target.len,
-                next_offset: target.next_offset,
+                end_position: target.extent.len,
+                next_offset: target.extent.next_offset,
             };
             let position = self.position_of(&file, &entries, offset, limit)?;
             let mut view = self.view_mut();
@@ -66,7 +66,7 @@ impl Core {
             (file, position, entries)
         };
         let path = file.path().to_path_buf();
-        let io = |op, e| self.segment_error(felix_segment::SegmentError::io(op, &path, e));
+        let io = |op, e| self.segment_error(IoError::new(op, &path, e).into());
         // Unsynced appends below the cut must be durable before the length
         // changes: otherwise a power loss could keep the shorter length and a
         // torn half of what it keeps.
@@ -124,13 +124,11 @@ impl Core {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(
-                        self.segment_error(felix_segment::SegmentError::io("remove", &path, e))
-                    );
+                    return Err(self.segment_error(IoError::new("remove", &path, e).into()));
                 }
             }
         }
-        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))
+        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into()))
     }
 
     /// Points readers and group commit at the writer's segment after the
@@ -165,9 +163,9 @@ impl Core {
             self.remove_segment_files(state.writer.segment().id())?;
             let sealed = self.view().sealed.clone();
             for segment in sealed.iter().rev() {
-                self.remove_segment_files(segment.id)?;
+                self.remove_segment_files(segment.extent.id)?;
             }
-            let writer = SegmentWriter::create_in(
+            let writer = SegmentWriter::create(
                 &self.fs,
                 &self.dir,
                 next_id,

@@ -14,6 +14,8 @@ pub use read::ReadRecord;
 
 use std::sync::{Arc, Mutex};
 
+use felix_format::SegmentExtent;
+
 use felix_segment::{
     ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
 };
@@ -26,10 +28,7 @@ use crate::config::{Preallocation, StoreConfig};
 /// descriptors nor index memory.
 #[derive(Debug)]
 pub(crate) struct Sealed {
-    pub(crate) id: u64,
-    pub(crate) base_offset: u64,
-    pub(crate) next_offset: u64,
-    pub(crate) len: u64,
+    pub(crate) extent: SegmentExtent,
     /// The newest record's timestamp, when known (set for segments sealed by
     /// this process; read from the last record on demand otherwise).
     pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
@@ -61,7 +60,7 @@ impl View {
     pub(crate) fn base_offset(&self) -> u64 {
         self.sealed
             .first()
-            .map_or(self.active.base_offset(), |s| s.base_offset)
+            .map_or(self.active.base_offset(), |s| s.extent.base_offset)
     }
 }
 
@@ -83,14 +82,9 @@ pub(crate) struct WriterState {
 /// One segment of a shard, as [`crate::Shard::segments`] lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentInfo {
-    /// Segment id (the number in its file name).
-    pub id: u64,
-    /// Its first offset.
-    pub base_offset: u64,
-    /// One past its last record's offset.
-    pub next_offset: u64,
-    /// Bytes of header and records.
-    pub len: u64,
+    /// Its id, offsets and length (the active segment's as far as it is
+    /// written).
+    pub extent: SegmentExtent,
     /// Whether it is the segment appends go to.
     pub active: bool,
 }
