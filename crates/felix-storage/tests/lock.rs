@@ -92,12 +92,15 @@ fn shard_open_with_a_symlinked_lock_never_follows_it() {
         dir.path(),
     );
     drop(first);
+    let third = Shard::options(dir.path())
+        .config(config())
+        .label("third")
+        .open()
+        .unwrap();
+    assert_eq!(third.label(), "third");
     assert!(
-        Shard::options(dir.path())
-            .config(config())
-            .label("third")
-            .open()
-            .is_ok()
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "still left alone"
     );
 }
 
@@ -155,12 +158,11 @@ fn shard_open_on_a_simulated_disk_is_locked_until_the_first_is_dropped() {
         dir,
     );
     drop(first);
-    assert!(
-        Shard::options(dir)
-            .file_system(fs.clone())
-            .config(config())
-            .label("third")
-            .open()
-            .is_ok()
-    );
+    let third = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("third")
+        .open()
+        .unwrap();
+    assert_eq!(third.label(), "third");
 }

@@ -169,9 +169,11 @@ fn roll_with_failing_seal_poisons_the_shard() {
         Err(StorageError::Poisoned { .. })
     ));
     // The next segment was never created: the old one was not yet sealed.
-    assert!(
+    assert_eq!(
         sim.read_file(Path::new("/shard/00000000000000000001.log"))
-            .is_err()
+            .unwrap_err()
+            .kind(),
+        std::io::ErrorKind::NotFound
     );
     drop(shard);
     let reopened = open(&sim, config(200, Durability::None));
