@@ -107,10 +107,10 @@ pub enum Preallocation {
     /// Nothing reserved: the file grows with every write.
     Off,
     /// Reserve ahead of the write position in steps that grow with the
-    /// segment: 64 KiB past the end to begin with, then as much again as
+    /// segment: 32 KiB past the end to begin with, then as much again as
     /// the segment holds, at most 64 MiB at a time, and never past
     /// `segment_size_bytes` (a batch larger than that gets what it needs).
-    /// An idle shard holding one small record thus occupies about 64 KiB,
+    /// An idle shard holding one small record thus occupies about 50 KiB,
     /// so ten thousand of them fit in well under 1 GiB of disk. The default.
     #[default]
     Stepped,

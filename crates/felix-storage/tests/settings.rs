@@ -311,7 +311,7 @@ fn allocated_bytes(dir: &std::path::Path) -> u64 {
 
 /// Issue row 7: with the default configuration one shard holding one record
 /// occupied 1.1 GiB (a whole segment reserved up front), so 1,000 shards
-/// reserved 1 TB. Stepped preallocation reserves 64 KiB ahead, so 10,000
+/// reserved 1 TB. Stepped preallocation reserves 32 KiB ahead, so 10,000
 /// such shards stay well under 1 GiB (the `shards-du` bench measures that
 /// at the default segment size); whole-segment preallocation is still there
 /// when asked for. 64 MiB segments here, so the whole-segment case does not

@@ -99,14 +99,14 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
 }
 
 /// The first step of a [`Preallocation::Stepped`] reservation.
-pub(crate) const FIRST_RESERVATION_BYTES: u64 = 64 << 10;
+pub(crate) const FIRST_RESERVATION_BYTES: u64 = 32 << 10;
 /// The largest step of a [`Preallocation::Stepped`] reservation.
 pub(crate) const MAX_RESERVATION_STEP_BYTES: u64 = 64 << 20;
 
 /// Where a [`Preallocation::Stepped`] reservation should end for a segment
 /// about to hold `end` bytes, or `None` when `reserved` already covers it.
 ///
-/// The step is as large as what the segment holds, between 64 KiB and
+/// The step is as large as what the segment holds, between 32 KiB and
 /// 64 MiB, so a small shard reserves little and a large one reserves (and
 /// calls `fallocate`) rarely; it never goes past the segment size, except
 /// by what a batch larger than that needs itself.
@@ -125,8 +125,8 @@ mod tests {
     #[test]
     fn next_reservation_grows_in_bounded_steps_up_to_the_segment_size() {
         const GIB: u64 = 1 << 30;
-        // The first record of a segment reserves 64 KiB past it.
-        assert_eq!(next_reservation(160, 0, GIB), Some(160 + (64 << 10)));
+        // The first record of a segment reserves 32 KiB past it.
+        assert_eq!(next_reservation(160, 0, GIB), Some(160 + (32 << 10)));
         // Nothing while the reservation covers the write.
         assert_eq!(next_reservation(1000, 70_000, GIB), None);
         // Then as much again as the segment holds...
