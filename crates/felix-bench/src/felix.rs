@@ -485,7 +485,7 @@ pub fn prepare_sealed(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
-/// `open felix`: [`Shard::open`] of a cleanly closed shard, timed, with the
+/// `open felix`: [`ShardOptions::open`](felix_storage::ShardOptions::open) of a cleanly closed shard, timed, with the
 /// resident memory after it.
 pub fn open(args: &Args) -> Result<Measurement> {
     let dir = shard_dir(&args.dir()?);
@@ -552,7 +552,7 @@ pub fn prepare_crash(args: &Args) -> Result<Measurement> {
 }
 
 /// `crash-open felix`: leaves a torn record at the end of the newest
-/// segment (what a crash mid-write leaves), then times [`Shard::open`],
+/// segment (what a crash mid-write leaves), then times [`ShardOptions::open`](felix_storage::ShardOptions::open),
 /// which scans the newest segment in full and truncates the torn tail.
 pub fn crash_open(args: &Args) -> Result<Measurement> {
     let dir = shard_dir(&args.dir()?);

@@ -14,6 +14,30 @@ use crate::config::ConfigError;
 ///
 /// `Clone`, so that one failure can be both the failing call's error, the
 /// error of every other append it covered, and a stopped shard's reason.
+///
+/// A consumer tells the cases it handles apart by variant:
+///
+/// ```
+/// use felix_storage::{Shard, StorageError};
+///
+/// fn consume(shard: &Shard, from: u64) -> Result<u64, StorageError> {
+///     match shard.read(from, 1 << 20) {
+///         Ok(records) => Ok(records.last().map_or(from, |r| r.offset + 1)),
+///         // Retention removed it: resume where the log now begins.
+///         Err(StorageError::Trimmed { oldest, .. }) => Ok(oldest),
+///         // The shard was closed (by its owner, or its store): stop.
+///         Err(err @ StorageError::Closed { .. }) => Err(err),
+///         Err(other) => Err(other),
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir()?;
+/// let shard = Shard::options(dir.path()).open()?;
+/// assert_eq!(consume(&shard, 0)?, 0);
+/// shard.close()?;
+/// assert!(matches!(consume(&shard, 0), Err(StorageError::Closed { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
