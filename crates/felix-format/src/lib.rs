@@ -49,6 +49,7 @@ pub mod clean;
 mod corruption;
 pub mod epochs;
 mod index;
+pub mod key_file;
 mod naming;
 mod record;
 mod segment_header;
@@ -59,8 +60,9 @@ pub use index::{
     parse_index,
 };
 pub use naming::{
-    FileKind, FileName, SHARD_COMPONENT_MAX_CHARS, ShardKey, file_name, parse_file_name,
-    parse_segment_temp_name,
+    FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, SHARD_COMPONENT_MAX_CHARS, ShardKey,
+    file_name, is_shard_dir_name, parse_file_name, parse_segment_temp_name, parse_tombstone_name,
+    tombstone_name,
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,
