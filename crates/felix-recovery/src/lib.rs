@@ -46,6 +46,7 @@ mod clean;
 mod error;
 mod index_check;
 mod inspect;
+mod key_file;
 mod listing;
 mod open;
 mod repair;
@@ -61,6 +62,7 @@ pub use clean::{
 pub use error::RecoveryError;
 pub use index_check::{IndexCheck, first_stale_entry};
 pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect, inspect_in};
+pub use key_file::{KeyFileProblem, StoredKey, read_key_file, write_key_file};
 pub use listing::KNOWN_NON_SEGMENT_FILES;
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};
 pub use repair::{Repaired, repair};

@@ -12,7 +12,10 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use felix_format::{FileKind, SEGMENT_HEADER_LEN, parse_file_name, parse_segment_temp_name};
+use felix_format::{
+    FileKind, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, SEGMENT_HEADER_LEN, parse_file_name,
+    parse_segment_temp_name,
+};
 use felix_io::{FileSystem, FileType, NotRegularFile, OpenMode};
 use felix_segment::SegmentError;
 
@@ -21,14 +24,17 @@ use crate::error::RecoveryError;
 use crate::report::{Note, TemporaryKind};
 
 /// File names in a shard directory that are not segments, indexes or
-/// strays: the generation history and its temporary, the writer's lock, and
-/// the clean-shutdown file and its temporary.
+/// strays: the generation history and its temporary, the writer's lock,
+/// the clean-shutdown file and its temporary, and the key file and its
+/// temporary.
 pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &[
     EPOCHS_FILE_NAME,
     EPOCHS_TEMP_FILE_NAME,
     "lock",
     CLEAN_SHUTDOWN_FILE_NAME,
     CLEAN_SHUTDOWN_TEMP_FILE_NAME,
+    KEY_FILE_NAME,
+    KEY_TEMP_FILE_NAME,
 ];
 
 /// The generation history's name (felix-epochs owns the file).
@@ -47,6 +53,8 @@ pub(crate) struct Listing {
     pub(crate) strays: Vec<String>,
     /// Whether a clean-shutdown file (a regular file) is present.
     pub(crate) clean_shutdown: bool,
+    /// Whether a key file (a regular file) is present.
+    pub(crate) key_file: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -101,6 +109,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         orphans: Vec::new(),
         strays: Vec::new(),
         clean_shutdown: false,
+        key_file: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -118,6 +127,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             .or(match &*name {
                 EPOCHS_TEMP_FILE_NAME => Some(TemporaryKind::EpochsUpdate),
                 CLEAN_SHUTDOWN_TEMP_FILE_NAME => Some(TemporaryKind::CleanShutdown),
+                KEY_TEMP_FILE_NAME => Some(TemporaryKind::KeyFile),
                 _ => None,
             });
         if let Some(kind) = temporary {
@@ -153,6 +163,14 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                 // not trusted and not removed.
                 if regular {
                     listing.clean_shutdown = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
+            None if name == KEY_FILE_NAME => {
+                // Read by the inspection only when it is a regular file.
+                if regular {
+                    listing.key_file = true;
                 } else {
                     listing.not_files.push((name.into_owned(), file_type));
                 }
