@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use felix_epochs::{EpochsIoError, HistoryError};
+use felix_format::ShardKey;
+use felix_format::key_file::KeyFileDecodeError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 
@@ -140,9 +142,72 @@ pub enum StorageError {
         #[source]
         source: EpochsIoError,
     },
-    /// The store was closed.
-    #[error("the store is closed")]
-    Closed,
+    /// The shard was closed for good (by [`Store::close`],
+    /// [`Store::close_shard`], [`Store::reopen_shard`] or
+    /// [`Store::delete_shard`]): this handle no longer reads or writes. Ask
+    /// the store for the shard again.
+    ///
+    /// [`Store::close`]: crate::Store::close
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::reopen_shard`]: crate::Store::reopen_shard
+    /// [`Store::delete_shard`]: crate::Store::delete_shard
+    #[error("shard {shard} is closed")]
+    Closed {
+        /// The shard.
+        shard: Arc<str>,
+    },
+    /// The store was closed: it opens, creates and deletes no more shards.
+    #[error("the store at {} is closed", root.display())]
+    StoreClosed {
+        /// The store's root.
+        root: PathBuf,
+    },
+    /// [`Store::open_shard`](crate::Store::open_shard) of a key that has no
+    /// shard directory. Nothing was created: a new shard is made only by
+    /// [`Store::create_shard`](crate::Store::create_shard).
+    #[error("shard {key} does not exist (no directory {})", dir.display())]
+    NotFound {
+        /// The key asked for.
+        key: ShardKey,
+        /// The directory it would have.
+        dir: PathBuf,
+    },
+    /// [`Store::create_shard`](crate::Store::create_shard) of a key whose
+    /// shard directory already exists. Nothing was changed; open it with
+    /// [`Store::open_shard`](crate::Store::open_shard).
+    #[error("shard {key} already exists ({})", dir.display())]
+    AlreadyExists {
+        /// The key asked for.
+        key: ShardKey,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// The key file in the directory of the key asked for names another
+    /// key: two keys whose directory names collide, or a directory moved
+    /// by hand. The shard was not opened (nor deleted).
+    #[error(
+        "shard directory {} holds the key file of shard {found}, not of {requested}; it was left alone",
+        dir.display()
+    )]
+    KeyFileDisagrees {
+        /// The directory.
+        dir: PathBuf,
+        /// The key asked for.
+        requested: ShardKey,
+        /// The key its key file names.
+        found: ShardKey,
+    },
+    /// A text part of the key is longer than a shard's key file can hold
+    /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
+    /// Nothing was created.
+    #[error("shard {key} cannot be created: {source}")]
+    KeyTooLong {
+        /// The key.
+        key: ShardKey,
+        /// Which part, and its length.
+        #[source]
+        source: KeyFileDecodeError,
+    },
 }
 
 impl StorageError {
@@ -224,7 +289,31 @@ impl StorageError {
                 shard: Arc::clone(shard),
                 source: source.duplicate(),
             },
-            Self::Closed => Self::Closed,
+            Self::Closed { shard } => Self::Closed {
+                shard: Arc::clone(shard),
+            },
+            Self::StoreClosed { root } => Self::StoreClosed { root: root.clone() },
+            Self::NotFound { key, dir } => Self::NotFound {
+                key: key.clone(),
+                dir: dir.clone(),
+            },
+            Self::AlreadyExists { key, dir } => Self::AlreadyExists {
+                key: key.clone(),
+                dir: dir.clone(),
+            },
+            Self::KeyFileDisagrees {
+                dir,
+                requested,
+                found,
+            } => Self::KeyFileDisagrees {
+                dir: dir.clone(),
+                requested: requested.clone(),
+                found: found.clone(),
+            },
+            Self::KeyTooLong { key, source } => Self::KeyTooLong {
+                key: key.clone(),
+                source: *source,
+            },
         }
     }
 

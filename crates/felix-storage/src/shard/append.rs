@@ -243,6 +243,7 @@ impl Shard {
     /// appends continue, and each sync wakes every waiter it covered, so N
     /// concurrent appenders cost far fewer than N syncs (see `commit.rs`).
     pub fn wait_durable(&self, offset: u64) -> Result<()> {
+        self.check_open()?;
         self.commit.wait_durable(offset)
     }
 
@@ -251,6 +252,10 @@ impl Shard {
     /// segment is sealed).
     pub fn sync(&self) -> Result<()> {
         self.check_poison()?;
+        self.sync_inner()
+    }
+
+    fn sync_inner(&self) -> Result<()> {
         if let Err(err) = self.writer_state().writer.flush_index() {
             // An index is an accelerator: failing to extend it is logged and
             // counted (the writer keeps it in memory and writes it whole at
@@ -259,7 +264,7 @@ impl Shard {
             tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        self.wait_durable(u64::MAX)
+        self.commit.wait_durable(u64::MAX)
     }
 
     /// Closes the shard cleanly: everything written becomes durable, the
@@ -287,11 +292,18 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        self.sync()?;
+        self.check_poison()?;
+        self.close_inner()
+    }
+
+    /// [`Shard::close`] without the check that the shard is open.
+    fn close_inner(&self) -> Result<()> {
+        self.commit.check_poison()?;
+        self.sync_inner()?;
         // The writer lock keeps appends and rolls out while the segments
         // are listed and recorded.
         let mut state = self.writer_state();
-        self.check_poison()?;
+        self.commit.check_poison()?;
         if !state.writer.index_persisted()
             && let Err(err) = state.writer.persist_index()
         {
@@ -318,7 +330,60 @@ impl Shard {
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
 
+    /// Closes the shard for good, as a store does at [`Store::close`],
+    /// [`Store::close_shard`], [`Store::reopen_shard`] and
+    /// [`Store::delete_shard`]: no write starts after it begins, everything
+    /// written becomes durable, the clean-shutdown file is written (as by
+    /// [`Shard::close`]), the flusher stops and the writer's lock is
+    /// released, so the directory can be opened again (or removed) at once.
+    /// Every later call on any handle fails with [`StorageError::Closed`].
+    ///
+    /// The shard is closed and its lock released even when making it
+    /// durable fails (a poisoned shard): the error is returned, and a
+    /// reopen runs recovery. Closing a closed shard does nothing.
+    ///
+    /// [`Store::close`]: crate::Store::close
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::reopen_shard`]: crate::Store::reopen_shard
+    /// [`Store::delete_shard`]: crate::Store::delete_shard
+    pub(crate) fn close_for_store(&self) -> Result<()> {
+        {
+            // Under the writer lock (taking it writes any queued on-commit
+            // batch first, whose appender then waits for the sync below)
+            // and the queue, so no write can start once it is set.
+            let _state = self.writer_state();
+            if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return Ok(());
+            }
+        }
+        let result = self.close_inner();
+        // Every waiter was covered by the sync above, or woken by the
+        // poison that failed it.
+        self.commit.stop();
+        drop(
+            self.lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+        );
+        tracing::info!(shard = %self.label, "shard closed");
+        result
+    }
+
+    /// Fails with [`StorageError::Closed`] once the shard is closed.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StorageError::Closed {
+                shard: Arc::clone(&self.label),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails once the shard is closed or poisoned: what every write checks
+    /// under the writer lock (or the queue) before it starts.
     pub(crate) fn check_poison(&self) -> Result<()> {
+        self.check_open()?;
         self.commit.check_poison()
     }
 

@@ -250,7 +250,10 @@ impl Shard {
     /// fit the active segment in one `write`, rolling between batches as
     /// single appends would.
     fn write_batches(&self, state: &mut WriterState, batches: &Spare) -> Result<()> {
-        self.check_poison()?;
+        // Not `check_poison`: queued batches were given their offsets
+        // before any close began (a close empties the queue first), so
+        // only a failure stops them.
+        self.commit.check_poison()?;
         let limit = self.config.segment_size_bytes;
         let mut run_start = 0;
         let mut run_bytes = 0u64;

@@ -160,7 +160,11 @@ pub struct Shard {
     recovery_actions: Vec<Action>,
     /// Recovery's notes, then one per index a read found stale.
     notes: Mutex<Vec<Note>>,
-    _lock: ShardLock,
+    /// Set once by [`Shard::close_for_store`]: every later call fails with
+    /// [`StorageError::Closed`].
+    closed: std::sync::atomic::AtomicBool,
+    /// The writer's lock, released when the shard is closed for good.
+    lock: Mutex<Option<ShardLock>>,
 }
 
 impl Shard {
@@ -345,7 +349,8 @@ impl Shard {
             recovery_actions: recovered.actions,
             notes: Mutex::new(recovered.inspection.notes),
             label,
-            _lock: lock,
+            closed: std::sync::atomic::AtomicBool::new(false),
+            lock: Mutex::new(Some(lock)),
         })
     }
 

@@ -48,6 +48,7 @@ impl Shard {
     /// the segment's records, which then serves the segment's reads; the
     /// stale entry is noted in [`ShardStats::notes`](crate::ShardStats).
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
+        self.check_open()?;
         let mut out = Vec::new();
         let mut offset = from;
         let mut budget = max_bytes;

@@ -56,7 +56,7 @@ impl Shard {
             self.append_locked(&mut state, &batch)?
         };
         if self.config.durability == crate::Durability::OnCommit {
-            self.wait_durable(receipt.last_offset + 1)?;
+            self.commit.wait_durable(receipt.last_offset + 1)?;
         }
         Ok(receipt)
     }
