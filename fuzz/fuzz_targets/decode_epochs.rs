@@ -16,5 +16,5 @@ fuzz_target!(|data: &[u8]| {
     // The tolerant loader must take the same bytes without panicking.
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("epochs"), data).expect("write");
-    let _ = felix_epochs::EpochsFile::in_dir(dir.path()).load();
+    let _ = felix_epochs::EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
 });

@@ -12,9 +12,12 @@
 
 use std::sync::Arc;
 
+use felix_format::SegmentExtent;
 use felix_format::SegmentHeader;
-use felix_format::clean::CleanSegment;
-use felix_recovery::{IndexCheck, InspectOptions, OpenOptions, inspect, open_shard};
+use felix_io::FileSystem;
+use felix_recovery::{
+    IndexCheck, InspectOptions, OpenOptions, RepairPolicy, ShardLock, inspect, open_shard,
+};
 use felix_segment::{ReadLimit, SegmentFile};
 use libfuzzer_sys::fuzz_target;
 
@@ -47,28 +50,25 @@ fuzz_target!(|data: &[u8]| {
     }
     if flags & 16 != 0 {
         let next0 = u64::from(flags >> 5);
-        let mut segments = vec![CleanSegment {
+        let mut segments = vec![SegmentExtent {
             id: 0,
             base_offset: 0,
             next_offset: next0,
             len: (seg0.len() as u64).max(32),
         }];
         if flags & 2 != 0 {
-            segments.push(CleanSegment {
+            segments.push(SegmentExtent {
                 id: 1,
                 base_offset: next0,
                 next_offset: next0,
                 len: (second.len() as u64).max(32),
             });
         }
-        felix_recovery::write_clean_shutdown_in(
-            &felix_io::FileSystem::os(),
-            dir.path(),
-            &segments,
-        )
-        .expect("write clean-shutdown");
+        felix_recovery::write_clean_shutdown(&FileSystem::os(), dir.path(), &segments)
+            .expect("write clean-shutdown");
     }
     let _ = inspect(
+        &FileSystem::os(),
         dir.path(),
         "fuzz",
         &InspectOptions {
@@ -83,10 +83,16 @@ fuzz_target!(|data: &[u8]| {
             full_verify: false,
             index_check: IndexCheck::LastEntry,
         },
-        repair_checksum_tail: flags & 8 != 0,
+        repair_policy: if flags & 8 != 0 {
+            RepairPolicy::ChecksumTail
+        } else {
+            RepairPolicy::Default
+        },
         use_clean_shutdown: true,
     };
-    let Ok(shard) = open_shard(dir.path(), "fuzz", &options) else {
+    let fs = FileSystem::os();
+    let lock = ShardLock::acquire(&fs, dir.path()).expect("lock the shard directory");
+    let Ok(shard) = open_shard(&fs, dir.path(), "fuzz", &options, &lock) else {
         return;
     };
     if let Some(newest) = shard.newest {
@@ -107,8 +113,13 @@ fuzz_target!(|data: &[u8]| {
         // A sealed segment taken from a trusted clean-shutdown record was not
         // opened by recovery, so a lie in the record surfaces here, as an
         // error: never as data.
-        let Ok((file, _)) = SegmentFile::open_read_only(dir.path(), sealed.id, Arc::from("fuzz"))
-        else {
+        let Ok((file, _)) = SegmentFile::open(
+            &FileSystem::os(),
+            dir.path(),
+            sealed.id,
+            Arc::from("fuzz"),
+            felix_io::OpenMode::Read,
+        ) else {
             assert!(flags & 16 != 0, "an inspected sealed segment opens");
             continue;
         };

@@ -300,7 +300,14 @@ pub fn scan(args: &Args) -> Result<Measurement> {
     let id = felix_format::parse_file_name(&last.file_name().unwrap_or_default().to_string_lossy())
         .map(|(id, _)| id)
         .ok_or("bad segment name")?;
-    let (segment, len) = SegmentFile::open_read_only(&dir, id, SHARD_LABEL.into()).map_err(err)?;
+    let (segment, len) = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        &dir,
+        id,
+        SHARD_LABEL.into(),
+        felix_io::OpenMode::Read,
+    )
+    .map_err(err)?;
     crate::warm_page_cache(&dir).map_err(err)?;
     let started = Instant::now();
     let scan = scan_segment(
@@ -393,7 +400,7 @@ pub fn random_read(args: &Args) -> Result<Measurement> {
     // Open every sealed segment's file and index before measuring: a first
     // touch is the open scenario's cost, not a read's.
     for s in shard.segments() {
-        shard.read(s.base_offset, 1).map_err(err)?;
+        shard.read(s.extent.base_offset, 1).map_err(err)?;
     }
     let mut latencies = Latencies::with_capacity(reads);
     let mut bytes = 0u64;
@@ -529,7 +536,14 @@ pub fn crash_open(args: &Args) -> Result<Measurement> {
         felix_format::parse_file_name(&newest.file_name().unwrap_or_default().to_string_lossy())
             .map(|(id, _)| id)
             .ok_or("bad segment name")?;
-    let (segment, _) = SegmentFile::open_read_only(&dir, id, SHARD_LABEL.into()).map_err(err)?;
+    let (segment, _) = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        &dir,
+        id,
+        SHARD_LABEL.into(),
+        felix_io::OpenMode::Read,
+    )
+    .map_err(err)?;
     // Every prepared record has a 128-byte payload, so the next offset
     // follows from the length.
     let next_offset =

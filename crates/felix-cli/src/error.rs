@@ -98,6 +98,12 @@ impl From<RecoveryError> for CliError {
     }
 }
 
+impl From<felix_recovery::LockError> for CliError {
+    fn from(err: felix_recovery::LockError) -> Self {
+        Self::Storage(err.into())
+    }
+}
+
 impl From<StorageError> for CliError {
     fn from(err: StorageError) -> Self {
         Self::Storage(err)

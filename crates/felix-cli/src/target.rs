@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use felix_format::{FileKind, KEY_FILE_NAME, parse_file_name, parse_tombstone_name};
+use felix_format::{FileKind, ShardFileName, parse_file_name, parse_tombstone_name};
 
 use crate::error::CliError;
 
@@ -159,7 +159,13 @@ fn is_shard_dir(dir: &Path) -> Result<bool, CliError> {
         let entry = entry.map_err(|e| CliError::io("read directory", dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if parse_file_name(&name).is_some() || name == "epochs" || name == KEY_FILE_NAME {
+        if matches!(
+            ShardFileName::parse(&name),
+            ShardFileName::Segment(_)
+                | ShardFileName::Index(_)
+                | ShardFileName::Epochs
+                | ShardFileName::Key
+        ) {
             return Ok(true);
         }
     }

@@ -133,7 +133,7 @@ fn recover_interop_torn_tail_cuts_only_the_torn_record() {
 fn recover_locked_shard_exits_2_and_modifies_nothing() {
     let (root, dir) = fixture_copy("damaged/Truncated");
     // Created before the snapshot: holding the lock creates its file.
-    let lock = felix_storage::ShardLock::acquire(&dir).unwrap();
+    let lock = felix_storage::ShardLock::acquire(&felix_io::FileSystem::os(), &dir).unwrap();
     let before = files(root.path());
     let result = run(["recover", s(&dir)]);
     assert_eq!(result.code, 2, "{}", result.stdout);

@@ -49,7 +49,15 @@ fn build() -> (tempfile::TempDir, std::path::PathBuf) {
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
     };
-    let mut writer = SegmentWriter::create(&dir, 0, 0, config, "shard".into()).unwrap();
+    let mut writer = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        &dir,
+        0,
+        0,
+        config,
+        "shard".into(),
+    )
+    .unwrap();
     let records: Vec<Record> = (0..8).map(|o| Record::new(o * 1_000, payload(o))).collect();
     writer.append(&records).unwrap();
     writer.finish().unwrap();
@@ -68,9 +76,17 @@ fn build() -> (tempfile::TempDir, std::path::PathBuf) {
         },
     ];
     SparseIndex::from_entries(0, entries)
-        .write_file(&index_path)
+        .write_file(&felix_io::FileSystem::os(), &index_path)
         .unwrap();
-    let mut newest = SegmentWriter::create(&dir, 1, 8, config, "shard".into()).unwrap();
+    let mut newest = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        &dir,
+        1,
+        8,
+        config,
+        "shard".into(),
+    )
+    .unwrap();
     newest
         .append(&[
             Record::new(8_000, payload(8)),

@@ -11,8 +11,15 @@ use felix_segment::{Record, SegmentConfig, SegmentWriter};
 
 fn segment(dir: &Path, id: u64, base: u64, records: u64) {
     std::fs::create_dir_all(dir).unwrap();
-    let mut writer =
-        SegmentWriter::create(dir, id, base, SegmentConfig::default(), "s".into()).unwrap();
+    let mut writer = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir,
+        id,
+        base,
+        SegmentConfig::default(),
+        "s".into(),
+    )
+    .unwrap();
     for i in 0..records {
         writer.append(&[Record::new(i, "r")]).unwrap();
     }

@@ -17,80 +17,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
-use felix_io::{FileSystem, OpenMode};
+use felix_io::{FileSystem, IoError, OpenMode};
 
 use crate::history::{EpochHistory, HistoryError};
 
-/// Name of the generation history file inside a shard directory.
-pub const EPOCHS_FILE_NAME: &str = "epochs";
-/// Name of the temporary the history is written to before it is renamed over
-/// [`EPOCHS_FILE_NAME`]; one left by a crash is removed on the next load.
-pub const EPOCHS_TEMP_FILE_NAME: &str = "epochs.tmp";
-
-/// An I/O failure, with the operation and the path it was applied to.
-///
-/// ```
-/// use std::io;
-/// use felix_epochs::EpochsFile;
-///
-/// let dir = tempfile::tempdir()?;
-/// let missing = EpochsFile::in_dir(dir.path().join("gone"));
-/// let err = missing.store(&felix_epochs::EpochHistory::new()).unwrap_err();
-/// assert_eq!(err.op(), "create");
-/// assert!(err.to_string().starts_with("create "));
-/// # Ok::<(), io::Error>(())
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[error("{op} {}: {source}", path.display())]
-pub struct EpochsIoError {
-    op: &'static str,
-    path: PathBuf,
-    #[source]
-    source: io::Error,
-}
-
-impl EpochsIoError {
-    fn new(op: &'static str, path: &Path, source: io::Error) -> Self {
-        Self {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-
-    /// The operation that failed, such as `"fsync"` or `"rename"`.
-    ///
-    /// See [`EpochsIoError`] for an example.
-    pub fn op(&self) -> &'static str {
-        self.op
-    }
-
-    /// The path the operation was applied to.
-    ///
-    /// See [`EpochsIoError`] for an example.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The kind of the underlying I/O error.
-    ///
-    /// See [`EpochsIoError`] for an example.
-    pub fn kind(&self) -> io::ErrorKind {
-        self.source.kind()
-    }
-
-    /// A copy of this error, for what must keep it while the error itself
-    /// goes to the call that failed (a stopped shard's reason): the same OS
-    /// error when it has a code (an `io::Error` is not `Clone`), else one
-    /// with its kind and message.
-    pub fn duplicate(&self) -> Self {
-        let source = match self.source.raw_os_error() {
-            Some(code) => io::Error::from_raw_os_error(code),
-            None => io::Error::new(self.source.kind(), self.source.to_string()),
-        };
-        Self::new(self.op, &self.path, source)
-    }
-}
+pub use felix_format::{EPOCHS_FILE_NAME, EPOCHS_TEMP_FILE_NAME};
 
 /// Why an existing epochs file was read as an empty history.
 #[non_exhaustive]
@@ -114,7 +45,7 @@ pub enum DiscardReason {
     },
     /// The file exists but could not be opened or read.
     #[error("{0}")]
-    Unreadable(EpochsIoError),
+    Unreadable(IoError),
 }
 
 /// How [`EpochsFile::load`] came by its history.
@@ -171,7 +102,7 @@ pub(crate) enum StoreStep {
 /// use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let file = EpochsFile::in_dir(dir.path());
+/// let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
 /// assert!(matches!(file.load().status, LoadStatus::Absent));
 ///
 /// let mut history = EpochHistory::new();
@@ -191,21 +122,17 @@ pub struct EpochsFile {
 }
 
 impl EpochsFile {
-    /// The epochs file of the shard directory `dir`. Touches nothing.
+    /// The epochs file of the shard directory `dir` on the file system
+    /// `fs`. Touches nothing.
     ///
     /// ```
-    /// let file = felix_epochs::EpochsFile::in_dir("/data/shard");
+    /// let file = felix_epochs::EpochsFile::new(&felix_io::FileSystem::os(), "/data/shard");
     /// assert_eq!(file.path(), std::path::Path::new("/data/shard/epochs"));
     /// ```
-    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
-        Self::in_dir_with(FileSystem::os(), dir)
-    }
-
-    /// The epochs file of the shard directory `dir` on the file system `fs`.
-    pub fn in_dir_with(fs: FileSystem, dir: impl Into<PathBuf>) -> Self {
+    pub fn new(fs: &FileSystem, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         Self {
-            fs,
+            fs: fs.clone(),
             path: dir.join(EPOCHS_FILE_NAME),
             temp_path: dir.join(EPOCHS_TEMP_FILE_NAME),
             dir,
@@ -214,7 +141,7 @@ impl EpochsFile {
 
     /// The path of the file itself.
     ///
-    /// See [`EpochsFile::in_dir`] for an example.
+    /// See [`EpochsFile::new`] for an example.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -259,7 +186,7 @@ impl EpochsFile {
     /// temporary left behind is removed by the next load.
     ///
     /// See [`EpochsFile`] for an example.
-    pub fn store(&self, history: &EpochHistory) -> Result<(), EpochsIoError> {
+    pub fn store(&self, history: &EpochHistory) -> Result<(), IoError> {
         self.store_until(history, None)
     }
 
@@ -269,41 +196,41 @@ impl EpochsFile {
         &self,
         history: &EpochHistory,
         stop_after: Option<StoreStep>,
-    ) -> Result<(), EpochsIoError> {
+    ) -> Result<(), IoError> {
         let stop = |step: StoreStep| stop_after == Some(step);
         let mut bytes = Vec::new();
         encode_epochs(history.entries(), &mut bytes).map_err(|e| {
             // A history never exceeds the cap, so this is a broken invariant,
             // reported rather than written as a file no reader accepts.
-            EpochsIoError::new("encode", &self.temp_path, io::Error::other(e))
+            IoError::new("encode", &self.temp_path, io::Error::other(e))
         })?;
 
         let temp = self
             .fs
             .open(&self.temp_path, OpenMode::CreateTruncate)
-            .map_err(|e| EpochsIoError::new("create", &self.temp_path, e))?;
+            .map_err(|e| IoError::new("create", &self.temp_path, e))?;
         temp.write_all_at(&bytes, 0)
-            .map_err(|e| EpochsIoError::new("write", &self.temp_path, e))?;
+            .map_err(|e| IoError::new("write", &self.temp_path, e))?;
         if stop(StoreStep::TempWritten) {
             return Ok(());
         }
         // Without this, the rename could reach the disk before the data, and
         // a crash would leave the new name on an empty or partial file.
         temp.sync_all()
-            .map_err(|e| EpochsIoError::new("fsync", &self.temp_path, e))?;
+            .map_err(|e| IoError::new("fsync", &self.temp_path, e))?;
         drop(temp);
         if stop(StoreStep::TempSynced) {
             return Ok(());
         }
         self.fs
             .rename(&self.temp_path, &self.path)
-            .map_err(|e| EpochsIoError::new("rename", &self.temp_path, e))?;
+            .map_err(|e| IoError::new("rename", &self.temp_path, e))?;
         if stop(StoreStep::Renamed) {
             return Ok(());
         }
         self.fs
             .sync_dir(&self.dir)
-            .map_err(|e| EpochsIoError::new("fsync directory", &self.dir, e))
+            .map_err(|e| IoError::new("fsync directory", &self.dir, e))
     }
 
     /// Removes a temporary left by a crash, reporting whether there was one.
@@ -320,7 +247,7 @@ impl EpochsFile {
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) => {
                 tracing::warn!(
-                    error = %EpochsIoError::new("remove", &self.temp_path, e),
+                    error = %IoError::new("remove", &self.temp_path, e),
                     "could not remove the temporary of an interrupted epochs store"
                 );
                 false
@@ -334,14 +261,14 @@ impl EpochsFile {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
-                return Err(DiscardReason::Unreadable(EpochsIoError::new(
+                return Err(DiscardReason::Unreadable(IoError::new(
                     "open", &self.path, e,
                 )));
             }
         };
         let len = file
             .file_len()
-            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("stat", &self.path, e)))?;
+            .map_err(|e| DiscardReason::Unreadable(IoError::new("stat", &self.path, e)))?;
         // Checked before reading, so a huge file costs no allocation.
         if usize::try_from(len).map_or(true, |len| len > MAX_EPOCHS_FILE_LEN) {
             return Err(DiscardReason::TooLarge {
@@ -352,7 +279,7 @@ impl EpochsFile {
         // `len` passed the bound above, so this allocation is bounded too.
         let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
         file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| DiscardReason::Unreadable(EpochsIoError::new("read", &self.path, e)))?;
+            .map_err(|e| DiscardReason::Unreadable(IoError::new("read", &self.path, e)))?;
         let entries = decode_epochs(&bytes)?.collect();
         Ok(Some(EpochHistory::from_entries(entries)?))
     }

@@ -49,7 +49,6 @@ mod history;
 pub use divergence::{Divergence, LeaderAnswer, divergence_point};
 pub use felix_format::epochs::{EpochEntry, MAX_EPOCH_ENTRIES};
 pub use file::{
-    DiscardReason, EPOCHS_FILE_NAME, EPOCHS_TEMP_FILE_NAME, EpochsFile, EpochsIoError, LoadStatus,
-    Loaded,
+    DiscardReason, EPOCHS_FILE_NAME, EPOCHS_TEMP_FILE_NAME, EpochsFile, LoadStatus, Loaded,
 };
 pub use history::{EpochHistory, HistoryError, Recorded};

@@ -31,7 +31,7 @@ fn encoded(entries: &[EpochEntry]) -> Vec<u8> {
 fn load_bytes(bytes: &[u8]) -> Loaded {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join(EPOCHS_FILE_NAME), bytes).unwrap();
-    EpochsFile::in_dir(dir.path()).load()
+    EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load()
 }
 
 /// The decode error a discarded load reports, failing on any other outcome.
@@ -46,7 +46,7 @@ fn decode_reason(loaded: &Loaded) -> EpochsDecodeError {
 #[test]
 fn load_stored_history_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let file = EpochsFile::in_dir(dir.path());
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
     let history = EpochHistory::from_entries(sample_entries()).unwrap();
     file.store(&history).unwrap();
     assert_eq!(
@@ -62,7 +62,7 @@ fn load_stored_history_round_trips() {
 #[test]
 fn load_stored_empty_history_is_loaded_not_absent() {
     let dir = tempfile::tempdir().unwrap();
-    let file = EpochsFile::in_dir(dir.path());
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
     file.store(&EpochHistory::new()).unwrap();
     let loaded = file.load();
     assert!(matches!(loaded.status, LoadStatus::Loaded));
@@ -72,7 +72,7 @@ fn load_stored_empty_history_is_loaded_not_absent() {
 #[test]
 fn load_full_history_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let file = EpochsFile::in_dir(dir.path());
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
     let entries = (0..MAX_EPOCH_ENTRIES as u64)
         .map(|g| entry(g, g * 3))
         .collect();
@@ -86,7 +86,7 @@ fn load_full_history_round_trips() {
 #[test]
 fn load_missing_file_is_absent() {
     let dir = tempfile::tempdir().unwrap();
-    let loaded = EpochsFile::in_dir(dir.path()).load();
+    let loaded = EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
     assert!(matches!(loaded.status, LoadStatus::Absent));
     assert!(loaded.history.is_empty());
     assert!(!loaded.removed_stale_temp);
@@ -240,7 +240,7 @@ fn load_unreadable_file_is_discarded_with_operation_and_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(EPOCHS_FILE_NAME);
     fs::create_dir(&path).unwrap();
-    let loaded = EpochsFile::in_dir(dir.path()).load();
+    let loaded = EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
     assert!(loaded.history.is_empty());
     let LoadStatus::Discarded(DiscardReason::Unreadable(err)) = &loaded.status else {
         panic!("expected an unreadable discard, got {:?}", loaded.status);
@@ -259,7 +259,7 @@ fn store_rename_over_directory_fails_with_operation_and_path() {
     let blocker = dir.path().join(EPOCHS_FILE_NAME);
     fs::create_dir(&blocker).unwrap();
     fs::write(blocker.join("occupant"), b"x").unwrap();
-    let err = EpochsFile::in_dir(dir.path())
+    let err = EpochsFile::new(&felix_io::FileSystem::os(), dir.path())
         .store(&EpochHistory::from_entries(sample_entries()).unwrap())
         .unwrap_err();
     assert_eq!(err.op(), "rename");
@@ -302,7 +302,7 @@ proptest! {
     #[test]
     fn load_stored_arbitrary_history_round_trips(history in arb_history()) {
         let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::in_dir(dir.path());
+        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
         file.store(&history).unwrap();
         let loaded = file.load();
         prop_assert!(matches!(loaded.status, LoadStatus::Loaded));
@@ -342,7 +342,7 @@ fn store_power_loss_at_every_call_leaves_old_or_new() {
         sim.create_dir_all(dir).unwrap();
         // The shard directory itself is durable; the store is under test.
         sim.sync_dir(Path::new("/")).unwrap();
-        let file = EpochsFile::in_dir_with(FileSystem::new(sim.clone()), dir);
+        let file = EpochsFile::new(&FileSystem::new(sim.clone()), dir);
         file.store(&old).unwrap();
         sim.cut_power_after(cut);
         let _ = file.store(&new);
@@ -372,7 +372,7 @@ fn store_power_loss_at_every_call_leaves_old_or_new() {
             for plan in plans {
                 states += 1;
                 let crashed = sim.crash(&plan);
-                let loaded = EpochsFile::in_dir_with(FileSystem::new(crashed), dir).load();
+                let loaded = EpochsFile::new(&FileSystem::new(crashed), dir).load();
                 assert!(
                     loaded.history == old || loaded.history == new,
                     "cut after {cut} calls, {plan:?}: {:?} ({:?})",

@@ -8,8 +8,8 @@
 //! Layout (big-endian): magic `FLCS` (4), version (2), flags (2, zero),
 //! count (4), `crc` (4) — the CRC-32 of the header's first 12 bytes followed
 //! by the entries — then `count` × `{ id u64, base_offset u64, next_offset
-//! u64, len u64 }`, one per segment in id order, the last being the segment
-//! appends continue in.
+//! u64, len u64 }` (a [`SegmentExtent`]), one per segment in id order, the
+//! last being the segment appends continue in.
 //!
 //! Decoding checks everything the bytes alone can prove: length, magic,
 //! version, flags, the count's bound, the CRC, ids ascending, each
@@ -20,7 +20,7 @@
 use alloc::vec::Vec;
 
 use crate::checksum::{crc32, crc32_continue};
-use crate::{CLEAN_SHUTDOWN_MAGIC, SEGMENT_HEADER_LEN};
+use crate::{CLEAN_SHUTDOWN_MAGIC, SEGMENT_HEADER_LEN, SegmentExtent};
 
 /// Version of the clean-shutdown file layout.
 pub const CLEAN_SHUTDOWN_VERSION: u16 = 1;
@@ -34,19 +34,6 @@ pub const MAX_CLEAN_SHUTDOWN_ENTRIES: usize = 1 << 20;
 /// The largest valid clean-shutdown file.
 pub const MAX_CLEAN_SHUTDOWN_FILE_LEN: usize =
     CLEAN_SHUTDOWN_HEADER_LEN + MAX_CLEAN_SHUTDOWN_ENTRIES * CLEAN_SHUTDOWN_ENTRY_LEN;
-
-/// One segment as the shard left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CleanSegment {
-    /// Segment id (the number in its file name).
-    pub id: u64,
-    /// Its first offset.
-    pub base_offset: u64,
-    /// One past its last record's offset.
-    pub next_offset: u64,
-    /// Bytes of header and records.
-    pub len: u64,
-}
 
 /// Why bytes are not a valid clean-shutdown file.
 #[non_exhaustive]
@@ -158,10 +145,11 @@ pub enum CleanEntryProblem {
 /// ever be handed a file that this module rejects.
 ///
 /// ```
-/// use felix_format::clean::{CleanSegment, decode_clean_shutdown, encode_clean_shutdown};
+/// use felix_format::SegmentExtent;
+/// use felix_format::clean::{decode_clean_shutdown, encode_clean_shutdown};
 /// let segments = [
-///     CleanSegment { id: 0, base_offset: 0, next_offset: 10, len: 1_592 },
-///     CleanSegment { id: 1, base_offset: 10, next_offset: 12, len: 344 },
+///     SegmentExtent { id: 0, base_offset: 0, next_offset: 10, len: 1_592 },
+///     SegmentExtent { id: 1, base_offset: 10, next_offset: 12, len: 344 },
 /// ];
 /// let mut bytes = Vec::new();
 /// encode_clean_shutdown(&segments, &mut bytes)?;
@@ -170,7 +158,7 @@ pub enum CleanEntryProblem {
 /// # Ok::<(), felix_format::clean::CleanShutdownDecodeError>(())
 /// ```
 pub fn encode_clean_shutdown(
-    segments: &[CleanSegment],
+    segments: &[SegmentExtent],
     out: &mut Vec<u8>,
 ) -> Result<(), CleanShutdownDecodeError> {
     let count = count_of(segments.len())?;
@@ -194,7 +182,7 @@ pub fn encode_clean_shutdown(
 }
 
 /// Decodes a clean-shutdown file into its segments, in id order.
-pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<CleanSegment>, CleanShutdownDecodeError> {
+pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<SegmentExtent>, CleanShutdownDecodeError> {
     let Some((header, body)) = bytes.split_first_chunk::<CLEAN_SHUTDOWN_HEADER_LEN>() else {
         return Err(CleanShutdownDecodeError::Short { len: bytes.len() });
     };
@@ -249,7 +237,7 @@ pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<CleanSegment>, CleanShu
     if expected != found {
         return Err(CleanShutdownDecodeError::Checksum { expected, found });
     }
-    let segments: Vec<CleanSegment> = body
+    let segments: Vec<SegmentExtent> = body
         .chunks_exact(CLEAN_SHUTDOWN_ENTRY_LEN)
         .map(|raw| {
             let field = |at: usize| {
@@ -257,7 +245,7 @@ pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<CleanSegment>, CleanShu
                     .and_then(|s| s.try_into().ok())
                     .map_or(0, u64::from_be_bytes)
             };
-            CleanSegment {
+            SegmentExtent {
                 id: field(0),
                 base_offset: field(8),
                 next_offset: field(16),
@@ -289,9 +277,9 @@ fn count_of(len: usize) -> Result<u32, CleanShutdownDecodeError> {
 }
 
 fn check_entries(
-    segments: impl Iterator<Item = CleanSegment>,
+    segments: impl Iterator<Item = SegmentExtent>,
 ) -> Result<(), CleanShutdownDecodeError> {
-    let mut previous: Option<CleanSegment> = None;
+    let mut previous: Option<SegmentExtent> = None;
     for (entry, s) in segments.enumerate() {
         let problem = match previous {
             Some(p) if s.id <= p.id => Some(CleanEntryProblem::IdNotAscending { previous: p.id }),
@@ -325,15 +313,15 @@ fn check_entries(
 mod tests {
     use super::*;
 
-    fn segments() -> Vec<CleanSegment> {
+    fn segments() -> Vec<SegmentExtent> {
         vec![
-            CleanSegment {
+            SegmentExtent {
                 id: 3,
                 base_offset: 100,
                 next_offset: 110,
                 len: 1_592,
             },
-            CleanSegment {
+            SegmentExtent {
                 id: 4,
                 base_offset: 110,
                 next_offset: 110,

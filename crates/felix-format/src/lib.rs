@@ -2,9 +2,10 @@
 //!
 //! This crate is the single place where the on-disk format is written down in
 //! code: segment headers, records, sparse index files, the epochs file, the
-//! corruption vocabulary every layer above reports in, and the naming of
-//! segment files and shard directories. `docs/storage-format.md` describes the
-//! same bytes in prose; a change to one without the other is a bug.
+//! corruption vocabulary every layer above reports in, the one description of
+//! a segment's extent, and every name a shard directory may hold.
+//! `docs/storage-format.md` describes the same bytes in prose; a change to
+//! one without the other is a bug.
 //!
 //! Invariants this crate keeps:
 //!
@@ -48,6 +49,7 @@ mod checksum;
 pub mod clean;
 mod corruption;
 pub mod epochs;
+mod extent;
 mod index;
 pub mod key_file;
 mod naming;
@@ -55,14 +57,16 @@ mod record;
 mod segment_header;
 
 pub use corruption::{CorruptionKind, CorruptionSite};
+pub use extent::SegmentExtent;
 pub use index::{
     INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, IndexView, encode_index_entry,
     parse_index,
 };
 pub use naming::{
-    FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, SHARD_COMPONENT_MAX_CHARS, ShardKey,
-    file_name, is_shard_dir_name, parse_file_name, parse_segment_temp_name, parse_tombstone_name,
-    tombstone_name,
+    CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, EPOCHS_FILE_NAME,
+    EPOCHS_TEMP_FILE_NAME, FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, LOCK_FILE_NAME,
+    SHARD_COMPONENT_MAX_CHARS, ShardFileName, ShardKey, file_name, is_shard_dir_name,
+    parse_file_name, parse_tombstone_name, tombstone_name,
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,

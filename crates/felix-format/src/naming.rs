@@ -1,9 +1,14 @@
-//! File names inside a shard directory and the shard directory's own name.
+//! Every name a shard directory may hold, and the shard directory's own name.
 //!
 //! Segment and index files are named by a 20-digit zero-padded segment id, so
 //! lexicographic and numeric order agree; readers still parse the number and
 //! sort on it, because directory iteration order is filesystem-defined. A
 //! file name is a segment id, not an offset: offsets come from headers.
+//!
+//! The files other layers keep beside the segments (the generation history,
+//! the writer's lock, the clean-shutdown record, the shard key, and their
+//! temporaries) are named here too, so that one classifier,
+//! [`ShardFileName::parse`], says what any entry of a shard directory is.
 
 use alloc::string::String;
 use core::fmt;
@@ -27,10 +32,136 @@ impl FileKind {
     }
 }
 
-const ID_DIGITS: usize = 20;
-const MAX_NAME_LEN: usize = ID_DIGITS + 1 + 5;
+/// Name of the generation history file (felix-epochs owns it).
+pub const EPOCHS_FILE_NAME: &str = "epochs";
+/// The temporary the history is written to before it is renamed over
+/// [`EPOCHS_FILE_NAME`]; one left by a crash is removed on the next load.
+pub const EPOCHS_TEMP_FILE_NAME: &str = "epochs.tmp";
+/// Name of the lock file earlier releases locked (the shard directory
+/// itself is locked now; the file is locked too, for them).
+pub const LOCK_FILE_NAME: &str = "lock";
+/// Name of the clean-shutdown file (see [`crate::clean`]).
+pub const CLEAN_SHUTDOWN_FILE_NAME: &str = "clean-shutdown";
+/// The temporary the clean-shutdown file is written to before its rename.
+pub const CLEAN_SHUTDOWN_TEMP_FILE_NAME: &str = "clean-shutdown.tmp";
+/// Name of the file recording which shard key a directory holds (see
+/// [`crate::key_file`]).
+pub const KEY_FILE_NAME: &str = "key";
+/// The temporary the key file is written to before its rename.
+pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
+/// What a segment's temporary adds to the segment's name: a new segment's
+/// header is written and synced as `{id:020}.log.tmp`, then renamed.
+const TEMP_SUFFIX: &str = ".tmp";
 
-/// A segment or index file name, built without allocating.
+/// What an entry of a shard directory is, by its name alone.
+///
+/// Not `#[non_exhaustive]` on purpose: every layer that classifies names
+/// matches on it, and a new kind of file must make each of them decide
+/// what to do with it.
+///
+/// ```
+/// use felix_format::ShardFileName;
+/// assert_eq!(ShardFileName::parse("00000000000000000007.log"), ShardFileName::Segment(7));
+/// assert_eq!(ShardFileName::parse("00000000000000000007.log.tmp"), ShardFileName::SegmentTemp(7));
+/// assert_eq!(ShardFileName::parse("epochs"), ShardFileName::Epochs);
+/// assert_eq!(ShardFileName::parse("operator-backup.log.tmp"), ShardFileName::Other);
+/// assert_eq!(ShardFileName::Index(7).file_name().unwrap().as_str(), "00000000000000000007.index");
+/// assert_eq!(ShardFileName::KeyTemp.file_name().unwrap().as_str(), "key.tmp");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ShardFileName {
+    /// `{id:020}.log`: a segment's data.
+    Segment(u64),
+    /// `{id:020}.index`: a segment's sparse index.
+    Index(u64),
+    /// `{id:020}.log.tmp`: a new segment's header before its rename; it
+    /// never holds a record.
+    SegmentTemp(u64),
+    /// [`EPOCHS_FILE_NAME`]: the generation history.
+    Epochs,
+    /// [`EPOCHS_TEMP_FILE_NAME`]: the history's temporary.
+    EpochsTemp,
+    /// [`LOCK_FILE_NAME`]: the lock file of earlier releases.
+    Lock,
+    /// [`CLEAN_SHUTDOWN_FILE_NAME`]: the clean-shutdown record.
+    CleanShutdown,
+    /// [`CLEAN_SHUTDOWN_TEMP_FILE_NAME`]: its temporary.
+    CleanShutdownTemp,
+    /// [`KEY_FILE_NAME`]: the shard key the directory holds.
+    Key,
+    /// [`KEY_TEMP_FILE_NAME`]: its temporary.
+    KeyTemp,
+    /// Any other name: not ours (a stray), never adopted.
+    Other,
+}
+
+impl ShardFileName {
+    /// Classifies `name`. Only the exact shapes written here are ours:
+    /// `7.log`, `operator-backup.log.tmp` and `00000000000000000007.index.tmp`
+    /// are [`Self::Other`].
+    pub fn parse(name: &str) -> Self {
+        match name {
+            EPOCHS_FILE_NAME => return Self::Epochs,
+            EPOCHS_TEMP_FILE_NAME => return Self::EpochsTemp,
+            LOCK_FILE_NAME => return Self::Lock,
+            CLEAN_SHUTDOWN_FILE_NAME => return Self::CleanShutdown,
+            CLEAN_SHUTDOWN_TEMP_FILE_NAME => return Self::CleanShutdownTemp,
+            KEY_FILE_NAME => return Self::Key,
+            KEY_TEMP_FILE_NAME => return Self::KeyTemp,
+            _ => {}
+        }
+        if let Some(segment) = name.strip_suffix(TEMP_SUFFIX) {
+            return match parse_id_name(segment) {
+                Some((id, FileKind::Segment)) => Self::SegmentTemp(id),
+                _ => Self::Other,
+            };
+        }
+        match parse_id_name(name) {
+            Some((id, FileKind::Segment)) => Self::Segment(id),
+            Some((id, FileKind::Index)) => Self::Index(id),
+            None => Self::Other,
+        }
+    }
+
+    /// The name itself, built without allocating; `None` for
+    /// [`Self::Other`], which has no one name.
+    pub fn file_name(self) -> Option<FileName> {
+        let fixed = match self {
+            Self::Segment(id) => return Some(file_name(id, FileKind::Segment)),
+            Self::Index(id) => return Some(file_name(id, FileKind::Index)),
+            Self::SegmentTemp(id) => {
+                let mut name = file_name(id, FileKind::Segment);
+                name.push_str(TEMP_SUFFIX);
+                return Some(name);
+            }
+            Self::Epochs => EPOCHS_FILE_NAME,
+            Self::EpochsTemp => EPOCHS_TEMP_FILE_NAME,
+            Self::Lock => LOCK_FILE_NAME,
+            Self::CleanShutdown => CLEAN_SHUTDOWN_FILE_NAME,
+            Self::CleanShutdownTemp => CLEAN_SHUTDOWN_TEMP_FILE_NAME,
+            Self::Key => KEY_FILE_NAME,
+            Self::KeyTemp => KEY_TEMP_FILE_NAME,
+            Self::Other => return None,
+        };
+        let mut name = FileName::EMPTY;
+        name.push_str(fixed);
+        Some(name)
+    }
+
+    /// Whether this is the temporary of an interrupted write of ours.
+    pub fn is_temporary(self) -> bool {
+        matches!(
+            self,
+            Self::SegmentTemp(_) | Self::EpochsTemp | Self::CleanShutdownTemp | Self::KeyTemp
+        )
+    }
+}
+
+const ID_DIGITS: usize = 20;
+/// The longest name of ours: a segment's temporary, `{id:020}.log.tmp`.
+const MAX_NAME_LEN: usize = ID_DIGITS + ".log.tmp".len();
+
+/// A file name of a shard directory, built without allocating.
 ///
 /// ```
 /// use felix_format::{file_name, FileKind};
@@ -44,6 +175,11 @@ pub struct FileName {
 }
 
 impl FileName {
+    const EMPTY: Self = Self {
+        buf: [0; MAX_NAME_LEN],
+        len: 0,
+    };
+
     /// The name as text.
     pub fn as_str(&self) -> &str {
         // Only ASCII digits, a dot and an ASCII extension are ever written.
@@ -51,6 +187,29 @@ impl FileName {
             .get(..self.len)
             .and_then(|b| core::str::from_utf8(b).ok())
             .unwrap_or_default()
+    }
+
+    /// Appends `text` (ASCII, and short enough: every name of ours fits).
+    fn push_str(&mut self, text: &str) {
+        for &b in text.as_bytes() {
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = b;
+                self.len += 1;
+            }
+        }
+    }
+}
+
+impl AsRef<str> for FileName {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+#[cfg(feature = "std")]
+impl AsRef<std::path::Path> for FileName {
+    fn as_ref(&self) -> &std::path::Path {
+        std::path::Path::new(self.as_str())
     }
 }
 
@@ -68,25 +227,22 @@ impl fmt::Debug for FileName {
 
 /// The file name of segment `id`'s data or index file: `{id:020}.log`.
 pub fn file_name(id: u64, kind: FileKind) -> FileName {
-    let mut buf = [0u8; MAX_NAME_LEN];
+    let mut name = FileName::EMPTY;
     let mut rest = id;
-    for slot in buf.iter_mut().take(ID_DIGITS).rev() {
+    for slot in name.buf.iter_mut().take(ID_DIGITS).rev() {
         // `rest % 10` is below 10, so the cast cannot truncate.
         *slot = b'0' + (rest % 10) as u8;
         rest /= 10;
     }
-    let ext = kind.extension().as_bytes();
-    let mut len = ID_DIGITS;
-    for &b in core::iter::once(&b'.').chain(ext) {
-        if let Some(slot) = buf.get_mut(len) {
-            *slot = b;
-            len += 1;
-        }
-    }
-    FileName { buf, len }
+    name.len = ID_DIGITS;
+    name.push_str(".");
+    name.push_str(kind.extension());
+    name
 }
 
-/// Parses a segment or index file name back into its id and kind.
+/// Parses a segment or index file name back into its id and kind: the
+/// [`ShardFileName::Segment`] and [`ShardFileName::Index`] cases of
+/// [`ShardFileName::parse`].
 ///
 /// Only the exact shape this crate writes is accepted (20 ASCII digits, a
 /// dot, `log` or `index`); anything else is a stray file for the caller to
@@ -99,6 +255,15 @@ pub fn file_name(id: u64, kind: FileKind) -> FileName {
 /// assert_eq!(parse_file_name("00000000000000000007.log.tmp"), None);
 /// ```
 pub fn parse_file_name(name: &str) -> Option<(u64, FileKind)> {
+    match ShardFileName::parse(name) {
+        ShardFileName::Segment(id) => Some((id, FileKind::Segment)),
+        ShardFileName::Index(id) => Some((id, FileKind::Index)),
+        _ => None,
+    }
+}
+
+/// `{id:020}.log` or `{id:020}.index` as its id and kind.
+fn parse_id_name(name: &str) -> Option<(u64, FileKind)> {
     let (digits, ext) = name.split_once('.')?;
     let kind = match ext {
         "log" => FileKind::Segment,
@@ -110,27 +275,6 @@ pub fn parse_file_name(name: &str) -> Option<(u64, FileKind)> {
     }
     // Twenty digits can exceed u64::MAX; such a name was not written by us.
     digits.parse::<u64>().ok().map(|id| (id, kind))
-}
-
-/// The segment id in the name of a segment's temporary, `{id:020}.log.tmp`
-/// (a new segment's header is written and synced under it, then renamed
-/// into place), or `None` for any other name.
-///
-/// Only that exact shape is one of ours: `operator-backup.log.tmp` is a
-/// stray, left alone.
-///
-/// ```
-/// use felix_format::parse_segment_temp_name;
-/// assert_eq!(parse_segment_temp_name("00000000000000000007.log.tmp"), Some(7));
-/// assert_eq!(parse_segment_temp_name("operator-backup.log.tmp"), None);
-/// assert_eq!(parse_segment_temp_name("00000000000000000007.index.tmp"), None);
-/// assert_eq!(parse_segment_temp_name("00000000000000000007.log"), None);
-/// ```
-pub fn parse_segment_temp_name(name: &str) -> Option<u64> {
-    match parse_file_name(name.strip_suffix(".tmp")?)? {
-        (id, FileKind::Segment) => Some(id),
-        (_, FileKind::Index) => None,
-    }
 }
 
 /// Characters kept of each text component in a shard directory name.
@@ -261,12 +405,6 @@ fn push_readable(out: &mut String, text: &str) {
         });
     }
 }
-
-/// Name of the file holding a shard directory's exact key (see
-/// [`key_file`](crate::key_file)).
-pub const KEY_FILE_NAME: &str = "key";
-/// Name of the key file's temporary while it is written.
-pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
 
 /// What a deleted shard's directory is renamed to before its files are
 /// removed: `<shard dir name>.deleting`.

@@ -1,12 +1,13 @@
 //! The clean-shutdown file codec: round trips of any consistent list, and
 //! arbitrary bytes never panic.
 
-use felix_format::clean::{CleanSegment, decode_clean_shutdown, encode_clean_shutdown};
+use felix_format::SegmentExtent;
+use felix_format::clean::{decode_clean_shutdown, encode_clean_shutdown};
 use proptest::prelude::*;
 
 /// A consistent list: ascending ids, offsets continuing, lengths at least a
 /// segment header.
-fn segments() -> impl Strategy<Value = Vec<CleanSegment>> {
+fn segments() -> impl Strategy<Value = Vec<SegmentExtent>> {
     (
         any::<u32>(),
         any::<u32>(),
@@ -18,7 +19,7 @@ fn segments() -> impl Strategy<Value = Vec<CleanSegment>> {
             steps
                 .into_iter()
                 .map(|(id_step, records, len)| {
-                    let s = CleanSegment {
+                    let s = SegmentExtent {
                         id,
                         base_offset: base,
                         next_offset: base + records,

@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 
 use felix_format::{
-    FileKind, ShardKey, file_name, is_shard_dir_name, parse_file_name, parse_tombstone_name,
-    tombstone_name,
+    FileKind, ShardFileName, ShardKey, file_name, is_shard_dir_name, parse_file_name,
+    parse_tombstone_name, tombstone_name,
 };
 use proptest::prelude::*;
 
@@ -112,7 +112,10 @@ fn shard_key_display_issue_examples_are_unambiguous() {
     // Keys that once showed alike no longer do.
     assert_ne!(shown("a/b", "c", "d", 1), shown("a", "b/c", "d", 1));
     assert_ne!(shown("", "/", "", 0), shown("/", "", "", 0));
-    assert_eq!(shown("acme", "default", "orders", 0), "acme/default/orders/0");
+    assert_eq!(
+        shown("acme", "default", "orders", 0),
+        "acme/default/orders/0"
+    );
 }
 
 #[test]
@@ -144,7 +147,66 @@ fn is_shard_dir_name_accepts_interop_names_and_refuses_others() {
         assert!(!is_shard_dir_name(name), "{name}");
     }
     assert_eq!(parse_tombstone_name("lost+found.deleting"), None);
-    assert_eq!(parse_tombstone_name("acme_default_orders_0-0d3aed4b998d2798"), None);
+    assert_eq!(
+        parse_tombstone_name("acme_default_orders_0-0d3aed4b998d2798"),
+        None
+    );
+}
+
+/// Every name of ours, written out: each parses back to what built it.
+#[test]
+fn shard_file_name_every_kind_round_trips_through_its_name() {
+    use ShardFileName as N;
+    #[rustfmt::skip]
+    let table = [
+        (N::Segment(7),             "00000000000000000007.log",              false),
+        (N::Segment(u64::MAX),      "18446744073709551615.log",              false),
+        (N::Index(7),               "00000000000000000007.index",            false),
+        (N::SegmentTemp(7),         "00000000000000000007.log.tmp",          true),
+        (N::SegmentTemp(u64::MAX),  "18446744073709551615.log.tmp",          true),
+        (N::Epochs,                 "epochs",                                false),
+        (N::EpochsTemp,             "epochs.tmp",                            true),
+        (N::Lock,                   "lock",                                  false),
+        (N::CleanShutdown,          "clean-shutdown",                        false),
+        (N::CleanShutdownTemp,      "clean-shutdown.tmp",                    true),
+        (N::Key,                    "key",                                   false),
+        (N::KeyTemp,                "key.tmp",                               true),
+    ];
+    for (kind, name, temporary) in table {
+        assert_eq!(
+            kind.file_name().map(|n| n.to_string()).as_deref(),
+            Some(name)
+        );
+        assert_eq!(ShardFileName::parse(name), kind, "{name}");
+        assert_eq!(kind.is_temporary(), temporary, "{name}");
+    }
+    assert_eq!(ShardFileName::Other.file_name(), None);
+}
+
+#[test]
+fn shard_file_name_strays_are_other() {
+    for stray in [
+        "",
+        "7.log",
+        "7.log.tmp",
+        "operator-backup.log.tmp",
+        "00000000000000000007.index.tmp",
+        "00000000000000000007.log.tmp.tmp",
+        "00000000000000000007.LOG",
+        "99999999999999999999.log.tmp",
+        "Epochs",
+        "epochs.tmp.tmp",
+        "lock.tmp",
+        "clean-shutdown.bak",
+        "keys",
+        "notes.txt",
+    ] {
+        assert_eq!(
+            ShardFileName::parse(stray),
+            ShardFileName::Other,
+            "{stray:?}"
+        );
+    }
 }
 
 proptest! {

@@ -9,6 +9,10 @@
 //! so a test can "cut the power" at any moment and inspect every state the
 //! disk could be left in — or make any chosen call fail.
 //!
+//! Errors leave this crate as `io::Error`s; callers that name what they were
+//! doing wrap them in an [`IoError`] (operation, path, and the `io::Error`
+//! as its source), the one I/O error type every layer above reports.
+//!
 //! The interface is deliberately small (open, read/write at a position,
 //! length, sync, rename, remove a file or an empty directory, directory
 //! sync, listing, locks): each operation is one a durability argument has
@@ -46,6 +50,7 @@
     clippy::indexing_slicing
 )]
 
+mod error;
 mod os;
 pub mod sim;
 
@@ -57,6 +62,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use error::IoError;
 pub use os::OsFs;
 
 /// How to open a file.

@@ -440,3 +440,34 @@ fn skipped_sync_reports_success_but_makes_nothing_durable() {
         Some(b"data".to_vec())
     );
 }
+
+#[test]
+fn io_error_clone_shares_the_system_error_and_source_reaches_it() {
+    let err = felix_io::IoError::new(
+        "fdatasync",
+        Path::new("/d/00000000000000000003.log"),
+        std::io::Error::from_raw_os_error(5),
+    );
+    let copy = err.clone();
+    for e in [&err, &copy] {
+        assert_eq!(e.op(), "fdatasync");
+        assert_eq!(e.path(), Path::new("/d/00000000000000000003.log"));
+        assert_eq!(e.raw_os_error(), Some(5));
+        assert_eq!(e.kind(), std::io::Error::from_raw_os_error(5).kind());
+        let source = std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .and_then(std::io::Error::raw_os_error);
+        assert_eq!(source, Some(5));
+    }
+    assert!(
+        std::ptr::eq(err.io_error(), copy.io_error()),
+        "one io::Error, shared"
+    );
+    assert_eq!(
+        copy.to_string(),
+        format!(
+            "fdatasync /d/00000000000000000003.log: {}",
+            std::io::Error::from_raw_os_error(5)
+        )
+    );
+}

@@ -208,7 +208,8 @@ fn dir_lock_follows_its_directory_through_a_rename() {
 fn remove_dir_all_removes_a_tree_on_the_simulation_and_the_disk() {
     let sim = setup();
     sim.create_dir_all(Path::new("/root/shard/inner")).unwrap();
-    sim.write_file(Path::new("/root/shard/inner/b"), b"y").unwrap();
+    sim.write_file(Path::new("/root/shard/inner/b"), b"y")
+        .unwrap();
     remove_dir_all(&FileSystem::new(sim.clone()), Path::new("/root/shard")).unwrap();
     assert!(!sim.is_dir(Path::new("/root/shard")));
     assert!(sim.list_dir(Path::new("/root")).unwrap().is_empty());

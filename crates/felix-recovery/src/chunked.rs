@@ -1,10 +1,10 @@
 //! Sequential reads in large chunks, so a scan costs a system call per
 //! mebibyte rather than one per record.
 
-use felix_io::VfsFile;
+use felix_io::{IoError, VfsFile};
 use std::path::Path;
 
-use felix_segment::{SegmentError, fs::read_exact_at};
+use felix_segment::fs::read_exact_at;
 
 /// Bytes read per refill.
 pub(crate) const CHUNK_BYTES: usize = 1024 * 1024;
@@ -33,7 +33,7 @@ impl<'a> ChunkedReader<'a> {
     /// The bytes `[position, position + len)`, or `None` when the file ends
     /// before them. Reads ahead by a chunk so the following calls are
     /// usually served from memory.
-    pub(crate) fn get(&mut self, position: u64, len: u64) -> Result<Option<&[u8]>, SegmentError> {
+    pub(crate) fn get(&mut self, position: u64, len: u64) -> Result<Option<&[u8]>, IoError> {
         let Some(end) = position.checked_add(len) else {
             return Ok(None);
         };
@@ -58,7 +58,7 @@ impl<'a> ChunkedReader<'a> {
 
     /// The bytes from `position` to the end of the current chunk (at least
     /// `min_len` of them when the file has them), for byte-by-byte searches.
-    pub(crate) fn window(&mut self, position: u64, min_len: u64) -> Result<&[u8], SegmentError> {
+    pub(crate) fn window(&mut self, position: u64, min_len: u64) -> Result<&[u8], IoError> {
         let len = min_len.min(self.file_len.saturating_sub(position));
         self.get(position, len)?;
         let from = usize::try_from(position.saturating_sub(self.buf_start)).unwrap_or(usize::MAX);

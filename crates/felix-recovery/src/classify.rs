@@ -42,8 +42,8 @@ pub enum DamageLocation {
 pub enum RepairClass {
     /// Repaired on every open: provably an unfinished write.
     Default,
-    /// Repaired only when the caller opts in (`repair_checksum_tail`): the
-    /// damage may be rot of an acknowledged record.
+    /// Repaired only under [`RepairPolicy::ChecksumTail`]: the damage may
+    /// be rot of an acknowledged record.
     OptIn,
     /// Never repaired: recovery fails with the facts instead.
     Never,
@@ -56,6 +56,48 @@ impl RepairClass {
             Self::Default => "default",
             Self::OptIn => "opt_in",
             Self::Never => "never",
+        }
+    }
+}
+
+/// Which damage a repair may remove: the caller's choice, against which
+/// every finding's [`RepairClass`] is weighed.
+///
+/// ```
+/// use felix_recovery::{RepairClass, RepairPolicy};
+/// assert!(RepairPolicy::Default.allows(RepairClass::Default));
+/// assert!(!RepairPolicy::Default.allows(RepairClass::OptIn));
+/// assert!(RepairPolicy::ChecksumTail.allows(RepairClass::OptIn));
+/// assert!(!RepairPolicy::ChecksumTail.allows(RepairClass::Never));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RepairPolicy {
+    /// Repair only what is provably an unfinished write
+    /// ([`RepairClass::Default`]): what every open does.
+    #[default]
+    Default,
+    /// Also truncate damage confined to the newest segment's tail that may
+    /// be rot of an acknowledged record ([`RepairClass::OptIn`]: checksum
+    /// failures, out-of-order offsets, impossible lengths), dropping the
+    /// records from it on.
+    ChecksumTail,
+}
+
+impl RepairPolicy {
+    /// Whether this policy repairs damage of class `class`.
+    pub fn allows(self, class: RepairClass) -> bool {
+        match class {
+            RepairClass::Default => true,
+            RepairClass::OptIn => self == Self::ChecksumTail,
+            RepairClass::Never => false,
+        }
+    }
+
+    /// The name used in reports and JSON: `default` or `checksum_tail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::ChecksumTail => "checksum_tail",
         }
     }
 }
@@ -137,6 +179,21 @@ mod tests {
 
     /// Every kind × every location, written out so a change to the rules
     /// shows up as a change to this table.
+    #[test]
+    fn repair_policy_allows_table() {
+        use RepairPolicy as P;
+        #[rustfmt::skip]
+        let table = [
+            (P::Default,      [true, false, false]),
+            (P::ChecksumTail, [true, true,  false]),
+        ];
+        for (policy, expected) in table {
+            for (class, allowed) in [Default, OptIn, Never].into_iter().zip(expected) {
+                assert_eq!(policy.allows(class), allowed, "{policy:?} {class:?}");
+            }
+        }
+    }
+
     #[test]
     fn is_repairable_tail_table() {
         use CorruptionKind as K;

@@ -14,21 +14,17 @@
 use std::io;
 use std::path::Path;
 
+use felix_format::SegmentExtent;
 use felix_format::clean::{
-    CleanSegment, CleanShutdownDecodeError, MAX_CLEAN_SHUTDOWN_FILE_LEN, decode_clean_shutdown,
+    CleanShutdownDecodeError, MAX_CLEAN_SHUTDOWN_FILE_LEN, decode_clean_shutdown,
     encode_clean_shutdown,
 };
-use felix_io::{FileSystem, FileType, OpenMode};
-use felix_segment::SegmentError;
+pub use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
+use felix_io::{FileSystem, FileType, IoError, OpenMode};
 
 use crate::error::RecoveryError;
-use crate::inspect::{InspectOptions, Inspection, SegmentSummary};
+use crate::inspect::{InspectOptions, Inspection};
 use crate::report::Note;
-
-/// Name of the clean-shutdown file in a shard directory.
-pub const CLEAN_SHUTDOWN_FILE_NAME: &str = "clean-shutdown";
-/// Name of its temporary while it is written.
-pub const CLEAN_SHUTDOWN_TEMP_FILE_NAME: &str = "clean-shutdown.tmp";
 
 /// Why a clean-shutdown file present in a shard directory was not used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,25 +79,25 @@ pub enum CleanShutdownUnused {
 /// on a directory), and the next open inspects every segment instead.
 ///
 /// ```
-/// use felix_format::clean::CleanSegment;
+/// use felix_format::SegmentExtent;
 /// use felix_io::FileSystem;
-/// use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, write_clean_shutdown_in};
+/// use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, write_clean_shutdown};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let segments = [CleanSegment { id: 0, base_offset: 0, next_offset: 0, len: 32 }];
-/// assert!(write_clean_shutdown_in(&FileSystem::os(), dir.path(), &segments)?);
+/// let segments = [SegmentExtent { id: 0, base_offset: 0, next_offset: 0, len: 32 }];
+/// assert!(write_clean_shutdown(&FileSystem::os(), dir.path(), &segments)?);
 /// assert!(dir.path().join(CLEAN_SHUTDOWN_FILE_NAME).exists());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn write_clean_shutdown_in(
+pub fn write_clean_shutdown(
     fs: &FileSystem,
     dir: &Path,
-    segments: &[CleanSegment],
+    segments: &[SegmentExtent],
 ) -> Result<bool, RecoveryError> {
     let temp_path = dir.join(CLEAN_SHUTDOWN_TEMP_FILE_NAME);
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
     let io_err =
-        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(SegmentError::io(op, at, e));
+        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
     for name in [&path, &temp_path] {
         match fs.entry_type(name) {
             Ok(None | Some(FileType::Regular)) => {}
@@ -139,14 +135,14 @@ pub fn write_clean_shutdown_in(
 pub(crate) fn load(
     fs: &FileSystem,
     dir: &Path,
-) -> Option<Result<Vec<CleanSegment>, CleanShutdownUnused>> {
+) -> Option<Result<Vec<SegmentExtent>, CleanShutdownUnused>> {
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
     let file = match fs.open(&path, OpenMode::Read) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(e) => return Some(Err(unreadable("open", &e))),
     };
-    let read = || -> Result<Vec<CleanSegment>, CleanShutdownUnused> {
+    let read = || -> Result<Vec<SegmentExtent>, CleanShutdownUnused> {
         let len = file.file_len().map_err(|e| unreadable("stat", &e))?;
         let size = usize::try_from(len)
             .ok()
@@ -173,10 +169,10 @@ pub(crate) fn remove_in(fs: &FileSystem, dir: &Path) -> Result<(), RecoveryError
     match fs.remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(RecoveryError::Io(SegmentError::io("remove", &path, e))),
+        Err(e) => return Err(IoError::new("remove", &path, e).into()),
     }
     fs.sync_dir(dir)
-        .map_err(|e| RecoveryError::Io(SegmentError::io("fsync directory", dir, e)))
+        .map_err(|e| IoError::new("fsync directory", dir, e).into())
 }
 
 /// The clean-shutdown record's segments when it can be trusted for this
@@ -185,7 +181,7 @@ pub(crate) fn trusted_sealed(
     inspection: &mut Inspection,
     ids: &[u64],
     options: &InspectOptions,
-) -> Option<Vec<CleanSegment>> {
+) -> Option<Vec<SegmentExtent>> {
     let unused = |inspection: &mut Inspection, reason| {
         inspection.notes.push(Note::CleanShutdownUnused { reason });
         None
@@ -211,20 +207,5 @@ pub(crate) fn trusted_sealed(
             },
         ),
         Err(reason) => unused(inspection, reason),
-    }
-}
-
-/// A sealed segment as a trusted clean-shutdown record describes it.
-pub(crate) fn trusted_summary(s: &CleanSegment) -> SegmentSummary {
-    SegmentSummary {
-        id: s.id,
-        base_offset: Some(s.base_offset),
-        next_offset: Some(s.next_offset),
-        file_len: s.len,
-        valid_len: s.len,
-        newest: false,
-        // Not loaded here: a read loads (or rebuilds) it on first use.
-        index_ok: true,
-        removed: false,
     }
 }

@@ -2,19 +2,21 @@
 
 use std::path::PathBuf;
 
-use felix_io::NotRegularFile;
+use felix_io::{IoError, NotRegularFile};
 use felix_segment::SegmentError;
 
-use crate::classify::RepairClass;
+use crate::classify::{RepairClass, RepairPolicy};
 use crate::report::Finding;
 
 /// A failure of recovery.
+///
+/// `Clone`, so that one failure can be handed to every caller it covers.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RecoveryError {
     /// Reading or writing the directory failed.
     #[error(transparent)]
-    Io(#[from] SegmentError),
+    Io(#[from] IoError),
     /// An entry named like a segment is not a regular file (a directory,
     /// FIFO, socket or device, or a symbolic link to one). It was not
     /// opened: the records its name claims cannot be read, so the shard can
@@ -41,61 +43,49 @@ pub enum RecoveryError {
     },
     /// Damage was found that the chosen policy may not repair. Nothing was
     /// modified.
-    #[error("{}", unrepairable_text(dir, blocking, *repair_checksum_tail))]
+    #[error("{}", unrepairable_text(dir, blocking, *policy))]
     Unrepairable {
         /// The shard directory.
         dir: PathBuf,
         /// Every finding the policy does not allow repairing.
         blocking: Vec<Finding>,
         /// The policy that was in force.
-        repair_checksum_tail: bool,
+        policy: RepairPolicy,
     },
 }
 
-impl RecoveryError {
-    /// A copy of this error, for what must keep it while the error itself
-    /// goes to the call that failed (see [`SegmentError::duplicate`]).
-    pub fn duplicate(&self) -> Self {
-        match self {
-            Self::Io(err) => Self::Io(err.duplicate()),
-            Self::NotRegularFile { path, not_regular } => Self::NotRegularFile {
-                path: path.clone(),
-                not_regular: *not_regular,
-            },
-            Self::KeyTooLong { key, source } => Self::KeyTooLong {
-                key: key.clone(),
-                source: *source,
-            },
-            Self::Unrepairable {
-                dir,
-                blocking,
-                repair_checksum_tail,
-            } => Self::Unrepairable {
-                dir: dir.clone(),
-                blocking: blocking.clone(),
-                repair_checksum_tail: *repair_checksum_tail,
-            },
-        }
-    }
-}
-
-fn unrepairable_text(
-    dir: &std::path::Path,
-    blocking: &[Finding],
-    repair_checksum_tail: bool,
-) -> String {
-    // "By default" only when opting in would change the answer.
-    let opt_in_would_help =
-        !repair_checksum_tail && blocking.iter().any(|f| f.repair == RepairClass::OptIn);
+fn unrepairable_text(dir: &std::path::Path, blocking: &[Finding], policy: RepairPolicy) -> String {
+    // "By default" only when a wider policy would change the answer.
+    let wider_policy_would_help =
+        policy == RepairPolicy::Default && blocking.iter().any(|f| f.repair == RepairClass::OptIn);
     let mut text = format!(
         "shard {} cannot be opened: {} finding(s) not repairable{}; nothing was modified",
         dir.display(),
         blocking.len(),
-        if opt_in_would_help { " by default" } else { "" },
+        if wider_policy_would_help {
+            " by default"
+        } else {
+            ""
+        },
     );
     for finding in blocking {
         text.push_str("\n  - ");
         text.push_str(&finding.to_string());
     }
     text
+}
+
+/// A segment error of a kind recovery's call could not return (opening a
+/// segment fails only to read it or on its header, which the callers
+/// handle): reported as the failure to open `path` that it is, never
+/// dropped.
+pub(crate) fn unexpected_segment_error(
+    err: &SegmentError,
+    path: &std::path::Path,
+) -> RecoveryError {
+    RecoveryError::Io(IoError::new(
+        "open",
+        path,
+        std::io::Error::other(err.to_string()),
+    ))
 }

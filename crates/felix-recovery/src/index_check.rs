@@ -9,7 +9,8 @@
 //! reaches a record at the entry's position carrying the entry's offset.
 
 use felix_format::{IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, decode_record_header};
-use felix_segment::{SegmentError, SegmentFile};
+use felix_io::IoError;
+use felix_segment::SegmentFile;
 
 use crate::chunked::ChunkedReader;
 use crate::error::RecoveryError;
@@ -50,7 +51,7 @@ pub enum IndexCheck {
 /// use felix_segment::{Record, SegmentConfig, SegmentWriter};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let mut writer = SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "doc".into())?;
+/// let mut writer = SegmentWriter::create(&felix_io::FileSystem::os(), dir.path(), 0, 0, SegmentConfig::default(), "doc".into())?;
 /// writer.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
 /// let (segment, len) = (writer.segment().clone(), writer.len());
 /// let real = IndexEntry { offset: 1, position: 32 + 28 + 1 };
@@ -63,7 +64,7 @@ pub fn first_stale_entry(
     segment: &SegmentFile,
     valid_len: u64,
     entries: &[IndexEntry],
-) -> Result<Option<(u64, IndexEntry)>, SegmentError> {
+) -> Result<Option<(u64, IndexEntry)>, IoError> {
     let mut reader = ChunkedReader::new(segment.file(), segment.path(), valid_len);
     let mut position = SEGMENT_HEADER_LEN as u64;
     let mut offset = segment.base_offset();

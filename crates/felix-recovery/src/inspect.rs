@@ -9,12 +9,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use felix_format::{CorruptionKind, CorruptionSite, FileKind, IndexEntry, file_name};
+use felix_format::{
+    CorruptionKind, CorruptionSite, FileKind, IndexEntry, SegmentExtent, file_name,
+};
 use felix_io::{FileSystem, OpenMode};
 use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
-use crate::classify::{DamageLocation, RepairClass, is_repairable_tail};
-use crate::error::RecoveryError;
+use crate::classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
+use crate::error::{RecoveryError, unexpected_segment_error};
 use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};
 use crate::key_file::{StoredKey, read_key_file};
 use crate::listing::{Listing, list_dir, looks_abandoned};
@@ -48,6 +50,11 @@ impl Default for InspectOptions {
 }
 
 /// What one segment holds, as it will be after the planned repairs.
+///
+/// It holds the parts of the segment's extent that are known, not a
+/// [`SegmentExtent`]: damage can hide its first offset (a damaged header)
+/// or its next one (damage in a sealed segment), while its id and lengths
+/// are always known. [`Self::extent`] is the extent when every part is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentSummary {
     /// Segment id.
@@ -58,7 +65,7 @@ pub struct SegmentSummary {
     pub next_offset: Option<u64>,
     /// The file's length now.
     pub file_len: u64,
-    /// Where its intact records end.
+    /// Where its intact records end: its length after the plan's repairs.
     pub valid_len: u64,
     /// Whether it is the newest segment (the one a writer continues).
     pub newest: bool,
@@ -71,7 +78,33 @@ pub struct SegmentSummary {
 impl SegmentSummary {
     /// Records the segment holds, when known.
     pub fn records(&self) -> Option<u64> {
-        Some(self.next_offset? - self.base_offset?)
+        self.extent().map(|extent| extent.records())
+    }
+
+    /// The segment's extent after the plan (its length is
+    /// [`Self::valid_len`]), when both its offsets are known.
+    pub fn extent(&self) -> Option<SegmentExtent> {
+        Some(SegmentExtent {
+            id: self.id,
+            base_offset: self.base_offset?,
+            next_offset: self.next_offset?,
+            len: self.valid_len,
+        })
+    }
+
+    /// A sealed segment as a trusted clean-shutdown record lists it.
+    pub(crate) fn trusted(extent: SegmentExtent) -> Self {
+        Self {
+            id: extent.id,
+            base_offset: Some(extent.base_offset),
+            next_offset: Some(extent.next_offset),
+            file_len: extent.len,
+            valid_len: extent.len,
+            newest: false,
+            // Not loaded here: a read loads (or rebuilds) it on first use.
+            index_ok: true,
+            removed: false,
+        }
     }
 }
 
@@ -136,21 +169,17 @@ fn read_key(inspection: &mut Inspection) {
 }
 
 impl Inspection {
-    /// Findings the policy does not allow repairing: if any, opening fails.
-    pub fn blocking(&self, repair_checksum_tail: bool) -> Vec<&Finding> {
+    /// Findings `policy` does not allow repairing: if any, opening fails.
+    pub fn blocking(&self, policy: RepairPolicy) -> Vec<&Finding> {
         self.findings
             .iter()
-            .filter(|f| match f.repair {
-                RepairClass::Default => false,
-                RepairClass::OptIn => !repair_checksum_tail,
-                RepairClass::Never => true,
-            })
+            .filter(|f| !policy.allows(f.repair))
             .collect()
     }
 
-    /// Whether opening with this policy would succeed.
-    pub fn would_open(&self, repair_checksum_tail: bool) -> bool {
-        self.blocking(repair_checksum_tail).is_empty()
+    /// Whether opening with `policy` would succeed.
+    pub fn would_open(&self, policy: RepairPolicy) -> bool {
+        self.blocking(policy).is_empty()
     }
 
     /// The segments that remain after the plan.
@@ -174,7 +203,8 @@ impl Inspection {
     }
 }
 
-/// Inspects the shard directory `dir`, reading but never writing.
+/// Inspects the shard directory `dir` on the file system `fs`, reading but
+/// never writing.
 ///
 /// Lists `*.log` files and sorts them by the number in their names, checks
 /// every segment header, validates (or rebuilds in memory) every index,
@@ -182,15 +212,6 @@ impl Inspection {
 /// newest segment in full, checks that offsets continue from segment to
 /// segment, and classifies every damage found.
 pub fn inspect(
-    dir: &Path,
-    shard: &str,
-    options: &InspectOptions,
-) -> Result<Inspection, RecoveryError> {
-    inspect_in(&FileSystem::os(), dir, shard, options)
-}
-
-/// [`inspect`] on the file system `fs`.
-pub fn inspect_in(
     fs: &FileSystem,
     dir: &Path,
     shard: &str,
@@ -199,7 +220,7 @@ pub fn inspect_in(
     inspect_with(fs, dir, shard, options, false)
 }
 
-/// [`inspect_in`], optionally trusting a clean-shutdown file that lists
+/// [`inspect`], optionally trusting a clean-shutdown file that lists
 /// exactly the directory's segments for every segment but the newest (see
 /// `clean.rs` for why that is safe). The newest is always scanned in full.
 pub(crate) fn inspect_with(
@@ -275,7 +296,7 @@ pub(crate) fn inspect_with(
             .and_then(|t| t.get(i))
             .filter(|_| !role.newest);
         let summary = match listed {
-            Some(s) => crate::clean::trusted_summary(s),
+            Some(s) => SegmentSummary::trusted(*s),
             None => inspect_segment(&mut inspection, id, role, options)?,
         };
         if let (Some((prev_id, Some(prev_next))), Some(base)) = (previous, summary.base_offset)
@@ -332,7 +353,7 @@ fn inspect_segment(
 ) -> Result<SegmentSummary, RecoveryError> {
     let Role { newest, .. } = role;
     let shard = Arc::clone(&inspection.shard);
-    let (segment, file_len) = match SegmentFile::open_in(
+    let (segment, file_len) = match SegmentFile::open(
         &inspection.fs,
         &inspection.dir,
         id,
@@ -350,7 +371,12 @@ fn inspect_segment(
                 inspection, id, path, file_len, site, kind, role,
             ));
         }
-        Err(other) => return Err(segment_open_error(other)),
+        Err(other) => {
+            let path = inspection
+                .dir
+                .join(file_name(id, FileKind::Segment).as_str());
+            return Err(segment_open_error(other, &path));
+        }
     };
     let base = segment.base_offset();
     let (scan, index_ok) = if newest {
@@ -429,16 +455,17 @@ fn inspect_segment(
 /// Why a segment could not be opened: a name that leads to something other
 /// than a regular file (a symbolic link to a FIFO, say) is reported as what
 /// it is; anything else as the I/O error it is.
-fn segment_open_error(err: SegmentError) -> RecoveryError {
-    if let SegmentError::Io { path, source, .. } = &err
-        && let Some(not_regular) = felix_io::not_regular_file(source)
-    {
-        return RecoveryError::NotRegularFile {
-            path: path.clone(),
-            not_regular,
-        };
+fn segment_open_error(err: SegmentError, path: &Path) -> RecoveryError {
+    match err {
+        SegmentError::Io(err) => match err.not_regular_file() {
+            Some(not_regular) => RecoveryError::NotRegularFile {
+                path: err.path().to_path_buf(),
+                not_regular,
+            },
+            None => RecoveryError::Io(err),
+        },
+        other => unexpected_segment_error(&other, path),
     }
-    RecoveryError::Io(err)
 }
 
 /// Records damage to a segment header, recognising an abandoned creation.
@@ -509,7 +536,7 @@ pub(crate) fn load_index(
     segment: &SegmentFile,
     valid_len: u64,
 ) -> Result<SparseIndex, ()> {
-    match SparseIndex::load_in(
+    match SparseIndex::load(
         segment.fs(),
         &segment.index_path(),
         segment.base_offset(),

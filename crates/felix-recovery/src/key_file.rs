@@ -15,8 +15,7 @@ use felix_format::key_file::{
     KeyFileDecodeError, MAX_KEY_FILE_LEN, decode_key_file, encode_key_file,
 };
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
-use felix_io::{FileSystem, NotRegularFile, OpenMode, not_regular_file};
-use felix_segment::SegmentError;
+use felix_io::{FileSystem, IoError, NotRegularFile, OpenMode, not_regular_file};
 
 use crate::error::RecoveryError;
 
@@ -134,7 +133,7 @@ pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<(),
     let temp_path = dir.join(KEY_TEMP_FILE_NAME);
     let path = dir.join(KEY_FILE_NAME);
     let io_err =
-        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(SegmentError::io(op, at, e));
+        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
     let temp = fs
         .open(&temp_path, OpenMode::CreateTruncate)
         .map_err(|e| io_err("create", &temp_path, e))?;

@@ -15,20 +15,23 @@
 //!
 //! * It writes nothing unless its caller chose a repair: [`inspect`] opens
 //!   every file read-only; only [`repair`] (and [`open_shard`], which calls
-//!   it) modifies the directory.
+//!   it) modifies the directory, and both require the directory's
+//!   [`ShardLock`], so no repair races a writer.
 //! * Indexes are never trusted: a missing, invalid or stale index is rebuilt
 //!   from its segment and reported as a note, never as damage.
 //!
 //! ```
+//! use felix_io::FileSystem;
 //! use felix_recovery::{inspect, InspectOptions};
 //! use felix_segment::{Record, SegmentConfig, SegmentWriter};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let mut writer = SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "doc".into())?;
+//! let fs = FileSystem::os();
+//! let mut writer = SegmentWriter::create(&fs, dir.path(), 0, 0, SegmentConfig::default(), "doc".into())?;
 //! writer.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
 //! writer.sync()?;
 //!
-//! let inspection = inspect(dir.path(), "doc", &InspectOptions::default())?;
+//! let inspection = inspect(&fs, dir.path(), "doc", &InspectOptions::default())?;
 //! assert!(inspection.findings.is_empty());
 //! assert_eq!(inspection.next_offset(), Some(2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -48,23 +51,24 @@ mod index_check;
 mod inspect;
 mod key_file;
 mod listing;
+mod lock;
 mod open;
 mod repair;
 mod report;
 mod scan;
 mod unwritten;
 
-pub use classify::{DamageLocation, RepairClass, is_repairable_tail};
+pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
 pub use clean::{
     CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, CleanShutdownUnused,
-    write_clean_shutdown_in,
+    write_clean_shutdown,
 };
 pub use error::RecoveryError;
 pub use index_check::{IndexCheck, first_stale_entry};
-pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect, inspect_in};
+pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect};
 pub use key_file::{KeyFileProblem, StoredKey, read_key_file, write_key_file};
-pub use listing::KNOWN_NON_SEGMENT_FILES;
-pub use open::{NewestSegment, OpenOptions, RecoveredShard, SealedInfo, open_shard, open_shard_in};
+pub use lock::{LockError, ShardLock};
+pub use open::{NewestSegment, OpenOptions, RecoveredShard, open_shard};
 pub use repair::{Repaired, repair};
 pub use report::{Action, Finding, FindingContext, IndexProblem, Note, TemporaryKind};
 pub use scan::{

@@ -1,7 +1,9 @@
 //! What a shard directory holds, by name: segment ids in numeric order,
 //! orphan indexes, stray files, our temporaries, the files other layers
 //! own, entries under our names that are not regular files, and whether
-//! the last segment looks like an interrupted creation.
+//! the last segment looks like an interrupted creation. Every name is
+//! classified by felix-format's [`ShardFileName::parse`], the one place a
+//! shard directory's names are defined.
 //!
 //! Every file felix storage writes is a regular file, so an entry under one
 //! of our names that is anything else (a directory, FIFO, socket or device)
@@ -12,35 +14,11 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use felix_format::{
-    FileKind, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, SEGMENT_HEADER_LEN, parse_file_name,
-    parse_segment_temp_name,
-};
-use felix_io::{FileSystem, FileType, NotRegularFile, OpenMode};
-use felix_segment::SegmentError;
+use felix_format::{SEGMENT_HEADER_LEN, ShardFileName};
+use felix_io::{FileSystem, FileType, IoError, NotRegularFile, OpenMode};
 
-use crate::clean::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
 use crate::error::RecoveryError;
 use crate::report::{Note, TemporaryKind};
-
-/// File names in a shard directory that are not segments, indexes or
-/// strays: the generation history and its temporary, the writer's lock,
-/// the clean-shutdown file and its temporary, and the key file and its
-/// temporary.
-pub const KNOWN_NON_SEGMENT_FILES: &[&str] = &[
-    EPOCHS_FILE_NAME,
-    EPOCHS_TEMP_FILE_NAME,
-    "lock",
-    CLEAN_SHUTDOWN_FILE_NAME,
-    CLEAN_SHUTDOWN_TEMP_FILE_NAME,
-    KEY_FILE_NAME,
-    KEY_TEMP_FILE_NAME,
-];
-
-/// The generation history's name (felix-epochs owns the file).
-const EPOCHS_FILE_NAME: &str = "epochs";
-/// Its temporary, which felix-epochs removes when it loads the history.
-const EPOCHS_TEMP_FILE_NAME: &str = "epochs.tmp";
 
 /// What a shard directory holds, by name.
 pub(crate) struct Listing {
@@ -101,7 +79,7 @@ impl Listing {
 pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
     let entries = fs
         .list_dir(dir)
-        .map_err(|e| RecoveryError::Io(SegmentError::io("list directory", dir, e)))?;
+        .map_err(|e| IoError::new("list directory", dir, e))?;
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
     let mut listing = Listing {
@@ -122,14 +100,14 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         // file. Everything else must be a regular file itself.
         let regular = file_type == FileType::Regular;
         let readable = regular || file_type == FileType::Symlink;
-        let temporary = parse_segment_temp_name(&name)
-            .map(TemporaryKind::SegmentCreation)
-            .or(match &*name {
-                EPOCHS_TEMP_FILE_NAME => Some(TemporaryKind::EpochsUpdate),
-                CLEAN_SHUTDOWN_TEMP_FILE_NAME => Some(TemporaryKind::CleanShutdown),
-                KEY_TEMP_FILE_NAME => Some(TemporaryKind::KeyFile),
-                _ => None,
-            });
+        let kind = ShardFileName::parse(&name);
+        let temporary = match kind {
+            ShardFileName::SegmentTemp(id) => Some(TemporaryKind::SegmentCreation(id)),
+            ShardFileName::EpochsTemp => Some(TemporaryKind::EpochsUpdate),
+            ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
+            ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
+            _ => None,
+        };
         if let Some(kind) = temporary {
             if file_type == FileType::Directory {
                 listing.not_files.push((name.into_owned(), file_type));
@@ -138,8 +116,8 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             }
             continue;
         }
-        match parse_file_name(&name) {
-            Some((id, FileKind::Segment)) => {
+        match kind {
+            ShardFileName::Segment(id) => {
                 if !readable {
                     return Err(RecoveryError::NotRegularFile {
                         path: dir.join(&*name),
@@ -151,14 +129,14 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                 }
                 logs.insert(id);
             }
-            Some((id, FileKind::Index)) => {
+            ShardFileName::Index(id) => {
                 // Reported by the index check, which finds it unusable.
                 if !readable {
                     listing.unwritable_indexes.insert(id);
                 }
                 indexes.insert(id);
             }
-            None if name == CLEAN_SHUTDOWN_FILE_NAME => {
+            ShardFileName::CleanShutdown => {
                 // Only a regular file is ours: anything else is not read,
                 // not trusted and not removed.
                 if regular {
@@ -167,7 +145,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                     listing.not_files.push((name.into_owned(), file_type));
                 }
             }
-            None if name == KEY_FILE_NAME => {
+            ShardFileName::Key => {
                 // Read by the inspection only when it is a regular file.
                 if regular {
                     listing.key_file = true;
@@ -175,11 +153,20 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                     listing.not_files.push((name.into_owned(), file_type));
                 }
             }
-            None if name == EPOCHS_FILE_NAME && !readable || name == "lock" && !regular => {
+            ShardFileName::Epochs if !readable => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
-            None if KNOWN_NON_SEGMENT_FILES.contains(&&*name) => {}
-            None => listing.strays.push(name.into_owned()),
+            ShardFileName::Lock if !regular => {
+                listing.not_files.push((name.into_owned(), file_type));
+            }
+            // Files other layers own, as they should be.
+            ShardFileName::Epochs | ShardFileName::Lock => {}
+            // Classified as temporaries above.
+            ShardFileName::SegmentTemp(_)
+            | ShardFileName::EpochsTemp
+            | ShardFileName::CleanShutdownTemp
+            | ShardFileName::KeyTemp => {}
+            ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }
     listing.strays.sort();

@@ -4,41 +4,30 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use felix_io::{FileSystem, OpenMode};
+use felix_format::SegmentExtent;
+use felix_io::{FileSystem, IoError, OpenMode};
 use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
-use crate::error::RecoveryError;
+use crate::classify::{RepairClass, RepairPolicy};
+use crate::error::{RecoveryError, unexpected_segment_error};
 use crate::inspect::{InspectOptions, Inspection, inspect_with};
+use crate::lock::ShardLock;
 use crate::repair::repair;
-use crate::report::{Action, TemporaryKind};
+use crate::report::{Action, Finding, FindingContext, TemporaryKind};
 
 /// What to do on open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenOptions {
     /// How to inspect.
     pub inspect: InspectOptions,
-    /// Also repair damage that may be rot of an acknowledged record
-    /// (checksum failures, out-of-order offsets, impossible lengths)
-    /// confined to the newest segment's tail.
-    pub repair_checksum_tail: bool,
+    /// Which damage may be repaired. Default [`RepairPolicy::Default`]:
+    /// only what is provably an unfinished write.
+    pub repair_policy: RepairPolicy,
     /// Trust a clean-shutdown file that lists exactly the directory's
     /// segments for the sealed ones, opening none of them (see
-    /// [`write_clean_shutdown_in`](crate::write_clean_shutdown_in)). Ignored
-    /// with `inspect.full_verify`.
+    /// [`write_clean_shutdown`](crate::write_clean_shutdown)). Ignored
+    /// with `inspect.full_verify`. Default `false`.
     pub use_clean_shutdown: bool,
-}
-
-/// A sealed segment as recovery left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SealedInfo {
-    /// Segment id.
-    pub id: u64,
-    /// First offset.
-    pub base_offset: u64,
-    /// One past the last offset.
-    pub next_offset: u64,
-    /// Length in bytes.
-    pub len: u64,
 }
 
 /// The newest segment, ready for a writer to continue.
@@ -57,8 +46,8 @@ pub struct NewestSegment {
 /// A shard directory after recovery.
 #[derive(Debug)]
 pub struct RecoveredShard {
-    /// Sealed segments in offset order.
-    pub sealed: Vec<SealedInfo>,
+    /// Sealed segments in offset order, as recovery left them.
+    pub sealed: Vec<SegmentExtent>,
     /// The newest segment, or `None` for a directory without segments.
     pub newest: Option<NewestSegment>,
     /// What was found.
@@ -67,8 +56,9 @@ pub struct RecoveredShard {
     pub actions: Vec<Action>,
 }
 
-/// Opens the shard directory `dir` for writing after a crash or a clean
-/// shutdown alike.
+/// Opens the shard directory `dir` on the file system `fs` for writing
+/// after a crash or a clean shutdown alike. `lock` is the directory's lock,
+/// which the caller holds for as long as it writes the shard.
 ///
 /// Inspects the directory, fails with [`RecoveryError::Unrepairable`]
 /// (having modified nothing) when damage is outside what `options` allow,
@@ -78,23 +68,15 @@ pub struct RecoveredShard {
 /// never a directory), and returns the segments. (`epochs.tmp` is removed by
 /// felix-epochs when the history is loaded.)
 pub fn open_shard(
-    dir: &Path,
-    shard: &str,
-    options: &OpenOptions,
-) -> Result<RecoveredShard, RecoveryError> {
-    open_shard_in(&FileSystem::os(), dir, shard, options)
-}
-
-/// [`open_shard`] on the file system `fs`.
-pub fn open_shard_in(
     fs: &FileSystem,
     dir: &Path,
     shard: &str,
     options: &OpenOptions,
+    lock: &ShardLock,
 ) -> Result<RecoveredShard, RecoveryError> {
     let mut inspection =
         inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
-    let repaired = repair(&inspection, options.repair_checksum_tail)?;
+    let repaired = repair(&inspection, options.repair_policy, lock)?;
     let actions = repaired.actions;
     inspection.notes.extend(repaired.notes);
     // The shard is about to be written: a clean-shutdown record would no
@@ -107,35 +89,53 @@ pub fn open_shard_in(
     let mut sealed = Vec::with_capacity(live.len());
     let mut newest = None;
     for (i, summary) in live.iter().enumerate() {
-        let truncated_to = actions.iter().find_map(|a| match a {
+        // A truncation cuts a segment to where its intact records end,
+        // which is the summary's length already.
+        debug_assert!(actions.iter().all(|a| match a {
             Action::Truncate {
                 segment, to_len, ..
-            } if *segment == summary.id => Some(*to_len),
-            _ => None,
-        });
-        let len = truncated_to.unwrap_or(summary.valid_len);
+            } => *segment != summary.id || *to_len == summary.valid_len,
+            _ => true,
+        }));
         if i + 1 < live.len() {
             // Every field is known: an unknown one is a Never finding that
             // `repair` refused above.
-            let (Some(base_offset), Some(next_offset)) = (summary.base_offset, summary.next_offset)
-            else {
-                continue;
-            };
-            sealed.push(SealedInfo {
-                id: summary.id,
-                base_offset,
-                next_offset,
-                len,
-            });
+            if let Some(extent) = summary.extent() {
+                sealed.push(extent);
+            }
             continue;
         }
-        let (file, _) = SegmentFile::open_in(
+        let file = match SegmentFile::open(
             &inspection.fs,
             dir,
             summary.id,
             Arc::clone(&inspection.shard),
             OpenMode::ReadWrite,
-        )?;
+        ) {
+            Ok((file, _)) => file,
+            Err(SegmentError::Io(err)) => return Err(err.into()),
+            // The header verified when inspected, and the lock keeps
+            // writers out: only something outside felix changed it since.
+            // It is header damage all the same, never repaired.
+            Err(SegmentError::Corrupt { site, kind }) => {
+                return Err(RecoveryError::Unrepairable {
+                    dir: dir.to_path_buf(),
+                    blocking: vec![Finding {
+                        kind,
+                        site,
+                        repair: RepairClass::Never,
+                        context: FindingContext::SegmentHeader,
+                    }],
+                    policy: options.repair_policy,
+                });
+            }
+            Err(other) => {
+                return Err(unexpected_segment_error(
+                    &other,
+                    &segment_path(dir, summary.id),
+                ));
+            }
+        };
         // `inspect` scanned the segment a writer continues in full and kept
         // its rebuilt index. An index is only an accelerator, so were it
         // missing, an empty one (reads start at the first record) is correct.
@@ -146,7 +146,7 @@ pub fn open_shard_in(
             .unwrap_or_else(|| SparseIndex::empty(file.base_offset()));
         newest = Some(NewestSegment {
             next_offset: summary.next_offset.unwrap_or(file.base_offset()),
-            len,
+            len: summary.valid_len,
             index,
             file: Arc::new(file),
         });
@@ -173,8 +173,13 @@ fn remove_temporaries(inspection: &Inspection) -> Result<(), RecoveryError> {
                 tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the temporary of an interrupted write");
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(SegmentError::io("remove", path, e).into()),
+            Err(e) => return Err(IoError::new("remove", path, e).into()),
         }
     }
     Ok(())
+}
+
+/// The path of segment `id`'s file in `dir`.
+fn segment_path(dir: &Path, id: u64) -> std::path::PathBuf {
+    dir.join(felix_format::file_name(id, felix_format::FileKind::Segment).as_str())
 }

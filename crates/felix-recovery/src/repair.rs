@@ -1,12 +1,15 @@
 //! Carrying out an inspection's plan: the only code in this crate that
 //! writes to a shard directory, and only when the caller chose to repair.
 
-use felix_io::OpenMode;
+use felix_format::{FileKind, file_name};
+use felix_io::{IoError, OpenMode};
 use felix_segment::SegmentError;
 use felix_segment::fs::{open, sync_data, sync_dir};
 
+use crate::classify::RepairPolicy;
 use crate::error::RecoveryError;
 use crate::inspect::Inspection;
+use crate::lock::ShardLock;
 use crate::report::{Action, Note};
 
 /// What [`repair`] did.
@@ -19,9 +22,12 @@ pub struct Repaired {
     pub notes: Vec<Note>,
 }
 
-/// Carries out `inspection.plan`, if every finding is repairable under the
-/// policy; otherwise fails with [`RecoveryError::Unrepairable`] having
+/// Carries out `inspection.plan`, if every finding is repairable under
+/// `policy`; otherwise fails with [`RecoveryError::Unrepairable`] having
 /// modified nothing.
+///
+/// `lock` is the shard directory's lock: a repair must not race a writer,
+/// so it cannot be made without holding it.
 ///
 /// Truncations are synced (`fdatasync`) before the directory is, and the
 /// directory is synced after removals, so a crash during repair leaves a
@@ -34,14 +40,20 @@ pub struct Repaired {
 /// the notes instead.
 pub fn repair(
     inspection: &Inspection,
-    repair_checksum_tail: bool,
+    policy: RepairPolicy,
+    lock: &ShardLock,
 ) -> Result<Repaired, RecoveryError> {
-    let blocking = inspection.blocking(repair_checksum_tail);
+    debug_assert_eq!(
+        lock.dir(),
+        inspection.dir,
+        "the lock held is the inspected directory's"
+    );
+    let blocking = inspection.blocking(policy);
     if !blocking.is_empty() {
         return Err(RecoveryError::Unrepairable {
             dir: inspection.dir.clone(),
             blocking: blocking.into_iter().cloned().collect(),
-            repair_checksum_tail,
+            policy,
         });
     }
     let fs = &inspection.fs;
@@ -61,18 +73,20 @@ pub fn repair(
                 // change cannot reach the disk ahead of the bytes it keeps.
                 sync_data(&*file, path)?;
                 file.set_len(*to_len)
-                    .map_err(|e| SegmentError::io("truncate", path, e))?;
+                    .map_err(|e| IoError::new("truncate", path, e))?;
                 sync_data(&*file, path)?;
                 tracing::warn!(shard = %inspection.shard, segment, from_len, to_len, "truncated damaged tail");
             }
             Action::RemoveSegment { path, segment, .. } => {
                 fs.remove_file(path)
-                    .map_err(|e| SegmentError::io("remove", path, e))?;
-                let index = path.with_extension("index");
+                    .map_err(|e| IoError::new("remove", path, e))?;
+                let index = inspection
+                    .dir
+                    .join(file_name(*segment, FileKind::Index).as_str());
                 match fs.remove_file(&index) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(SegmentError::io("remove", &index, e).into()),
+                    Err(e) => return Err(IoError::new("remove", &index, e).into()),
                 }
                 touched_dir = true;
                 tracing::warn!(shard = %inspection.shard, segment, "removed abandoned segment");
@@ -85,7 +99,7 @@ pub fn repair(
                 let Some(index) = inspection.rebuilt.get(segment) else {
                     continue;
                 };
-                if let Err(error) = index.write_file_in(fs, path) {
+                if let Err(error) = index.write_file(fs, path) {
                     tracing::warn!(shard = %inspection.shard, segment, %error, "rebuilt index not written; it is rebuilt again when needed");
                     repaired.notes.push(index_not_written(*segment, &error));
                     continue;
@@ -105,7 +119,7 @@ pub fn repair(
 /// The note for an index of `segment` that `error` kept from being written.
 pub(crate) fn index_not_written(segment: u64, error: &SegmentError) -> Note {
     let not_regular = match error {
-        SegmentError::Io { source, .. } => felix_io::not_regular_file(source),
+        SegmentError::Io(err) => err.not_regular_file(),
         _ => None,
     };
     Note::IndexNotWritten {

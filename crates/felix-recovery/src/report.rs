@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use felix_io::{FileType, NotRegularFile};
 
-use felix_format::{CorruptionKind, CorruptionSite};
-use felix_segment::{IndexLoadError, SegmentError};
+use felix_format::{CorruptionKind, CorruptionSite, ShardFileName};
+use felix_segment::IndexLoadError;
 
 use crate::classify::{DamageLocation, RepairClass};
 use crate::key_file::KeyFileProblem;
@@ -116,7 +116,7 @@ impl Finding {
                         format!("an unfinished write; {tail_bytes} bytes truncated on open")
                     }
                     RepairClass::OptIn => format!(
-                        "may be rot of an acknowledged record; truncating {tail_bytes} bytes needs --repair-checksum-tail"
+                        "may be rot of an acknowledged record; truncating {tail_bytes} bytes needs the checksum-tail repair policy"
                     ),
                     RepairClass::Never => {
                         "not repairable: restore this segment from a replica or backup".to_owned()
@@ -361,14 +361,12 @@ impl IndexProblem {
         match err {
             IndexLoadError::Missing { .. } => Self::Missing,
             IndexLoadError::Invalid { kind, .. } => Self::Invalid(*kind),
-            IndexLoadError::Io(SegmentError::Io { source, .. })
-                if let Some(what) = felix_io::not_regular_file(source) =>
-            {
+            IndexLoadError::Io(err) if let Some(what) = err.not_regular_file() => {
                 Self::NotAFile(what)
             }
-            IndexLoadError::Io(SegmentError::Io { op, source, .. }) => Self::Unreadable {
-                op,
-                kind: source.kind(),
+            IndexLoadError::Io(err) => Self::Unreadable {
+                op: err.op(),
+                kind: err.kind(),
             },
             // Loading does nothing else that can fail; anything new is at
             // least a failure to read the file, never proof it is missing.
@@ -450,13 +448,15 @@ impl fmt::Display for Note {
                     f,
                     "{name:?} is {file_type}, not a regular file: never {never}, left alone"
                 )?;
-                match name.as_str() {
-                    "lock" => f.write_str("; the shard directory's own lock keeps one writer"),
-                    "epochs" => f.write_str("; the generation history reads as empty"),
-                    crate::clean::CLEAN_SHUTDOWN_FILE_NAME => f.write_str(
+                match ShardFileName::parse(name) {
+                    ShardFileName::Lock => {
+                        f.write_str("; the shard directory's own lock keeps one writer")
+                    }
+                    ShardFileName::Epochs => f.write_str("; the generation history reads as empty"),
+                    ShardFileName::CleanShutdown => f.write_str(
                         "; not used, and a clean close writes no clean-shutdown file while it is there",
                     ),
-                    felix_format::KEY_FILE_NAME => {
+                    ShardFileName::Key => {
                         f.write_str("; the shard is known by its directory name only")
                     }
                     _ => Ok(()),

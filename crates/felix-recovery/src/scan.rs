@@ -11,7 +11,8 @@ use felix_format::{
     CorruptionKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_record, decode_record,
     decode_record_header,
 };
-use felix_segment::{IndexBuilder, SegmentError, SegmentFile};
+use felix_io::IoError;
+use felix_segment::{IndexBuilder, SegmentFile};
 
 use crate::chunked::ChunkedReader;
 
@@ -81,7 +82,7 @@ pub fn scan_segment(
     start: ScanStart,
     depth: ScanDepth,
     index_spacing_bytes: u64,
-) -> Result<SegmentScan, SegmentError> {
+) -> Result<SegmentScan, IoError> {
     let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
     let mut index = IndexBuilder::new(index_spacing_bytes);
     let mut position = start.position;
@@ -150,11 +151,7 @@ pub fn scan_segment(
 /// end are searched: its own payload may legitimately contain bytes that
 /// look like a record. When the header did not verify, its length means
 /// nothing and the search starts at the next byte.
-pub fn search_start(
-    damage: &Damage,
-    file: &SegmentFile,
-    file_len: u64,
-) -> Result<u64, SegmentError> {
+pub fn search_start(damage: &Damage, file: &SegmentFile, file_len: u64) -> Result<u64, IoError> {
     let trusted_len = match damage.kind {
         CorruptionKind::Truncated { needed, .. } => Some(needed),
         CorruptionKind::RecordChecksum { .. } | CorruptionKind::OffsetOutOfOrder { .. } => {
@@ -179,7 +176,7 @@ pub fn find_intact_record(
     segment: &SegmentFile,
     file_len: u64,
     from: u64,
-) -> Result<Option<u64>, SegmentError> {
+) -> Result<Option<u64>, IoError> {
     let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
     let mut position = from;
     while position + RECORD_HEADER_LEN as u64 <= file_len {
@@ -216,7 +213,7 @@ pub fn find_intact_record(
 
 /// True when every byte from `from` to the end of the file is zero: the
 /// shape of preallocated or extended space that was never written.
-pub fn tail_is_zero(segment: &SegmentFile, file_len: u64, from: u64) -> Result<bool, SegmentError> {
+pub fn tail_is_zero(segment: &SegmentFile, file_len: u64, from: u64) -> Result<bool, IoError> {
     range_is_zero(segment, file_len, from, file_len)
 }
 
@@ -227,7 +224,7 @@ pub fn range_is_zero(
     file_len: u64,
     from: u64,
     to: u64,
-) -> Result<bool, SegmentError> {
+) -> Result<bool, IoError> {
     let to = to.min(file_len);
     if from >= to {
         return Ok(false);

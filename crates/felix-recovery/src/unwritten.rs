@@ -14,7 +14,8 @@
 //! allows. This module only reads.
 
 use felix_format::{CorruptionKind, RECORD_HEADER_LEN, decode_record_header};
-use felix_segment::{SegmentError, SegmentFile};
+use felix_io::IoError;
+use felix_segment::SegmentFile;
 
 use crate::chunked::ChunkedReader;
 use crate::classify::DamageLocation;
@@ -57,7 +58,7 @@ pub(crate) fn locate_newest(
     segment: &SegmentFile,
     file_len: u64,
     damage: &Damage,
-) -> Result<Located, SegmentError> {
+) -> Result<Located, IoError> {
     let from = search_start(damage, segment, file_len)?;
     let intact_at = find_intact_record(segment, file_len, from)?;
     if matches!(damage.kind, CorruptionKind::Truncated { .. }) {
@@ -125,7 +126,7 @@ fn unwritten_blocks(
     segment: &SegmentFile,
     file_len: u64,
     damage: &Damage,
-) -> Result<Option<UnwrittenBlocks>, SegmentError> {
+) -> Result<Option<UnwrittenBlocks>, IoError> {
     let at = damage.position;
     let header_end = at.saturating_add(RECORD_HEADER_LEN as u64);
     let mut reader = ChunkedReader::new(segment.file(), segment.path(), file_len);
@@ -193,7 +194,7 @@ fn block_end_after(position: u64, file_len: u64) -> u64 {
 }
 
 /// Whether every byte in `[from, to)` is zero (an empty range is not).
-fn is_zero(reader: &mut ChunkedReader<'_>, from: u64, to: u64) -> Result<bool, SegmentError> {
+fn is_zero(reader: &mut ChunkedReader<'_>, from: u64, to: u64) -> Result<bool, IoError> {
     if from >= to {
         return Ok(false);
     }
@@ -203,7 +204,7 @@ fn is_zero(reader: &mut ChunkedReader<'_>, from: u64, to: u64) -> Result<bool, S
 /// Where the run of zeros that ends at `to` begins, looking no further back
 /// than `from`: `to` when the byte before it is not zero, `from` when the
 /// whole range is zero.
-fn zero_run_start(reader: &mut ChunkedReader<'_>, from: u64, to: u64) -> Result<u64, SegmentError> {
+fn zero_run_start(reader: &mut ChunkedReader<'_>, from: u64, to: u64) -> Result<u64, IoError> {
     let mut start = from;
     let mut position = from;
     while position < to {
@@ -228,7 +229,7 @@ fn count_zero_blocks(
     reader: &mut ChunkedReader<'_>,
     from: u64,
     file_len: u64,
-) -> Result<u64, SegmentError> {
+) -> Result<u64, IoError> {
     let mut blocks = 0;
     let mut start = from;
     while start < file_len {

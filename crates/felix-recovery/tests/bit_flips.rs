@@ -253,7 +253,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                         dir.path(),
                         &OpenOptions {
                             inspect: full(),
-                            repair_checksum_tail: false,
+                            repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
                         }
                     ),
@@ -280,13 +280,15 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                     let r = record.unwrap();
                     let before = snapshot(dir.path());
                     let opened = open_shard(
+                        &felix_io::FileSystem::os(),
                         dir.path(),
                         LABEL,
                         &OpenOptions {
                             inspect: quick(),
-                            repair_checksum_tail: false,
+                            repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
                         },
+                        &common::lock(dir.path()),
                     )
                     .unwrap();
                     assert_eq!(
@@ -326,12 +328,19 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                 // segment's last record, and loses only that record.
                 let opt_in = OpenOptions {
                     inspect: full(),
-                    repair_checksum_tail: true,
+                    repair_policy: felix_recovery::RepairPolicy::ChecksumTail,
                     use_clean_shutdown: false,
                 };
                 if expected.repair == RepairClass::OptIn {
                     let r = record.unwrap();
-                    let opened = open_shard(dir.path(), LABEL, &opt_in).unwrap();
+                    let opened = open_shard(
+                        &felix_io::FileSystem::os(),
+                        dir.path(),
+                        LABEL,
+                        &opt_in,
+                        &common::lock(dir.path()),
+                    )
+                    .unwrap();
                     let newest = opened.newest.as_ref().unwrap();
                     assert_eq!(
                         (newest.file.id(), newest.next_offset, newest.len),
@@ -473,13 +482,15 @@ fn open_shard_index_bit_flip_is_rebuilt_and_invisible_to_readers() {
                 let dir = shard.with(&index_name(segment), &flipped);
 
                 let opened = open_shard(
+                    &felix_io::FileSystem::os(),
                     dir.path(),
                     LABEL,
                     &OpenOptions {
                         inspect: full(),
-                        repair_checksum_tail: false,
+                        repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
                     },
+                    &common::lock(dir.path()),
                 )
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(
@@ -561,13 +572,15 @@ fn open_shard_default_options_index_bit_flip_never_reads_wrong_data() {
                 let problem = expected_index_problem(&shard, segment, byte, &flipped);
                 let dir = shard.with(&index_name(segment), &flipped);
                 let opened = open_shard(
+                    &felix_io::FileSystem::os(),
                     dir.path(),
                     LABEL,
                     &OpenOptions {
                         inspect: quick(),
-                        repair_checksum_tail: false,
+                        repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
                     },
+                    &common::lock(dir.path()),
                 )
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert_eq!(opened.inspection.findings, [], "{what}");

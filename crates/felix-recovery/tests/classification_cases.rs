@@ -20,11 +20,11 @@ use common::{
 };
 use felix_format::{
     CorruptionKind, CorruptionSite, IndexEntry, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN,
-    SEGMENT_HEADER_LEN, SegmentHeader, decode_record, encode_record_header,
+    SEGMENT_HEADER_LEN, SegmentExtent, SegmentHeader, decode_record, encode_record_header,
 };
 use felix_recovery::{
     Action, DamageLocation, Finding, FindingContext, InspectOptions, Note, OpenOptions,
-    RepairClass, SealedInfo, open_shard,
+    RepairClass, RepairPolicy, open_shard,
 };
 use felix_segment::{Record, SegmentConfig, SegmentError, SegmentFile, SegmentWriter, SparseIndex};
 
@@ -49,8 +49,8 @@ fn shard() -> (tempfile::TempDir, Vec<Vec<RecordAt>>) {
     (dir, shard_layout(0, SEGMENTS))
 }
 
-fn sealed_info(layout: &[Vec<RecordAt>]) -> SealedInfo {
-    SealedInfo {
+fn sealed_info(layout: &[Vec<RecordAt>]) -> SegmentExtent {
+    SegmentExtent {
         id: SEALED,
         base_offset: 0,
         next_offset: 3,
@@ -127,10 +127,10 @@ fn apply(damage: Damage, dir: &Path, r: &RecordAt) -> CorruptionKind {
 }
 
 /// Whether a policy may repair a finding of this class.
-fn allowed(class: RepairClass, repair_checksum_tail: bool) -> bool {
+fn allowed(class: RepairClass, policy: RepairPolicy) -> bool {
     match class {
         RepairClass::Default => true,
-        RepairClass::OptIn => repair_checksum_tail,
+        RepairClass::OptIn => policy == RepairPolicy::ChecksumTail,
         RepairClass::Never => false,
     }
 }
@@ -146,7 +146,14 @@ fn assert_opens_truncating(
 ) {
     let copy = copy_of(dir);
     let before = snapshot(copy.path());
-    let opened = open_shard(copy.path(), LABEL, options).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        copy.path(),
+        LABEL,
+        options,
+        &common::lock(copy.path()),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     let from_len = before[&seg_name(NEWEST)].len() as u64;
     assert_eq!(
         opened.actions,
@@ -205,13 +212,15 @@ fn check_record_case(
             // It opens, changes nothing, and the rot is caught on read.
             let copy = copy_of(dir);
             let opened = open_shard(
+                &felix_io::FileSystem::os(),
                 copy.path(),
                 LABEL,
                 &OpenOptions {
                     inspect: options,
-                    repair_checksum_tail: false,
+                    repair_policy: felix_recovery::RepairPolicy::Default,
                     use_clean_shutdown: false,
                 },
+                &common::lock(copy.path()),
             )
             .unwrap();
             assert_eq!(opened.actions, [], "{what}");
@@ -232,14 +241,14 @@ fn check_record_case(
             std::slice::from_ref(expected),
             "{what}"
         );
-        for repair_checksum_tail in [false, true] {
-            let what = format!("{what}, repair_checksum_tail {repair_checksum_tail}");
+        for policy in [RepairPolicy::Default, RepairPolicy::ChecksumTail] {
+            let what = format!("{what}, {policy:?}");
             let open = OpenOptions {
                 inspect: options,
-                repair_checksum_tail,
+                repair_policy: policy,
                 use_clean_shutdown: false,
             };
-            if allowed(expected.repair, repair_checksum_tail) {
+            if allowed(expected.repair, policy) {
                 assert_opens_truncating(dir, &open, r, layout, &what);
             } else {
                 assert_eq!(
@@ -342,7 +351,14 @@ fn open_record_damage_in_sealed_segment_is_never_repaired() {
 fn open_newest_torn_record_embedding_an_intact_record_is_confined_and_repaired_by_default() {
     let dir = tempfile::tempdir().unwrap();
     build_shard(dir.path(), 0, &[3, 0], SPACING);
-    let (file, len) = SegmentFile::open(dir.path(), NEWEST, LABEL.into()).unwrap();
+    let (file, len) = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        NEWEST,
+        LABEL.into(),
+        felix_io::OpenMode::ReadWrite,
+    )
+    .unwrap();
     let config = SegmentConfig {
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
@@ -390,7 +406,14 @@ fn open_newest_torn_record_embedding_an_intact_record_is_confined_and_repaired_b
     };
     let inspection = inspect_unchanged(dir.path(), &inspect_options(true));
     assert_eq!(inspection.findings, [expected]);
-    let opened = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(
         opened.actions,
         [Action::Truncate {
@@ -491,8 +514,14 @@ fn open_abandoned_newest_segment_with_older_segment_is_removed_by_default() {
         assert_eq!(inspection.next_offset(), Some(6), "{what}");
 
         let before = snapshot(dir.path());
-        let opened = open_shard(dir.path(), LABEL, &OpenOptions::default())
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let opened = open_shard(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            LABEL,
+            &OpenOptions::default(),
+            &common::lock(dir.path()),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(opened.actions, [remove], "{what}");
         let mut expected_files = before;
         expected_files.remove(&seg_name(2));
@@ -571,8 +600,15 @@ fn open_abandoned_only_segment_is_refused() {
     for len in 0..SEGMENT_HEADER_LEN as u64 {
         let dir = tempfile::tempdir().unwrap();
         drop(
-            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), LABEL.into())
-                .unwrap(),
+            SegmentWriter::create(
+                &felix_io::FileSystem::os(),
+                dir.path(),
+                0,
+                0,
+                SegmentConfig::default(),
+                LABEL.into(),
+            )
+            .unwrap(),
         );
         set_len(&seg_path(dir.path(), 0), len);
         let expected = Finding {
@@ -593,10 +629,10 @@ fn open_abandoned_only_segment_is_refused() {
             "{len} bytes"
         );
         assert_eq!(inspection.plan, [], "{len} bytes");
-        for repair_checksum_tail in [false, true] {
+        for policy in [RepairPolicy::Default, RepairPolicy::ChecksumTail] {
             let options = OpenOptions {
                 inspect: inspect_options(false),
-                repair_checksum_tail,
+                repair_policy: policy,
                 use_clean_shutdown: false,
             };
             assert_eq!(
@@ -691,10 +727,10 @@ fn open_segment_header_damage_is_never_repaired() {
                     std::slice::from_ref(&expected),
                     "{what}"
                 );
-                for repair_checksum_tail in [false, true] {
+                for policy in [RepairPolicy::Default, RepairPolicy::ChecksumTail] {
                     let options = OpenOptions {
                         inspect: inspect_options(full_verify),
-                        repair_checksum_tail,
+                        repair_policy: policy,
                         use_clean_shutdown: false,
                     };
                     assert_eq!(
@@ -730,10 +766,10 @@ fn open_gap_between_segments_is_offset_out_of_order_never() {
         let inspection = inspect_unchanged(dir.path(), &inspect_options(full_verify));
         assert_eq!(inspection.findings, std::slice::from_ref(&expected));
         assert_eq!(inspection.notes, []);
-        for repair_checksum_tail in [false, true] {
+        for policy in [RepairPolicy::Default, RepairPolicy::ChecksumTail] {
             let options = OpenOptions {
                 inspect: inspect_options(full_verify),
-                repair_checksum_tail,
+                repair_policy: policy,
                 use_clean_shutdown: false,
             };
             assert_eq!(
@@ -770,7 +806,14 @@ fn open_stray_files_and_orphan_indexes_are_noted_and_left_alone() {
     assert_eq!(inspection.plan, []);
 
     let before = snapshot(dir.path());
-    let opened = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(opened.inspection.notes, expected_notes);
     assert_eq!(opened.actions, []);
     assert_eq!(
@@ -854,10 +897,17 @@ fn inspect_segment_before_abandoned_one_is_scanned_in_full_as_newest() {
     assert_eq!(open_refused(dir.path(), &OpenOptions::default()).len(), 1);
 
     let options = OpenOptions {
-        repair_checksum_tail: true,
+        repair_policy: felix_recovery::RepairPolicy::ChecksumTail,
         ..OpenOptions::default()
     };
-    let shard = open_shard(dir.path(), LABEL, &options).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options,
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     let newest = shard.newest.unwrap();
     assert_eq!(
         (newest.file.id(), newest.next_offset, newest.len),
@@ -905,7 +955,14 @@ fn open_newest_zero_hole_before_an_intact_record_truncates_at_the_hole() {
             unwritten: None,
         }
     );
-    let opened = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     let newest = opened.newest.as_ref().unwrap();
     assert_eq!(
         (newest.next_offset, newest.len),

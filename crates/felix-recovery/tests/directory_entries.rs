@@ -43,20 +43,22 @@ fn options() -> InspectOptions {
 
 fn inspect_in_time(dir: &Path) -> Result<Inspection, RecoveryError> {
     let dir = dir.to_path_buf();
-    within(move || inspect(&dir, LABEL, &options()))
+    within(move || inspect(&felix_io::FileSystem::os(), &dir, LABEL, &options()))
 }
 
 fn open_in_time(dir: &Path) -> Result<RecoveredShard, RecoveryError> {
     let dir = dir.to_path_buf();
     within(move || {
         open_shard(
+            &felix_io::FileSystem::os(),
             &dir,
             LABEL,
             &OpenOptions {
                 inspect: options(),
-                repair_checksum_tail: false,
+                repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: true,
             },
+            &common::lock(&dir),
         )
     })
 }

@@ -13,7 +13,9 @@ use common::{
     LABEL, flip_bit, inspect_unchanged, open_refused, seg_path, segment_layout, set_len, write_at,
     write_segment,
 };
-use felix_recovery::{Finding, InspectOptions, OpenOptions, RecoveryError, open_shard};
+use felix_recovery::{
+    Finding, InspectOptions, OpenOptions, RecoveryError, RepairPolicy, open_shard,
+};
 
 fn options() -> InspectOptions {
     InspectOptions {
@@ -147,15 +149,23 @@ fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
     flip_bit(&seg_path(dir.path(), 1), last.end() - 1, 0);
 
     let mut text = String::new();
-    for repair_checksum_tail in [false, true] {
+    for policy in [RepairPolicy::Default, RepairPolicy::ChecksumTail] {
+        let repair_checksum_tail = policy == RepairPolicy::ChecksumTail;
         let options = OpenOptions {
             inspect: options(),
-            repair_checksum_tail,
+            repair_policy: policy,
             use_clean_shutdown: false,
         };
         let blocking = open_refused(dir.path(), &options);
         assert_eq!(blocking.len(), if repair_checksum_tail { 1 } else { 2 });
-        let err = open_shard(dir.path(), LABEL, &options).unwrap_err();
+        let err = open_shard(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            LABEL,
+            &options,
+            &common::lock(dir.path()),
+        )
+        .unwrap_err();
         assert!(matches!(err, RecoveryError::Unrepairable { .. }));
         let shown = err
             .to_string()
@@ -174,12 +184,12 @@ fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
 fn index_note_display_text_for_every_problem() {
     use felix_format::CorruptionKind;
     use felix_recovery::{IndexProblem, Note};
-    use felix_segment::{IndexLoadError, SegmentError};
+    use felix_segment::IndexLoadError;
 
     let path = Path::new("shard/00000000000000000003.index");
     // What the OS returns for an index its permissions deny (EACCES):
     // tests run as root, which no mode stops, so the error is built here.
-    let denied = IndexLoadError::Io(SegmentError::io(
+    let denied = IndexLoadError::Io(felix_io::IoError::new(
         "open",
         path,
         std::io::Error::from_raw_os_error(13),

@@ -11,7 +11,7 @@ use common::{LABEL, inspect_unchanged, interop_payload, open_refused, snapshot, 
 use felix_format::{CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES};
 use felix_recovery::{
     Action, DamageLocation, Finding, FindingContext, IndexProblem, InspectOptions, Note,
-    OpenOptions, RecoveredShard, RepairClass, open_shard,
+    OpenOptions, RecoveredShard, RepairClass, RepairPolicy, open_shard,
 };
 
 const LOG: &str = "00000000000000000000.log";
@@ -51,7 +51,11 @@ fn options(full_verify: bool, repair_checksum_tail: bool) -> OpenOptions {
             full_verify,
             ..InspectOptions::default()
         },
-        repair_checksum_tail,
+        repair_policy: if repair_checksum_tail {
+            RepairPolicy::ChecksumTail
+        } else {
+            RepairPolicy::Default
+        },
         use_clean_shutdown: false,
     }
 }
@@ -207,8 +211,14 @@ fn open_damaged_segment_fixtures_repair_only_as_the_readme_says() {
             // Truncated to byte 316: offsets 0..=3 survive, next offset 4,
             // and the index loses its entry (4, 316).
             let from_len = std::fs::metadata(dir.path().join(LOG)).unwrap().len();
-            let opened =
-                open_shard(dir.path(), LABEL, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let opened = open_shard(
+                &felix_io::FileSystem::os(),
+                dir.path(),
+                LABEL,
+                &options,
+                &common::lock(dir.path()),
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(
                 opened.actions,
                 [
@@ -266,7 +276,14 @@ fn open_damaged_index_fixtures_rebuild_the_index_as_small_shards() {
             );
         }
         // Rebuilt with small-shard's spacing, the index is small-shard's own.
-        let opened = open_shard(dir.path(), LABEL, &options(false, false)).unwrap();
+        let opened = open_shard(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            LABEL,
+            &options(false, false),
+            &common::lock(dir.path()),
+        )
+        .unwrap();
         assert_eq!(
             opened.actions,
             [Action::RebuildIndex {
@@ -287,7 +304,14 @@ fn open_damaged_index_fixtures_rebuild_the_index_as_small_shards() {
 fn open_tolerated_fixtures_report_no_damage() {
     let dir = copy_fixture("tolerated/IndexTornEntry");
     let before = snapshot(dir.path());
-    let opened = open_shard(dir.path(), LABEL, &options(true, false)).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(true, false),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(
         (
             opened.inspection.findings.len(),
@@ -300,7 +324,14 @@ fn open_tolerated_fixtures_report_no_damage() {
     assert_fixture_reads_back(dir.path(), &opened, 5);
 
     let dir = copy_fixture("tolerated/IndexMissing");
-    let opened = open_shard(dir.path(), LABEL, &options(true, false)).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(true, false),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(opened.inspection.findings, []);
     assert_eq!(
         opened.inspection.notes,
@@ -315,7 +346,14 @@ fn open_tolerated_fixtures_report_no_damage() {
     let dir = copy_fixture("small-shard");
     let before = snapshot(dir.path());
     assert!(before.contains_key("epochs"));
-    let opened = open_shard(dir.path(), LABEL, &options(true, false)).unwrap();
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(true, false),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(
         (
             opened.inspection.findings.len(),

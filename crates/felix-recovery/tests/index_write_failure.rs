@@ -5,7 +5,9 @@ use std::path::Path;
 
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_recovery::{Action, Note, OpenOptions, inspect_in, open_shard_in, repair};
+use felix_recovery::{
+    Action, Note, OpenOptions, RepairPolicy, ShardLock, inspect, open_shard, repair,
+};
 use felix_segment::{Record, SegmentConfig, SegmentWriter};
 
 const DIR: &str = "/shard";
@@ -19,12 +21,10 @@ fn shard_without_indexes() -> SimFs {
         index_spacing_bytes: 1,
         preallocate_bytes: None,
     };
-    let mut first =
-        SegmentWriter::create_in(&fs, Path::new(DIR), 0, 0, config, "t".into()).unwrap();
+    let mut first = SegmentWriter::create(&fs, Path::new(DIR), 0, 0, config, "t".into()).unwrap();
     first.append(&vec![Record::new(1, "a"); 5]).unwrap();
     first.seal().unwrap();
-    let mut second =
-        SegmentWriter::create_in(&fs, Path::new(DIR), 1, 5, config, "t".into()).unwrap();
+    let mut second = SegmentWriter::create(&fs, Path::new(DIR), 1, 5, config, "t".into()).unwrap();
     second.append(&vec![Record::new(2, "b"); 5]).unwrap();
     second.sync().unwrap();
     for id in [0, 1] {
@@ -44,9 +44,10 @@ fn repair_on_a_full_disk_reports_the_index_it_could_not_write_and_does_the_rest(
         effect: FaultEffect::Errno(28),
     });
     let fs = FileSystem::new(sim.clone());
-    let inspection = inspect_in(&fs, Path::new(DIR), "t", &Default::default()).unwrap();
+    let inspection = inspect(&fs, Path::new(DIR), "t", &Default::default()).unwrap();
     assert_eq!(inspection.plan.len(), 2, "{:?}", inspection.plan);
-    let repaired = repair(&inspection, false).unwrap();
+    let lock = ShardLock::acquire(&fs, Path::new(DIR)).unwrap();
+    let repaired = repair(&inspection, RepairPolicy::Default, &lock).unwrap();
     assert_eq!(
         repaired.notes,
         [Note::IndexNotWritten {
@@ -76,13 +77,9 @@ fn open_on_a_full_disk_opens_and_keeps_the_note() {
         skip: 0,
         effect: FaultEffect::Errno(28),
     });
-    let opened = open_shard_in(
-        &FileSystem::new(sim),
-        Path::new(DIR),
-        "t",
-        &OpenOptions::default(),
-    )
-    .unwrap();
+    let fs = FileSystem::new(sim);
+    let lock = ShardLock::acquire(&fs, Path::new(DIR)).unwrap();
+    let opened = open_shard(&fs, Path::new(DIR), "t", &OpenOptions::default(), &lock).unwrap();
     assert_eq!(opened.newest.as_ref().map(|n| n.next_offset), Some(10));
     assert!(opened.inspection.notes.contains(&Note::IndexNotWritten {
         segment: 0,

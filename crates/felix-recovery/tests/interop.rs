@@ -39,8 +39,16 @@ fn check_all_payloads(dir: &Path, shard: &RecoveredShard, payload_len: usize) ->
         ));
     }
     for (id, base, next, len) in segments {
-        let (file, _) = SegmentFile::open_read_only(dir, id, "interop".into()).unwrap();
-        let index = SparseIndex::load(&file.index_path(), base, len).unwrap();
+        let (file, _) = SegmentFile::open(
+            &felix_io::FileSystem::os(),
+            dir,
+            id,
+            "interop".into(),
+            felix_io::OpenMode::Read,
+        )
+        .unwrap();
+        let index =
+            SparseIndex::load(&felix_io::FileSystem::os(), &file.index_path(), base, len).unwrap();
         let limit = ReadLimit {
             end_position: len,
             next_offset: next,
@@ -70,6 +78,7 @@ fn open_interop_clean_4seg_reports_no_damage() {
     let dir = interop_copy("clean-4seg");
     for full_verify in [false, true] {
         let inspection = inspect(
+            &felix_io::FileSystem::os(),
             dir.path(),
             "clean-4seg",
             &InspectOptions {
@@ -91,7 +100,14 @@ fn open_interop_clean_4seg_reports_no_damage() {
         );
     }
     let before = snapshot(dir.path());
-    let shard = open_shard(dir.path(), "clean-4seg", &OpenOptions::default()).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "clean-4seg",
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(shard.actions, []);
     assert_eq!(
         snapshot(dir.path()),
@@ -104,7 +120,13 @@ fn open_interop_clean_4seg_reports_no_damage() {
 #[test]
 fn open_interop_torn_tail_truncates_offset_1999_by_default() {
     let dir = interop_copy("torn-tail");
-    let inspection = inspect(dir.path(), "torn-tail", &options()).unwrap();
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "torn-tail",
+        &options(),
+    )
+    .unwrap();
     assert_eq!(inspection.findings.len(), 1);
     let finding = &inspection.findings[0];
     let newest_len = std::fs::metadata(dir.path().join("00000000000000000003.log"))
@@ -126,7 +148,14 @@ fn open_interop_torn_tail_truncates_offset_1999_by_default() {
     assert_eq!(inspection.next_offset(), Some(1999));
 
     let before = snapshot(dir.path());
-    let shard = open_shard(dir.path(), "torn-tail", &OpenOptions::default()).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "torn-tail",
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert!(shard.actions.contains(&Action::Truncate {
         segment: 3,
         path: dir.path().join("00000000000000000003.log"),
@@ -143,13 +172,20 @@ fn open_interop_torn_tail_truncates_offset_1999_by_default() {
     }
     assert_eq!(check_all_payloads(dir.path(), &shard, 100), 1999);
     // A second open finds nothing more to do.
-    let again = open_shard(dir.path(), "torn-tail", &OpenOptions::default()).unwrap();
+    let again = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "torn-tail",
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(again.inspection.findings, []);
 }
 
 fn check_trimmed(case: &str, ids: [u64; 3]) {
     let dir = interop_copy(case);
-    let inspection = inspect(dir.path(), case, &options()).unwrap();
+    let inspection = inspect(&felix_io::FileSystem::os(), dir.path(), case, &options()).unwrap();
     assert_eq!(inspection.findings, []);
     assert_eq!(
         inspection.segments.iter().map(|s| s.id).collect::<Vec<_>>(),
@@ -163,7 +199,14 @@ fn check_trimmed(case: &str, ids: [u64; 3]) {
         ),
         (Some(511), Some(2000), Some(1489))
     );
-    let shard = open_shard(dir.path(), case, &OpenOptions::default()).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        case,
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     assert_eq!(check_all_payloads(dir.path(), &shard, 100), 1489);
 }
 
@@ -180,7 +223,13 @@ fn open_interop_foreign_ids_takes_offsets_from_headers_not_names() {
 #[test]
 fn open_interop_garbage_index_rebuilds_both_indexes() {
     let dir = interop_copy("garbage-index");
-    let inspection = inspect(dir.path(), "garbage-index", &options()).unwrap();
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "garbage-index",
+        &options(),
+    )
+    .unwrap();
     assert_eq!(inspection.findings, []);
     assert!(inspection.notes.contains(&Note::IndexUnusable {
         segment: 1,
@@ -193,7 +242,14 @@ fn open_interop_garbage_index_rebuilds_both_indexes() {
             reason: IndexProblem::Invalid(_)
         }
     )));
-    let shard = open_shard(dir.path(), "garbage-index", &OpenOptions::default()).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "garbage-index",
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     let rebuilt: Vec<_> = shard
         .actions
         .iter()
@@ -204,7 +260,13 @@ fn open_interop_garbage_index_rebuilds_both_indexes() {
         .collect();
     assert_eq!(rebuilt, [1, 2]);
     assert_eq!(check_all_payloads(dir.path(), &shard, 100), 2000);
-    let again = inspect(dir.path(), "garbage-index", &options()).unwrap();
+    let again = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "garbage-index",
+        &options(),
+    )
+    .unwrap();
     assert_eq!(again.notes, [], "rebuilt indexes load cleanly");
 }
 
@@ -226,6 +288,7 @@ fn open_interop_killed_on_commit_keeps_every_acknowledged_offset() {
 
     let dir = interop_copy("killed-on-commit");
     let inspection = inspect(
+        &felix_io::FileSystem::os(),
         dir.path(),
         "killed-on-commit",
         &InspectOptions {
@@ -242,7 +305,14 @@ fn open_interop_killed_on_commit_keeps_every_acknowledged_offset() {
             FindingContext::Record { .. } | FindingContext::AbandonedSegment { .. }
         ));
     }
-    let shard = open_shard(dir.path(), "killed-on-commit", &OpenOptions::default()).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        "killed-on-commit",
+        &OpenOptions::default(),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
     let next = shard.newest.as_ref().unwrap().next_offset;
     assert!(
         next > last_acked,

@@ -12,8 +12,8 @@ use felix_format::key_file::{KeyFileDecodeError, encode_key_file};
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
 use felix_io::{FileSystem, FileType, NotRegularFile};
 use felix_recovery::{
-    InspectOptions, KeyFileProblem, Note, OpenOptions, RecoveryError, StoredKey, TemporaryKind,
-    inspect, open_shard, read_key_file, write_key_file,
+    InspectOptions, KeyFileProblem, Note, OpenOptions, RecoveryError, RepairPolicy, ShardLock,
+    StoredKey, TemporaryKind, inspect, open_shard, read_key_file, write_key_file,
 };
 
 fn key() -> ShardKey {
@@ -35,7 +35,7 @@ fn encoded(key: &ShardKey) -> Vec<u8> {
 }
 
 fn notes(dir: &Path) -> (Option<ShardKey>, Vec<Note>) {
-    let inspection = inspect(dir, "t", &InspectOptions::default()).unwrap();
+    let inspection = inspect(&FileSystem::os(), dir, "t", &InspectOptions::default()).unwrap();
     assert!(inspection.findings.is_empty(), "{:?}", inspection.findings);
     assert_eq!(inspection.next_offset(), Some(3));
     (inspection.key, inspection.notes)
@@ -78,7 +78,12 @@ fn inspect_damaged_key_file_is_a_note_with_its_kind() {
     );
     assert_eq!(problem.name(), "KeyFileChecksum");
     let text = notes[0].to_string();
-    assert!(text.starts_with("key file unusable: it does not decode (KeyFileChecksum: key file checksum mismatch"), "{text}");
+    assert!(
+        text.starts_with(
+            "key file unusable: it does not decode (KeyFileChecksum: key file checksum mismatch"
+        ),
+        "{text}"
+    );
 
     // Too large to be one: not read past the bound.
     std::fs::write(dir.join(KEY_FILE_NAME), vec![0u8; 20_000]).unwrap();
@@ -147,14 +152,19 @@ fn open_removes_the_key_files_temporary_and_keeps_the_key() {
             kind: TemporaryKind::KeyFile
         }]
     );
-    open_shard(&dir, "t", &OpenOptions {
+    let fs = FileSystem::os();
+    let lock = ShardLock::acquire(&fs, &dir).unwrap();
+    let options = OpenOptions {
         inspect: InspectOptions::default(),
-        repair_checksum_tail: false,
+        repair_policy: RepairPolicy::Default,
         use_clean_shutdown: true,
-    })
-    .unwrap();
+    };
+    open_shard(&fs, &dir, "t", &options, &lock).unwrap();
     assert!(!dir.join(KEY_TEMP_FILE_NAME).exists());
-    assert_eq!(read_key_file(&FileSystem::os(), &dir), StoredKey::Key(key()));
+    assert_eq!(
+        read_key_file(&FileSystem::os(), &dir),
+        StoredKey::Key(key())
+    );
 }
 
 #[test]

@@ -27,7 +27,7 @@ use common::{
 use felix_format::{CorruptionKind, CorruptionSite, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use felix_recovery::{
     BLOCK_BYTES, DamageLocation, Finding, FindingContext, InspectOptions, OpenOptions, RepairClass,
-    UnwrittenBlocks, open_shard,
+    RepairPolicy, UnwrittenBlocks, open_shard,
 };
 use felix_segment::{Record, SegmentConfig, SegmentWriter};
 
@@ -52,7 +52,15 @@ impl Written {
             index_spacing_bytes: 4096,
             preallocate_bytes: None,
         };
-        let mut writer = SegmentWriter::create(dir.path(), 0, 0, config, LABEL.into()).unwrap();
+        let mut writer = SegmentWriter::create(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            0,
+            0,
+            config,
+            LABEL.into(),
+        )
+        .unwrap();
         let mut payloads = Vec::new();
         let mut records = Vec::new();
         let mut position = SEGMENT_HEADER_LEN as u64;
@@ -156,21 +164,23 @@ fn only_finding(dir: &Path) -> Finding {
     findings.remove(0)
 }
 
-/// Opens `dir` (opting in to checksum-tail repairs when asked), expecting
+/// Opens `dir` under `policy`, expecting
 /// the newest segment cut back to the record at `keep_before` and every
 /// earlier record read back intact.
-fn assert_opens_keeping(
-    dir: &Path,
-    w: &Written,
-    keep_before: &RecordAt,
-    repair_checksum_tail: bool,
-) {
+fn assert_opens_keeping(dir: &Path, w: &Written, keep_before: &RecordAt, policy: RepairPolicy) {
     let options = OpenOptions {
         inspect: inspect_options(),
-        repair_checksum_tail,
+        repair_policy: policy,
         use_clean_shutdown: false,
     };
-    let shard = open_shard(dir, LABEL, &options).unwrap();
+    let shard = open_shard(
+        &felix_io::FileSystem::os(),
+        dir,
+        LABEL,
+        &options,
+        &common::lock(dir),
+    )
+    .unwrap();
     let newest = shard.newest.as_ref().unwrap();
     assert_eq!(
         (newest.next_offset, newest.len),
@@ -255,7 +265,7 @@ fn check_lost_pages(w: &Written, lost: &[u64]) -> String {
     assert_eq!(only_finding(dir.path()), expected, "pages {lost:?} lost");
     let keep_before = w.record_at(expected.site.position);
     assert!(keep_before.offset >= 200, "an acknowledged record would go");
-    assert_opens_keeping(dir.path(), w, &keep_before, false);
+    assert_opens_keeping(dir.path(), w, &keep_before, RepairPolicy::Default);
     format!("pages {lost:?} lost:\n  {expected}\n")
 }
 
@@ -292,7 +302,7 @@ fn open_prefix_pages_persisted_with_size_at_the_boundary_is_truncated() {
             }
         );
         assert_eq!(finding.repair, RepairClass::Default);
-        assert_opens_keeping(dir.path(), &w, &r, false);
+        assert_opens_keeping(dir.path(), &w, &r, RepairPolicy::Default);
     }
 }
 
@@ -388,7 +398,12 @@ fn inspect_zero_block_wholly_inside_one_payload_is_opt_in_unless_it_reaches_the_
         open_refused(dir.path(), &options),
         std::slice::from_ref(&finding)
     );
-    assert_opens_keeping(copy_of(dir.path()).path(), &w, &big, true);
+    assert_opens_keeping(
+        copy_of(dir.path()).path(),
+        &w,
+        &big,
+        RepairPolicy::ChecksumTail,
+    );
     text.push_str(&format!("block 1 inside the payload lost:\n  {finding}\n"));
 
     let bytes = w.lose_pages(&[3]);
@@ -410,7 +425,7 @@ fn inspect_zero_block_wholly_inside_one_payload_is_opt_in_unless_it_reaches_the_
             }),
         }
     );
-    assert_opens_keeping(dir.path(), &w, &big, false);
+    assert_opens_keeping(dir.path(), &w, &big, RepairPolicy::Default);
     text.push_str(&format!("block 3, the payload's end, lost:\n  {finding}\n"));
 
     let w = big_record(true);
@@ -474,7 +489,7 @@ fn inspect_rotted_record_before_a_never_written_page_is_opt_in_not_never() {
         open_refused(dir.path(), &options),
         std::slice::from_ref(&finding)
     );
-    assert_opens_keeping(dir.path(), &w, &rotted, true);
+    assert_opens_keeping(dir.path(), &w, &rotted, RepairPolicy::ChecksumTail);
     insta::assert_snapshot!(format!("{finding}\n"));
 }
 
@@ -515,5 +530,5 @@ fn open_acknowledged_record_ending_in_zeros_that_rotted_before_a_power_cut_is_re
             ..
         }
     ));
-    assert_opens_keeping(dir.path(), &w, &acked, false);
+    assert_opens_keeping(dir.path(), &w, &acked, RepairPolicy::Default);
 }

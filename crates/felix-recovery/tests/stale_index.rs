@@ -7,7 +7,8 @@ use std::path::Path;
 
 use felix_format::{IndexEntry, RECORD_HEADER_LEN, decode_record_header, encode_record_header};
 use felix_recovery::{
-    Action, IndexCheck, IndexProblem, InspectOptions, Note, first_stale_entry, inspect, repair,
+    Action, IndexCheck, IndexProblem, InspectOptions, Note, RepairPolicy, ShardLock,
+    first_stale_entry, inspect, repair,
 };
 use felix_segment::{Record, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex};
 
@@ -53,7 +54,9 @@ fn build(dir: &Path) -> Fixture {
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
     };
-    let mut writer = SegmentWriter::create(dir, 0, 0, config, LABEL.into()).unwrap();
+    let mut writer =
+        SegmentWriter::create(&felix_io::FileSystem::os(), dir, 0, 0, config, LABEL.into())
+            .unwrap();
     let records: Vec<Record> = (0..8).map(|o| Record::new(o * 1_000, payload(o))).collect();
     writer.append(&records).unwrap();
     writer.finish().unwrap();
@@ -68,10 +71,15 @@ fn build(dir: &Path) -> Fixture {
         position: positions[2] + RECORD_HEADER_LEN as u64 + 5,
     };
     let writers_index = std::fs::read(segment.index_path()).unwrap();
-    let writers_entries = SparseIndex::load(&segment.index_path(), 0, positions[8])
-        .unwrap()
-        .entries()
-        .len();
+    let writers_entries = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        positions[8],
+    )
+    .unwrap()
+    .entries()
+    .len();
     let entries = vec![
         IndexEntry {
             offset: 0,
@@ -84,10 +92,12 @@ fn build(dir: &Path) -> Fixture {
         },
     ];
     SparseIndex::from_entries(0, entries)
-        .write_file(&segment.index_path())
+        .write_file(&felix_io::FileSystem::os(), &segment.index_path())
         .unwrap();
     drop(writer);
-    let mut newest = SegmentWriter::create(dir, 1, 8, config, LABEL.into()).unwrap();
+    let mut newest =
+        SegmentWriter::create(&felix_io::FileSystem::os(), dir, 1, 8, config, LABEL.into())
+            .unwrap();
     newest
         .append(&[
             Record::new(8_000, payload(8)),
@@ -131,8 +141,16 @@ fn fixture_embedded_header_verifies_so_only_a_walk_can_refute_it() {
     let header = decode_record_header(&bytes[at..at + RECORD_HEADER_LEN]).unwrap();
     assert_eq!(header.offset, 3);
     assert!(fixture.real_3 > fixture.wrong.position);
-    let (segment, len) = SegmentFile::open_read_only(dir.path(), 0, LABEL.into()).unwrap();
-    let index = SparseIndex::load(&segment.index_path(), 0, len).unwrap();
+    let (segment, len) = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        0,
+        LABEL.into(),
+        felix_io::OpenMode::Read,
+    )
+    .unwrap();
+    let index =
+        SparseIndex::load(&felix_io::FileSystem::os(), &segment.index_path(), 0, len).unwrap();
     assert_eq!(
         first_stale_entry(&segment, len, index.entries()).unwrap(),
         Some((1, fixture.wrong))
@@ -145,6 +163,7 @@ fn inspect_every_entry_notes_the_middle_entry_and_plans_a_rebuild() {
     let fixture = build(dir.path());
     for full_verify in [false, true] {
         let inspection = inspect(
+            &felix_io::FileSystem::os(),
             dir.path(),
             LABEL,
             &options(IndexCheck::EveryEntry, full_verify),
@@ -168,7 +187,13 @@ fn inspect_every_entry_notes_the_middle_entry_and_plans_a_rebuild() {
 fn inspect_full_verify_checks_every_entry_whatever_the_index_check() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = build(dir.path());
-    let inspection = inspect(dir.path(), LABEL, &options(IndexCheck::LastEntry, true)).unwrap();
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(IndexCheck::LastEntry, true),
+    )
+    .unwrap();
     assert_eq!(inspection.notes, [stale_note(&fixture)]);
 }
 
@@ -176,7 +201,13 @@ fn inspect_full_verify_checks_every_entry_whatever_the_index_check() {
 fn inspect_last_entry_leaves_a_middle_entry_to_the_reads_that_meet_it() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let inspection = inspect(dir.path(), LABEL, &options(IndexCheck::LastEntry, false)).unwrap();
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(IndexCheck::LastEntry, false),
+    )
+    .unwrap();
     assert_eq!((inspection.findings.len(), inspection.notes.len()), (0, 0));
     assert!(inspection.segments[0].index_ok);
     assert_eq!(inspection.plan, []);
@@ -186,14 +217,27 @@ fn inspect_last_entry_leaves_a_middle_entry_to_the_reads_that_meet_it() {
 fn repair_every_entry_rebuilds_the_writers_index_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = build(dir.path());
-    let inspection = inspect(dir.path(), LABEL, &options(IndexCheck::EveryEntry, false)).unwrap();
-    let repaired = repair(&inspection, false).unwrap();
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(IndexCheck::EveryEntry, false),
+    )
+    .unwrap();
+    let lock = ShardLock::acquire(&felix_io::FileSystem::os(), dir.path()).unwrap();
+    let repaired = repair(&inspection, RepairPolicy::Default, &lock).unwrap();
     assert_eq!(
         (repaired.actions, repaired.notes),
         (inspection.plan.clone(), vec![])
     );
     let index = std::fs::read(dir.path().join("00000000000000000000.index")).unwrap();
     assert_eq!(index, fixture.writers_index);
-    let again = inspect(dir.path(), LABEL, &options(IndexCheck::EveryEntry, false)).unwrap();
+    let again = inspect(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(IndexCheck::EveryEntry, false),
+    )
+    .unwrap();
     assert_eq!((again.notes.len(), again.plan.len()), (0, 0));
 }

@@ -12,10 +12,10 @@ use common::{
     LABEL, RecordAt, assert_reads_back, build_shard, index_entries, index_name, inspect_unchanged,
     materialise, seg_name, seg_path, set_len, shard_layout, snapshot,
 };
-use felix_format::{CorruptionKind, CorruptionSite, RECORD_HEADER_LEN};
+use felix_format::{CorruptionKind, CorruptionSite, RECORD_HEADER_LEN, SegmentExtent};
 use felix_recovery::{
     Action, DamageLocation, Finding, FindingContext, IndexProblem, InspectOptions, Note,
-    OpenOptions, RepairClass, SealedInfo, open_shard,
+    OpenOptions, RepairClass, open_shard,
 };
 use felix_segment::{Record, SegmentConfig, SegmentWriter};
 
@@ -162,7 +162,7 @@ fn inspect_newest_segment_cut_at_every_byte_reports_truncated_at_the_torn_record
                     }
                 );
                 assert!(
-                    inspection.would_open(false),
+                    inspection.would_open(felix_recovery::RepairPolicy::Default),
                     "Truncated is repaired by default"
                 );
             }
@@ -179,10 +179,10 @@ fn inspect_newest_segment_cut_at_every_byte_reports_truncated_at_the_torn_record
 fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
     let pristine = Pristine::build();
     let newest = pristine.newest();
-    let sealed_expected: Vec<SealedInfo> = pristine.layout[..NEWEST as usize]
+    let sealed_expected: Vec<SegmentExtent> = pristine.layout[..NEWEST as usize]
         .iter()
         .enumerate()
-        .map(|(id, records)| SealedInfo {
+        .map(|(id, records)| SegmentExtent {
             id: id as u64,
             base_offset: records[0].offset,
             next_offset: records.last().unwrap().offset + 1,
@@ -194,13 +194,15 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
         cuts += 1;
         let dir = pristine.cut_copy(len);
         let shard = open_shard(
+            &felix_io::FileSystem::os(),
             dir.path(),
             LABEL,
             &OpenOptions {
                 inspect: options(),
-                repair_checksum_tail: false,
+                repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
             },
+            &common::lock(dir.path()),
         )
         .unwrap_or_else(|e| panic!("cut at {len}: {e}"));
         let (next_offset, end) = pristine.last_whole_end(len);
@@ -262,13 +264,15 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
 
         // A second open finds a clean shard and does nothing.
         let again = open_shard(
+            &felix_io::FileSystem::os(),
             dir.path(),
             LABEL,
             &OpenOptions {
                 inspect: options(),
-                repair_checksum_tail: false,
+                repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
             },
+            &common::lock(dir.path()),
         )
         .unwrap();
         assert_eq!(
@@ -295,13 +299,15 @@ fn open_newest_segment_cut_at_record_boundary_modifies_no_record_bytes() {
     for len in boundaries {
         let dir = pristine.cut_copy(len);
         let shard = open_shard(
+            &felix_io::FileSystem::os(),
             dir.path(),
             LABEL,
             &OpenOptions {
                 inspect: options(),
-                repair_checksum_tail: false,
+                repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
             },
+            &common::lock(dir.path()),
         )
         .unwrap();
         assert_eq!(shard.inspection.findings, []);
@@ -348,8 +354,14 @@ fn open_newest_segment_only_record_torn_leaves_empty_writable_segment() {
     for len in only.position + 1..only.end() {
         let dir = materialise(&files);
         set_len(&seg_path(dir.path(), 1), len);
-        let shard = open_shard(dir.path(), LABEL, &OpenOptions::default())
-            .unwrap_or_else(|e| panic!("cut at {len}: {e}"));
+        let shard = open_shard(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            LABEL,
+            &OpenOptions::default(),
+            &common::lock(dir.path()),
+        )
+        .unwrap_or_else(|e| panic!("cut at {len}: {e}"));
         assert!(matches!(
             shard.inspection.findings[..],
             [Finding {
@@ -387,7 +399,14 @@ fn open_newest_segment_only_record_torn_leaves_empty_writable_segment() {
             .unwrap();
         writer.sync().unwrap();
         drop(writer);
-        let again = open_shard(dir.path(), LABEL, &OpenOptions::default()).unwrap();
+        let again = open_shard(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            LABEL,
+            &OpenOptions::default(),
+            &common::lock(dir.path()),
+        )
+        .unwrap();
         assert_eq!(
             (
                 again.inspection.findings.len(),

@@ -8,22 +8,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use felix_format::{CorruptionKind, CorruptionSite, IndexEntry};
+use felix_io::IoError;
 
 /// What went wrong in a segment or index operation.
+///
+/// `Clone`, so that one failure can be both the failing call's error and a
+/// stopped writer's reason.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SegmentError {
-    /// A system call failed.
-    #[error("{op} {}: {source}", path.display())]
-    Io {
-        /// The operation, e.g. `"fdatasync"`.
-        op: &'static str,
-        /// The file or directory operated on.
-        path: PathBuf,
-        /// The error the system returned.
-        #[source]
-        source: io::Error,
-    },
+    /// A system call failed (the operation, the path, and the system's
+    /// error as the source).
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// Bytes on disk failed a format check.
     #[error("{kind} ({site})")]
     Corrupt {
@@ -104,11 +101,7 @@ pub enum SegmentError {
 impl SegmentError {
     /// An [`SegmentError::Io`] for `op` on `path`.
     pub fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
+        Self::Io(IoError::new(op, path, source))
     }
 
     /// The corruption kind and site, if this error reports damage.
@@ -122,80 +115,14 @@ impl SegmentError {
         }
     }
 
-    /// A copy of this error, for what must keep it while the error itself
-    /// goes to the call that failed (a stopped writer's reason). An I/O
-    /// error is rebuilt from its OS error code, so it reads the same, or
-    /// else from its kind and message.
-    pub fn duplicate(&self) -> Self {
-        match self {
-            Self::Io { op, path, source } => Self::Io {
-                op,
-                path: path.clone(),
-                source: duplicate_io(source),
-            },
-            Self::Corrupt { site, kind } => Self::Corrupt {
-                site: site.clone(),
-                kind: *kind,
-            },
-            Self::StaleIndex { entry, site, kind } => Self::StaleIndex {
-                entry: *entry,
-                site: site.clone(),
-                kind: *kind,
-            },
-            Self::PayloadTooLarge {
-                index_in_batch,
-                len,
-                max,
-            } => Self::PayloadTooLarge {
-                index_in_batch: *index_in_batch,
-                len: *len,
-                max: *max,
-            },
-            Self::EmptyBatch => Self::EmptyBatch,
-            Self::OffsetSpaceExhausted {
-                segment,
-                next_offset,
-                records,
-            } => Self::OffsetSpaceExhausted {
-                segment: *segment,
-                next_offset: *next_offset,
-                records: *records,
-            },
-            Self::OffsetOutOfRange {
-                segment,
-                offset,
-                base_offset,
-                next_offset,
-            } => Self::OffsetOutOfRange {
-                segment: *segment,
-                offset: *offset,
-                base_offset: *base_offset,
-                next_offset: *next_offset,
-            },
-            Self::Poisoned { path, original } => Self::Poisoned {
-                path: path.clone(),
-                original: Arc::clone(original),
-            },
-        }
-    }
-
     /// The underlying I/O error kind, following a poisoned writer to its
     /// original failure.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
-            Self::Io { source, .. } => Some(source.kind()),
+            Self::Io(err) => Some(err.kind()),
             Self::Poisoned { original, .. } => original.io_kind(),
             _ => None,
         }
-    }
-}
-
-/// A copy of `err`: the same OS error when it has a code (an `io::Error`
-/// is not `Clone`), else one with its kind and message.
-pub(crate) fn duplicate_io(err: &io::Error) -> io::Error {
-    match err.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code),
-        None => io::Error::new(err.kind(), err.to_string()),
     }
 }
 

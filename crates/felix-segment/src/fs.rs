@@ -1,4 +1,5 @@
-//! File-system calls with their operation and path attached to any error.
+//! File-system calls with their operation and path attached to any error
+//! (an [`IoError`]).
 //!
 //! Everything goes through a [`FileSystem`], so tests can run the same code
 //! on a simulated disk that crashes or fails on demand.
@@ -6,9 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use felix_io::{FileSystem, OpenMode, VfsFile};
+use felix_io::{FileSystem, IoError, OpenMode, VfsFile};
 
-use crate::error::{Result, SegmentError};
+/// Shorthand for this module's results.
+type Result<T> = std::result::Result<T, IoError>;
 
 /// Opens `path` in `mode`, naming the operation in any error.
 pub fn open(fs: &FileSystem, path: &Path, mode: OpenMode) -> Result<Arc<dyn VfsFile>> {
@@ -16,8 +18,7 @@ pub fn open(fs: &FileSystem, path: &Path, mode: OpenMode) -> Result<Arc<dyn VfsF
         OpenMode::Read | OpenMode::ReadWrite => "open",
         OpenMode::CreateNew | OpenMode::CreateTruncate | OpenMode::CreateOrOpen => "create",
     };
-    fs.open(path, mode)
-        .map_err(|e| SegmentError::io(op, path, e))
+    fs.open(path, mode).map_err(|e| IoError::new(op, path, e))
 }
 
 /// `fsync`s a directory so that entries created, renamed or removed in it
@@ -25,7 +26,7 @@ pub fn open(fs: &FileSystem, path: &Path, mode: OpenMode) -> Result<Arc<dyn VfsF
 /// the directory entry naming it is durable too.
 pub fn sync_dir(fs: &FileSystem, dir: &Path) -> Result<()> {
     fs.sync_dir(dir)
-        .map_err(|e| SegmentError::io("fsync directory", dir, e))
+        .map_err(|e| IoError::new("fsync directory", dir, e))
 }
 
 /// The directory holding `path`: its parent, with `.` for a relative path
@@ -54,7 +55,7 @@ pub fn create_dir_all_durable(fs: &FileSystem, dir: &Path) -> Result<()> {
         return Ok(());
     }
     fs.create_dir_all(dir)
-        .map_err(|e| SegmentError::io("create directory", dir, e))?;
+        .map_err(|e| IoError::new("create directory", dir, e))?;
     // Outermost first: each sync makes one new entry durable.
     for created in missing.iter().rev() {
         if let Some(parent) = parent_dir(created) {
@@ -67,18 +68,17 @@ pub fn create_dir_all_durable(fs: &FileSystem, dir: &Path) -> Result<()> {
 /// `fdatasync`: file data plus the metadata needed to read it back (size).
 pub fn sync_data(file: &dyn VfsFile, path: &Path) -> Result<()> {
     file.sync_data()
-        .map_err(|e| SegmentError::io("fdatasync", path, e))
+        .map_err(|e| IoError::new("fdatasync", path, e))
 }
 
 /// Reads exactly `buf.len()` bytes at `position` with `pread`, so concurrent
 /// readers can share one descriptor without a lock or a seek.
 pub fn read_exact_at(file: &dyn VfsFile, path: &Path, buf: &mut [u8], position: u64) -> Result<()> {
     file.read_exact_at(buf, position)
-        .map_err(|e| SegmentError::io("pread", path, e))
+        .map_err(|e| IoError::new("pread", path, e))
 }
 
 /// The file's length.
 pub fn file_len(file: &dyn VfsFile, path: &Path) -> Result<u64> {
-    file.file_len()
-        .map_err(|e| SegmentError::io("stat", path, e))
+    file.file_len().map_err(|e| IoError::new("stat", path, e))
 }

@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use felix_io::{FileSystem, OpenMode, VfsFile};
+use felix_io::{FileSystem, IoError, OpenMode, VfsFile};
 
 use felix_format::{
     CorruptionKind, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, RECORD_HEADER_LEN,
@@ -83,21 +83,13 @@ impl SparseIndex {
         seek_span(&self.entries, self.base_offset, offset)
     }
 
-    /// Loads and validates the index file at `path` for a segment with
-    /// `base_offset` whose valid records end at `segment_len`.
+    /// Loads and validates the index file at `path` on the file system `fs`
+    /// for a segment with `base_offset` whose valid records end at
+    /// `segment_len`.
     ///
     /// A torn final entry is dropped. Every other problem is returned so the
     /// caller can rebuild the index; none of them is damage to data.
     pub fn load(
-        path: &Path,
-        base_offset: u64,
-        segment_len: u64,
-    ) -> std::result::Result<Self, IndexLoadError> {
-        Self::load_in(&FileSystem::os(), path, base_offset, segment_len)
-    }
-
-    /// [`SparseIndex::load`] on the file system `fs`.
-    pub fn load_in(
         fs: &FileSystem,
         path: &Path,
         base_offset: u64,
@@ -110,7 +102,7 @@ impl SparseIndex {
                     path: path.to_path_buf(),
                 });
             }
-            Err(e) => return Err(IndexLoadError::Io(SegmentError::io("open", path, e))),
+            Err(e) => return Err(IndexLoadError::Io(IoError::new("open", path, e))),
         };
         let index_len = file_len(&*file, path).map_err(IndexLoadError::Io)?;
         // Positions ascend strictly and records are at least 28 bytes, so a
@@ -143,15 +135,10 @@ impl SparseIndex {
         })
     }
 
-    /// Writes the whole index to `path` (replacing any file there) and syncs
-    /// it. Used after a rebuild; a crash midway leaves an index that fails to
+    /// Writes the whole index to `path` on `fs` (replacing any file there)
+    /// and syncs it. Used after a rebuild; a crash midway leaves an index that fails to
     /// load and is rebuilt again, which is harmless.
-    pub fn write_file(&self, path: &Path) -> Result<()> {
-        self.write_file_in(&FileSystem::os(), path)
-    }
-
-    /// [`SparseIndex::write_file`] on the file system `fs`.
-    pub fn write_file_in(&self, fs: &FileSystem, path: &Path) -> Result<()> {
+    pub fn write_file(&self, fs: &FileSystem, path: &Path) -> Result<()> {
         let file = open(fs, path, OpenMode::CreateTruncate)?;
         let mut bytes = Vec::with_capacity(INDEX_HEADER_LEN + self.entries.len() * INDEX_ENTRY_LEN);
         bytes.extend_from_slice(
@@ -165,7 +152,7 @@ impl SparseIndex {
         }
         file.write_all_at(&bytes, 0)
             .map_err(|e| SegmentError::io("write", path, e))?;
-        sync_data(&*file, path)
+        Ok(sync_data(&*file, path)?)
     }
 }
 
@@ -274,7 +261,7 @@ pub fn seek_span(
 
 /// Why an index could not be used. Every variant means "rebuild it".
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum IndexLoadError {
     /// No index file exists.
     #[error("index {} is missing", path.display())]
@@ -292,7 +279,7 @@ pub enum IndexLoadError {
     },
     /// The file could not be read.
     #[error(transparent)]
-    Io(SegmentError),
+    Io(IoError),
 }
 
 /// Decides which records get an index entry: the segment's first record and
@@ -454,7 +441,7 @@ impl IndexFile {
         entries: &[IndexEntry],
     ) -> Result<Self> {
         let index = SparseIndex::from_entries(base_offset, entries.to_vec());
-        index.write_file_in(fs, &path)?;
+        index.write_file(fs, &path)?;
         let file = open(fs, &path, OpenMode::ReadWrite)?;
         Ok(Self {
             file,
@@ -512,7 +499,7 @@ impl IndexFile {
 
     /// Syncs the index file's data.
     pub(crate) fn sync(&self) -> Result<()> {
-        sync_data(&*self.file, &self.path)
+        Ok(sync_data(&*self.file, &self.path)?)
     }
 }
 

@@ -33,5 +33,5 @@ pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_ent
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
 pub use writer::{
     Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SealedSegment, SegmentConfig, SegmentWriter,
-    SyncHandle, segment_temp_path,
+    SyncHandle, segment_temp_name,
 };

@@ -71,24 +71,13 @@ pub struct ReadLimit {
 }
 
 impl SegmentFile {
-    /// Opens segment `id` in `dir` for reading and writing and validates its
-    /// header.
+    /// Opens segment `id` in `dir` on the file system `fs` and validates
+    /// its header. `mode` is [`OpenMode::Read`] (for tools that must not
+    /// modify anything) or [`OpenMode::ReadWrite`] (for the writer).
     ///
     /// Returns the file and its current length. Header damage is a
     /// [`SegmentError::Corrupt`] at position 0.
-    pub fn open(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
-        Self::open_in(&FileSystem::os(), dir, id, shard, OpenMode::ReadWrite)
-    }
-
-    /// Opens segment `id` in `dir` read-only, for tools that must not modify
-    /// anything.
-    pub fn open_read_only(dir: &Path, id: u64, shard: Arc<str>) -> Result<(Self, u64)> {
-        Self::open_in(&FileSystem::os(), dir, id, shard, OpenMode::Read)
-    }
-
-    /// Opens segment `id` in `dir` on the file system `fs`, with `mode`
-    /// [`OpenMode::Read`] or [`OpenMode::ReadWrite`].
-    pub fn open_in(
+    pub fn open(
         fs: &FileSystem,
         dir: &Path,
         id: u64,
@@ -292,7 +281,7 @@ impl SegmentFile {
             let at = window.cursor_position();
             let fail = |failure: ReadFailure| match failure {
                 ReadFailure::Kind(kind) => self.classify(start, expected, at, kind),
-                ReadFailure::Io(err) => err,
+                ReadFailure::Io(err) => err.into(),
             };
             let header = window
                 .ensure(RECORD_HEADER_LEN as u64)
@@ -344,7 +333,7 @@ impl SegmentFile {
                         site: self.site(at),
                         kind,
                     },
-                    ReadFailure::Io(err) => err,
+                    ReadFailure::Io(err) => err.into(),
                 })?;
         }
         let base_position = window.base_position;
@@ -515,7 +504,7 @@ impl<'a> Window<'a> {
 /// Why a window could not supply bytes: damage, or the read itself failed.
 enum ReadFailure {
     Kind(CorruptionKind),
-    Io(SegmentError),
+    Io(felix_io::IoError),
 }
 
 impl From<CorruptionKind> for ReadFailure {

@@ -18,8 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use felix_format::{
-    FileKind, IndexEntry, MAX_PAYLOAD_BYTES, SegmentHeader, encode_record_header, file_name,
-    record_encoded_len,
+    FileKind, IndexEntry, MAX_PAYLOAD_BYTES, SegmentExtent, SegmentHeader, encode_record_header,
+    file_name, record_encoded_len,
 };
 
 use crate::error::{Result, SegmentError};
@@ -102,7 +102,8 @@ type Poison = Arc<OnceLock<Arc<SegmentError>>>;
 /// use felix_segment::{Record, SegmentConfig, SegmentWriter};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let mut writer = SegmentWriter::create(dir.path(), 0, 100, SegmentConfig::default(), "doc".into())?;
+/// let fs = felix_io::FileSystem::os();
+/// let mut writer = SegmentWriter::create(&fs, dir.path(), 0, 100, SegmentConfig::default(), "doc".into())?;
 /// let appended = writer.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
 /// assert_eq!((appended.first_offset, appended.last_offset), (100, 101));
 /// writer.sync()?;
@@ -132,24 +133,14 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// Creates segment `id` in `dir` whose first record will be `base_offset`.
+    /// Creates segment `id` in `dir` on the file system `fs`, its first
+    /// record to be `base_offset`.
     ///
     /// The file is created with `create_new` (an existing segment is never
     /// overwritten), its header written and `fdatasync`ed, and the directory
     /// fsynced, all before the writer accepts a record: a record must never
     /// live in a segment whose header or directory entry could vanish.
     pub fn create(
-        dir: &Path,
-        id: u64,
-        base_offset: u64,
-        config: SegmentConfig,
-        shard: Arc<str>,
-    ) -> Result<Self> {
-        Self::create_in(&FileSystem::os(), dir, id, base_offset, config, shard)
-    }
-
-    /// [`SegmentWriter::create`] on the file system `fs`.
-    pub fn create_in(
         fs: &FileSystem,
         dir: &Path,
         id: u64,
@@ -162,7 +153,7 @@ impl SegmentWriter {
         // then renamed into place, so a crash never leaves a segment file
         // without a complete header: for a shard's first segment there would
         // be no other way to tell where its log begins.
-        let temp = segment_temp_path(&path);
+        let temp = dir.join(segment_temp_name(id).as_str());
         match fs.remove_file(&temp) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -441,9 +432,13 @@ impl SegmentWriter {
     pub fn into_sealed(self) -> SealedSegment {
         let base_offset = self.segment.base_offset();
         SealedSegment {
+            extent: SegmentExtent {
+                id: self.segment.id(),
+                base_offset,
+                next_offset: self.next_offset,
+                len: self.len,
+            },
             segment: self.segment,
-            next_offset: self.next_offset,
-            len: self.len,
             index: SparseIndex::from_entries(base_offset, self.index.into_entries()),
         }
     }
@@ -514,12 +509,13 @@ impl SegmentWriter {
     }
 }
 
-/// The temporary a new segment's header is written under:
+/// The name of the temporary a new segment's header is written under:
 /// `{id:020}.log.tmp`. One left by a crash holds no record.
-pub fn segment_temp_path(path: &Path) -> std::path::PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
+pub fn segment_temp_name(id: u64) -> felix_format::FileName {
+    // Every variant but `Other` has a name.
+    felix_format::ShardFileName::SegmentTemp(id)
+        .file_name()
+        .unwrap_or_else(|| file_name(id, FileKind::Segment))
 }
 
 /// Records `err` as the writer's first failure and returns the error to give
@@ -527,7 +523,7 @@ pub fn segment_temp_path(path: &Path) -> std::path::PathBuf {
 /// call's error, not an earlier one), `Poisoned` naming the first failure
 /// when another got there first.
 fn poison(cell: &Poison, path: &Path, err: SegmentError) -> SegmentError {
-    match cell.set(Arc::new(err.duplicate())) {
+    match cell.set(Arc::new(err.clone())) {
         Ok(()) => {
             tracing::error!(path = %path.display(), error = %err, "segment writer stopped");
             err
@@ -556,7 +552,7 @@ impl SyncHandle {
             });
         }
         sync_data(self.segment.file(), self.segment.path())
-            .map_err(|e| poison(&self.poison, self.segment.path(), e))
+            .map_err(|e| poison(&self.poison, self.segment.path(), e.into()))
     }
 
     /// The segment this handle syncs.
@@ -570,10 +566,8 @@ impl SyncHandle {
 pub struct SealedSegment {
     /// The segment file.
     pub segment: Arc<SegmentFile>,
-    /// One past its last record's offset.
-    pub next_offset: u64,
-    /// Its length in bytes.
-    pub len: u64,
+    /// Its id, offsets and length.
+    pub extent: SegmentExtent,
     /// Its index.
     pub index: SparseIndex,
 }

@@ -146,16 +146,19 @@ fn append_empty_batch_is_rejected() {
 fn create_refuses_to_overwrite_an_existing_segment() {
     let dir = tempfile::tempdir().unwrap();
     let _w = writer(dir.path(), 0, 4096);
-    let err =
-        SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), label()).unwrap_err();
+    let err = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        0,
+        0,
+        SegmentConfig::default(),
+        label(),
+    )
+    .unwrap_err();
     match err {
-        SegmentError::Io {
-            op: "create",
-            path,
-            source,
-        } => {
-            assert_eq!(path, dir.path().join("00000000000000000000.log"));
-            assert_eq!(source.kind(), std::io::ErrorKind::AlreadyExists);
+        SegmentError::Io(err) if err.op() == "create" => {
+            assert_eq!(err.path(), dir.path().join("00000000000000000000.log"));
+            assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -165,10 +168,25 @@ fn create_refuses_to_overwrite_an_existing_segment() {
 fn create_base_offset_is_independent_of_id() {
     let dir = tempfile::tempdir().unwrap();
     let config = SegmentConfig::default();
-    let mut w = SegmentWriter::create(dir.path(), 7, 511, config, label()).unwrap();
+    let mut w = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        7,
+        511,
+        config,
+        label(),
+    )
+    .unwrap();
     w.append(&[record(511, 4)]).unwrap();
     w.sync().unwrap();
-    let (file, len) = SegmentFile::open(dir.path(), 7, label()).unwrap();
+    let (file, len) = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        7,
+        label(),
+        felix_io::OpenMode::ReadWrite,
+    )
+    .unwrap();
     assert_eq!(file.base_offset(), 511);
     assert_eq!(file.id(), 7);
     assert_eq!(len, 32 + 32);
@@ -182,7 +200,15 @@ fn seal_trims_preallocation_so_file_length_equals_records() {
         index_spacing_bytes: 100,
         preallocate_bytes: Some(8 << 20),
     };
-    let mut w = SegmentWriter::create(dir.path(), 0, 0, config, label()).unwrap();
+    let mut w = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        0,
+        0,
+        config,
+        label(),
+    )
+    .unwrap();
     let records: Vec<_> = (0..50).map(|i| record(i, 200)).collect();
     w.append(&records).unwrap();
     let path = w.segment().path().to_path_buf();
@@ -191,8 +217,8 @@ fn seal_trims_preallocation_so_file_length_equals_records() {
     let sealed = w.seal().unwrap();
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.len(), 32 + 50 * 228);
-    assert_eq!(sealed.len, meta.len());
-    assert_eq!(sealed.next_offset, 50);
+    assert_eq!(sealed.extent.len, meta.len());
+    assert_eq!(sealed.extent.next_offset, 50);
     // Blocks beyond the records were released (st_blocks counts 512-byte units).
     use std::os::unix::fs::MetadataExt;
     assert!(

@@ -24,8 +24,8 @@ fn sealed(dir: &Path, spacing: u64) -> (Arc<SegmentFile>, ReadLimit) {
     }
     let sealed = w.seal().unwrap();
     let limit = ReadLimit {
-        end_position: sealed.len,
-        next_offset: sealed.next_offset,
+        end_position: sealed.extent.len,
+        next_offset: sealed.extent.next_offset,
     };
     (sealed.segment, limit)
 }
@@ -46,7 +46,13 @@ fn check_every_offset(segment: &SegmentFile, index: &SparseIndex, limit: ReadLim
 fn read_every_offset_through_index_with_spacing_one_byte() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 1);
-    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let index = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     assert_eq!(
         index.entries().len(),
         RECORDS as usize,
@@ -59,7 +65,13 @@ fn read_every_offset_through_index_with_spacing_one_byte() {
 fn read_every_offset_through_index_with_spacing_4_kib() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 4096);
-    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let index = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     let expected_entries = (limit.end_position - 32).div_ceil(4096) as usize;
     assert!(index.entries().len().abs_diff(expected_entries) <= 1 + expected_entries / 10);
     for pair in index.entries().windows(2) {
@@ -73,7 +85,13 @@ fn read_every_offset_through_index_with_spacing_4_kib() {
 fn read_every_offset_through_index_with_spacing_larger_than_segment() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 1 << 40);
-    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let index = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     assert_eq!(
         index.entries(),
         [IndexEntry {
@@ -98,7 +116,7 @@ fn load_damaged_indexes_reports_a_reason_to_rebuild() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 4096);
     let path = segment.index_path();
-    let load = || SparseIndex::load(&path, 0, limit.end_position);
+    let load = || SparseIndex::load(&felix_io::FileSystem::os(), &path, 0, limit.end_position);
 
     std::fs::remove_file(&path).unwrap();
     assert!(matches!(load(), Err(IndexLoadError::Missing { path: p }) if p == path));
@@ -183,7 +201,13 @@ fn load_damaged_indexes_reports_a_reason_to_rebuild() {
 fn read_through_entry_pointing_mid_record_is_stale_index_never_data() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 4096);
-    let good = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let good = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     let real = good.entries()[3];
     for delta in 1..40u64 {
         let wrong = IndexEntry {
@@ -205,7 +229,13 @@ fn read_through_entry_pointing_mid_record_is_stale_index_never_data() {
 fn read_through_entry_with_wrong_offset_is_stale_index_never_data() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 4096);
-    let good = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let good = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     let real = good.entries()[3];
     // The entry claims an earlier offset at the right position: following it
     // would mislabel every record, so the first record's offset must refute it.
@@ -256,9 +286,22 @@ fn read_interop_clean_4seg_record_by_record_gives_the_readme_payloads() {
     let dir = interop_copy("clean-4seg");
     let mut offset = 0u64;
     for id in 0..4 {
-        let (segment, len) = SegmentFile::open(dir.path(), id, label()).unwrap();
+        let (segment, len) = SegmentFile::open(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            id,
+            label(),
+            felix_io::OpenMode::ReadWrite,
+        )
+        .unwrap();
         assert_eq!(segment.base_offset(), offset);
-        let index = SparseIndex::load(&segment.index_path(), offset, len).unwrap();
+        let index = SparseIndex::load(
+            &felix_io::FileSystem::os(),
+            &segment.index_path(),
+            offset,
+            len,
+        )
+        .unwrap();
         // The segment's record count is found by reading to its end.
         let all = segment
             .read(
@@ -322,7 +365,13 @@ fn read_through_entry_claiming_a_later_offset_at_the_first_record_is_stale_index
 fn read_of_rotted_payload_at_a_correct_entry_is_corruption_not_stale_index() {
     let dir = tempfile::tempdir().unwrap();
     let (segment, limit) = sealed(dir.path(), 4096);
-    let index = SparseIndex::load(&segment.index_path(), 0, limit.end_position).unwrap();
+    let index = SparseIndex::load(
+        &felix_io::FileSystem::os(),
+        &segment.index_path(),
+        0,
+        limit.end_position,
+    )
+    .unwrap();
     let entry = index.entries()[2];
     // Flip the last payload byte of the record the entry points at (offset
     // % 97 bytes of payload; pick an entry whose record has a payload).
@@ -358,8 +407,8 @@ fn embedding(dir: &Path) -> (Arc<SegmentFile>, ReadLimit, u64, u64) {
     w.append(&records).unwrap();
     let sealed = w.seal().unwrap();
     let limit = ReadLimit {
-        end_position: sealed.len,
-        next_offset: sealed.next_offset,
+        end_position: sealed.extent.len,
+        next_offset: sealed.extent.next_offset,
     };
     let record_2 = 32 + 2 * (28 + 40);
     let real_3 = record_2 + 28 + embedded.len() as u64;

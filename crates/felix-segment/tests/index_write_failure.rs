@@ -23,8 +23,7 @@ fn append_with_an_unwritable_index_keeps_it_in_memory_and_seal_writes_it() {
         index_spacing_bytes: 1,
         preallocate_bytes: None,
     };
-    let mut writer =
-        SegmentWriter::create_in(&fs, Path::new("/d"), 0, 0, config, "t".into()).unwrap();
+    let mut writer = SegmentWriter::create(&fs, Path::new("/d"), 0, 0, config, "t".into()).unwrap();
     assert!(!writer.index_persisted());
     let records: Vec<_> = (0..10).map(|i| Record::new(i, format!("r{i}"))).collect();
     writer.append(&records).unwrap();
@@ -34,7 +33,7 @@ fn append_with_an_unwritable_index_keeps_it_in_memory_and_seal_writes_it() {
 
     let sealed = writer.seal().unwrap();
     let index_path = sealed.segment.index_path();
-    let loaded = SparseIndex::load_in(&fs, &index_path, 0, sealed.len).unwrap();
+    let loaded = SparseIndex::load(&fs, &index_path, 0, sealed.extent.len).unwrap();
     assert_eq!(
         loaded.entries(),
         sealed.index.entries(),
@@ -51,8 +50,7 @@ fn flush_of_an_index_that_fails_drops_the_file_and_persist_writes_it_whole() {
         index_spacing_bytes: 1,
         preallocate_bytes: None,
     };
-    let mut writer =
-        SegmentWriter::create_in(&fs, Path::new("/d"), 0, 0, config, "t".into()).unwrap();
+    let mut writer = SegmentWriter::create(&fs, Path::new("/d"), 0, 0, config, "t".into()).unwrap();
     writer
         .append(&[Record::new(1, "a"), Record::new(2, "b")])
         .unwrap();
@@ -70,6 +68,6 @@ fn flush_of_an_index_that_fails_drops_the_file_and_persist_writes_it_whole() {
     writer.persist_index().unwrap();
     assert!(writer.index_persisted());
     let index_path = writer.segment().index_path();
-    let loaded = SparseIndex::load_in(&fs, &index_path, 0, writer.len()).unwrap();
+    let loaded = SparseIndex::load(&fs, &index_path, 0, writer.len()).unwrap();
     assert_eq!(loaded.entries(), writer.index_entries());
 }

@@ -27,7 +27,7 @@ fn segment(sizes: &[usize]) -> (SimFs, SegmentFile, SegmentWriter, ReadLimit) {
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
     };
-    let mut writer = SegmentWriter::create_in(&fs, Path::new(DIR), 0, 0, config, label()).unwrap();
+    let mut writer = SegmentWriter::create(&fs, Path::new(DIR), 0, 0, config, label()).unwrap();
     let records: Vec<Record> = sizes
         .iter()
         .enumerate()
@@ -38,7 +38,7 @@ fn segment(sizes: &[usize]) -> (SimFs, SegmentFile, SegmentWriter, ReadLimit) {
     }
     let limit = writer.read_limit();
     let (file, _) =
-        SegmentFile::open_in(&fs, Path::new(DIR), 0, Arc::clone(&label()), OpenMode::Read).unwrap();
+        SegmentFile::open(&fs, Path::new(DIR), 0, Arc::clone(&label()), OpenMode::Read).unwrap();
     (sim, file, writer, limit)
 }
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use felix_recovery::RepairPolicy;
+
 /// When appended records become durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -53,9 +55,12 @@ pub struct StoreConfig {
     pub writeback_bytes: Option<u64>,
     /// When old segments are deleted.
     pub retention: Retention,
-    /// On open, also truncate damage that may be rot of an acknowledged
-    /// record when it is confined to the newest segment's tail.
-    pub repair_checksum_tail: bool,
+    /// Which damage an open may repair. Default [`RepairPolicy::Default`]:
+    /// only what is provably an unfinished write; with
+    /// [`RepairPolicy::ChecksumTail`] an open also truncates damage that
+    /// may be rot of an acknowledged record when it is confined to the
+    /// newest segment's tail.
+    pub repair_policy: RepairPolicy,
 }
 
 impl Default for StoreConfig {
@@ -67,7 +72,7 @@ impl Default for StoreConfig {
             durability: Durability::OnCommit,
             writeback_bytes: Some(64 << 20),
             retention: Retention::default(),
-            repair_checksum_tail: false,
+            repair_policy: RepairPolicy::Default,
         }
     }
 }

@@ -3,15 +3,19 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use felix_epochs::{EpochsIoError, HistoryError};
+use felix_epochs::HistoryError;
 use felix_format::ShardKey;
 use felix_format::key_file::KeyFileDecodeError;
+use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 
 /// What went wrong in a store or shard operation.
+///
+/// `Clone`, so that one failure can be both the failing call's error and a
+/// stopped shard's reason.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// An append was given no records.
     #[error("shard {shard}: an append needs at least one record")]
@@ -140,8 +144,13 @@ pub enum StorageError {
         shard: Arc<str>,
         /// Why.
         #[source]
-        source: EpochsIoError,
+        source: IoError,
     },
+    /// A store-level file-system call failed, outside any one shard:
+    /// creating or listing the store's root, removing a deleted shard's
+    /// tombstone, or starting the store's thread.
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// The shard was closed for good (by [`Store::close`],
     /// [`Store::close_shard`], [`Store::reopen_shard`] or
     /// [`Store::delete_shard`]): this handle no longer reads or writes. Ask
@@ -192,10 +201,11 @@ pub enum StorageError {
     KeyFileDisagrees {
         /// The directory.
         dir: PathBuf,
-        /// The key asked for.
-        requested: ShardKey,
+        /// The key asked for (boxed, like the next, to keep every
+        /// `Result` of this crate small).
+        requested: Box<ShardKey>,
         /// The key its key file names.
-        found: ShardKey,
+        found: Box<ShardKey>,
     },
     /// A text part of the key is longer than a shard's key file can hold
     /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
@@ -211,119 +221,13 @@ pub enum StorageError {
 }
 
 impl StorageError {
-    /// A copy of this error: what a stopped shard keeps as its reason while
-    /// the error itself goes to the call that failed.
-    pub(crate) fn duplicate(&self) -> Self {
-        match self {
-            Self::EmptyBatch { shard } => Self::EmptyBatch {
-                shard: Arc::clone(shard),
-            },
-            Self::PayloadTooLarge {
-                shard,
-                index_in_batch,
-                len,
-                max,
-            } => Self::PayloadTooLarge {
-                shard: Arc::clone(shard),
-                index_in_batch: *index_in_batch,
-                len: *len,
-                max: *max,
-            },
-            Self::Trimmed {
-                shard,
-                requested,
-                oldest,
-            } => Self::Trimmed {
-                shard: Arc::clone(shard),
-                requested: *requested,
-                oldest: *oldest,
-            },
-            Self::ReplicaOffsetMismatch {
-                shard,
-                index_in_batch,
-                expected,
-                found,
-            } => Self::ReplicaOffsetMismatch {
-                shard: Arc::clone(shard),
-                index_in_batch: *index_in_batch,
-                expected: *expected,
-                found: *found,
-            },
-            Self::TruncateBelowBase {
-                shard,
-                requested,
-                oldest,
-            } => Self::TruncateBelowBase {
-                shard: Arc::clone(shard),
-                requested: *requested,
-                oldest: *oldest,
-            },
-            Self::Locked { dir } => Self::Locked { dir: dir.clone() },
-            Self::OffsetSpaceExhausted {
-                shard,
-                next_offset,
-                records,
-            } => Self::OffsetSpaceExhausted {
-                shard: Arc::clone(shard),
-                next_offset: *next_offset,
-                records: *records,
-            },
-            Self::SegmentIdsExhausted { shard, last_id } => Self::SegmentIdsExhausted {
-                shard: Arc::clone(shard),
-                last_id: *last_id,
-            },
-            Self::Poisoned { shard, original } => Self::Poisoned {
-                shard: Arc::clone(shard),
-                original: Arc::clone(original),
-            },
-            Self::Segment { shard, source } => Self::Segment {
-                shard: Arc::clone(shard),
-                source: source.duplicate(),
-            },
-            Self::Recovery(err) => Self::Recovery(err.duplicate()),
-            Self::Generation { shard, source } => Self::Generation {
-                shard: Arc::clone(shard),
-                source: *source,
-            },
-            Self::Epochs { shard, source } => Self::Epochs {
-                shard: Arc::clone(shard),
-                source: source.duplicate(),
-            },
-            Self::Closed { shard } => Self::Closed {
-                shard: Arc::clone(shard),
-            },
-            Self::StoreClosed { root } => Self::StoreClosed { root: root.clone() },
-            Self::NotFound { key, dir } => Self::NotFound {
-                key: key.clone(),
-                dir: dir.clone(),
-            },
-            Self::AlreadyExists { key, dir } => Self::AlreadyExists {
-                key: key.clone(),
-                dir: dir.clone(),
-            },
-            Self::KeyFileDisagrees {
-                dir,
-                requested,
-                found,
-            } => Self::KeyFileDisagrees {
-                dir: dir.clone(),
-                requested: requested.clone(),
-                found: found.clone(),
-            },
-            Self::KeyTooLong { key, source } => Self::KeyTooLong {
-                key: key.clone(),
-                source: *source,
-            },
-        }
-    }
-
     /// The I/O error kind at the root of this error, if any (following a
     /// poisoned shard to its original failure), e.g. to recognise a full disk.
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
         match self {
             Self::Segment { source, .. } => source.io_kind(),
             Self::Poisoned { original, .. } => original.io_kind(),
-            Self::Epochs { source, .. } => Some(source.kind()),
+            Self::Epochs { source, .. } | Self::Io(source) => Some(source.kind()),
             _ => None,
         }
     }

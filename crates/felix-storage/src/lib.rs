@@ -68,9 +68,10 @@ mod store;
 
 pub use config::{Durability, Retention, StoreConfig};
 pub use error::{Result, StorageError};
-pub use felix_format::ShardKey;
+pub use felix_format::{SegmentExtent, ShardKey};
+pub use felix_recovery::RepairPolicy;
 pub use felix_segment::Record;
-pub use lock::{LOCK_FILE_NAME, ShardLock};
+pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
     AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo, Shard,
 };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, InspectOptions, Note, inspect_in};
+use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, InspectOptions, Note, inspect};
 use felix_storage::{Durability, Record, Shard, StorageError, StoreConfig};
 
 const DIR: &str = "/shard";
@@ -137,7 +137,7 @@ fn open_after_close_then_a_roll_inspects_every_segment() {
     drop(shard);
     let crashed = sim.crash(&CrashPlan::durable_only());
     let fs = FileSystem::new(crashed.clone());
-    let inspection = inspect_in(&fs, Path::new(DIR), "clean", &InspectOptions::default()).unwrap();
+    let inspection = inspect(&fs, Path::new(DIR), "clean", &InspectOptions::default()).unwrap();
     let segments = inspection.segments.len();
     let from = crashed.log().len();
     let shard = open(&crashed);
@@ -177,7 +177,7 @@ fn sealed_damage_after_a_clean_close_is_a_read_error_never_data() {
     sim.write_file(&path, &bytes).unwrap();
     // Verifying (which never trusts the record) finds it.
     let fs = FileSystem::new(sim.clone());
-    let inspection = inspect_in(&fs, Path::new(DIR), "clean", &InspectOptions::default()).unwrap();
+    let inspection = inspect(&fs, Path::new(DIR), "clean", &InspectOptions::default()).unwrap();
     assert!(
         inspection.findings.iter().any(|f| f.site.segment == 1),
         "{:?}",

@@ -181,8 +181,8 @@ fn combined_and_direct_appends_with_rolls_keep_batches_whole() {
     let segment_of = |offset: u64| {
         segments
             .iter()
-            .find(|s| s.base_offset <= offset && offset < s.next_offset)
-            .map(|s| s.id)
+            .find(|s| s.extent.base_offset <= offset && offset < s.extent.next_offset)
+            .map(|s| s.extent.id)
     };
     for (first, payloads) in &batches {
         let last = first + payloads.len() as u64 - 1;

@@ -87,3 +87,25 @@ fn shard_open_syncs_each_new_directory_into_its_parent_outermost_first() {
         .collect();
     assert_eq!(synced, ["/", "/a", "/a/b"]);
 }
+
+#[test]
+fn store_open_failing_to_create_its_root_is_a_store_io_error_naming_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let root = file.join("store");
+    let err = Store::open_in(&FileSystem::os(), &root, config()).unwrap_err();
+    // A store-level failure, not a segment error of some shard.
+    match &err {
+        felix_storage::StorageError::Io(io) => {
+            assert_eq!(io.op(), "create directory");
+            assert_eq!(io.path(), root);
+            assert_eq!(io.raw_os_error(), Some(20), "ENOTDIR");
+        }
+        other => panic!("expected StorageError::Io, got {other:?}"),
+    }
+    let source = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::raw_os_error);
+    assert_eq!(source, Some(Some(20)), "source() reaches the io::Error");
+}

@@ -218,7 +218,7 @@ fn append_whose_write_hits_enospc_reports_it_and_later_calls_name_it() {
     shard.append(&[Record::new(0, payload(0))]).unwrap();
     let first = shard.append(&[Record::new(1, payload(1))]).unwrap_err();
     assert!(
-        matches!(&first, StorageError::Segment { source: felix_segment::SegmentError::Io { op: "write", source, .. }, .. } if source.raw_os_error() == Some(ENOSPC)),
+        matches!(&first, StorageError::Segment { source: felix_segment::SegmentError::Io(err), .. } if err.op() == "write" && err.raw_os_error() == Some(ENOSPC)),
         "{first:?}"
     );
     let later = shard.append(&[Record::new(2, payload(2))]).unwrap_err();

@@ -27,7 +27,15 @@ fn record(offset: u64) -> Record {
 /// offset 7.
 fn last_id_shard(dir: &Path) {
     let config = SegmentConfig::default();
-    let mut writer = SegmentWriter::create(dir, u64::MAX, 7, config, "last".into()).unwrap();
+    let mut writer = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir,
+        u64::MAX,
+        7,
+        config,
+        "last".into(),
+    )
+    .unwrap();
     writer.append(&[record(7)]).unwrap();
     writer.sync().unwrap();
 }

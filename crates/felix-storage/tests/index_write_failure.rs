@@ -87,7 +87,7 @@ fn no_space_on(sim: &SimFs, path: &Path, times: usize) {
 
 #[test]
 fn shard_open_on_a_full_disk_serves_a_sealed_segment_whose_index_cannot_be_written() {
-    let (sim, id, next) = shard_without_index(|s| s.segments()[1].id);
+    let (sim, id, next) = shard_without_index(|s| s.segments()[1].extent.id);
     no_space_on(&sim, &index_path(id), 1);
     let shard = open(&sim);
     let stats = shard.stats();
@@ -113,7 +113,7 @@ fn shard_open_on_a_full_disk_serves_a_sealed_segment_whose_index_cannot_be_writt
 
 #[test]
 fn shard_open_on_a_full_disk_serves_the_active_index_from_memory_and_writes_it_at_the_roll() {
-    let (sim, id, next) = shard_without_index(|s| s.segments().last().unwrap().id);
+    let (sim, id, next) = shard_without_index(|s| s.segments().last().unwrap().extent.id);
     // Both writes an open makes of it: the repair's, then the writer's.
     no_space_on(&sim, &index_path(id), 2);
     let shard = open(&sim);
@@ -145,7 +145,7 @@ fn shard_open_on_a_full_disk_serves_the_active_index_from_memory_and_writes_it_a
 
 #[test]
 fn shard_close_retries_the_active_index_and_a_second_failure_is_counted_not_fatal() {
-    let (sim, id, next) = shard_without_index(|s| s.segments().last().unwrap().id);
+    let (sim, id, next) = shard_without_index(|s| s.segments().last().unwrap().extent.id);
     no_space_on(&sim, &index_path(id), 2);
     let shard = open(&sim);
     no_space_on(&sim, &index_path(id), 1);

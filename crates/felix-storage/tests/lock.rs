@@ -33,7 +33,10 @@ fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
 
     assert_locked(Shard::open(dir.path(), "second", config()), dir.path());
     // A repair tool takes the same lock.
-    assert_locked(ShardLock::acquire(dir.path()), dir.path());
+    assert_locked(
+        ShardLock::acquire(&FileSystem::os(), dir.path()).map_err(StorageError::from),
+        dir.path(),
+    );
     // The first writer's records are untouched and it keeps writing.
     let receipt = first.append(&[Record::new(2, "more")]).unwrap();
     assert_eq!(receipt.first_offset, 1);
@@ -95,7 +98,10 @@ fn shard_open_on_a_simulated_disk_is_locked_until_the_first_is_dropped() {
     let first = Shard::open_in(&fs, dir, "first", config(), 0).unwrap();
     assert!(sim.is_dir(dir));
     assert_locked(Shard::open_in(&fs, dir, "second", config(), 0), dir);
-    assert_locked(ShardLock::acquire_in(&fs, dir), dir);
+    assert_locked(
+        ShardLock::acquire(&fs, dir).map_err(StorageError::from),
+        dir,
+    );
     drop(first);
     assert!(Shard::open_in(&fs, dir, "third", config(), 0).is_ok());
 }

@@ -68,7 +68,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
             max_bytes,
             ..Retention::default()
         },
-        repair_checksum_tail: false,
+        repair_policy: felix_storage::RepairPolicy::Default,
     }
 }
 

@@ -55,7 +55,7 @@ fn io_of(err: &StorageError) -> (&'static str, i32) {
         source = original;
     }
     match source {
-        SegmentError::Io { op, source, .. } => (op, source.raw_os_error().unwrap()),
+        SegmentError::Io(err) => (err.op(), err.raw_os_error().unwrap()),
         other => panic!("{other:?}"),
     }
 }

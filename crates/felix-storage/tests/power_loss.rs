@@ -150,7 +150,7 @@ fn config(durability: Durability, retention_bytes: Option<u64>, scale: Scale) ->
             max_bytes: retention_bytes,
             ..Retention::default()
         },
-        repair_checksum_tail: false,
+        repair_policy: felix_storage::RepairPolicy::Default,
     }
 }
 
@@ -262,7 +262,7 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op], scale: Scale) 
                 };
                 shard = reopened;
                 // Until it returns, anything below the active segment may go.
-                let active_base = shard.segments().last().map_or(0, |s| s.base_offset);
+                let active_base = shard.segments().last().map_or(0, |s| s.extent.base_offset);
                 let result = shard.apply_retention();
                 match result {
                     Ok(outcome) => {

@@ -110,8 +110,7 @@ fn run(fs: &SimFs) -> Model {
     let Ok(store) = Store::open_in(&handle, Path::new(ROOT), config()) else {
         return model;
     };
-    let (Ok(old), Ok(kept)) = (store.create_shard(&doomed()), store.create_shard(&kept()))
-    else {
+    let (Ok(old), Ok(kept)) = (store.create_shard(&doomed()), store.create_shard(&kept())) else {
         return model;
     };
     if !append(&old, "old", 8, &mut model.appended, &mut model.old)
@@ -141,7 +140,9 @@ fn records(shard: &felix_storage::Shard) -> Result<BTreeMap<u64, Vec<u8>>, Strin
     let mut out = BTreeMap::new();
     let mut next = shard.base_offset();
     while next < shard.next_offset() {
-        let batch = shard.read(next, 1 << 20).map_err(|e| format!("read: {e}"))?;
+        let batch = shard
+            .read(next, 1 << 20)
+            .map_err(|e| format!("read: {e}"))?;
         let Some(last) = batch.last() else { break };
         next = last.offset + 1;
         for r in batch {
@@ -169,8 +170,13 @@ fn whole(
         }
     }
     for (offset, payload) in found {
-        if appended.iter().all(|((w, o), p)| (*w, o, p) != (which, offset, payload)) {
-            return Err(format!("{which}: offset {offset} holds a record never appended"));
+        if appended
+            .iter()
+            .all(|((w, o), p)| (*w, o, p) != (which, offset, payload))
+        {
+            return Err(format!(
+                "{which}: offset {offset} holds a record never appended"
+            ));
         }
     }
     Ok(())
@@ -193,15 +199,21 @@ fn check(crashed: &SimFs, model: &Model) -> Result<(), String> {
     let kept = store
         .open_shard(&kept())
         .map_err(|e| format!("kept shard: {e}"))?;
-    whole(&records(&kept)?, kept.base_offset(), &model.kept, "kept", &model.appended)?;
+    whole(
+        &records(&kept)?,
+        kept.base_offset(),
+        &model.kept,
+        "kept",
+        &model.appended,
+    )?;
     match store.open_shard(&doomed()) {
         Err(StorageError::NotFound { .. }) if model.delete_called && !model.recreated => Ok(()),
         Err(err) => Err(format!("doomed shard: {err}")),
         Ok(shard) => {
             let found = records(&shard)?;
             let base = shard.base_offset();
-            let as_old = (!model.deleted)
-                .then(|| whole(&found, base, &model.old, "old", &model.appended));
+            let as_old =
+                (!model.deleted).then(|| whole(&found, base, &model.old, "old", &model.appended));
             let as_new = model
                 .delete_called
                 .then(|| whole(&found, base, &model.new, "new", &model.appended));
@@ -251,11 +263,17 @@ fn sweep(faults: &[Fault]) -> Result<Swept, String> {
             swept.states += 1;
             let crashed = fs.crash(&plan);
             check(&crashed, &model).map_err(|e| {
-                format!("power cut after {cut} calls, {plan:?}: {e}\npending: {:?}", fs.pending())
+                format!(
+                    "power cut after {cut} calls, {plan:?}: {e}\npending: {:?}",
+                    fs.pending()
+                )
             })?;
             let handle = FileSystem::new(crashed);
             if let Ok(store) = Store::open_in(&handle, Path::new(ROOT), config())
-                && matches!(store.open_shard(&doomed()), Err(StorageError::NotFound { .. }))
+                && matches!(
+                    store.open_shard(&doomed()),
+                    Err(StorageError::NotFound { .. })
+                )
             {
                 swept.gone += 1;
             }
@@ -271,7 +289,11 @@ fn power_loss_through_a_delete_leaves_the_shard_whole_or_gone() {
         "power loss through a delete: calls {}..={}, {} crash states checked, the shard gone in {}",
         swept.calls.0, swept.calls.1, swept.states, swept.gone
     );
-    assert!(swept.states > 200, "the sweep checked too little: {}", swept.states);
+    assert!(
+        swept.states > 200,
+        "the sweep checked too little: {}",
+        swept.states
+    );
     assert!(
         swept.gone > 0 && swept.gone < swept.states,
         "both outcomes must occur: {} of {}",

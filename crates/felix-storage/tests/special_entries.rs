@@ -192,7 +192,10 @@ fn shard_open_with_a_fifo_named_like_an_index_serves_reads_rolls_and_closes() {
     let segments = Shard::open(dir.path(), "special", config())
         .unwrap()
         .segments();
-    let (first, active) = (segments[0].id, segments[segments.len() - 1].id);
+    let (first, active) = (
+        segments[0].extent.id,
+        segments[segments.len() - 1].extent.id,
+    );
     for id in [first, active] {
         let index = dir
             .path()

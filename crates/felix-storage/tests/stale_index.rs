@@ -36,7 +36,15 @@ fn build(dir: &Path) -> IndexEntry {
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
     };
-    let mut writer = SegmentWriter::create(dir, 0, 0, config, "shard".into()).unwrap();
+    let mut writer = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir,
+        0,
+        0,
+        config,
+        "shard".into(),
+    )
+    .unwrap();
     let records: Vec<SegmentRecord> = (0..8)
         .map(|o| SegmentRecord::new(o * 1_000, payload(o)))
         .collect();
@@ -64,9 +72,17 @@ fn build(dir: &Path) -> IndexEntry {
         },
     ];
     SparseIndex::from_entries(0, entries)
-        .write_file(&index_path)
+        .write_file(&felix_io::FileSystem::os(), &index_path)
         .unwrap();
-    let mut newest = SegmentWriter::create(dir, 1, 8, config, "shard".into()).unwrap();
+    let mut newest = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir,
+        1,
+        8,
+        config,
+        "shard".into(),
+    )
+    .unwrap();
     newest
         .append(&[
             SegmentRecord::new(8_000, payload(8)),

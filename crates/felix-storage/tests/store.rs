@@ -111,13 +111,19 @@ fn store_create_shard_at_an_offset_begins_the_log_there_and_survives_reopen() {
     {
         let store = Store::open(root.path(), config()).unwrap();
         let replica = store.create_shard_at(&key, 5_000).unwrap();
-        assert_eq!((replica.base_offset(), replica.next_offset()), (5_000, 5_000));
+        assert_eq!(
+            (replica.base_offset(), replica.next_offset()),
+            (5_000, 5_000)
+        );
         replica.append(&[Record::new(1, "first")]).unwrap();
         store.close().unwrap();
     }
     let store = Store::open(root.path(), config()).unwrap();
     let replica = store.open_shard(&key).unwrap();
-    assert_eq!((replica.base_offset(), replica.next_offset()), (5_000, 5_001));
+    assert_eq!(
+        (replica.base_offset(), replica.next_offset()),
+        (5_000, 5_001)
+    );
 }
 
 #[test]

@@ -29,9 +29,9 @@ fn key(shard: u32) -> ShardKey {
 fn io_failure(err: &StorageError) -> (&'static str, i32) {
     match err {
         StorageError::Segment {
-            source: SegmentError::Io { op, source, .. },
+            source: SegmentError::Io(io),
             ..
-        } => (op, source.raw_os_error().unwrap_or(0)),
+        } => (io.op(), io.raw_os_error().unwrap_or(0)),
         other => panic!("not a shard's own I/O failure: {other:?}"),
     }
 }
@@ -164,7 +164,11 @@ fn store_reopen_shard_after_a_poison_recovers_it_and_leaves_the_others() {
     let fresh = store.reopen_shard(&key(1)).unwrap();
     assert!(!Arc::ptr_eq(&sick, &fresh));
     assert!(fresh.poisoned().is_none());
-    assert_eq!(fresh.next_offset(), 1, "the record whose sync failed is gone");
+    assert_eq!(
+        fresh.next_offset(),
+        1,
+        "the record whose sync failed is gone"
+    );
     assert_eq!(fresh.read(0, 1024).unwrap()[0].payload, "acked");
     fresh.append(&[Record::new(2, "after")]).unwrap();
     assert!(Arc::ptr_eq(&fresh, &store.open_shard(&key(1)).unwrap()));

@@ -39,7 +39,10 @@ fn store_delete_shard_removes_it_whole_and_held_handles_fail() {
         doomed.append(&[Record::new(1, "late")]),
         Err(StorageError::Closed { .. })
     ));
-    assert!(matches!(doomed.read(0, 1024), Err(StorageError::Closed { .. })));
+    assert!(matches!(
+        doomed.read(0, 1024),
+        Err(StorageError::Closed { .. })
+    ));
     assert!(!root.path().join(key(0).dir_name()).exists());
     let names: Vec<_> = std::fs::read_dir(root.path())
         .unwrap()
@@ -110,15 +113,21 @@ fn store_delete_shard_renames_durably_before_removing_anything() {
         .iter()
         .position(|c| *c == ("rename", tombstone.display().to_string()))
         .unwrap_or_else(|| panic!("no rename to the tombstone: {calls:?}"));
-    assert_eq!(calls[rename + 1], ("sync_dir", "/root".to_string()), "{calls:?}");
+    assert_eq!(
+        calls[rename + 1],
+        ("sync_dir", "/root".to_string()),
+        "{calls:?}"
+    );
     let first_removal = calls
         .iter()
         .position(|c| c.0 == "remove" || c.0 == "remove_dir")
         .unwrap();
     assert!(first_removal > rename + 1, "{calls:?}");
-    assert!(calls[first_removal..calls.len() - 2]
-        .iter()
-        .all(|c| c.0 == "remove" && c.1.starts_with(&*tombstone.to_string_lossy())));
+    assert!(
+        calls[first_removal..calls.len() - 2]
+            .iter()
+            .all(|c| c.0 == "remove" && c.1.starts_with(&*tombstone.to_string_lossy()))
+    );
     assert_eq!(
         calls[calls.len() - 2..],
         [
@@ -126,7 +135,10 @@ fn store_delete_shard_renames_durably_before_removing_anything() {
             ("sync_dir", "/root".to_string())
         ]
     );
-    assert!(sim.pending().is_empty(), "the delete is durable when it returns");
+    assert!(
+        sim.pending().is_empty(),
+        "the delete is durable when it returns"
+    );
 }
 
 #[test]
@@ -170,7 +182,8 @@ fn store_open_leaves_a_tombstone_whose_delete_is_in_progress() {
     Store::open_in(&fs, root, config()).unwrap();
     let tombstone = root.join(tombstone_name(&key(0).dir_name()));
     sim.create_dir_all(&tombstone).unwrap();
-    sim.write_file(&tombstone.join("00000000000000000000.log"), b"x").unwrap();
+    sim.write_file(&tombstone.join("00000000000000000000.log"), b"x")
+        .unwrap();
     // Another store's delete holds its lock.
     let held = sim.try_lock_dir(&tombstone).unwrap().unwrap();
     Store::open_in(&fs, root, config()).unwrap();

@@ -78,7 +78,11 @@ fn store_open_shard_of_a_key_less_directory_writes_its_key_file() {
     let dir = root.path().join(key.dir_name());
     {
         let store = Store::open(root.path(), config()).unwrap();
-        store.create_shard(&key).unwrap().append(&[Record::new(1, "a")]).unwrap();
+        store
+            .create_shard(&key)
+            .unwrap()
+            .append(&[Record::new(1, "a")])
+            .unwrap();
         store.close().unwrap();
     }
     // As the reference implementation leaves it: no key file.
@@ -100,7 +104,11 @@ fn store_open_shard_with_a_damaged_key_file_opens_by_directory_name_and_rewrites
     let dir = root.path().join(key.dir_name());
     {
         let store = Store::open(root.path(), config()).unwrap();
-        store.create_shard(&key).unwrap().append(&[Record::new(1, "a")]).unwrap();
+        store
+            .create_shard(&key)
+            .unwrap()
+            .append(&[Record::new(1, "a")])
+            .unwrap();
         store.close().unwrap();
     }
     let mut bytes = std::fs::read(dir.join(KEY_FILE_NAME)).unwrap();
@@ -135,7 +143,7 @@ fn store_open_shard_whose_key_file_names_another_key_is_refused_naming_both() {
     else {
         panic!("{err:?}");
     };
-    assert_eq!((d, requested, found), (&dir, &key, &other));
+    assert_eq!((d, &**requested, &**found), (&dir, &key, &other));
     assert_eq!(
         err.to_string(),
         format!(
@@ -144,7 +152,10 @@ fn store_open_shard_whose_key_file_names_another_key_is_refused_naming_both() {
         )
     );
     // Not adopted, not rewritten, not deleted; listed by its name only.
-    assert_eq!(read_key_file(&FileSystem::os(), &dir), StoredKey::Key(other));
+    assert_eq!(
+        read_key_file(&FileSystem::os(), &dir),
+        StoredKey::Key(other)
+    );
     assert!(matches!(
         store.delete_shard(&key),
         Err(StorageError::KeyFileDisagrees { .. })
@@ -159,5 +170,8 @@ fn shard_id_dir_name_and_key_agree_with_the_directory() {
     let id = ShardId::Key(key.clone());
     assert_eq!((id.dir_name(), id.key()), (key.dir_name(), Some(&key)));
     let dir = ShardId::Dir("x_y_z_1-0000000000000000".into());
-    assert_eq!((dir.dir_name().as_str(), dir.key()), ("x_y_z_1-0000000000000000", None));
+    assert_eq!(
+        (dir.dir_name().as_str(), dir.key()),
+        ("x_y_z_1-0000000000000000", None)
+    );
 }

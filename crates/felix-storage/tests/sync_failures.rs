@@ -29,7 +29,7 @@ fn config(retention_bytes: Option<u64>) -> StoreConfig {
             max_bytes: retention_bytes,
             ..Retention::default()
         },
-        repair_checksum_tail: false,
+        repair_policy: felix_storage::RepairPolicy::Default,
     }
 }
 
@@ -129,7 +129,7 @@ fn run(fs: &SimFs) -> Run {
                         return out;
                     }
                 };
-                let active_base = shard.segments().last().map_or(0, |s| s.base_offset);
+                let active_base = shard.segments().last().map_or(0, |s| s.extent.base_offset);
                 match shard.apply_retention() {
                     Ok(outcome) => {
                         out.acked = out.acked.split_off(&outcome.base_offset);

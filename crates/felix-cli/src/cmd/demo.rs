@@ -176,7 +176,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         "5. what recovery finds, read-only (`felix-store verify {}` reports the same):",
         crate::output::shell_quote(&victim_dir)
     ))?;
-    let inspection = inspect(&victim_dir, &victim, &InspectOptions::default())?;
+    let inspection = inspect(
+        &felix_io::FileSystem::os(),
+        &victim_dir,
+        &victim,
+        &InspectOptions::default(),
+    )?;
     for finding in &inspection.findings {
         out.line(format!(" {}", report::finding_line(finding)))?;
     }

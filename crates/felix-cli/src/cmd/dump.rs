@@ -175,8 +175,13 @@ impl<'a> Records<'a> {
             }
             if self.args.from > 0
                 && let Some(&next_id) = ids.get(i + 1)
-                && let Ok((next, _)) =
-                    SegmentFile::open_read_only(&self.shard.dir, next_id, Arc::clone(&self.label))
+                && let Ok((next, _)) = SegmentFile::open(
+                    &felix_io::FileSystem::os(),
+                    &self.shard.dir,
+                    next_id,
+                    Arc::clone(&self.label),
+                    felix_io::OpenMode::Read,
+                )
                 && next.base_offset() <= self.args.from
             {
                 // Everything wanted is in a later segment.
@@ -195,6 +200,7 @@ impl<'a> Records<'a> {
     /// verdict on the whole shard, as `verify` gives it.
     fn verdict(&self) -> Result<Verdict, CliError> {
         let inspection = inspect(
+            &felix_io::FileSystem::os(),
             &self.shard.dir,
             &self.shard.name,
             &InspectOptions::default(),
@@ -232,14 +238,19 @@ impl<'a> Records<'a> {
 
     fn segment(&mut self, out: &mut Out, id: u64, bar: &Progress) -> Result<SegmentEnd, CliError> {
         let json = self.args.json;
-        let (segment, file_len) =
-            match SegmentFile::open_read_only(&self.shard.dir, id, Arc::clone(&self.label)) {
-                Ok(opened) => opened,
-                Err(SegmentError::Corrupt { site, kind }) => {
-                    return self.damage(out, &kind, &site);
-                }
-                Err(other) => return Err(other.into()),
-            };
+        let (segment, file_len) = match SegmentFile::open(
+            &felix_io::FileSystem::os(),
+            &self.shard.dir,
+            id,
+            Arc::clone(&self.label),
+            felix_io::OpenMode::Read,
+        ) {
+            Ok(opened) => opened,
+            Err(SegmentError::Corrupt { site, kind }) => {
+                return self.damage(out, &kind, &site);
+            }
+            Err(other) => return Err(other.into()),
+        };
         let header = segment.header();
         if json {
             out.json(&json!({

@@ -12,10 +12,11 @@
 
 use std::path::PathBuf;
 
+use felix_io::FileSystem;
 use felix_recovery::{
-    Action, IndexCheck, InspectOptions, Inspection, RecoveryError, RepairClass, inspect, repair,
+    Action, IndexCheck, InspectOptions, Inspection, RecoveryError, RepairClass, RepairPolicy,
+    ShardLock, inspect, repair,
 };
-use felix_storage::ShardLock;
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
@@ -42,6 +43,17 @@ pub(crate) struct Args {
     /// Spacing of the entries of rebuilt indexes.
     #[arg(long, default_value_t = InspectOptions::default().index_spacing_bytes)]
     index_spacing_bytes: u64,
+}
+
+impl Args {
+    /// The repair policy `--repair-checksum-tail` chooses.
+    fn policy(&self) -> RepairPolicy {
+        if self.repair_checksum_tail {
+            RepairPolicy::ChecksumTail
+        } else {
+            RepairPolicy::Default
+        }
+    }
 }
 
 /// How `recover` ended.
@@ -98,39 +110,36 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         format!("inspecting {}", shard.dir.display()),
         progress_allowed(args.json),
     );
-    let mut inspection = inspect(&shard.dir, &shard.name, &options)?;
-    let will_write = !args.dry_run
-        && inspection.would_open(args.repair_checksum_tail)
-        && !inspection.plan.is_empty();
+    let fs = FileSystem::os();
+    let policy = args.policy();
+    let mut inspection = inspect(&fs, &shard.dir, &shard.name, &options)?;
+    let will_write = !args.dry_run && inspection.would_open(policy) && !inspection.plan.is_empty();
     // Held until the end of `run`: the repair must not race a writer.
-    let _lock = if will_write {
-        let lock = ShardLock::acquire(&shard.dir)?;
+    let lock = if will_write {
+        let lock = ShardLock::acquire(&fs, &shard.dir)?;
         // What a writer did before we held the lock is only seen by looking
         // again; acting on the first look could cut records it appended.
-        inspection = inspect(&shard.dir, &shard.name, &options)?;
+        inspection = inspect(&fs, &shard.dir, &shard.name, &options)?;
         Some(lock)
     } else {
         None
     };
 
-    let blocking: Vec<_> = inspection
-        .blocking(args.repair_checksum_tail)
-        .into_iter()
-        .cloned()
-        .collect();
+    let blocking: Vec<_> = inspection.blocking(policy).into_iter().cloned().collect();
     let (ending, actions) = if !blocking.is_empty() {
         (Ending::Refused, Vec::new())
     } else if inspection.plan.is_empty() {
         (Ending::Clean, Vec::new())
-    } else if args.dry_run {
-        (Ending::WouldRepair, inspection.plan.clone())
-    } else {
+    } else if let Some(lock) = &lock {
         spinner.set_message(format!("repairing {}", shard.dir.display()));
-        let repaired = repair(&inspection, args.repair_checksum_tail)?;
+        let repaired = repair(&inspection, policy, lock)?;
         // An index that could not be written is reported, not a failure:
         // the shard opens all the same.
         inspection.notes.extend(repaired.notes);
         (Ending::Repaired, repaired.actions)
+    } else {
+        // No lock with a plan the policy allows: only a dry run.
+        (Ending::WouldRepair, inspection.plan.clone())
     };
     spinner.finish();
 
@@ -143,7 +152,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         let reason = RecoveryError::Unrepairable {
             dir: shard.dir.clone(),
             blocking,
-            repair_checksum_tail: args.repair_checksum_tail,
+            policy,
         }
         .to_string();
         // The report went to stdout; stderr gets the one-line reason.

@@ -44,7 +44,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let mut outcome = Outcome::Success;
     for shard in &shards {
         bar.set_message(shard.name.clone());
-        let inspection = match inspect(&shard.dir, &shard.name, &options) {
+        let inspection = match inspect(
+            &felix_io::FileSystem::os(),
+            &shard.dir,
+            &shard.name,
+            &options,
+        ) {
             Ok(inspection) => inspection,
             Err(err) => {
                 // Reported, and the other shards still shown.

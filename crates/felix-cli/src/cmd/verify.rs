@@ -72,7 +72,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         bar.set_message(shard.name.clone());
         // A shard that cannot be read is reported and the rest still
         // checked: the status is the worst of them all.
-        let inspection = match inspect(&shard.dir, &shard.name, &options) {
+        let inspection = match inspect(
+            &felix_io::FileSystem::os(),
+            &shard.dir,
+            &shard.name,
+            &options,
+        ) {
             Ok(inspection) => inspection,
             Err(err) => {
                 bar.suspend(|| report::unreadable(out, shard, &err, args.json))?;

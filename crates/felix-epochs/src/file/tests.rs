@@ -32,7 +32,7 @@ fn expects_new(step: StoreStep) -> bool {
 fn store_crash_after_each_step_leaves_old_or_new() {
     for step in STEPS {
         let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::in_dir(dir.path());
+        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
         file.store(&old_history()).unwrap();
 
         file.store_until(&new_history(), Some(step)).unwrap();
@@ -58,7 +58,7 @@ fn store_crash_after_each_step_leaves_old_or_new() {
 fn store_crash_after_each_step_without_old_file_leaves_absent_or_new() {
     for step in STEPS {
         let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::in_dir(dir.path());
+        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
 
         file.store_until(&new_history(), Some(step)).unwrap();
         let loaded = file.load();
@@ -82,7 +82,7 @@ fn load_torn_temp_after_crash_reads_old_and_removes_it() {
     encode_epochs(new_history().entries(), &mut full).unwrap();
     for len in 0..=full.len() {
         let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::in_dir(dir.path());
+        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
         file.store(&old_history()).unwrap();
         file.store_until(&new_history(), Some(StoreStep::TempWritten))
             .unwrap();
@@ -106,7 +106,7 @@ fn load_unsynced_rename_lost_reads_old() {
     // the old file and the complete, synced temporary are both on disk, which
     // is exactly the state after `TempSynced`. Build it by hand to say so.
     let dir = tempfile::tempdir().unwrap();
-    let file = EpochsFile::in_dir(dir.path());
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
     file.store(&old_history()).unwrap();
     let mut new_bytes = Vec::new();
     encode_epochs(new_history().entries(), &mut new_bytes).unwrap();
@@ -123,7 +123,7 @@ fn load_unsynced_rename_lost_reads_old() {
 fn load_stale_temp_only_reads_absent_and_removes_it() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join(EPOCHS_TEMP_FILE_NAME), b"FLEP partial").unwrap();
-    let loaded = EpochsFile::in_dir(dir.path()).load();
+    let loaded = EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
     assert!(matches!(loaded.status, LoadStatus::Absent));
     assert!(loaded.removed_stale_temp);
     assert!(!dir.path().join(EPOCHS_TEMP_FILE_NAME).exists());
@@ -132,7 +132,7 @@ fn load_stale_temp_only_reads_absent_and_removes_it() {
 #[test]
 fn store_over_stale_temp_replaces_it() {
     let dir = tempfile::tempdir().unwrap();
-    let file = EpochsFile::in_dir(dir.path());
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
     fs::write(dir.path().join(EPOCHS_TEMP_FILE_NAME), vec![0xAB; 100_000]).unwrap();
     file.store(&new_history()).unwrap();
     let loaded = file.load();
@@ -143,7 +143,7 @@ fn store_over_stale_temp_replaces_it() {
 
 #[test]
 fn display_io_error_names_operation_and_path() {
-    let err = EpochsIoError::new(
+    let err = felix_io::IoError::new(
         "fsync",
         Path::new("/x/epochs.tmp"),
         io::Error::other("Input/output error"),

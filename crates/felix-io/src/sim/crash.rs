@@ -302,7 +302,11 @@ fn moved(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
 
 /// Moves every key under `from` to the same place under `to`.
 fn move_paths<V>(map: &mut BTreeMap<PathBuf, V>, from: &Path, to: &Path) {
-    let keys: Vec<PathBuf> = map.keys().filter(|p| p.starts_with(from)).cloned().collect();
+    let keys: Vec<PathBuf> = map
+        .keys()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
     for key in keys {
         if let (Some(value), Some(new)) = (map.remove(&key), moved(&key, from, to)) {
             map.insert(new, value);
@@ -312,7 +316,11 @@ fn move_paths<V>(map: &mut BTreeMap<PathBuf, V>, from: &Path, to: &Path) {
 
 /// [`move_paths`] for a set.
 fn move_set(set: &mut BTreeSet<PathBuf>, from: &Path, to: &Path) {
-    let keys: Vec<PathBuf> = set.iter().filter(|p| p.starts_with(from)).cloned().collect();
+    let keys: Vec<PathBuf> = set
+        .iter()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
     for key in keys {
         set.remove(&key);
         if let Some(new) = moved(&key, from, to) {

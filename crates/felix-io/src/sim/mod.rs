@@ -346,11 +346,20 @@ impl State {
     /// names a path in it (pending operations, locks) to `to`.
     pub(super) fn move_tree(&mut self, from: &Path, to: &Path) {
         let moved = |path: &Path| {
-            path.strip_prefix(from)
-                .ok()
-                .map(|rest| if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) })
+            path.strip_prefix(from).ok().map(|rest| {
+                if rest.as_os_str().is_empty() {
+                    to.to_path_buf()
+                } else {
+                    to.join(rest)
+                }
+            })
         };
-        let keys: Vec<PathBuf> = self.dirs.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        let keys: Vec<PathBuf> = self
+            .dirs
+            .keys()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
         for key in keys {
             if let (Some(dir), Some(new)) = (self.dirs.remove(&key), moved(&key)) {
                 self.dirs.insert(new, dir);
@@ -379,7 +388,11 @@ impl State {
             }
         }
         for held in [&mut self.locks, &mut self.dir_locks] {
-            let keys: Vec<PathBuf> = held.keys().filter(|p| p.starts_with(from)).cloned().collect();
+            let keys: Vec<PathBuf> = held
+                .keys()
+                .filter(|p| p.starts_with(from))
+                .cloned()
+                .collect();
             for key in keys {
                 if let (Some(id), Some(new)) = (held.remove(&key), moved(&key)) {
                     held.insert(new, id);

@@ -399,9 +399,7 @@ impl Vfs for SimFs {
             })
             .collect();
         state.pending.retain(|p| match p {
-            Pending::Dir { dir: pd, .. } => {
-                pd != dir && !removed.iter().any(|r| pd.starts_with(r))
-            }
+            Pending::Dir { dir: pd, .. } => pd != dir && !removed.iter().any(|r| pd.starts_with(r)),
             Pending::File { path, .. } => !removed.iter().any(|r| path.starts_with(r)),
         });
         state.record("sync_dir", dir, true);

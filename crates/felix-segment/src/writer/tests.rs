@@ -18,8 +18,15 @@ fn break_writes(writer: &mut SegmentWriter) {
 #[test]
 fn append_after_write_failure_refuses_with_the_original_error() {
     let dir = tempfile::tempdir().unwrap();
-    let mut writer =
-        SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
+    let mut writer = SegmentWriter::create(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        0,
+        0,
+        SegmentConfig::default(),
+        "t".into(),
+    )
+    .unwrap();
     writer.append(&[Record::new(1, "kept")]).unwrap();
     break_writes(&mut writer);
 
@@ -27,7 +34,7 @@ fn append_after_write_failure_refuses_with_the_original_error() {
     // one"; the writer keeps a copy as the reason it stopped.
     let first = writer.append(&[Record::new(2, "lost")]).unwrap_err();
     assert!(
-        matches!(&first, SegmentError::Io { op: "write", path, source } if path == writer.segment.path() && source.raw_os_error() == Some(9)),
+        matches!(&first, SegmentError::Io(err) if err.op() == "write" && err.path() == writer.segment.path() && err.raw_os_error() == Some(9)),
         "{first:?}"
     );
     let original = Arc::clone(writer.poisoned().unwrap());

@@ -32,7 +32,7 @@ pub(crate) fn writer(dir: &Path, base: u64, spacing: u64) -> SegmentWriter {
         index_spacing_bytes: spacing,
         preallocate_bytes: None,
     };
-    SegmentWriter::create(dir, 0, base, config, label()).unwrap()
+    SegmentWriter::create(&felix_io::FileSystem::os(), dir, 0, base, config, label()).unwrap()
 }
 
 pub(crate) fn record(offset: u64, len: usize) -> Record {

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use felix_format::clean::CleanSegment;
+use felix_format::SegmentExtent;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
-use felix_recovery::write_clean_shutdown_in;
+use felix_recovery::write_clean_shutdown;
 use felix_segment::{Record, SegmentWriter};
 
 use super::commit::{Commit, unpark_all};
@@ -182,7 +182,7 @@ impl Shard {
             // its readers rebuild.
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        let next = SegmentWriter::create_in(
+        let next = SegmentWriter::create(
             &self.fs,
             &self.dir,
             next_id,
@@ -205,10 +205,7 @@ impl Shard {
         state.next_segment_id = next_id.checked_add(1);
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
-            id: sealed.segment.id(),
-            base_offset: sealed.segment.base_offset(),
-            next_offset: sealed.next_offset,
-            len: sealed.len,
+            extent: sealed.extent,
             max_timestamp_micros: std::sync::Mutex::new(max_ts),
             // Its file and index are opened again on the first read that
             // needs them: keeping the index of every segment sealed by this
@@ -312,20 +309,11 @@ impl Shard {
             tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        let segments: Vec<CleanSegment> = self
-            .segments()
-            .into_iter()
-            .map(|s| CleanSegment {
-                id: s.id,
-                base_offset: s.base_offset,
-                next_offset: s.next_offset,
-                len: s.len,
-            })
-            .collect();
+        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
         // Not written (`Ok(false)`, logged) when the name is not a regular
         // file: everything is durable all the same; only the quick next
         // open is lost.
-        write_clean_shutdown_in(&self.fs, &self.dir, &segments)
+        write_clean_shutdown(&self.fs, &self.dir, &segments)
             .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }

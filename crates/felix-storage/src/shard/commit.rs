@@ -126,7 +126,7 @@ impl Commit {
     /// own failure when it is the first (it is this call's error, not an
     /// earlier one), else `Poisoned` naming the first.
     pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
-        let first = self.poison.set(Arc::new(err.duplicate())).is_ok();
+        let first = self.poison.set(Arc::new(err.clone())).is_ok();
         if first {
             tracing::error!(shard = %self.label, error = %err, "shard stopped accepting writes");
         }
@@ -438,8 +438,15 @@ mod tests {
     #[test]
     fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
         let dir = tempfile::tempdir().unwrap();
-        let writer =
-            SegmentWriter::create(dir.path(), 0, 0, SegmentConfig::default(), "t".into()).unwrap();
+        let writer = SegmentWriter::create(
+            &felix_io::FileSystem::os(),
+            dir.path(),
+            0,
+            0,
+            SegmentConfig::default(),
+            "t".into(),
+        )
+        .unwrap();
         let commit = Commit::new("t".into(), 0, writer.sync_handle());
         commit.set_written(10);
         let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());

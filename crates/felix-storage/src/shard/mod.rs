@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use std::time::{Duration, Instant};
 
 use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
+use felix_format::SegmentExtent;
 use felix_io::FileSystem;
-use felix_recovery::{Action, IndexCheck, InspectOptions, Note, OpenOptions, open_shard_in};
+use felix_recovery::{Action, IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
 use felix_segment::{
     ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
 };
@@ -51,10 +52,7 @@ pub use retention::RetentionOutcome;
 /// descriptors nor index memory.
 #[derive(Debug)]
 pub(crate) struct Sealed {
-    pub(crate) id: u64,
-    pub(crate) base_offset: u64,
-    pub(crate) next_offset: u64,
-    pub(crate) len: u64,
+    pub(crate) extent: SegmentExtent,
     /// The newest record's timestamp, when known (set for segments sealed by
     /// this process; read from the last record on demand otherwise).
     pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
@@ -85,7 +83,7 @@ impl View {
     pub(crate) fn base_offset(&self) -> u64 {
         self.sealed
             .first()
-            .map_or(self.active.base_offset(), |s| s.base_offset)
+            .map_or(self.active.base_offset(), |s| s.extent.base_offset)
     }
 }
 
@@ -113,14 +111,9 @@ impl Drop for Shard {
 /// One segment of a shard, as [`Shard::segments`] lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentInfo {
-    /// Segment id (the number in its file name).
-    pub id: u64,
-    /// Its first offset.
-    pub base_offset: u64,
-    /// One past its last record's offset.
-    pub next_offset: u64,
-    /// Bytes of header and records.
-    pub len: u64,
+    /// Its id, offsets and length (the active segment's as far as it is
+    /// written).
+    pub extent: SegmentExtent,
     /// Whether it is the segment appends go to.
     pub active: bool,
 }
@@ -206,7 +199,7 @@ impl Shard {
         let span = tracing::info_span!("shard_open", shard = %label);
         let _entered = span.enter();
         create_dir(fs, dir, &label)?;
-        let lock = ShardLock::acquire_in(fs, dir)?;
+        let lock = ShardLock::acquire(fs, dir)?;
         let options = OpenOptions {
             inspect: InspectOptions {
                 index_spacing_bytes: config.index_spacing_bytes,
@@ -215,10 +208,10 @@ impl Shard {
                 // open does not read every sealed segment to check them all.
                 index_check: IndexCheck::LastEntry,
             },
-            repair_checksum_tail: config.repair_checksum_tail,
+            repair_policy: config.repair_policy,
             use_clean_shutdown: true,
         };
-        let recovered = open_shard_in(fs, dir, &label, &options)?;
+        let recovered = open_shard(fs, dir, &label, &options, &lock)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }
@@ -242,12 +235,9 @@ impl Shard {
         let sealed: Vec<Arc<Sealed>> = recovered
             .sealed
             .iter()
-            .map(|s| {
+            .map(|&extent| {
                 Arc::new(Sealed {
-                    id: s.id,
-                    base_offset: s.base_offset,
-                    next_offset: s.next_offset,
-                    len: s.len,
+                    extent,
                     max_timestamp_micros: Mutex::new(None),
                     opened: Mutex::new(None),
                 })
@@ -271,7 +261,7 @@ impl Shard {
                 (writer, id.checked_add(1))
             }
             None => {
-                let writer = SegmentWriter::create_in(
+                let writer = SegmentWriter::create(
                     fs,
                     dir,
                     0,
@@ -289,7 +279,7 @@ impl Shard {
             index_write_failures += 1;
         }
         let next_offset = writer.next_offset();
-        let epochs_file = EpochsFile::in_dir_with(fs.clone(), dir);
+        let epochs_file = EpochsFile::new(fs, dir);
         let loaded = epochs_file.load();
         if let LoadStatus::Discarded(reason) = &loaded.status {
             tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
@@ -397,18 +387,17 @@ impl Shard {
             .sealed
             .iter()
             .map(|s| SegmentInfo {
-                id: s.id,
-                base_offset: s.base_offset,
-                next_offset: s.next_offset,
-                len: s.len,
+                extent: s.extent,
                 active: false,
             })
             .collect();
         out.push(SegmentInfo {
-            id: view.active.id(),
-            base_offset: view.active.base_offset(),
-            next_offset: view.active_limit.next_offset,
-            len: view.active_limit.end_position,
+            extent: SegmentExtent {
+                id: view.active.id(),
+                base_offset: view.active.base_offset(),
+                next_offset: view.active_limit.next_offset,
+                len: view.active_limit.end_position,
+            },
             active: true,
         });
         out
@@ -482,6 +471,6 @@ pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
 fn create_dir(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
     felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| StorageError::Segment {
         shard: Arc::clone(label),
-        source,
+        source: source.into(),
     })
 }

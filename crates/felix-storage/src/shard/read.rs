@@ -105,10 +105,12 @@ impl Shard {
                 next_position,
             }));
         }
-        let i = view.sealed.partition_point(|s| s.base_offset <= offset);
+        let i = view
+            .sealed
+            .partition_point(|s| s.extent.base_offset <= offset);
         let segment = i.checked_sub(1).and_then(|i| view.sealed.get(i));
         match segment {
-            Some(s) if offset < s.next_offset => Ok(Some(Target::Sealed(Arc::clone(s)))),
+            Some(s) if offset < s.extent.next_offset => Ok(Some(Target::Sealed(Arc::clone(s)))),
             // Empty sealed segments leave no gap in offsets, so this is only
             // reached for an offset inside an empty segment's range: none.
             _ => Ok(None),
@@ -133,8 +135,8 @@ impl Shard {
             Target::Sealed(sealed) => {
                 let opened = self.open_sealed(&sealed, from)?;
                 let limit = ReadLimit {
-                    end_position: sealed.len,
-                    next_offset: sealed.next_offset,
+                    end_position: sealed.extent.len,
+                    next_offset: sealed.extent.next_offset,
                 };
                 let (start, next_position) = opened.index.seek_span(from);
                 let read = if opened.vouched {
@@ -195,7 +197,7 @@ impl Shard {
             None => IndexProblem::Stale,
         };
         let note = Note::IndexUnusable {
-            segment: sealed.id,
+            segment: sealed.extent.id,
             reason,
         };
         tracing::warn!(shard = %self.label, note = %note, "stale index entry; index rebuilt from the records");
@@ -226,17 +228,15 @@ impl Shard {
         if let Some(existing) = &*opened {
             return Ok(Arc::clone(existing));
         }
-        let (file, _) = match SegmentFile::open_in(
+        let (file, _) = match SegmentFile::open(
             &self.fs,
             &self.dir,
-            sealed.id,
+            sealed.extent.id,
             Arc::clone(&self.label),
             OpenMode::Read,
         ) {
             Ok(opened) => opened,
-            Err(SegmentError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
+            Err(SegmentError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
                 // Retention removed it after this read chose it.
                 return Err(StorageError::Trimmed {
                     shard: Arc::clone(&self.label),
@@ -247,15 +247,15 @@ impl Shard {
             Err(e) => return Err(self.segment_error(e)),
         };
         let file = Arc::new(file);
-        let (index, vouched) = match SparseIndex::load_in(
+        let (index, vouched) = match SparseIndex::load(
             &self.fs,
             &file.index_path(),
-            sealed.base_offset,
-            sealed.len,
+            sealed.extent.base_offset,
+            sealed.extent.len,
         ) {
             Ok(index) => (index, false),
             Err(reason) => {
-                tracing::warn!(shard = %self.label, segment = sealed.id, %reason, "index unusable; rebuilding");
+                tracing::warn!(shard = %self.label, segment = sealed.extent.id, %reason, "index unusable; rebuilding");
                 let index = self.scan_records(sealed, &file)?;
                 self.persist_index(sealed, &file, &index);
                 (index, true)
@@ -300,20 +300,23 @@ impl Shard {
     fn scan_records(&self, sealed: &Sealed, file: &SegmentFile) -> Result<SparseIndex> {
         let scan = scan_segment(
             file,
-            sealed.len,
+            sealed.extent.len,
             ScanStart::first_record(file),
             ScanDepth::Headers,
             self.config.index_spacing_bytes,
         )
-        .map_err(|e| self.segment_error(e))?;
-        Ok(SparseIndex::from_entries(sealed.base_offset, scan.index))
+        .map_err(|e| self.segment_error(e.into()))?;
+        Ok(SparseIndex::from_entries(
+            sealed.extent.base_offset,
+            scan.index,
+        ))
     }
 
     /// Writes a rebuilt index back for the next open. Only an optimisation:
     /// failing to is harmless, since indexes are never trusted.
     fn persist_index(&self, sealed: &Sealed, file: &SegmentFile, index: &SparseIndex) {
-        if let Err(err) = index.write_file_in(&self.fs, &file.index_path()) {
-            tracing::warn!(shard = %self.label, segment = sealed.id, error = %err, "could not write rebuilt index");
+        if let Err(err) = index.write_file(&self.fs, &file.index_path()) {
+            tracing::warn!(shard = %self.label, segment = sealed.extent.id, error = %err, "could not write rebuilt index");
             crate::stats::Counters::add(&self.counters.index_write_failures, 1);
         }
     }

@@ -109,10 +109,10 @@ impl Shard {
             self.remove_segment_files(state.writer.segment().id())?;
             let mut sealed = self.view().sealed.clone();
             while let Some(last) = sealed.last() {
-                if last.base_offset <= offset {
+                if last.extent.base_offset <= offset {
                     break;
                 }
-                self.remove_segment_files(last.id)?;
+                self.remove_segment_files(last.extent.id)?;
                 sealed.pop();
             }
             let target = sealed
@@ -123,10 +123,10 @@ impl Shard {
                     requested: offset,
                     oldest: offset,
                 })?;
-            let (file, _) = SegmentFile::open_in(
+            let (file, _) = SegmentFile::open(
                 &self.fs,
                 &self.dir,
-                target.id,
+                target.extent.id,
                 Arc::clone(&self.label),
                 OpenMode::ReadWrite,
             )
@@ -138,8 +138,8 @@ impl Shard {
             let opened = self.open_sealed_vouched(&target, offset)?;
             let entries = opened.index.entries().to_vec();
             let limit = ReadLimit {
-                end_position: target.len,
-                next_offset: target.next_offset,
+                end_position: target.extent.len,
+                next_offset: target.extent.next_offset,
             };
             let position = self.position_of(&file, &entries, offset, limit)?;
             let mut view = self.view_mut();
@@ -210,7 +210,7 @@ impl Shard {
                 }
             }
         }
-        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e))
+        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into()))
     }
 
     /// Points readers and group commit at the writer's segment after the
@@ -247,9 +247,9 @@ impl Shard {
             self.remove_segment_files(state.writer.segment().id())?;
             let sealed = self.view().sealed.clone();
             for segment in sealed.iter().rev() {
-                self.remove_segment_files(segment.id)?;
+                self.remove_segment_files(segment.extent.id)?;
             }
-            let writer = SegmentWriter::create_in(
+            let writer = SegmentWriter::create(
                 &self.fs,
                 &self.dir,
                 next_id,

@@ -41,7 +41,7 @@ impl Shard {
             let view = self.view();
             (view.sealed.clone(), view.active_limit.end_position)
         };
-        let mut total: u64 = sealed.iter().map(|s| s.len).sum::<u64>() + active_len;
+        let mut total: u64 = sealed.iter().map(|s| s.extent.len).sum::<u64>() + active_len;
         let cutoff = retention
             .max_age
             .map(|age| now.saturating_sub(age).as_micros());
@@ -57,7 +57,7 @@ impl Shard {
             if !(over_size || too_old) {
                 break;
             }
-            total -= segment.len;
+            total -= segment.extent.len;
             doomed.push(Arc::clone(segment));
         }
         if doomed.is_empty() {
@@ -74,7 +74,7 @@ impl Shard {
             view.sealed.drain(..doomed.len());
         }
         for segment in &doomed {
-            self.remove_segment_files(segment.id)
+            self.remove_segment_files(segment.extent.id)
                 .map_err(|e| self.poison_with(e))?;
         }
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
@@ -82,7 +82,7 @@ impl Shard {
         self.update_history(|history| history.truncate_before(base_offset) > 0)?;
         tracing::info!(base_offset, "retention deleted segments");
         Ok(RetentionOutcome {
-            deleted_segments: doomed.iter().map(|s| s.id).collect(),
+            deleted_segments: doomed.iter().map(|s| s.extent.id).collect(),
             base_offset,
         })
     }
@@ -94,14 +94,14 @@ impl Shard {
             .max_timestamp_micros
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if known.is_some() || segment.next_offset == segment.base_offset {
+        if known.is_some() || segment.extent.next_offset == segment.extent.base_offset {
             return Ok(*known);
         }
-        let last = segment.next_offset - 1;
+        let last = segment.extent.next_offset - 1;
         let opened = self.open_sealed(segment, last)?;
         let limit = ReadLimit {
-            end_position: segment.len,
-            next_offset: segment.next_offset,
+            end_position: segment.extent.len,
+            next_offset: segment.extent.next_offset,
         };
         let records = opened
             .file

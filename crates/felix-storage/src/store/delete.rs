@@ -72,8 +72,8 @@ impl Store {
         {
             return Err(StorageError::KeyFileDisagrees {
                 dir,
-                requested: key.clone(),
-                found,
+                requested: Box::new(key.clone()),
+                found: Box::new(found),
             });
         }
         if let Some(shard) = shards.remove(key)
@@ -83,7 +83,7 @@ impl Store {
             // is released, which a close does whatever fails.
             tracing::warn!(shard = shard.label(), error = %err, "closing the shard to delete it failed");
         }
-        let lock = ShardLock::acquire_in(fs, &dir)?;
+        let lock = ShardLock::acquire(fs, &dir)?;
         let name = key.dir_name();
         let tombstone = root.join(tombstone_name(&name));
         // A tombstone of this name is the leftover of an earlier delete of
@@ -119,11 +119,7 @@ pub(super) fn remove_tombstones(fs: &FileSystem, root: &Path) -> Result<()> {
         .map_err(|e| store_io("list directory", root, e))?;
     let mut removed = false;
     for entry in entries {
-        let is_tombstone = entry
-            .name
-            .to_str()
-            .and_then(parse_tombstone_name)
-            .is_some();
+        let is_tombstone = entry.name.to_str().and_then(parse_tombstone_name).is_some();
         if !is_tombstone || !entry.is_dir() {
             continue;
         }

@@ -122,8 +122,8 @@ pub(super) fn check_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Res
         StoredKey::Key(found) if found == *key => Ok(false),
         StoredKey::Key(found) => Err(StorageError::KeyFileDisagrees {
             dir: dir.to_path_buf(),
-            requested: key.clone(),
-            found,
+            requested: Box::new(key.clone()),
+            found: Box::new(found),
         }),
         StoredKey::Missing => Ok(true),
         StoredKey::Unusable(problem) => {

@@ -111,8 +111,7 @@ impl Store {
 
     /// [`Store::open`] on the file system `fs`, which every shard uses.
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
-        felix_segment::fs::create_dir_all_durable(fs, root)
-            .map_err(|source| store_segment_error(root, source))?;
+        felix_segment::fs::create_dir_all_durable(fs, root)?;
         delete::remove_tombstones(fs, root)?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
@@ -423,16 +422,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A store-level I/O failure (listing the root, a thread that would not
-/// start), not one of any shard's.
+/// A store-level I/O failure (listing the root, removing a tombstone, a
+/// thread that would not start), not one of any shard's.
 pub(crate) fn store_io(op: &'static str, path: &Path, e: std::io::Error) -> StorageError {
-    store_segment_error(path, felix_segment::SegmentError::io(op, path, e))
-}
-
-/// A store-level failure from felix-segment's helpers.
-pub(crate) fn store_segment_error(path: &Path, source: felix_segment::SegmentError) -> StorageError {
-    StorageError::Segment {
-        shard: Arc::from(path.display().to_string()),
-        source,
-    }
+    StorageError::Io(felix_io::IoError::new(op, path, e))
 }

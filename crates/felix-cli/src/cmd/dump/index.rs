@@ -43,7 +43,14 @@ pub(super) fn dump_index(
         Err(e) => return Err(CliError::io("read", &path, e)),
     };
     let label: Arc<str> = Arc::from(shard.name.as_str());
-    let segment = SegmentFile::open_read_only(&shard.dir, id, label).ok();
+    let segment = SegmentFile::open(
+        &felix_io::FileSystem::os(),
+        &shard.dir,
+        id,
+        label,
+        felix_io::OpenMode::Read,
+    )
+    .ok();
     // Without a readable segment the entries can only be checked against
     // the index's own header.
     let parsed = match &segment {

@@ -1,0 +1,110 @@
+//! The advisory lock that keeps one writer per shard directory.
+//!
+//! It lives here, beside [`repair`](crate::repair), because repairing is
+//! writing: [`repair`](crate::repair) and [`open_shard`](crate::open_shard)
+//! take a `&ShardLock`, so a directory cannot be modified by recovery
+//! without the lock that keeps a live writer out.
+
+use std::path::{Path, PathBuf};
+
+use felix_format::LOCK_FILE_NAME;
+use felix_io::{FileSystem, IoError, LockGuard};
+
+/// Why [`ShardLock::acquire`] did not take the lock.
+///
+/// Not `#[non_exhaustive]`: callers map it onto their own errors case by
+/// case, and a new case must make each of them decide.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LockError {
+    /// Another process (or another handle in this one) holds it.
+    #[error("shard directory {} is locked by another writer", dir.display())]
+    Locked {
+        /// The shard directory.
+        dir: PathBuf,
+    },
+    /// Taking it failed (the directory is missing, say).
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+/// An exclusive advisory lock (`flock`) on a shard directory, released when
+/// dropped or when the process dies, which is why an advisory lock beats a
+/// pid file: a crash never leaves a stale lock behind.
+///
+/// The lock is taken on the directory's own descriptor. A lock on a file
+/// inside it would be only as good as the file's name: `rm lock` between two
+/// writers would let the second create a new file, lock that, and write over
+/// the first one's acknowledged records. Nothing done to the directory's
+/// entries can release a lock on the directory itself.
+///
+/// For earlier releases, which lock only `<shard>/lock`
+/// ([`LOCK_FILE_NAME`]), the file is locked too (created if missing, a
+/// regular file only): a writer or a repair tool of an earlier release
+/// holding it still keeps this one out, and the other way round. A `lock`
+/// that is a symbolic link (or anything but a regular file) is left alone,
+/// never followed or created through; the directory's lock is the one that
+/// counts.
+///
+/// A shard takes it for its whole life; tools that modify a shard directory
+/// without opening it as a shard take it too, so they never repair a tail
+/// that a live writer is still appending to.
+///
+/// ```
+/// use felix_io::FileSystem;
+/// use felix_recovery::{LockError, ShardLock};
+///
+/// let dir = tempfile::tempdir()?;
+/// let fs = FileSystem::os();
+/// let lock = ShardLock::acquire(&fs, dir.path())?;
+/// assert_eq!(lock.dir(), dir.path());
+/// assert!(matches!(ShardLock::acquire(&fs, dir.path()), Err(LockError::Locked { .. })));
+/// drop(lock);
+/// ShardLock::acquire(&fs, dir.path())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ShardLock {
+    dir: PathBuf,
+    _dir: LockGuard,
+    _file: Option<LockGuard>,
+}
+
+impl ShardLock {
+    /// Takes the lock of the shard directory `dir` on `fs` without waiting.
+    ///
+    /// Fails with [`LockError::Locked`] when another process (or another
+    /// handle in this one) holds it.
+    pub fn acquire(fs: &FileSystem, dir: &Path) -> Result<Self, LockError> {
+        let locked = || LockError::Locked {
+            dir: dir.to_path_buf(),
+        };
+        let dir_guard = match fs.try_lock_dir(dir) {
+            Ok(Some(guard)) => guard,
+            Ok(None) => return Err(locked()),
+            Err(e) => return Err(IoError::new("lock", dir, e).into()),
+        };
+        let path = dir.join(LOCK_FILE_NAME);
+        let file_guard = match fs.try_lock(&path) {
+            Ok(Some(guard)) => Some(guard),
+            // Held by an earlier release's writer or tool.
+            Ok(None) => return Err(locked()),
+            Err(e) => match felix_io::not_regular_file(&e) {
+                Some(what) => {
+                    tracing::warn!(path = %path.display(), %what, "lock file left alone; the shard directory's own lock holds");
+                    None
+                }
+                None => return Err(IoError::new("lock", &path, e).into()),
+            },
+        };
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            _dir: dir_guard,
+            _file: file_guard,
+        })
+    }
+
+    /// The directory this lock holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
