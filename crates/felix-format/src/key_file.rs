@@ -81,7 +81,7 @@ impl fmt::Display for KeyPart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum KeyPartProblem {
     /// The body ends before the part (or its length) does.
-    #[error("the body ends {available} bytes into it, {needed} needed")]
+    #[error("it needs {needed} bytes, but only {available} are left in the body")]
     Truncated {
         /// Bytes the part (or its length field) needs.
         needed: usize,
@@ -166,7 +166,7 @@ pub enum KeyFileDecodeError {
         problem: KeyPartProblem,
     },
     /// Bytes follow the shard number inside the body.
-    #[error("key file body has {count} bytes after the shard number")]
+    #[error("key file body has {count} byte(s) after the shard number")]
     TrailingBytes {
         /// How many.
         count: usize,

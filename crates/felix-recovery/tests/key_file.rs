@@ -178,3 +178,34 @@ fn write_key_file_part_over_the_limit_writes_nothing() {
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
+
+/// The golden key file and every damaged one under `fixtures/v2/key-file/`:
+/// in a shard directory, the golden one is the key and each damaged one a
+/// `KeyFileUnusable` note named by its directory, the shard unaffected.
+#[test]
+fn inspect_key_file_fixtures_read_as_the_readme_says() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2/key-file");
+    let golden = ShardKey::new("acme", "default", "ünï/orders", 3);
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(golden.dir_name());
+    std::fs::create_dir(&dir).unwrap();
+    build_shard(&dir, 0, &[3], 64);
+    std::fs::copy(fixtures.join(KEY_FILE_NAME), dir.join(KEY_FILE_NAME)).unwrap();
+    assert_eq!(notes(&dir), (Some(golden), vec![]));
+    let mut variants: Vec<String> = std::fs::read_dir(fixtures.join("damaged"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    variants.sort();
+    assert_eq!(variants.len(), 9, "{variants:?}");
+    for variant in variants {
+        let from = fixtures.join("damaged").join(&variant).join(KEY_FILE_NAME);
+        std::fs::copy(&from, dir.join(KEY_FILE_NAME)).unwrap();
+        let (key, notes) = notes(&dir);
+        assert_eq!(key, None, "{variant}");
+        match notes.as_slice() {
+            [Note::KeyFileUnusable { problem }] => assert_eq!(problem.name(), variant),
+            other => panic!("{variant}: {other:?}"),
+        }
+    }
+}
