@@ -272,7 +272,9 @@ fn verify(case: &Case) -> Result<(), String> {
             let bytes = case.file(Layout::KeyFile).unwrap_or_default();
             match decode_key_file(bytes) {
                 Err(err) if err.name() == variant => Ok(()),
-                other => bug(format!("key file should fail with {variant}, decodes as {other:?}")),
+                other => bug(format!(
+                    "key file should fail with {variant}, decodes as {other:?}"
+                )),
             }
         }
         Expect::Clean => {

@@ -15,7 +15,7 @@ use felix_format::key_file::{
     KeyFileDecodeError, MAX_KEY_FILE_LEN, decode_key_file, encode_key_file,
 };
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
-use felix_io::{FileSystem, IoError, NotRegularFile, OpenMode, not_regular_file};
+use felix_io::{FileSystem, FileType, IoError, NotRegularFile, OpenMode, not_regular_file};
 
 use crate::error::RecoveryError;
 
@@ -84,7 +84,7 @@ impl KeyFileProblem {
 /// let fs = FileSystem::os();
 /// assert_eq!(read_key_file(&fs, dir.path()), StoredKey::Missing);
 /// let key = ShardKey::new("acme", "default", "orders", 0);
-/// write_key_file(&fs, dir.path(), &key)?;
+/// assert!(write_key_file(&fs, dir.path(), &key)?);
 /// assert_eq!(read_key_file(&fs, dir.path()), StoredKey::Key(key));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -122,9 +122,13 @@ pub fn read_key_file(fs: &FileSystem, dir: &Path) -> StoredKey {
 /// `fsync`, rename over any old file, directory `fsync`, so a crash leaves
 /// the old file (or none) or the whole new one.
 ///
-/// Fails with [`RecoveryError::KeyTooLong`], having written nothing, when a
-/// part of the key is longer than the format holds.
-pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<(), RecoveryError> {
+/// Returns `Ok(false)`, having written nothing, when the file's name or its
+/// temporary's is taken by something that is not a regular file: that is
+/// not ours, so it is left alone (a rename would replace a FIFO and fail on
+/// a directory), and the shard stays known by its directory name. Fails
+/// with [`RecoveryError::KeyTooLong`], having written nothing, when a part
+/// of the key is longer than the format holds.
+pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<bool, RecoveryError> {
     let mut bytes = Vec::new();
     encode_key_file(key, &mut bytes).map_err(|source| RecoveryError::KeyTooLong {
         key: key.clone(),
@@ -134,6 +138,16 @@ pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<(),
     let path = dir.join(KEY_FILE_NAME);
     let io_err =
         |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
+    for name in [&path, &temp_path] {
+        match fs.entry_type(name) {
+            Ok(None | Some(FileType::Regular)) => {}
+            Ok(Some(file_type)) => {
+                tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no key file written");
+                return Ok(false);
+            }
+            Err(e) => return Err(io_err("stat", name, e)),
+        }
+    }
     let temp = fs
         .open(&temp_path, OpenMode::CreateTruncate)
         .map_err(|e| io_err("create", &temp_path, e))?;
@@ -147,5 +161,6 @@ pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<(),
     fs.rename(&temp_path, &path)
         .map_err(|e| io_err("rename", &temp_path, e))?;
     fs.sync_dir(dir)
-        .map_err(|e| io_err("fsync directory", dir, e))
+        .map_err(|e| io_err("fsync directory", dir, e))?;
+    Ok(true)
 }

@@ -45,7 +45,7 @@ fn notes(dir: &Path) -> (Option<ShardKey>, Vec<Note>) {
 fn inspect_key_file_gives_the_exact_key_and_no_stray() {
     let root = tempfile::tempdir().unwrap();
     let dir = shard(root.path());
-    write_key_file(&FileSystem::os(), &dir, &key()).unwrap();
+    assert!(write_key_file(&FileSystem::os(), &dir, &key()).unwrap());
     assert_eq!(notes(&dir), (Some(key()), vec![]));
 }
 
@@ -128,6 +128,10 @@ fn inspect_key_name_that_is_a_directory_is_never_opened() {
             file_type: FileType::Directory
         }]
     );
+    // Not ours: never written over.
+    assert!(!write_key_file(&FileSystem::os(), &dir, &key()).unwrap());
+    assert!(dir.join(KEY_FILE_NAME).is_dir());
+    assert!(!dir.join(KEY_TEMP_FILE_NAME).exists());
     assert_eq!(
         read_key_file(&FileSystem::os(), &dir),
         StoredKey::Unusable(KeyFileProblem::NotAFile(NotRegularFile {
@@ -141,7 +145,7 @@ fn inspect_key_name_that_is_a_directory_is_never_opened() {
 fn open_removes_the_key_files_temporary_and_keeps_the_key() {
     let root = tempfile::tempdir().unwrap();
     let dir = shard(root.path());
-    write_key_file(&FileSystem::os(), &dir, &key()).unwrap();
+    assert!(write_key_file(&FileSystem::os(), &dir, &key()).unwrap());
     std::fs::write(dir.join(KEY_TEMP_FILE_NAME), b"half").unwrap();
     let (found, notes) = notes(&dir);
     assert_eq!(found, Some(key()));

@@ -175,3 +175,25 @@ fn shard_id_dir_name_and_key_agree_with_the_directory() {
         ("x_y_z_1-0000000000000000", None)
     );
 }
+
+#[test]
+fn store_open_shard_leaves_a_key_name_that_is_not_a_regular_file_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let key = ShardKey::new("acme", "default", "orders", 0);
+    let dir = root.path().join(key.dir_name());
+    {
+        let store = Store::open(root.path(), config()).unwrap();
+        store
+            .create_shard(&key)
+            .unwrap()
+            .append(&[Record::new(1, "a")])
+            .unwrap();
+        store.close().unwrap();
+    }
+    std::fs::remove_file(dir.join(KEY_FILE_NAME)).unwrap();
+    std::fs::create_dir(dir.join(KEY_FILE_NAME)).unwrap();
+    let store = Store::open(root.path(), config()).unwrap();
+    assert_eq!(store.open_shard(&key).unwrap().next_offset(), 1);
+    assert!(dir.join(KEY_FILE_NAME).is_dir(), "never replaced");
+    assert_eq!(store.keys().unwrap(), [ShardId::Dir(key.dir_name())]);
+}

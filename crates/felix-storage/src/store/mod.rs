@@ -389,6 +389,9 @@ impl Store {
     /// lock). A shard whose key cannot be recorded is not handed out: it is
     /// closed again and the failure returned.
     fn write_key_or_close(&self, shard: &Shard, key: &ShardKey) -> Result<()> {
+        // `Ok(false)`: a name that is not a regular file holds the key
+        // file's place, left alone (and logged); the shard is known by its
+        // directory name, as without a key file.
         let Err(err) = felix_recovery::write_key_file(&self.inner.fs, shard.dir(), key) else {
             return Ok(());
         };
