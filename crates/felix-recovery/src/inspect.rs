@@ -18,6 +18,7 @@ use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 use crate::classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
 use crate::error::{RecoveryError, unexpected_segment_error};
 use crate::index_check::{IndexCheck, check_index, first_stale_entry, stale_entry_note};
+use crate::key_file::{StoredKey, read_key_file};
 use crate::listing::{Listing, list_dir, looks_abandoned};
 use crate::report::{Action, Finding, FindingContext, IndexProblem, Note, TemporaryKind};
 use crate::scan::{ScanDepth, ScanStart, SegmentScan, scan_segment, tail_is_zero};
@@ -124,6 +125,11 @@ pub struct Inspection {
     pub notes: Vec<Note>,
     /// What a repair would do.
     pub plan: Vec<Action>,
+    /// The shard's exact key, from its key file, when the directory has a
+    /// usable one naming a key whose directory name is the directory's own
+    /// (see [`Note::KeyFileUnusable`] and [`Note::KeyFileDisagrees`] for
+    /// why it may be `None` with a file present).
+    pub key: Option<felix_format::ShardKey>,
     /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
     /// and for the newest segment.
     pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,
@@ -135,6 +141,31 @@ pub struct Inspection {
     /// Segments whose index name is not a regular file: no rebuilt index
     /// is written there.
     pub(crate) unwritable_indexes: HashSet<u64>,
+}
+
+/// Reads the key file into `inspection.key`, noting why not when it cannot
+/// be used. A directory whose name cannot be compared (`.`, `/`) takes the
+/// key as it is.
+fn read_key(inspection: &mut Inspection) {
+    match read_key_file(&inspection.fs, &inspection.dir) {
+        StoredKey::Missing => {}
+        StoredKey::Unusable(problem) => {
+            inspection.notes.push(Note::KeyFileUnusable { problem });
+        }
+        StoredKey::Key(key) => {
+            let expected_dir = key.dir_name();
+            match inspection.dir.file_name().map(|n| n.to_string_lossy()) {
+                Some(name) if name != expected_dir.as_str() => {
+                    inspection.notes.push(Note::KeyFileDisagrees {
+                        key,
+                        expected_dir,
+                        dir_name: name.into_owned(),
+                    });
+                }
+                _ => inspection.key = Some(key),
+            }
+        }
+    }
 }
 
 impl Inspection {
@@ -208,6 +239,7 @@ pub(crate) fn inspect_with(
         findings: Vec::new(),
         notes: Vec::new(),
         plan: Vec::new(),
+        key: None,
         rebuilt: BTreeMap::new(),
         clean_shutdown_present: false,
         temporaries: Vec::new(),
@@ -221,6 +253,9 @@ pub(crate) fn inspect_with(
         None
     };
     inspection.notes.extend(listing.notes());
+    if listing.key_file {
+        read_key(&mut inspection);
+    }
     inspection.temporaries = listing
         .temporaries
         .iter()

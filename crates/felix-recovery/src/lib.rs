@@ -49,6 +49,7 @@ mod clean;
 mod error;
 mod index_check;
 mod inspect;
+mod key_file;
 mod listing;
 mod lock;
 mod open;
@@ -65,6 +66,7 @@ pub use clean::{
 pub use error::RecoveryError;
 pub use index_check::{IndexCheck, first_stale_entry};
 pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect};
+pub use key_file::{KeyFileProblem, StoredKey, read_key_file, write_key_file};
 pub use lock::{LockError, ShardLock};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, open_shard};
 pub use repair::{Repaired, repair};

@@ -10,6 +10,7 @@ use felix_format::{CorruptionKind, CorruptionSite, ShardFileName};
 use felix_segment::IndexLoadError;
 
 use crate::classify::{DamageLocation, RepairClass};
+use crate::key_file::KeyFileProblem;
 use crate::unwritten::UnwrittenBlocks;
 
 /// One piece of damage to segment data.
@@ -272,6 +273,25 @@ pub enum Note {
         /// What it is.
         file_type: FileType,
     },
+    /// The shard's key file cannot be used; the shard is known by its
+    /// directory name only. Nothing depends on it: the shard opens all the
+    /// same, and a store that opens it by a key whose directory name this
+    /// is writes the file again.
+    KeyFileUnusable {
+        /// Why.
+        problem: KeyFileProblem,
+    },
+    /// The shard's key file names a key whose directory would have another
+    /// name: the directory was renamed or copied, or the file belongs
+    /// elsewhere. The key is not taken as this shard's.
+    KeyFileDisagrees {
+        /// The key the file holds.
+        key: felix_format::ShardKey,
+        /// The directory name that key gives.
+        expected_dir: String,
+        /// The directory's actual name.
+        dir_name: String,
+    },
     /// A rebuilt index could not be written. Indexes only speed reads up,
     /// so the shard opens all the same: the index is held in memory (or
     /// rebuilt when the segment is read), and writing it is tried again.
@@ -295,6 +315,8 @@ pub enum TemporaryKind {
     EpochsUpdate,
     /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
     CleanShutdown,
+    /// `key.tmp`: a key file, before its rename.
+    KeyFile,
 }
 
 /// Why an index could not be used.
@@ -412,6 +434,7 @@ impl fmt::Display for Note {
                     }
                     TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
+                    TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -433,9 +456,24 @@ impl fmt::Display for Note {
                     ShardFileName::CleanShutdown => f.write_str(
                         "; not used, and a clean close writes no clean-shutdown file while it is there",
                     ),
+                    ShardFileName::Key => {
+                        f.write_str("; the shard is known by its directory name only")
+                    }
                     _ => Ok(()),
                 }
             }
+            Self::KeyFileUnusable { problem } => write!(
+                f,
+                "key file unusable: {problem}; the shard is known by its directory name only, and a store opening it by its key writes the file again"
+            ),
+            Self::KeyFileDisagrees {
+                key,
+                expected_dir,
+                dir_name,
+            } => write!(
+                f,
+                "key file names key {key}, whose directory is {expected_dir:?}, not {dir_name:?}; the key is not taken as this shard's"
+            ),
             Self::IndexNotWritten {
                 segment,
                 kind,

@@ -39,7 +39,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.validate()?;
     let store = Store::open(&root, config)?;
     let key = ShardKey::new("acme", "default", "orders", 0);
-    let shard = store.shard(&key)?;
+    // An existing shard is opened; a missing one is created (and its exact
+    // key recorded in its directory).
+    let shard = match store.open_shard(&key) {
+        Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+        other => other?,
+    };
     let start = shard.offsets();
     println!("opened {} at {start:?}", shard.label());
 
@@ -109,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `Closed`), and quickly.
     store.close()?;
     let store = Store::open(&root, config)?;
-    println!("reopened at {:?}", store.shard(&key)?.offsets());
+    println!("reopened at {:?}", store.open_shard(&key)?.offsets());
     store.close()?;
     Ok(())
 }

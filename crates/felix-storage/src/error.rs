@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use felix_epochs::HistoryError;
+use felix_format::ShardKey;
+use felix_format::key_file::KeyFileDecodeError;
 use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
@@ -166,8 +168,16 @@ pub enum StorageError {
         #[source]
         original: Arc<StorageError>,
     },
-    /// The shard was closed ([`Shard::close`](crate::Shard::close), or its
-    /// store closed it); every call on any of its handles gets this.
+    /// The shard was closed for good ([`Shard::close`](crate::Shard::close),
+    /// or its store's [`Store::close`], [`Store::close_shard`],
+    /// [`Store::reopen_shard`] or [`Store::delete_shard`]): every call on
+    /// any of its handles gets this. Open it again (or ask the store for it
+    /// again) to go on.
+    ///
+    /// [`Store::close`]: crate::Store::close
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::reopen_shard`]: crate::Store::reopen_shard
+    /// [`Store::delete_shard`]: crate::Store::delete_shard
     #[error("shard {shard} is closed")]
     Closed {
         /// The shard.
@@ -214,14 +224,62 @@ pub enum StorageError {
         source: IoError,
     },
     /// A store-level file-system call failed, outside any one shard:
-    /// creating or listing the store's root, or starting its thread.
+    /// creating or listing the store's root, removing a deleted shard's
+    /// tombstone, or starting the store's thread.
     #[error(transparent)]
     Io(#[from] IoError),
-    /// The store was closed.
+    /// The store was closed: it opens, creates and deletes no more shards.
     #[error("the store at {} is closed", root.display())]
     StoreClosed {
-        /// The store's root directory.
+        /// The store's root.
         root: PathBuf,
+    },
+    /// [`Store::open_shard`](crate::Store::open_shard) of a key that has no
+    /// shard directory. Nothing was created: a new shard is made only by
+    /// [`Store::create_shard`](crate::Store::create_shard).
+    #[error("shard {key} does not exist (no directory {})", dir.display())]
+    NotFound {
+        /// The key asked for.
+        key: ShardKey,
+        /// The directory it would have.
+        dir: PathBuf,
+    },
+    /// [`Store::create_shard`](crate::Store::create_shard) of a key whose
+    /// shard directory already exists. Nothing was changed; open it with
+    /// [`Store::open_shard`](crate::Store::open_shard).
+    #[error("shard {key} already exists ({})", dir.display())]
+    AlreadyExists {
+        /// The key asked for.
+        key: ShardKey,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// The key file in the directory of the key asked for names another
+    /// key: two keys whose directory names collide, or a directory moved
+    /// by hand. The shard was not opened (nor deleted).
+    #[error(
+        "shard directory {} holds the key file of shard {found}, not of {requested}; it was left alone",
+        dir.display()
+    )]
+    KeyFileDisagrees {
+        /// The directory.
+        dir: PathBuf,
+        /// The key asked for (boxed, like the next, to keep every
+        /// `Result` of this crate small).
+        requested: Box<ShardKey>,
+        /// The key its key file names.
+        found: Box<ShardKey>,
+    },
+    /// A text part of the key is longer than a shard's key file can hold
+    /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
+    /// Nothing was created.
+    #[error("shard {key} cannot be created: {source}")]
+    KeyTooLong {
+        /// The key.
+        key: ShardKey,
+        /// Which part, and its length.
+        #[source]
+        source: KeyFileDecodeError,
     },
 }
 

@@ -18,6 +18,17 @@
 //! only the newest segment instead of every sealed one; a shard dropped
 //! without closing is opened as after a crash (every segment inspected).
 //!
+//! A store manages each shard's life: [`Store::create_shard`] makes one
+//! (and records its exact key in the directory), [`Store::open_shard`]
+//! opens an existing one and never creates it, [`Store::keys`] lists them,
+//! and [`Store::close_shard`], [`Store::reopen_shard`] (recovery again,
+//! e.g. after a failed sync poisoned the shard) and [`Store::delete_shard`]
+//! act on one shard while the others run. [`Store::close`] — and dropping
+//! a store, which does the same and logs a failure — closes every shard:
+//! everything durable, clean-shutdown files written, every lock released
+//! so the root opens again at once; handles to a shard the store closed
+//! fail with [`StorageError::Closed`] from then on.
+//!
 //! Everything is synchronous and thread-safe; no async runtime is needed (a
 //! broker on tokio calls it from blocking tasks).
 //!
@@ -71,13 +82,14 @@ pub use shard::{
     Shard, ShardOptions, Tail,
 };
 pub use stats::ShardStats;
-pub use store::Store;
+pub use store::{ShardId, Store};
 
 // Types that appear in this crate's signatures, so that a user needs no
 // other felix crate to name them.
 pub use felix_epochs::{
     Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
 };
+pub use felix_format::key_file::KeyFileDecodeError;
 pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
 pub use felix_io::{FileSystem, IoError};
 pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};

@@ -8,7 +8,7 @@ use std::path::Path;
 use felix_format::ShardKey;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{Durability, Preallocation, Record, Shard, Store, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, ShardId, Store, StoreConfig};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -63,16 +63,16 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
     let key = ShardKey::new("acme", "default", "orders", 0);
     let store = Store::open_in(&FileSystem::new(sim.clone()), root, config()).unwrap();
     store
-        .shard(&key)
+        .create_shard(&key)
         .unwrap()
         .append(&[Record::new(1, "kept")])
         .unwrap();
 
     let crashed = sim.crash(&CrashPlan::durable_only());
     let store = Store::open_in(&FileSystem::new(crashed), root, config()).unwrap();
-    assert_eq!(store.shard_dirs().unwrap(), [key.dir_name()]);
+    assert_eq!(store.keys().unwrap(), [ShardId::Key(key.clone())]);
     assert_eq!(
-        store.shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
+        store.open_shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
         "kept"
     );
 }

@@ -190,6 +190,9 @@ impl Vfs for GatedFs {
     fn remove_file(&self, path: &Path) -> std::io::Result<()> {
         self.inner.remove_file(path)
     }
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove_dir(path)
+    }
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         self.inner.sync_dir(dir)
     }

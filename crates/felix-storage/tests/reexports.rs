@@ -12,7 +12,7 @@ use felix_storage::{
     Action, AppendReceipt, Clock, ConfigError, ConfigField, Divergence, Durability, EpochEntry,
     EpochHistory, FileSystem, HistoryError, LeaderAnswer, MAX_PAYLOAD_BYTES, Note, Offsets,
     Preallocation, ReadBound, ReadRecord, Record, Recorded, RecoveryError, ReplicatedRecord,
-    Retention, RetentionOutcome, SegmentError, SegmentInfo, Shard, ShardKey, ShardLock,
+    Retention, RetentionOutcome, SegmentError, SegmentInfo, Shard, ShardId, ShardKey, ShardLock,
     ShardOptions, ShardStats, StorageError, Store, StoreConfig, SystemClock, Tail,
 };
 
@@ -35,6 +35,7 @@ struct Signatures {
     reconcile: fn(&Shard, LeaderAnswer) -> Result<Divergence, StorageError>,
     read_replicated: fn(&Shard, u64, u64, ReadBound) -> Result<Vec<ReplicatedRecord>, StorageError>,
     store_shard: fn(&Store, &ShardKey) -> Result<Arc<Shard>, StorageError>,
+    store_keys: fn(&Store) -> Result<Vec<ShardId>, StorageError>,
     validate: fn(&StoreConfig) -> Result<(), ConfigError>,
 }
 
@@ -57,7 +58,8 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         end_offset_for: Shard::end_offset_for,
         reconcile: Shard::reconcile,
         read_replicated: Shard::read_replicated,
-        store_shard: Store::shard,
+        store_shard: Store::open_shard,
+        store_keys: Store::keys,
         validate: StoreConfig::validate,
     };
     // Types that appear inside other public types.
@@ -74,6 +76,11 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         Retention,
         ShardLock,
         SystemClock,
+        felix_storage::IoError,
+        felix_storage::KeyFileDecodeError,
+        felix_storage::LockError,
+        felix_storage::RepairPolicy,
+        felix_storage::SegmentExtent,
     )> = None;
     let record = Record::new(0, vec![0u8; 4]);
     assert!(record.payload.len() <= MAX_PAYLOAD_BYTES as usize);

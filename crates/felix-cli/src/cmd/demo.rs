@@ -90,10 +90,10 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let store = Store::open(&root, config)?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
-        .map(|k| store.shard(k))
+        .map(|k| store.create_shard(k))
         .collect::<Result<_, _>>()?;
-    for shard in &shards {
-        out.line(format!("   {}/", shard.label()))?;
+    for (key, shard) in keys.iter().zip(&shards) {
+        out.line(format!("   {}/ (shard {key})", shard.label()))?;
     }
 
     out.line("")?;
@@ -194,7 +194,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let store = Store::open(&root, config)?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
-        .map(|k| store.shard(k))
+        .map(|k| store.open_shard(k))
         .collect::<Result<_, _>>()?;
     for shard in &shards {
         let stats = shard.stats();

@@ -32,27 +32,47 @@ impl Core {
     /// released. From then on every call fails with
     /// [`StorageError::Closed`].
     ///
+    /// The writer lock and the queue are held from the start (taking them
+    /// writes any queued on-commit batch first), so no write starts once
+    /// the close has begun and the sync below covers everything written.
+    ///
     /// The shard is closed whatever happens; when it could not be made
     /// durable or recorded (it was poisoned, or the sync or the
     /// clean-shutdown file failed), that failure is returned and the next
     /// open runs recovery as after a crash.
     pub(crate) fn close(&self) -> Result<()> {
-        self.check_open()?;
-        let synced = self.sync();
-        // The writer lock and the queue keep appends, rolls and truncations
-        // out while the segments are listed and recorded, and until the
-        // shard is marked closed.
         let mut state = self.writer_state();
         // Another close may have got here first.
         self.check_open()?;
-        let recorded = synced
-            .and_then(|()| self.check_poison())
+        let recorded = self
+            .check_poison()
+            .and_then(|()| {
+                if let Err(err) = state.writer.flush_index() {
+                    // Only an accelerator: written whole below, or rebuilt
+                    // by the next open's scan of the newest segment.
+                    tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+                    Counters::add(&self.counters.index_write_failures, 1);
+                }
+                // Nothing waits for the writer lock here: the flusher (or
+                // this thread) syncs without it.
+                self.commit.wait_durable(u64::MAX)
+            })
             .and_then(|()| self.record_clean_shutdown(&mut state));
         self.commit.close();
         drop(state);
         self.release_lock();
         tracing::info!(shard = %self.label, clean = recorded.is_ok(), "shard closed");
         recorded
+    }
+
+    /// [`Core::close`] as a store closes its shards (at its own close, and
+    /// when it closes, reopens or deletes one): a shard already closed is
+    /// left as it is.
+    pub(crate) fn close_for_store(&self) -> Result<()> {
+        match self.close() {
+            Err(StorageError::Closed { .. }) => Ok(()),
+            other => other,
+        }
     }
 
     /// Writes the active segment's index and the clean-shutdown file, with

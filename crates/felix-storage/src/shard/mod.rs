@@ -284,6 +284,15 @@ impl Shard {
         self.core.close()
     }
 
+    /// [`Shard::close`] as a store closes its shards: a shard already closed
+    /// is left as it is.
+    pub(crate) fn close_for_store(&self) -> Result<()> {
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        self.core.close_for_store()
+    }
+
     /// Reads acknowledged records from `from` onwards:
     /// [`Shard::read_bounded`] with [`ReadBound::Committed`].
     ///

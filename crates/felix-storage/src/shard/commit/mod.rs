@@ -221,9 +221,15 @@ impl Commit {
     }
 
     /// The failure that stopped the shard, as the error of a call whose
-    /// records it covered (the same failure, not `Poisoned`).
-    fn original_error(&self) -> Option<StorageError> {
-        self.poison.get().map(|original| (**original).clone())
+    /// records it covered: the same failure, not `Poisoned`. Called only
+    /// once the shard is poisoned.
+    fn failure(&self) -> StorageError {
+        match self.poison.get() {
+            Some(original) => (**original).clone(),
+            None => StorageError::Closed {
+                shard: Arc::clone(&self.label),
+            },
+        }
     }
 
     /// Marks the shard closed: every waiter wakes and fails with
@@ -371,33 +377,37 @@ impl Commit {
         accepted: bool,
         on_wake: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
-        let result = self.wait_durable_inner(offset, on_wake);
-        match result {
-            Err(StorageError::Poisoned { .. }) if accepted => Err(self
-                .original_error()
-                .unwrap_or_else(|| StorageError::Closed {
-                    shard: Arc::clone(&self.label),
-                })),
-            other => other,
-        }
-    }
-
-    fn wait_durable_inner(
-        self: &Arc<Self>,
-        offset: u64,
-        on_wake: &dyn Fn() -> Result<()>,
-    ) -> Result<()> {
         let mut state = self.lock();
+        self.check_open()?;
+        if self.poison.get().is_some() {
+            // A failure stopped the shard before this wait began. An append
+            // whose records were accepted before it is acknowledged if a
+            // sync covered them, and otherwise gets the failure, which
+            // covered them; any other call is a later one.
+            if accepted && state.durable >= offset.min(self.assigned()) {
+                return Ok(());
+            }
+            return Err(if accepted {
+                self.failure()
+            } else {
+                self.check_poison().err().unwrap_or_else(|| self.failure())
+            });
+        }
         loop {
-            self.check_open()?;
-            self.check_poison()?;
             // Clamped, so a target past the log end never keeps the flusher
             // syncing for records that do not exist (and re-clamped on every
-            // check: a truncation may cut the log below `offset`).
+            // check: a truncation may cut the log below `offset`). Checked
+            // before the poison: a sync that covered the records
+            // acknowledges them even if a later failure stopped the shard
+            // (the durable offset is frozen at that failure).
             let target = offset.min(self.assigned());
             if state.durable >= target {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Ok(());
+            }
+            self.check_open()?;
+            if self.poison.get().is_some() {
+                return Err(self.failure());
             }
             // Someone else is syncing or waiting, or the batch is still
             // queued for the combining leader: hand off to the flusher,
@@ -411,7 +421,12 @@ impl Commit {
             let (upto, epoch, handle) = Self::begin_sync(self, &mut state);
             drop(state);
             let result = handle.sync_data();
-            self.finish_sync(upto, epoch, result)?;
+            match self.finish_sync(upto, epoch, result) {
+                Ok(()) => {}
+                // Another failure got there first: it covered these records.
+                Err(StorageError::Poisoned { .. }) => return Err(self.failure()),
+                Err(own) => return Err(own),
+            }
             state = self.lock();
         }
         self.ensure_flusher()?;
@@ -443,9 +458,9 @@ impl Commit {
             }
             // Not covered, and the shard stopped or closed: the failure
             // covered this wait's records, so it is this call's error.
-            if let Some(original) = self.original_error() {
+            if self.poison.get().is_some() {
                 state.waiters.remove(token);
-                return Err(original);
+                return Err(self.failure());
             }
             if let Err(closed) = self.check_open() {
                 state.waiters.remove(token);
