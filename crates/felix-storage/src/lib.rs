@@ -7,16 +7,27 @@
 //! are deleted by retention, and replicas can copy a leader's records with
 //! its offsets, truncate a divergent tail, and keep a generation history.
 //!
+//! A shard is opened one way, [`Shard::options`] (a [`Store`] opens its
+//! shards the same way), and its [`StoreConfig`] is checked at open: every
+//! field has a documented default and range, and a value outside it is
+//! [`StorageError::InvalidConfig`] naming the field.
+//!
 //! Durability is a per-store policy ([`Durability`]): page cache only, a
 //! periodic background sync, or on-commit, where `append` returns once an
 //! `fdatasync` covers it and concurrent appenders share syncs (group
-//! commit). A failed write or sync stops the shard's writes for good with
-//! the original error: a failed `fsync` is never retried.
+//! commit). Reads return only acknowledged records (under on-commit,
+//! durable ones), or as far as a [`ReadBound`] says; a consumer follows the
+//! tail with [`Shard::wait_readable`], woken by the append or sync that
+//! makes records readable. A failed write or sync stops the shard's writes
+//! for good: every append it covered gets the I/O error, later calls
+//! [`StorageError::Poisoned`]; a failed `fsync` is never retried. The whole
+//! contract is in `docs/broker-contract.md`.
 //!
-//! [`Shard::close`] (or [`Store::close`]) makes everything durable and
-//! records the segments in a clean-shutdown file, so the next open checks
-//! only the newest segment instead of every sealed one; a shard dropped
-//! without closing is opened as after a crash (every segment inspected).
+//! [`Shard::close`] (or [`Store::close`]) makes everything durable, records
+//! the segments in a clean-shutdown file, so the next open checks only the
+//! newest segment instead of every sealed one, and releases the shard; a
+//! shard dropped without closing is opened as after a crash (every segment
+//! inspected).
 //!
 //! A store manages each shard's life: [`Store::create_shard`] makes one
 //! (and records its exact key in the directory), [`Store::open_shard`]
@@ -37,6 +48,8 @@
 //! * No record is acknowledged as durable before the sync its policy
 //!   requires has succeeded, and `durable_offset` never passes what a
 //!   successful sync covered.
+//! * No read returns a record that was not acknowledged, or one whose write
+//!   or sync failed.
 //! * A segment's header and directory entry are durable before any record
 //!   lives in it; a new segment exists only after the old one is sealed.
 //!
