@@ -264,8 +264,11 @@ impl Commit {
         // this offset, so no wake-up is lost.
         self.written.store(written, SeqCst);
         // A direct append (not through the queue) writes before its guard
-        // publishes the assignment.
-        self.assigned.fetch_max(written, AcqRel);
+        // publishes the assignment. Only then is a locked instruction
+        // needed: queued batches are assigned before they are written.
+        if self.assigned.load(Acquire) < written {
+            self.assigned.fetch_max(written, AcqRel);
+        }
         if self.tail_written.load(SeqCst) > 0 {
             let mut state = self.lock();
             let covered = self.take_covered(&mut state);
