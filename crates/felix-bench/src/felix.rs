@@ -12,6 +12,7 @@ use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 use serde_json::json;
 
 use crate::args::Args;
+pub use crate::args::{durability, preallocation};
 use crate::data::payload_pool;
 use crate::nosync::NoSyncFs;
 use crate::report::{Latencies, Measurement, rss_bytes};
@@ -24,28 +25,6 @@ pub type Result<T> = std::result::Result<T, String>;
 
 fn err(what: impl std::fmt::Display) -> String {
     what.to_string()
-}
-
-/// The preallocation named `name`: `off` (or `false`), `stepped` (or
-/// `true`), `whole`.
-pub fn preallocation(name: &str) -> Result<Preallocation> {
-    match name {
-        "off" | "false" => Ok(Preallocation::Off),
-        "stepped" | "true" => Ok(Preallocation::Stepped),
-        "whole" => Ok(Preallocation::WholeSegment),
-        other => Err(format!(
-            "--preallocate {other}: expected off, stepped or whole"
-        )),
-    }
-}
-
-/// `none` or `on_commit`.
-pub fn durability(name: &str) -> Result<Durability> {
-    match name {
-        "none" => Ok(Durability::None),
-        "on_commit" => Ok(Durability::OnCommit),
-        other => Err(format!("unknown durability {other:?} (none, on_commit)")),
-    }
 }
 
 /// The shard directory a scenario uses under `--dir`.
