@@ -17,6 +17,7 @@ use std::fs;
 use std::path::Path;
 
 use felix_format::epochs::{EpochEntry, decode_epochs};
+use felix_format::key_file::decode_key_file;
 use felix_format::{
     IndexEntry, IndexHeader, SegmentHeader, decode_record, encode_index_entry, encode_record_header,
 };
@@ -26,6 +27,7 @@ use crate::hexdump::{self, Layout};
 use crate::shard::{self, Failure};
 
 mod cases;
+mod key_file;
 mod readme;
 
 /// Where the fixtures live, relative to the workspace root.
@@ -178,6 +180,8 @@ enum Expect {
     Index { variant: &'static str },
     /// Everything decodes.
     Clean,
+    /// The key file fails with this variant (`KeyFileDecodeError::name`).
+    KeyFile { variant: &'static str },
 }
 
 /// One directory of fixtures and what it is for.
@@ -213,7 +217,8 @@ impl Case {
 /// Every fixture file, README and manifest included, in memory.
 pub fn generate() -> Result<FileSet, String> {
     let small = Segment::small()?;
-    let cases = cases::all(&small)?;
+    let mut cases = cases::all(&small)?;
+    cases.extend(key_file::all()?);
     let mut files = FileSet::new();
     for case in &cases {
         verify(case)?;
@@ -263,6 +268,15 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::KeyFile { variant } => {
+            let bytes = case.file(Layout::KeyFile).unwrap_or_default();
+            match decode_key_file(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                other => bug(format!(
+                    "key file should fail with {variant}, decodes as {other:?}"
+                )),
+            }
+        }
         Expect::Clean => {
             for (name, bytes, layout) in &case.files {
                 let text = verdict(bytes, *layout, log);
@@ -301,6 +315,10 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
         Layout::Epochs => match decode_epochs(bytes) {
             Ok(entries) => format!("ok: {} entries", entries.len()),
             Err(err) => format!("{err:?}: {err}"),
+        },
+        Layout::KeyFile => match decode_key_file(bytes) {
+            Ok(view) => format!("ok: key {}", view.to_key()),
+            Err(err) => format!("{}: {err}", err.name()),
         },
     }
 }

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use felix_format::epochs::{EPOCH_ENTRY_LEN, EPOCHS_HEADER_LEN, decode_epochs};
+use felix_format::key_file::{KEY_FILE_HEADER_LEN, decode_key_file};
 use felix_format::{
     INDEX_ENTRY_LEN, INDEX_HEADER_LEN, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
     SegmentHeader, decode_record,
@@ -31,6 +32,8 @@ pub(crate) enum Layout {
     Index,
     /// An epochs file.
     Epochs,
+    /// A shard directory's key file.
+    KeyFile,
 }
 
 /// Renders `bytes` (the file at `path`) as an annotated dump. `segment` is
@@ -49,6 +52,7 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         },
         Layout::Index => index(&mut d, segment.unwrap_or_default()),
         Layout::Epochs => epochs(&mut d),
+        Layout::KeyFile => key_file(&mut d),
     }
     d.finish()
 }
@@ -448,5 +452,55 @@ fn epochs(d: &mut Dump<'_>) {
             d.note(format!("decode_epochs: ok, {}", list.join(", ")));
         }
         Err(err) => d.note(format!("decode_epochs: {err}")),
+    }
+}
+
+fn key_file(d: &mut Dump<'_>) {
+    let covered = d
+        .bytes
+        .get(..12)
+        .zip(d.bytes.get(KEY_FILE_HEADER_LEN..))
+        .map(|(head, body)| crate::crc::crc32_pair(head, body));
+    let dumped = (|| {
+        d.blank();
+        d.note(format!("key file header ({KEY_FILE_HEADER_LEN} bytes)"));
+        d.field(4, "magic", |raw| magic(raw, b"FLSK"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", flags)?;
+        let body_len = d.field(4, "body_len", number)?;
+        let body_len = usize::try_from(be_u32(body_len)).unwrap_or(usize::MAX);
+        d.field(4, "crc", |raw| {
+            crc_note(
+                be_u32(raw),
+                covered.unwrap_or_default(),
+                "bytes 0..12 and the body",
+            )
+        })?;
+        d.blank();
+        d.note(format!(
+            "body ({} bytes after the header; body_len says {body_len})",
+            d.rest().len()
+        ));
+        for part in ["tenant", "namespace", "stream"] {
+            let len = d.field(2, &format!("{part}_len"), number)?;
+            let len = usize::from(be_u16(len));
+            let text = d.rest().get(..len.min(d.rest().len())).unwrap_or_default();
+            let shown = String::from_utf8_lossy(text).into_owned();
+            d.field(len, part, |_| format!("{shown:?}"))?;
+        }
+        d.field(4, "shard", number)?;
+        if !d.rest().is_empty() {
+            let extra = d.rest().len();
+            d.rows(extra, "trailing");
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the file ends inside the field above");
+    }
+    d.blank();
+    match decode_key_file(d.bytes) {
+        Ok(view) => d.note(format!("decode_key_file: ok, key {}", view.to_key())),
+        Err(err) => d.note(format!("decode_key_file: {}: {err}", err.name())),
     }
 }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use felix_storage::{Durability, Preallocation};
+
 /// A run's scenario, implementation and `--key value` parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Args {
@@ -81,6 +83,28 @@ fn parse_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// The preallocation named `name`: `off` (or `false`), `stepped` (or
+/// `true`), `whole`.
+pub fn preallocation(name: &str) -> Result<Preallocation, String> {
+    match name {
+        "off" | "false" => Ok(Preallocation::Off),
+        "stepped" | "true" => Ok(Preallocation::Stepped),
+        "whole" => Ok(Preallocation::WholeSegment),
+        other => Err(format!(
+            "--preallocate {other}: expected off, stepped or whole"
+        )),
+    }
+}
+
+/// `none` or `on_commit`.
+pub fn durability(name: &str) -> Result<Durability, String> {
+    match name {
+        "none" => Ok(Durability::None),
+        "on_commit" => Ok(Durability::OnCommit),
+        other => Err(format!("unknown durability {other:?} (none, on_commit)")),
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@ use bytes::Bytes;
 use felix_format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, record_encoded_len};
 use felix_recovery::{ScanDepth, ScanStart, scan_segment};
 use felix_segment::SegmentFile;
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 use serde_json::json;
 
 use crate::args::Args;
+pub use crate::args::{durability, preallocation};
 use crate::data::payload_pool;
 use crate::nosync::NoSyncFs;
 use crate::report::{Latencies, Measurement, rss_bytes};
@@ -24,15 +25,6 @@ pub type Result<T> = std::result::Result<T, String>;
 
 fn err(what: impl std::fmt::Display) -> String {
     what.to_string()
-}
-
-/// `none` or `on_commit`.
-pub fn durability(name: &str) -> Result<Durability> {
-    match name {
-        "none" => Ok(Durability::None),
-        "on_commit" => Ok(Durability::OnCommit),
-        other => Err(format!("unknown durability {other:?} (none, on_commit)")),
-    }
 }
 
 /// The shard directory a scenario uses under `--dir`.
@@ -84,7 +76,8 @@ impl AppendParams {
 pub fn append(args: &Args) -> Result<Measurement> {
     let p = AppendParams::from_args(args)?;
     let durability_name = args.text("durability", "none");
-    let preallocate: bool = args.get("preallocate", true)?;
+    let preallocate_name = args.text("preallocate", "stepped");
+    let preallocate = preallocation(&preallocate_name)?;
     let warmup: u64 = args.get("warmup", 1_000u64)?;
     let dir = shard_dir(&args.dir()?);
     crate::fresh_dir(&dir).map_err(err)?;
@@ -94,7 +87,11 @@ pub fn append(args: &Args) -> Result<Measurement> {
         segment_size_bytes: args.get("segment-bytes", 1u64 << 30)?,
         ..StoreConfig::default()
     };
-    let shard = Shard::open(&dir, SHARD_LABEL, config).map_err(err)?;
+    let shard = Shard::options(&dir)
+        .config(config)
+        .label(SHARD_LABEL)
+        .open()
+        .map_err(err)?;
     let pools: Vec<Vec<Bytes>> = (0..p.threads)
         .map(|t| payload_pool(t, p.payload_bytes))
         .collect();
@@ -149,7 +146,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
             "payload_bytes": p.payload_bytes,
             "batch": p.batch,
             "threads": p.threads,
-            "preallocate": preallocate,
+            "preallocate": preallocate_name,
         }),
     );
     m.records = p.records;
@@ -260,11 +257,16 @@ pub fn fill(
 ) -> Result<(u64, usize)> {
     let config = StoreConfig {
         durability: Durability::None,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         segment_size_bytes: segment_bytes,
         ..StoreConfig::default()
     };
-    let shard = Shard::open_in(&NoSyncFs::handle(), dir, SHARD_LABEL, config, 0).map_err(err)?;
+    let shard = Shard::options(dir)
+        .config(config)
+        .file_system(NoSyncFs::handle())
+        .label(SHARD_LABEL)
+        .open()
+        .map_err(err)?;
     let pool = payload_pool(0, payload_bytes);
     append_n(&shard, &pool, records, batch.max(1), None)?;
     shard.sync().map_err(err)?;
@@ -348,7 +350,11 @@ fn open_for_reads(dir: &Path) -> Result<Shard> {
         durability: Durability::None,
         ..StoreConfig::default()
     };
-    Shard::open(dir, SHARD_LABEL, config).map_err(err)
+    Shard::options(dir)
+        .config(config)
+        .label(SHARD_LABEL)
+        .open()
+        .map_err(err)
 }
 
 /// `seq-read felix`: [`Shard::read`] from offset 0 to the end in reads of
@@ -464,7 +470,7 @@ pub fn prepare_sealed(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
-/// `open felix`: [`Shard::open`] of a cleanly closed shard, timed, with the
+/// `open felix`: [`ShardOptions::open`](felix_storage::ShardOptions::open) of a cleanly closed shard, timed, with the
 /// resident memory after it.
 pub fn open(args: &Args) -> Result<Measurement> {
     let dir = shard_dir(&args.dir()?);
@@ -531,7 +537,7 @@ pub fn prepare_crash(args: &Args) -> Result<Measurement> {
 }
 
 /// `crash-open felix`: leaves a torn record at the end of the newest
-/// segment (what a crash mid-write leaves), then times [`Shard::open`],
+/// segment (what a crash mid-write leaves), then times [`ShardOptions::open`](felix_storage::ShardOptions::open),
 /// which scans the newest segment in full and truncates the torn tail.
 pub fn crash_open(args: &Args) -> Result<Measurement> {
     let dir = shard_dir(&args.dir()?);

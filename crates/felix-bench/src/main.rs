@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, felix, limits};
+use felix_bench::{Args, Measurement, contract, felix, limits};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -12,7 +12,7 @@ usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
 scenario        impls
 append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsync
                   --durability none|on_commit --payload-bytes 128 --batch N
-                  --threads N --records N [--preallocate false] [--timed false]
+                  --threads N --records N [--preallocate off|stepped|whole] [--timed false]
 prepare         felix      a shard of --records (or --bytes) records, --segment-bytes
 scan            felix, limit   full scan of the newest segment (felix: --depth full|headers)
 index-rebuild   felix      same as scan felix --depth headers
@@ -21,7 +21,12 @@ random-read     felix, limit   --reads N single-record reads at random offsets
 prepare-sealed  felix      --segments N sealed segments
 open            felix, limit   open the prepared shard (limit: list its directory)
 prepare-crash   felix      --sealed N --segment-bytes B --newest-bytes B
-crash-open      felix      tear the newest segment's tail, then open";
+crash-open      felix      tear the newest segment's tail, then open
+follow          felix      a consumer follows a producer's --records appends with
+                  wait_readable + read: empty reads and wake-up latency
+                  --durability none|on_commit --batch N [--interval-us N]
+shards-du       felix      --shards N shards of one record each, closed: bytes
+                  allocated on disk [--preallocate off|stepped|whole]";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();
@@ -45,6 +50,8 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("open", "limit") => limits::open(args),
         ("prepare-crash", "felix") => felix::prepare_crash(args),
         ("crash-open", "felix") => felix::crash_open(args),
+        ("follow", "felix") => contract::follow(args),
+        ("shards-du", "felix") => contract::shards_du(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
     }
 }

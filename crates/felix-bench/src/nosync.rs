@@ -56,6 +56,9 @@ impl Vfs for NoSyncFs {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         OsFs.remove_file(path)
     }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        OsFs.remove_dir(path)
+    }
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         Ok(())
     }

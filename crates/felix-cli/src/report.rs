@@ -97,10 +97,29 @@ pub(crate) fn notes(inspection: &Inspection) -> Vec<String> {
     inspection.notes.iter().map(ToString::to_string).collect()
 }
 
+/// The shard's exact key as JSON (`null` when its directory has no usable
+/// key file: the name alone cannot be turned back into a key).
+pub(crate) fn key_json(inspection: &Inspection) -> Value {
+    inspection.key.as_ref().map_or(Value::Null, |key| {
+        json!({
+            "tenant": key.tenant,
+            "namespace": key.namespace,
+            "stream": key.stream,
+            "shard": key.shard,
+        })
+    })
+}
+
+/// The report line naming the shard's exact key, when known.
+pub(crate) fn key_line(inspection: &Inspection) -> Option<String> {
+    inspection.key.as_ref().map(|key| format!("  key: {key}"))
+}
+
 /// The fields every per-shard JSON line starts with.
 pub(crate) fn shard_fields(name: &str, inspection: &Inspection) -> serde_json::Map<String, Value> {
     let mut map = serde_json::Map::new();
     map.insert("shard".into(), name.into());
+    map.insert("key".into(), key_json(inspection));
     map.insert("base_offset".into(), opt(inspection.base_offset()));
     map.insert("next_offset".into(), opt(inspection.next_offset()));
     map.insert("records".into(), opt(inspection.records()));

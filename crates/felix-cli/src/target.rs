@@ -2,15 +2,17 @@
 //! directories, or one segment (or index) file.
 //!
 //! A directory is a shard directory when it holds anything named like a
-//! segment, an index or an `epochs` file; otherwise its subdirectories that
-//! are shard directories make it a root. Names decide, never contents, so
+//! segment, an index, an `epochs` or a `key` file; otherwise its
+//! subdirectories that are shard directories make it a root. A tombstone
+//! (`<shard dir>.deleting`, a deleted shard whose removal a crash cut
+//! short) is no shard of its root. Names decide, never contents, so
 //! resolving a path reads no file and can be done on a shard in use. A
 //! subdirectory of a root that cannot be listed counts as a shard, so that
 //! it is reported as unreadable rather than passed over.
 
 use std::path::{Path, PathBuf};
 
-use felix_format::{FileKind, ShardFileName, parse_file_name};
+use felix_format::{FileKind, ShardFileName, parse_file_name, parse_tombstone_name};
 
 use crate::error::CliError;
 
@@ -101,7 +103,14 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, CliError> {
         // A subdirectory that cannot be listed may be a shard: it is kept,
         // so the command reports it as unreadable instead of skipping it
         // silently or giving up on the whole root.
-        if is_dir && is_shard_dir(&child).unwrap_or(true) {
+        // A tombstone (a deleted shard whose removal a crash cut short) is
+        // not a shard: the next open of the store removes it.
+        let tombstone = entry
+            .file_name()
+            .to_str()
+            .and_then(parse_tombstone_name)
+            .is_some();
+        if is_dir && !tombstone && is_shard_dir(&child).unwrap_or(true) {
             shards.push(shard_dir(child));
         }
     }
@@ -152,7 +161,10 @@ fn is_shard_dir(dir: &Path) -> Result<bool, CliError> {
         let name = name.to_string_lossy();
         if matches!(
             ShardFileName::parse(&name),
-            ShardFileName::Segment(_) | ShardFileName::Index(_) | ShardFileName::Epochs
+            ShardFileName::Segment(_)
+                | ShardFileName::Index(_)
+                | ShardFileName::Epochs
+                | ShardFileName::Key
         ) {
             return Ok(true);
         }

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use common::{files, run, s, unhex};
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 use serde_json::Value;
 
 /// One record as `dump --json` reports it.
@@ -31,12 +31,16 @@ fn build_shard() -> (tempfile::TempDir, PathBuf, Vec<Rec>) {
     let config = StoreConfig {
         segment_size_bytes: 2048,
         index_spacing_bytes: 256,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     };
     {
-        let shard = Shard::open(&dir, "shard", config).unwrap();
+        let shard = Shard::options(&dir)
+            .config(config)
+            .label("shard")
+            .open()
+            .unwrap();
         for first in (0..40u64).step_by(2) {
             let batch: Vec<_> = (first..first + 2)
                 .map(|o| Record::new(1_000 + o, common::reference_payload(o, 100)))

@@ -53,6 +53,7 @@ mod cursor;
 pub mod epochs;
 mod extent;
 mod index;
+pub mod key_file;
 mod naming;
 mod record;
 mod segment_header;
@@ -67,7 +68,8 @@ pub use index::{
 pub use naming::{
     CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, EPOCHS_FILE_NAME,
     EPOCHS_TEMP_FILE_NAME, FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, LOCK_FILE_NAME,
-    SHARD_COMPONENT_MAX_CHARS, ShardFileName, ShardKey, file_name, parse_file_name,
+    SHARD_COMPONENT_MAX_CHARS, ShardFileName, ShardKey, file_name, is_shard_dir_name,
+    parse_file_name, parse_tombstone_name, tombstone_name,
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,

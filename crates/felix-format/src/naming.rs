@@ -44,7 +44,8 @@ pub const LOCK_FILE_NAME: &str = "lock";
 pub const CLEAN_SHUTDOWN_FILE_NAME: &str = "clean-shutdown";
 /// The temporary the clean-shutdown file is written to before its rename.
 pub const CLEAN_SHUTDOWN_TEMP_FILE_NAME: &str = "clean-shutdown.tmp";
-/// Name of the file recording which shard key a directory holds.
+/// Name of the file recording which shard key a directory holds (see
+/// [`crate::key_file`]).
 pub const KEY_FILE_NAME: &str = "key";
 /// The temporary the key file is written to before its rename.
 pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
@@ -358,13 +359,33 @@ impl ShardKey {
     }
 }
 
+/// `tenant/namespace/stream/shard`, each text part written bare when it is
+/// non-empty and made only of letters, digits, `-`, `_` and `.`, and
+/// otherwise quoted with Rust's string escapes. A `/` or a `"` therefore
+/// never appears bare inside a part, so the text names exactly one key:
+///
+/// ```
+/// use felix_format::ShardKey;
+/// assert_eq!(ShardKey::new("acme", "default", "orders", 0).to_string(), "acme/default/orders/0");
+/// assert_eq!(ShardKey::new("", "", "", 0).to_string(), r#"""/""/""/0"#);
+/// assert_eq!(ShardKey::new("a/b", "..", "c d", 1).to_string(), r#""a/b"/../"c d"/1"#);
+/// assert_eq!(ShardKey::new("ünï", "say \"hi\"", "t\n", 2).to_string(), r#"ünï/"say \"hi\""/"t\n"/2"#);
+/// ```
 impl fmt::Display for ShardKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/{}/{}",
-            self.tenant, self.namespace, self.stream, self.shard
-        )
+        for text in [&self.tenant, &self.namespace, &self.stream] {
+            let bare = !text.is_empty()
+                && text
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if bare {
+                f.write_str(text)?;
+            } else {
+                write!(f, "\"{}\"", text.escape_debug())?;
+            }
+            f.write_str("/")?;
+        }
+        write!(f, "{}", self.shard)
     }
 }
 
@@ -383,4 +404,73 @@ fn push_readable(out: &mut String, text: &str) {
             '_'
         });
     }
+}
+
+/// What a deleted shard's directory is renamed to before its files are
+/// removed: `<shard dir name>.deleting`.
+///
+/// Renaming first makes a delete atomic: a crash leaves either the whole
+/// shard under its own name or a tombstone, which is never opened as a
+/// shard (a shard directory's name never holds a dot) and which the next
+/// open of the store removes.
+///
+/// ```
+/// use felix_format::{ShardKey, is_shard_dir_name, parse_tombstone_name, tombstone_name};
+/// let dir = ShardKey::new("acme", "default", "orders", 0).dir_name();
+/// let tombstone = tombstone_name(&dir);
+/// assert_eq!(tombstone, "acme_default_orders_0-0d3aed4b998d2798.deleting");
+/// assert!(!is_shard_dir_name(&tombstone));
+/// assert_eq!(parse_tombstone_name(&tombstone), Some(dir.as_str()));
+/// ```
+pub fn tombstone_name(shard_dir_name: &str) -> String {
+    let mut name = String::from(shard_dir_name);
+    name.push_str(TOMBSTONE_SUFFIX);
+    name
+}
+
+const TOMBSTONE_SUFFIX: &str = ".deleting";
+
+/// The shard directory name inside a tombstone's name, or `None` when
+/// `name` is not a tombstone of a shard directory.
+pub fn parse_tombstone_name(name: &str) -> Option<&str> {
+    name.strip_suffix(TOMBSTONE_SUFFIX)
+        .filter(|dir| is_shard_dir_name(dir))
+}
+
+/// Whether `name` has the shape [`ShardKey::dir_name`] gives:
+/// `<t>_<n>_<s>_<shard>-<16 lowercase hex digits>`, the text parts made of
+/// `[A-Za-z0-9_-]`.
+///
+/// Only the shape is checked (a name cannot be turned back into its key);
+/// it tells a store's shard directories from anything else in its root,
+/// such as `lost+found` or a tombstone.
+///
+/// ```
+/// use felix_format::is_shard_dir_name;
+/// assert!(is_shard_dir_name("acme_default_orders_0-0d3aed4b998d2798"));
+/// assert!(is_shard_dir_name("______0-17d9c15239d081d5"));
+/// assert!(!is_shard_dir_name("lost+found"));
+/// assert!(!is_shard_dir_name("acme_default_orders_0-0D3AED4B998D2798"));
+/// assert!(!is_shard_dir_name("acme_default_orders_00-0d3aed4b998d2798"));
+/// ```
+pub fn is_shard_dir_name(name: &str) -> bool {
+    let Some((front, hash)) = name.rsplit_once('-') else {
+        return false;
+    };
+    let hex = hash.len() == 16 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let Some((parts, shard)) = front.rsplit_once('_') else {
+        return false;
+    };
+    // `{}` of a u32: digits, no leading zero unless it is the only one.
+    let number = !shard.is_empty()
+        && shard.bytes().all(|b| b.is_ascii_digit())
+        && (shard == "0" || !shard.starts_with('0'))
+        && shard.parse::<u32>().is_ok();
+    // Three parts of at least one character each, joined by `_`.
+    let readable = parts.len() >= 5
+        && parts.bytes().filter(|&b| b == b'_').count() >= 2
+        && parts
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    hex && number && readable
 }

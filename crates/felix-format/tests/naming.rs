@@ -2,7 +2,10 @@
 
 use std::collections::HashSet;
 
-use felix_format::{FileKind, ShardFileName, ShardKey, file_name, parse_file_name};
+use felix_format::{
+    FileKind, ShardFileName, ShardKey, file_name, is_shard_dir_name, parse_file_name,
+    parse_tombstone_name, tombstone_name,
+};
 use proptest::prelude::*;
 
 #[test]
@@ -101,6 +104,55 @@ fn parse_file_name_rejects_stray_shapes() {
     }
 }
 
+#[test]
+fn shard_key_display_issue_examples_are_unambiguous() {
+    let shown = |t: &str, n: &str, s: &str, shard| ShardKey::new(t, n, s, shard).to_string();
+    assert_eq!(shown("", "", "", 0), r#"""/""/""/0"#);
+    assert_eq!(shown("a/b", "..", "c d", 1), r#""a/b"/../"c d"/1"#);
+    // Keys that once showed alike no longer do.
+    assert_ne!(shown("a/b", "c", "d", 1), shown("a", "b/c", "d", 1));
+    assert_ne!(shown("", "/", "", 0), shown("/", "", "", 0));
+    assert_eq!(
+        shown("acme", "default", "orders", 0),
+        "acme/default/orders/0"
+    );
+}
+
+#[test]
+fn is_shard_dir_name_accepts_interop_names_and_refuses_others() {
+    for name in [
+        "acme_default_orders_0-0d3aed4b998d2798",
+        "acme_default_orders_3-0d3af04b998d2cb1",
+        "a_b____x_y_1-1233ad2506d32437",
+        "______0-17d9c15239d081d5",
+    ] {
+        assert!(is_shard_dir_name(name), "{name}");
+        assert_eq!(parse_tombstone_name(&tombstone_name(name)), Some(name));
+    }
+    for name in [
+        "",
+        "lost+found",
+        "acme",
+        "acme_default_orders_0",
+        "acme_default_orders_0-0d3aed4b998d279",
+        "acme_default_orders_0-0d3aed4b998d27988",
+        "acme_default_orders_0-0d3aed4b998d279g",
+        "acme_default_orders_x-0d3aed4b998d2798",
+        "acme_default_orders_-0d3aed4b998d2798",
+        "acme_default_orders_4294967296-0d3aed4b998d2798",
+        "acme_orders_0-0d3aed4b998d2798",
+        "acme.default_orders_0-0d3aed4b998d2798",
+        "acme_default_orders_0-0d3aed4b998d2798.deleting",
+    ] {
+        assert!(!is_shard_dir_name(name), "{name}");
+    }
+    assert_eq!(parse_tombstone_name("lost+found.deleting"), None);
+    assert_eq!(
+        parse_tombstone_name("acme_default_orders_0-0d3aed4b998d2798"),
+        None
+    );
+}
+
 /// Every name of ours, written out: each parses back to what built it.
 #[test]
 fn shard_file_name_every_kind_round_trips_through_its_name() {
@@ -158,6 +210,22 @@ fn shard_file_name_strays_are_other() {
 }
 
 proptest! {
+    #[test]
+    fn shard_dir_name_is_a_shard_dir_name_and_its_tombstone_is_not(t in ".{0,40}", n in ".{0,40}", s in ".{0,40}", shard in any::<u32>()) {
+        let name = ShardKey::new(t, n, s, shard).dir_name();
+        prop_assert!(is_shard_dir_name(&name), "{}", name);
+        let tombstone = tombstone_name(&name);
+        prop_assert!(!is_shard_dir_name(&tombstone), "{}", tombstone);
+        prop_assert_eq!(parse_tombstone_name(&tombstone), Some(name.as_str()));
+    }
+
+    #[test]
+    fn shard_key_display_differs_when_keys_differ(a in "[a-z/\" ._]{0,5}", b in "[a-z/\" ._]{0,5}", c in "[a-z/\" ._]{0,5}", d in "[a-z/\" ._]{0,5}") {
+        let x = ShardKey::new(a.clone(), b.clone(), "s", 0);
+        let y = ShardKey::new(c.clone(), d.clone(), "s", 0);
+        prop_assert_eq!(x == y, x.to_string() == y.to_string(), "{} vs {}", x, y);
+    }
+
     #[test]
     fn shard_dir_name_is_always_safe(t in ".{0,40}", n in ".{0,40}", s in ".{0,40}", shard in any::<u32>()) {
         let name = ShardKey::new(t, n, s, shard).dir_name();

@@ -14,8 +14,9 @@
 //! as its source), the one I/O error type every layer above reports.
 //!
 //! The interface is deliberately small (open, read/write at a position,
-//! length, sync, rename, remove, directory sync, listing, locks): each
-//! operation is one a durability argument has to reason about.
+//! length, sync, rename, remove a file or an empty directory, directory
+//! sync, listing, locks): each operation is one a durability argument has
+//! to reason about.
 //!
 //! Invariants this crate keeps:
 //!
@@ -264,6 +265,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file at `path`. Open handles keep working.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes the empty directory at `path` (`rmdir`): one that still
+    /// holds an entry is refused (`DirectoryNotEmpty`). Like every change
+    /// to a directory's entries, the removal is durable only once the
+    /// parent is synced. See [`remove_dir_all`] for a whole tree.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Lists the directory's entries (order unspecified).
@@ -292,6 +298,51 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// any file inside it cannot release it, which is what makes it a
     /// writer's lock. The lock lasts as long as the returned guard.
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>>;
+    /// The size in bytes of the file system holding `dir` (free or not):
+    /// no file there can be larger. `Ok(None)` when the file system does
+    /// not say, as the simulation does not.
+    fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
+        let _ = dir;
+        Ok(None)
+    }
+}
+
+/// Removes the directory `dir` and everything in it: each entry that is
+/// not a directory is unlinked (a symbolic link itself, never what it
+/// points to), each subdirectory removed the same way, then `dir`.
+///
+/// Nothing is synced: the caller syncs `dir`'s parent to make the removal
+/// durable. A crash part way leaves some of the tree, so a caller that must
+/// not leave half a tree under a name that means something renames it to a
+/// name that does not first (as a store's delete does).
+///
+/// ```
+/// use felix_io::{FileSystem, OpenMode, remove_dir_all};
+///
+/// let root = tempfile::tempdir()?;
+/// let fs = FileSystem::os();
+/// let dir = root.path().join("doomed");
+/// fs.create_dir_all(&dir.join("inner"))?;
+/// fs.open(&dir.join("inner/a"), OpenMode::CreateNew)?;
+/// remove_dir_all(&fs, &dir)?;
+/// assert!(!dir.exists());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn remove_dir_all(fs: &FileSystem, dir: &Path) -> io::Result<()> {
+    for entry in fs.list_dir(dir)? {
+        let path = dir.join(&entry.name);
+        let removed = if entry.is_dir() {
+            remove_dir_all(fs, &path)
+        } else {
+            fs.remove_file(&path)
+        };
+        match removed {
+            // Gone already (another remover got there first): what we want.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    fs.remove_dir(dir)
 }
 
 /// Holds a lock taken with [`Vfs::try_lock`] until dropped.

@@ -174,6 +174,10 @@ impl Vfs for OsFs {
         std::fs::remove_file(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_dir(path)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
     }
@@ -225,6 +229,11 @@ impl Vfs for OsFs {
             .custom_flags(custom(OFlags::DIRECTORY))
             .open(dir)?;
         lock_exclusive(file)
+    }
+
+    fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
+        let stat = rustix::fs::statvfs(dir)?;
+        Ok(Some(stat.f_blocks.saturating_mul(stat.f_frsize)))
     }
 }
 

@@ -30,6 +30,17 @@ pub enum RecoveryError {
         #[source]
         not_regular: NotRegularFile,
     },
+    /// A key has a text part longer than a key file holds
+    /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
+    /// Nothing was written.
+    #[error("key {key} cannot be written to a key file: {source}")]
+    KeyTooLong {
+        /// The key.
+        key: felix_format::ShardKey,
+        /// Which part, and how long it is.
+        #[source]
+        source: felix_format::key_file::KeyFileDecodeError,
+    },
     /// Damage was found that the chosen policy may not repair. Nothing was
     /// modified.
     #[error("{}", unrepairable_text(dir, blocking, *policy))]

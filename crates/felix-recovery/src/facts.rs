@@ -9,6 +9,7 @@
 use felix_format::{CorruptionKind, Damage, IndexEntry, SegmentExtent};
 
 use crate::classify::Role;
+use crate::key_file::StoredKey;
 use crate::listing::Listing;
 use crate::location::TailFacts;
 use crate::report::{IndexProblem, Note};
@@ -24,6 +25,8 @@ pub(crate) struct ShardFacts {
     /// What became of a clean-shutdown file (used, or why not), if one was
     /// looked at.
     pub(crate) clean_shutdown_note: Option<Note>,
+    /// What the key file says, when the listing holds one (a regular file).
+    pub(crate) key: Option<StoredKey>,
     /// One entry per segment, in id order.
     pub(crate) segments: Vec<SegmentFacts>,
 }

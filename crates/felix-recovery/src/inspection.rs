@@ -132,6 +132,11 @@ pub struct Inspection {
     pub notes: Vec<Note>,
     /// What a repair would do.
     pub plan: Vec<Action>,
+    /// The shard's exact key, from its key file, when the directory has a
+    /// usable one naming a key whose directory name is the directory's own
+    /// (see [`Note::KeyFileUnusable`] and [`Note::KeyFileDisagrees`] for
+    /// why it may be `None` with a file present).
+    pub key: Option<felix_format::ShardKey>,
     /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
     /// and for the newest segment.
     pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,

@@ -55,7 +55,8 @@
 //   location              where damage lies (pure)
 //   report                findings, notes, actions: what is reported
 //   error, inspection     failures; options and the result
-//   listing, clean, tail  reading names, the clean-shutdown file, tails
+//   listing, clean,       reading names, the clean-shutdown file,
+//   key_file, tail        the key file (and writing it), tails
 //   facts                 measured values, holding no file-system handle
 //   scan, plan, repair    measuring; deciding (pure); the only writer
 //   open                  inspect and open_shard, composing the above
@@ -64,6 +65,7 @@ mod clean;
 mod error;
 mod facts;
 mod inspection;
+mod key_file;
 mod listing;
 mod location;
 mod lock;
@@ -76,15 +78,20 @@ mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
 pub use error::RecoveryError;
+/// The clean-shutdown file's names, as felix-format defines them, beside
+/// [`write_clean_shutdown`].
+pub use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
 /// The depth of a scan and the damage it met, as felix-format's cursor
 /// defines them.
 pub use felix_format::{Damage, ScanDepth};
 pub use inspection::{IndexCheck, InspectOptions, Inspection, SegmentSummary};
+pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
 pub use repair::{Repaired, repair, write_clean_shutdown};
 pub use report::{
-    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, Note, TemporaryKind,
+    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem, Note,
+    TemporaryKind,
 };
 pub use scan::{ScanStart, SegmentScan, scan_segment};

@@ -33,6 +33,8 @@ pub(crate) struct Listing {
     pub(crate) strays: Vec<String>,
     /// Whether a clean-shutdown file (a regular file) is present.
     pub(crate) clean_shutdown: bool,
+    /// Whether a key file (a regular file) is present.
+    pub(crate) key_file: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -87,6 +89,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         orphans: Vec::new(),
         strays: Vec::new(),
         clean_shutdown: false,
+        key_file: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -104,6 +107,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::SegmentTemp(id) => Some(TemporaryKind::SegmentCreation(id)),
             ShardFileName::EpochsTemp => Some(TemporaryKind::EpochsUpdate),
             ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
+            ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
             _ => None,
         };
         if let Some(kind) = temporary {
@@ -143,6 +147,14 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                     listing.not_files.push((name.into_owned(), file_type));
                 }
             }
+            ShardFileName::Key => {
+                // Read by the inspection only when it is a regular file.
+                if regular {
+                    listing.key_file = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
             ShardFileName::Epochs if !readable => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
@@ -151,15 +163,11 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             }
             // Files other layers own, as they should be.
             ShardFileName::Epochs | ShardFileName::Lock => {}
-            // Named, but nothing writes a key file yet: until something
-            // does, a file by that name is not ours.
-            ShardFileName::Key | ShardFileName::KeyTemp => {
-                listing.strays.push(name.into_owned());
-            }
             // Classified as temporaries above.
             ShardFileName::SegmentTemp(_)
             | ShardFileName::EpochsTemp
-            | ShardFileName::CleanShutdownTemp => {}
+            | ShardFileName::CleanShutdownTemp
+            | ShardFileName::KeyTemp => {}
             ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }

@@ -8,12 +8,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use felix_format::{CorruptionKind, CorruptionSite, FileKind, file_name};
+use felix_format::{CorruptionKind, CorruptionSite, FileKind, ShardKey, file_name};
 use felix_segment::SparseIndex;
 
 use crate::classify::{RepairClass, header_damage_class, is_repairable_tail};
 use crate::facts::{ScannedSegment, SegmentFacts, SegmentState, ShardFacts};
 use crate::inspection::{Inspection, SegmentSummary};
+use crate::key_file::StoredKey;
 use crate::listing::Listing;
 use crate::location::locate;
 use crate::report::{Action, Finding, FindingContext, Note};
@@ -24,6 +25,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
     let ShardFacts {
         listing,
         clean_shutdown_note,
+        key,
         segments,
         ..
     } = facts;
@@ -34,6 +36,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         findings: Vec::new(),
         notes: Vec::new(),
         plan: Vec::new(),
+        key: None,
         rebuilt: BTreeMap::new(),
         clean_shutdown_present: listing.clean_shutdown,
         temporaries: listing
@@ -44,6 +47,11 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
     };
     inspection.notes.extend(clean_shutdown_note);
     inspection.notes.extend(listing.notes());
+    if let Some(stored) = key {
+        let (key, note) = shard_key(dir, stored);
+        inspection.key = key;
+        inspection.notes.extend(note);
+    }
     let mut previous: Option<(u64, Option<u64>)> = None;
     for segment in segments {
         let id = segment.id;
@@ -69,6 +77,32 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         inspection.segments.push(summary);
     }
     inspection
+}
+
+/// The shard's key from what its key file says, and the note saying why
+/// not when it cannot be taken: an unusable file, or one naming a key whose
+/// directory name is not the directory's (renamed or copied, or the file
+/// belongs elsewhere). A directory whose name cannot be compared (`.`, `/`)
+/// takes the key as it is.
+fn shard_key(dir: &Path, stored: StoredKey) -> (Option<ShardKey>, Option<Note>) {
+    match stored {
+        StoredKey::Missing => (None, None),
+        StoredKey::Unusable(problem) => (None, Some(Note::KeyFileUnusable { problem })),
+        StoredKey::Key(key) => {
+            let expected_dir = key.dir_name();
+            match dir.file_name().map(|n| n.to_string_lossy()) {
+                Some(name) if name != expected_dir.as_str() => (
+                    None,
+                    Some(Note::KeyFileDisagrees {
+                        key,
+                        expected_dir,
+                        dir_name: name.into_owned(),
+                    }),
+                ),
+                _ => (Some(key), None),
+            }
+        }
+    }
 }
 
 /// One segment's findings, notes and actions, and its summary.

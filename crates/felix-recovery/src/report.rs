@@ -10,6 +10,7 @@ use felix_format::{CorruptionKind, CorruptionSite, ShardFileName};
 use felix_segment::IndexLoadError;
 
 use felix_format::clean::CleanShutdownDecodeError;
+use felix_format::key_file::KeyFileDecodeError;
 
 use crate::classify::{DamageLocation, RepairClass};
 use crate::location::UnwrittenBlocks;
@@ -274,6 +275,25 @@ pub enum Note {
         /// What it is.
         file_type: FileType,
     },
+    /// The shard's key file cannot be used; the shard is known by its
+    /// directory name only. Nothing depends on it: the shard opens all the
+    /// same, and a store that opens it by a key whose directory name this
+    /// is writes the file again.
+    KeyFileUnusable {
+        /// Why.
+        problem: KeyFileProblem,
+    },
+    /// The shard's key file names a key whose directory would have another
+    /// name: the directory was renamed or copied, or the file belongs
+    /// elsewhere. The key is not taken as this shard's.
+    KeyFileDisagrees {
+        /// The key the file holds.
+        key: felix_format::ShardKey,
+        /// The directory name that key gives.
+        expected_dir: String,
+        /// The directory's actual name.
+        dir_name: String,
+    },
     /// A rebuilt index could not be written. Indexes only speed reads up,
     /// so the shard opens all the same: the index is held in memory (or
     /// rebuilt when the segment is read), and writing it is tried again.
@@ -330,6 +350,46 @@ pub enum CleanShutdownUnused {
     NewestRemoved,
 }
 
+/// Why a key file could not be used.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyFileProblem {
+    /// Its bytes do not decode.
+    #[error("it does not decode ({}: {})", .0.name(), .0)]
+    Invalid(KeyFileDecodeError),
+    /// It is larger than any valid key file.
+    #[error("it is {len} bytes, larger than any valid one")]
+    TooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// Its name is not a regular file: never opened.
+    #[error("it is {0}")]
+    NotAFile(NotRegularFile),
+    /// It could not be read.
+    #[error("it could not be read ({op}: {kind})")]
+    Unreadable {
+        /// What failed: open, stat or read.
+        op: &'static str,
+        /// How.
+        kind: io::ErrorKind,
+    },
+}
+
+impl KeyFileProblem {
+    /// A stable name for the problem, for reports and scripts: the decode
+    /// error's name (`KeyFileChecksum`, ...), or `KeyFileTooLarge`,
+    /// `KeyFileNotAFile`, `KeyFileUnreadable`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Invalid(err) => err.name(),
+            Self::TooLarge { .. } => "KeyFileTooLarge",
+            Self::NotAFile(_) => "KeyFileNotAFile",
+            Self::Unreadable { .. } => "KeyFileUnreadable",
+        }
+    }
+}
+
 /// Whose temporary a [`Note::Temporary`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TemporaryKind {
@@ -340,6 +400,8 @@ pub enum TemporaryKind {
     EpochsUpdate,
     /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
     CleanShutdown,
+    /// `key.tmp`: a key file, before its rename.
+    KeyFile,
 }
 
 /// Why an index could not be used.
@@ -457,6 +519,7 @@ impl fmt::Display for Note {
                     }
                     TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
+                    TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -478,9 +541,24 @@ impl fmt::Display for Note {
                     ShardFileName::CleanShutdown => f.write_str(
                         "; not used, and a clean close writes no clean-shutdown file while it is there",
                     ),
+                    ShardFileName::Key => {
+                        f.write_str("; the shard is known by its directory name only")
+                    }
                     _ => Ok(()),
                 }
             }
+            Self::KeyFileUnusable { problem } => write!(
+                f,
+                "key file unusable: {problem}; the shard is known by its directory name only, and a store opening it by its key writes the file again"
+            ),
+            Self::KeyFileDisagrees {
+                key,
+                expected_dir,
+                dir_name,
+            } => write!(
+                f,
+                "key file names key {key}, whose directory is {expected_dir:?}, not {dir_name:?}; the key is not taken as this shard's"
+            ),
             Self::IndexNotWritten {
                 segment,
                 kind,

@@ -127,6 +127,9 @@ pub(crate) fn gather(
     } else {
         (None, None)
     };
+    let key = listing
+        .key_file
+        .then(|| crate::key_file::read_key_file(fs, dir));
     let ids = &listing.segments;
     let count = ids.len();
     // A trusted record lists the last segment as one the shard wrote, not
@@ -154,6 +157,7 @@ pub(crate) fn gather(
         listing,
         trusted_clean_shutdown: trusted.is_some(),
         clean_shutdown_note,
+        key,
         segments,
     })
 }

@@ -271,6 +271,27 @@ fn note_display_text_for_temporaries_names_that_are_not_files_and_unwritten_inde
             kind: std::io::ErrorKind::InvalidInput,
             not_regular: Some(fifo),
         },
+        Note::Temporary {
+            name: "key.tmp".into(),
+            kind: TemporaryKind::KeyFile,
+        },
+        not_a_file("key", FileType::Fifo),
+        Note::KeyFileUnusable {
+            problem: felix_recovery::KeyFileProblem::Invalid(
+                felix_format::key_file::KeyFileDecodeError::Checksum {
+                    expected: 0x1234_5678,
+                    found: 0x9abc_def0,
+                },
+            ),
+        },
+        Note::KeyFileUnusable {
+            problem: felix_recovery::KeyFileProblem::TooLarge { len: 20_000 },
+        },
+        Note::KeyFileDisagrees {
+            key: felix_format::ShardKey::new("acme", "", "a/b", 4),
+            expected_dir: felix_format::ShardKey::new("acme", "", "a/b", 4).dir_name(),
+            dir_name: "acme_default_orders_3-0d3af04b998d2cb1".into(),
+        },
     ];
     let text: Vec<String> = notes.iter().map(ToString::to_string).collect();
     insta::assert_snapshot!(text.join("\n"));

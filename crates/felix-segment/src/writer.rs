@@ -80,6 +80,17 @@ impl Record {
             payload: payload.into(),
         }
     }
+
+    /// A record stamped with the wall clock now (microseconds since the
+    /// Unix epoch; 0 for a clock set before it).
+    ///
+    /// ```
+    /// let record = felix_segment::Record::now("hello");
+    /// assert!(record.timestamp_micros > 1_600_000_000_000_000);
+    /// ```
+    pub fn now(payload: impl Into<Bytes>) -> Self {
+        Self::new(now_micros(), payload)
+    }
 }
 
 /// What an append did.
@@ -128,7 +139,11 @@ pub struct SegmentWriter {
     /// file): the entries are then only in memory, and
     /// [`Self::persist_index`] and sealing try to write them again.
     index_file: Option<IndexFile>,
+    /// Whether disk was reserved past the records, which sealing trims.
     preallocated: bool,
+    /// The end of the space reserved so far ([`Self::reserve`]); 0 when
+    /// nothing was.
+    reserved_end: u64,
     poison: Poison,
 }
 
@@ -195,6 +210,10 @@ impl SegmentWriter {
             last_indexed: None,
             index_file,
             preallocated,
+            reserved_end: match config.preallocate_bytes {
+                Some(bytes) if preallocated => bytes,
+                _ => 0,
+            },
             poison: Arc::default(),
         })
     }
@@ -222,9 +241,46 @@ impl SegmentWriter {
             index: ActiveIndex::new(index.entries().to_vec()),
             index_spacing_bytes: config.index_spacing_bytes.max(1),
             index_file,
+            // Space an earlier writer reserved past the records is not
+            // known (nor trimmed) until this one reserves some.
             preallocated: false,
+            reserved_end: 0,
             poison: Arc::default(),
         })
+    }
+
+    /// Reserves disk for the segment up to `end` bytes (without changing
+    /// its length), unless that much is reserved already, so that writes
+    /// below `end` need no block allocation; sealing trims what is left
+    /// unused. Returns whether the file system reserved it (`false` where
+    /// it cannot: the file then grows as written).
+    ///
+    /// A failure (a full disk) is returned without stopping the writer:
+    /// reserving is only an optimisation, and a write that then really
+    /// finds no space fails on its own.
+    pub fn reserve(&mut self, end: u64) -> Result<bool> {
+        self.check_poison()?;
+        if end <= self.reserved_end {
+            return Ok(true);
+        }
+        let path = self.segment.path();
+        let reserved = self
+            .segment
+            .file()
+            .preallocate(end)
+            .map_err(|e| SegmentError::io("fallocate", path, e))?;
+        // Unsupported: asking again at every step would cost a system call
+        // each time for nothing.
+        self.reserved_end = if reserved { end } else { u64::MAX };
+        self.preallocated |= reserved;
+        Ok(reserved)
+    }
+
+    /// The end of the space reserved with [`Self::reserve`] or at
+    /// creation: writes below it need no block allocation. `u64::MAX` once
+    /// the file system has said it cannot reserve.
+    pub fn reserved_end(&self) -> u64 {
+        self.reserved_end
     }
 
     /// Appends `records` with contiguous offsets from [`Self::next_offset`],

@@ -1,59 +1,173 @@
-//! How a store lays out and protects its shards.
+//! How a store lays out and protects its shards, and the range of every
+//! setting (checked at open by [`StoreConfig::validate`]).
 
 use std::time::Duration;
 
 use felix_recovery::RepairPolicy;
 
-/// When appended records become durable.
+mod validate;
+
+pub use validate::{
+    ConfigError, ConfigField, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES,
+    MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
+};
+
+/// When appended records become durable, and so when a read sees them
+/// (see [`ReadBound::Committed`](crate::ReadBound::Committed)).
+///
+/// ```
+/// use std::time::Duration;
+/// use felix_storage::{Durability, Record, Shard, StoreConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// // Page cache only, synced by the shard's own thread every 50 ms.
+/// let config = StoreConfig {
+///     durability: Durability::Periodic(Duration::from_millis(50)),
+///     ..StoreConfig::default()
+/// };
+/// let shard = Shard::options(dir.path()).config(config).open()?;
+/// shard.append(&[Record::now("a")])?;
+/// // Acknowledged, so readable, before any sync:
+/// assert_eq!(shard.read(0, 1 << 20)?.len(), 1);
+/// shard.wait_durable(1)?; // or wait for the background sync
+/// assert_eq!(shard.durable_offset(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// Records live in the page cache until a segment is sealed or the caller
-    /// syncs: a power loss may lose them, a process crash does not.
+    /// Records live in the page cache until a segment is sealed, the caller
+    /// syncs ([`Shard::sync`](crate::Shard::sync)), or writeback
+    /// ([`StoreConfig::writeback_bytes`]) syncs: a power loss may lose
+    /// them, a process crash does not. An append is acknowledged once
+    /// written.
     None,
-    /// A background thread syncs every shard at this interval.
+    /// As [`Durability::None`], and a background thread syncs the shard at
+    /// this interval: the store's thread for a store's shards, the shard's
+    /// own for a shard opened alone. The interval is 1 ms to 24 h.
     Periodic(Duration),
-    /// `append` returns only once an `fdatasync` covers the batch. Concurrent
-    /// appenders share syncs (group commit).
+    /// `append` returns only once an `fdatasync` covers the batch, and
+    /// readers see a record only once it is durable. Concurrent appenders
+    /// share writes and syncs (group commit).
     OnCommit,
 }
 
 /// When sealed segments are deleted from the head of a shard.
+///
+/// Retention deletes whole sealed segments only, oldest first, and never
+/// the active one. A pass runs when
+/// [`Shard::apply_retention`](crate::Shard::apply_retention) is called and,
+/// with [`Retention::interval`] set, on a background thread.
+///
+/// ```
+/// use std::time::Duration;
+/// use felix_storage::{Retention, StoreConfig};
+///
+/// // Keep about 10 GiB and at most a week, checked every minute.
+/// let config = StoreConfig {
+///     retention: Retention {
+///         max_bytes: Some(10 << 30),
+///         max_age: Some(Duration::from_secs(7 * 24 * 3600)),
+///         interval: Some(Duration::from_secs(60)),
+///     },
+///     ..StoreConfig::default()
+/// };
+/// assert_eq!(config.validate(), Ok(()));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Retention {
-    /// Keep the shard at or below this many bytes (whole segments only; the
-    /// active segment is never deleted).
+    /// Keep the shard at or below this many bytes of segment files (whole
+    /// segments only: the active segment is kept even when it alone is
+    /// larger). Default `None`: no size limit. At least 1 byte; no maximum.
     pub max_bytes: Option<u64>,
     /// Delete a sealed segment once its newest record is older than this.
+    /// The age is measured on the records' own timestamps
+    /// ([`Record::timestamp_micros`](crate::Record::timestamp_micros), the
+    /// time the producer stamped, e.g. with
+    /// [`Record::now`](crate::Record::now)) against the shard's clock
+    /// ([`ShardOptions::clock`](crate::ShardOptions::clock), the wall clock
+    /// by default), not on file times. Default `None`: no age limit. At
+    /// least 1 µs; no maximum.
     pub max_age: Option<Duration>,
-    /// Run retention on every shard at this interval, on a store thread.
+    /// Run retention at this interval on a background thread: the store's
+    /// thread for a store's shards, the shard's own for a shard opened
+    /// alone. Requires `max_bytes` or `max_age` (an interval with nothing
+    /// to apply is refused). Default `None`: only explicit calls. 1 ms to
+    /// 24 h.
     pub interval: Option<Duration>,
 }
 
-/// Configuration of every shard a store opens.
+/// How disk space is reserved for a segment ahead of its writes.
+///
+/// Reserving (`fallocate` with `FALLOC_FL_KEEP_SIZE`) keeps a segment's
+/// blocks together and takes block allocation off the append path; sealing
+/// a segment gives back whatever was reserved past its last record. Where
+/// the file system cannot reserve, files simply grow as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preallocation {
+    /// Nothing reserved: the file grows with every write.
+    Off,
+    /// Reserve ahead of the write position in steps that grow with the
+    /// segment: 32 KiB past the end to begin with, then as much again as
+    /// the segment holds, at most 64 MiB at a time, and never past
+    /// `segment_size_bytes` (a batch larger than that gets what it needs).
+    /// An idle shard holding one small record thus occupies about 50 KiB,
+    /// so ten thousand of them fit in well under 1 GiB of disk. The default.
+    #[default]
+    Stepped,
+    /// Reserve the whole `segment_size_bytes` when a segment is created:
+    /// each shard occupies a whole segment of disk from its first record
+    /// on (1,000 shards of 1 GiB segments: 1 TB). Kept for comparison.
+    WholeSegment,
+}
+
+/// Configuration of every shard a store (or [`Shard::options`]) opens.
+///
+/// Every field is checked at open ([`StoreConfig::validate`]); each field's
+/// documentation states its default and its range.
 ///
 /// ```
 /// use felix_storage::{Durability, StoreConfig};
 /// let config = StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() };
 /// assert_eq!(config.segment_size_bytes, 1 << 30);
+/// assert_eq!(config.validate(), Ok(()));
 /// ```
+///
+/// [`Shard::options`]: crate::Shard::options
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreConfig {
     /// A batch that would take the active segment past this size goes to a
-    /// new segment.
+    /// new segment. A batch is never split, so a batch (or a record) larger
+    /// than this goes into a segment of its own, which is then larger than
+    /// this. Default 1 GiB. At least
+    /// [`MIN_SEGMENT_SIZE_BYTES`](crate::MIN_SEGMENT_SIZE_BYTES) (the
+    /// segment header plus one record header); at most
+    /// [`MAX_SEGMENT_SIZE_BYTES`](crate::MAX_SEGMENT_SIZE_BYTES), and no
+    /// more than the file system holding the shard can store.
     pub segment_size_bytes: u64,
-    /// Spacing of sparse index entries.
+    /// Spacing of sparse index entries: one for a segment's first record,
+    /// then one every this many bytes of records. Smaller makes point reads
+    /// cheaper and indexes larger. Default
+    /// [`DEFAULT_INDEX_SPACING_BYTES`](crate::DEFAULT_INDEX_SPACING_BYTES)
+    /// (2 KiB). 1 byte to
+    /// [`MAX_INDEX_SPACING_BYTES`](crate::MAX_INDEX_SPACING_BYTES) (1 GiB).
     pub index_spacing_bytes: u64,
-    /// Reserve `segment_size_bytes` of disk for each new segment up front.
-    pub preallocate: bool,
-    /// When appends become durable.
+    /// How disk is reserved ahead of writes. Default
+    /// [`Preallocation::Stepped`].
+    pub preallocate: Preallocation,
+    /// When appends become durable. Default [`Durability::OnCommit`].
     pub durability: Durability,
-    /// With [`Durability::None`] or [`Durability::Periodic`], sync in the
-    /// background after every this many bytes appended, so dirty data does
-    /// not pile up: a roll must make the whole segment durable before the
-    /// next one exists, and without this a 1 GiB segment's seal stalls
-    /// appends for the time it takes to write 1 GiB. `None`: never.
+    /// Sync in the background after every this many bytes appended without
+    /// a sync of their own (every append under [`Durability::None`] and
+    /// [`Durability::Periodic`]; [`Shard::append_nowait`] under
+    /// [`Durability::OnCommit`]), so dirty data does not pile up: a roll
+    /// must make the whole segment durable before the next one exists, and
+    /// without this a 1 GiB segment's seal stalls appends for the time it
+    /// takes to write 1 GiB. Default 64 MiB. `None`: never. At least 4 KiB;
+    /// no maximum.
+    ///
+    /// [`Shard::append_nowait`]: crate::Shard::append_nowait
     pub writeback_bytes: Option<u64>,
-    /// When old segments are deleted.
+    /// When old segments are deleted. Default: never ([`Retention::default`]).
     pub retention: Retention,
     /// Which damage an open may repair. Default [`RepairPolicy::Default`]:
     /// only what is provably an unfinished write; with
@@ -68,7 +182,7 @@ impl Default for StoreConfig {
         Self {
             segment_size_bytes: 1 << 30,
             index_spacing_bytes: felix_segment::DEFAULT_INDEX_SPACING_BYTES,
-            preallocate: true,
+            preallocate: Preallocation::Stepped,
             durability: Durability::OnCommit,
             writeback_bytes: Some(64 << 20),
             retention: Retention::default(),

@@ -4,14 +4,42 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use felix_epochs::HistoryError;
+use felix_format::ShardKey;
+use felix_format::key_file::KeyFileDecodeError;
 use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 
+use crate::config::ConfigError;
+
 /// What went wrong in a store or shard operation.
 ///
-/// `Clone`, so that one failure can be both the failing call's error and a
-/// stopped shard's reason.
+/// `Clone`, so that one failure can be both the failing call's error, the
+/// error of every other append it covered, and a stopped shard's reason.
+///
+/// A consumer tells the cases it handles apart by variant:
+///
+/// ```
+/// use felix_storage::{Shard, StorageError};
+///
+/// fn consume(shard: &Shard, from: u64) -> Result<u64, StorageError> {
+///     match shard.read(from, 1 << 20) {
+///         Ok(records) => Ok(records.last().map_or(from, |r| r.offset + 1)),
+///         // Retention removed it: resume where the log now begins.
+///         Err(StorageError::Trimmed { oldest, .. }) => Ok(oldest),
+///         // The shard was closed (by its owner, or its store): stop.
+///         Err(err @ StorageError::Closed { .. }) => Err(err),
+///         Err(other) => Err(other),
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir()?;
+/// let shard = Shard::options(dir.path()).open()?;
+/// assert_eq!(consume(&shard, 0)?, 0);
+/// shard.close()?;
+/// assert!(matches!(consume(&shard, 0), Err(StorageError::Closed { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
@@ -104,16 +132,67 @@ pub enum StorageError {
         dir: PathBuf,
     },
     /// The shard stopped accepting writes after a write or sync failure.
-    /// Reads of durable data still work; reopening runs recovery. The call
-    /// whose own write or sync failed gets that failure itself; every call
-    /// after it gets this, naming it.
-    #[error("shard {shard} accepts no more writes after an earlier failure: {original}")]
+    ///
+    /// Every append the failed write or sync covered (one sync may cover
+    /// many appends) gets that failure itself, with its operation and path;
+    /// every call made after it gets this, whose
+    /// [`source`](std::error::Error::source) is that failure, so a reporter
+    /// reaches the `io::Error` underneath. Reads still serve every record
+    /// that was acknowledged; reopening the shard runs recovery.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use std::error::Error;
+    /// use felix_storage::StorageError;
+    ///
+    /// fn root_os_error(err: &StorageError) -> Option<i32> {
+    ///     let mut source: Option<&(dyn Error + 'static)> = Some(err);
+    ///     while let Some(e) = source {
+    ///         if let Some(io) = e.downcast_ref::<std::io::Error>() {
+    ///             return io.raw_os_error();
+    ///         }
+    ///         source = e.source();
+    ///     }
+    ///     None
+    /// }
+    /// # let _ = root_os_error;
+    /// ```
+    #[error(
+        "shard {shard} accepts no more writes: {}; reopening the shard recovers what is durable",
+        original.reason()
+    )]
     Poisoned {
         /// The shard.
         shard: Arc<str>,
         /// The failure that stopped it.
+        #[source]
         original: Arc<StorageError>,
     },
+    /// The shard was closed for good ([`Shard::close`](crate::Shard::close),
+    /// or its store's [`Store::close`], [`Store::close_shard`],
+    /// [`Store::reopen_shard`] or [`Store::delete_shard`]): every call on
+    /// any of its handles gets this. Open it again (or ask the store for it
+    /// again) to go on.
+    ///
+    /// [`Store::close`]: crate::Store::close
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::reopen_shard`]: crate::Store::reopen_shard
+    /// [`Store::delete_shard`]: crate::Store::delete_shard
+    #[error("shard {shard} is closed")]
+    Closed {
+        /// The shard.
+        shard: Arc<str>,
+    },
+    /// The shard directory does not exist, and the open was told not to
+    /// create it ([`ShardOptions::create_if_missing`](crate::ShardOptions::create_if_missing)).
+    #[error("shard directory {} does not exist", dir.display())]
+    ShardNotFound {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A setting is out of its range; nothing was opened or created.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(#[from] ConfigError),
     /// A segment operation failed.
     #[error("shard {shard}: {source}")]
     Segment {
@@ -145,15 +224,77 @@ pub enum StorageError {
         source: IoError,
     },
     /// A store-level file-system call failed, outside any one shard:
-    /// creating or listing the store's root, or starting its thread.
+    /// creating or listing the store's root, removing a deleted shard's
+    /// tombstone, or starting the store's thread.
     #[error(transparent)]
     Io(#[from] IoError),
-    /// The store was closed.
-    #[error("the store is closed")]
-    Closed,
+    /// The store was closed: it opens, creates and deletes no more shards.
+    #[error("the store at {} is closed", root.display())]
+    StoreClosed {
+        /// The store's root.
+        root: PathBuf,
+    },
+    /// [`Store::open_shard`](crate::Store::open_shard) of a key that has no
+    /// shard directory. Nothing was created: a new shard is made only by
+    /// [`Store::create_shard`](crate::Store::create_shard).
+    #[error("shard {key} does not exist (no directory {})", dir.display())]
+    NotFound {
+        /// The key asked for.
+        key: ShardKey,
+        /// The directory it would have.
+        dir: PathBuf,
+    },
+    /// [`Store::create_shard`](crate::Store::create_shard) of a key whose
+    /// shard directory already exists. Nothing was changed; open it with
+    /// [`Store::open_shard`](crate::Store::open_shard).
+    #[error("shard {key} already exists ({})", dir.display())]
+    AlreadyExists {
+        /// The key asked for.
+        key: ShardKey,
+        /// Its directory.
+        dir: PathBuf,
+    },
+    /// The key file in the directory of the key asked for names another
+    /// key: two keys whose directory names collide, or a directory moved
+    /// by hand. The shard was not opened (nor deleted).
+    #[error(
+        "shard directory {} holds the key file of shard {found}, not of {requested}; it was left alone",
+        dir.display()
+    )]
+    KeyFileDisagrees {
+        /// The directory.
+        dir: PathBuf,
+        /// The key asked for (boxed, like the next, to keep every
+        /// `Result` of this crate small).
+        requested: Box<ShardKey>,
+        /// The key its key file names.
+        found: Box<ShardKey>,
+    },
+    /// A text part of the key is longer than a shard's key file can hold
+    /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
+    /// Nothing was created.
+    #[error("shard {key} cannot be created: {source}")]
+    KeyTooLong {
+        /// The key.
+        key: ShardKey,
+        /// Which part, and its length.
+        #[source]
+        source: KeyFileDecodeError,
+    },
 }
 
 impl StorageError {
+    /// What went wrong, without the shard's name in front: how
+    /// [`StorageError::Poisoned`] names its cause without repeating itself.
+    fn reason(&self) -> String {
+        match self {
+            Self::Segment { source, .. } => source.to_string(),
+            Self::Generation { source, .. } => source.to_string(),
+            Self::Epochs { source, .. } => source.to_string(),
+            other => other.to_string(),
+        }
+    }
+
     /// The I/O error kind at the root of this error, if any (following a
     /// poisoned shard to its original failure), e.g. to recognise a full disk.
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {

@@ -7,16 +7,38 @@
 //! are deleted by retention, and replicas can copy a leader's records with
 //! its offsets, truncate a divergent tail, and keep a generation history.
 //!
+//! A shard is opened one way, [`Shard::options`] (a [`Store`] opens its
+//! shards the same way), and its [`StoreConfig`] is checked at open: every
+//! field has a documented default and range, and a value outside it is
+//! [`StorageError::InvalidConfig`] naming the field.
+//!
 //! Durability is a per-store policy ([`Durability`]): page cache only, a
 //! periodic background sync, or on-commit, where `append` returns once an
 //! `fdatasync` covers it and concurrent appenders share syncs (group
-//! commit). A failed write or sync stops the shard's writes for good with
-//! the original error: a failed `fsync` is never retried.
+//! commit). Reads return only acknowledged records (under on-commit,
+//! durable ones), or as far as a [`ReadBound`] says; a consumer follows the
+//! tail with [`Shard::wait_readable`], woken by the append or sync that
+//! makes records readable. A failed write or sync stops the shard's writes
+//! for good: every append it covered gets the I/O error, later calls
+//! [`StorageError::Poisoned`]; a failed `fsync` is never retried. The whole
+//! contract is in `docs/broker-contract.md`.
 //!
-//! [`Shard::close`] (or [`Store::close`]) makes everything durable and
-//! records the segments in a clean-shutdown file, so the next open checks
-//! only the newest segment instead of every sealed one; a shard dropped
-//! without closing is opened as after a crash (every segment inspected).
+//! [`Shard::close`] (or [`Store::close`]) makes everything durable, records
+//! the segments in a clean-shutdown file, so the next open checks only the
+//! newest segment instead of every sealed one, and releases the shard; a
+//! shard dropped without closing is opened as after a crash (every segment
+//! inspected).
+//!
+//! A store manages each shard's life: [`Store::create_shard`] makes one
+//! (and records its exact key in the directory), [`Store::open_shard`]
+//! opens an existing one and never creates it, [`Store::keys`] lists them,
+//! and [`Store::close_shard`], [`Store::reopen_shard`] (recovery again,
+//! e.g. after a failed sync poisoned the shard) and [`Store::delete_shard`]
+//! act on one shard while the others run. [`Store::close`] — and dropping
+//! a store, which does the same and logs a failure — closes every shard:
+//! everything durable, clean-shutdown files written, every lock released
+//! so the root opens again at once; handles to a shard the store closed
+//! fail with [`StorageError::Closed`] from then on.
 //!
 //! Everything is synchronous and thread-safe; no async runtime is needed (a
 //! broker on tokio calls it from blocking tasks).
@@ -26,18 +48,21 @@
 //! * No record is acknowledged as durable before the sync its policy
 //!   requires has succeeded, and `durable_offset` never passes what a
 //!   successful sync covered.
+//! * No read returns a record that was not acknowledged, or one whose write
+//!   or sync failed.
 //! * A segment's header and directory entry are durable before any record
 //!   lives in it; a new segment exists only after the old one is sealed.
 //!
 //! ```
-//! use felix_storage::{Record, Shard, StoreConfig};
+//! use felix_storage::{Record, Shard};
 //!
 //! let dir = tempfile::tempdir()?;
 //! {
-//!     let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
-//!     shard.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+//!     let shard = Shard::options(dir.path()).open()?;
+//!     shard.append(&[Record::now("a"), Record::now("b")])?;
+//!     shard.close()?;
 //! }
-//! let reopened = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+//! let reopened = Shard::options(dir.path()).open()?;
 //! assert_eq!(reopened.next_offset(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -48,21 +73,37 @@
     clippy::indexing_slicing
 )]
 
+mod clock;
 mod config;
 mod error;
 mod lock;
+mod maintenance;
 mod shard;
 mod stats;
 mod store;
 
-pub use config::{Durability, Retention, StoreConfig};
+pub use clock::{Clock, SystemClock};
+pub use config::{
+    ConfigError, ConfigField, Durability, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
+    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
+    Preallocation, Retention, StoreConfig,
+};
 pub use error::{Result, StorageError};
-pub use felix_format::{SegmentExtent, ShardKey};
-pub use felix_recovery::RepairPolicy;
-pub use felix_segment::Record;
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
-    AppendReceipt, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo, Shard,
+    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
+    Shard, ShardOptions, Tail,
 };
 pub use stats::ShardStats;
-pub use store::Store;
+pub use store::{ShardId, Store};
+
+// Types that appear in this crate's signatures, so that a user needs no
+// other felix crate to name them.
+pub use felix_epochs::{
+    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
+};
+pub use felix_format::key_file::KeyFileDecodeError;
+pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
+pub use felix_io::{FileSystem, IoError};
+pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};
+pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};

@@ -149,7 +149,10 @@ fn reopen_keeps_every_record_and_continues_offsets() {
 fn open_same_shard_twice_is_locked() {
     let dir = tempfile::tempdir().unwrap();
     let _first = open(dir.path(), config(1 << 20, Durability::None));
-    let err = felix_storage::Shard::open(dir.path(), "again", config(1 << 20, Durability::None))
+    let err = felix_storage::Shard::options(dir.path())
+        .config(config(1 << 20, Durability::None))
+        .label("again")
+        .open()
         .unwrap_err();
     assert!(
         matches!(&err, StorageError::Locked { dir: locked } if locked == dir.path()),
@@ -174,12 +177,12 @@ fn durability_none_writes_back_in_the_background_every_writeback_bytes() {
     let shard = open(
         dir.path(),
         StoreConfig {
-            writeback_bytes: Some(1024),
+            writeback_bytes: Some(4096),
             ..config(1 << 20, Durability::None)
         },
     );
-    // 20 records of 68 bytes: 1,360 bytes, past the threshold once.
-    shard.append(&records(0, 20, 40)).unwrap();
+    // 20 records of 228 bytes: 4,560 bytes, past the threshold once.
+    shard.append(&records(0, 20, 200)).unwrap();
     // Nobody waits, yet the flusher syncs what was written.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while shard.durable_offset() < 20 {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use felix_io::FileSystem;
 use felix_io::sim::{CrashPlan, SimFs};
-use felix_storage::{Durability, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
 
 const DIR: &str = "/shard";
 
@@ -19,7 +19,7 @@ fn config() -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 200,
         index_spacing_bytes: 40,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     }
@@ -33,7 +33,12 @@ fn payload(offset: u64) -> Vec<u8> {
 fn build() -> (SimFs, u64) {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
-    let shard = Shard::open_in(&fs, Path::new(DIR), "flips", config(), 0).unwrap();
+    let shard = Shard::options(Path::new(DIR))
+        .file_system(fs.clone())
+        .config(config())
+        .label("flips")
+        .open()
+        .unwrap();
     shard.begin_generation(1).unwrap();
     for o in 0..5 {
         shard.append(&[Record::new(o, payload(o))]).unwrap();
@@ -80,14 +85,12 @@ fn open_every_single_bit_flip_is_refused_repaired_or_harmless_never_data() {
     let (pristine, next) = build();
     let original = files(&pristine);
     let history = {
-        let shard = Shard::open_in(
-            &FileSystem::new(pristine.crash(&CrashPlan::durable_only())),
-            Path::new(DIR),
-            "flips",
-            config(),
-            0,
-        )
-        .unwrap();
+        let shard = Shard::options(Path::new(DIR))
+            .file_system(FileSystem::new(pristine.crash(&CrashPlan::durable_only())))
+            .config(config())
+            .label("flips")
+            .open()
+            .unwrap();
         shard.generations()
     };
     assert_eq!(history.entries().len(), 2);
@@ -101,8 +104,11 @@ fn open_every_single_bit_flip_is_refused_repaired_or_harmless_never_data() {
             flipped[bit / 8] ^= 1 << (bit % 8);
             sim.write_file(path, &flipped).unwrap();
             let what = format!("{name} bit {bit}");
-            let opened =
-                Shard::open_in(&FileSystem::new(sim), Path::new(DIR), "flips", config(), 0);
+            let opened = Shard::options(Path::new(DIR))
+                .file_system(FileSystem::new(sim))
+                .config(config())
+                .label("flips")
+                .open();
             let shard = match opened {
                 Ok(shard) => shard,
                 Err(StorageError::Recovery(_)) => {

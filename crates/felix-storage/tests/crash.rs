@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 
 const CHILD_ENV: &str = "FELIX_STORAGE_CRASH_CHILD_DIR";
 
@@ -17,7 +17,7 @@ fn config() -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 64 * 1024,
         index_spacing_bytes: 1024,
-        preallocate: true,
+        preallocate: Preallocation::Stepped,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     }
@@ -31,7 +31,11 @@ fn payload(offset: u64) -> Vec<u8> {
 
 /// The writer: appends batches of 3 until killed, printing each ack.
 fn child(dir: &Path) -> ! {
-    let shard = Shard::open(dir, "crash", config()).unwrap();
+    let shard = Shard::options(dir)
+        .config(config())
+        .label("crash")
+        .open()
+        .unwrap();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     loop {
@@ -93,7 +97,11 @@ fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
             highest_acked = highest_acked.max(Some(last));
         }
         // Reopen in this process and check every acknowledged record.
-        let shard = Shard::open(dir.path(), "crash", config()).unwrap();
+        let shard = Shard::options(dir.path())
+            .config(config())
+            .label("crash")
+            .open()
+            .unwrap();
         if let Some(acked) = highest_acked {
             assert!(
                 shard.next_offset() > acked,

@@ -8,12 +8,12 @@ use std::path::Path;
 use felix_format::ShardKey;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{Durability, Record, Shard, Store, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, ShardId, Store, StoreConfig};
 
 fn config() -> StoreConfig {
     StoreConfig {
         durability: Durability::OnCommit,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         ..StoreConfig::default()
     }
 }
@@ -29,7 +29,12 @@ fn disk() -> SimFs {
 fn shard_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
     let sim = disk();
     let dir = Path::new("/a/b/shard");
-    let shard = Shard::open_in(&FileSystem::new(sim.clone()), dir, "shard", config(), 0).unwrap();
+    let shard = Shard::options(dir)
+        .file_system(FileSystem::new(sim.clone()))
+        .config(config())
+        .label("shard")
+        .open()
+        .unwrap();
     let receipt = shard
         .append(&[Record::new(1, "one"), Record::new(2, "two")])
         .unwrap();
@@ -40,7 +45,12 @@ fn shard_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
     for made in ["/a", "/a/b", "/a/b/shard"] {
         assert!(crashed.is_dir(Path::new(made)), "{made} lost");
     }
-    let reopened = Shard::open_in(&FileSystem::new(crashed), dir, "shard", config(), 0).unwrap();
+    let reopened = Shard::options(dir)
+        .file_system(FileSystem::new(crashed))
+        .config(config())
+        .label("shard")
+        .open()
+        .unwrap();
     let records = reopened.read(0, 1 << 20).unwrap();
     let payloads: Vec<_> = records.iter().map(|r| r.payload.clone()).collect();
     assert_eq!(payloads, ["one", "two"]);
@@ -53,16 +63,16 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
     let key = ShardKey::new("acme", "default", "orders", 0);
     let store = Store::open_in(&FileSystem::new(sim.clone()), root, config()).unwrap();
     store
-        .shard(&key)
+        .create_shard(&key)
         .unwrap()
         .append(&[Record::new(1, "kept")])
         .unwrap();
 
     let crashed = sim.crash(&CrashPlan::durable_only());
     let store = Store::open_in(&FileSystem::new(crashed), root, config()).unwrap();
-    assert_eq!(store.shard_dirs().unwrap(), [key.dir_name()]);
+    assert_eq!(store.keys().unwrap(), [ShardId::Key(key.clone())]);
     assert_eq!(
-        store.shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
+        store.open_shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
         "kept"
     );
 }
@@ -70,14 +80,12 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
 #[test]
 fn shard_open_syncs_each_new_directory_into_its_parent_outermost_first() {
     let sim = disk();
-    Shard::open_in(
-        &FileSystem::new(sim.clone()),
-        Path::new("/a/b/c"),
-        "c",
-        config(),
-        0,
-    )
-    .unwrap();
+    Shard::options(Path::new("/a/b/c"))
+        .file_system(FileSystem::new(sim.clone()))
+        .config(config())
+        .label("c")
+        .open()
+        .unwrap();
     let synced: Vec<_> = sim
         .log()
         .into_iter()

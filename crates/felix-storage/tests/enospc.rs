@@ -13,7 +13,7 @@ use std::process::Command;
 
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
-use felix_storage::{Durability, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
 
 const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
 const ENOSPC: i32 = 28;
@@ -22,7 +22,7 @@ fn config() -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 256 * 1024,
         index_spacing_bytes: 4096,
-        preallocate: true,
+        preallocate: Preallocation::Stepped,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     }
@@ -84,7 +84,12 @@ fn fill(shard: &Shard) -> (Vec<(u64, Vec<u8>)>, StorageError) {
 /// The checks shared by both variants: `free` frees space, `fs`/`dir` name
 /// the shard.
 fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
-    let shard = match Shard::open_in(fs, dir, "enospc", config(), 0) {
+    let shard = match Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("enospc")
+        .open()
+    {
         Ok(shard) => shard,
         // Too full to create even the first segment: the same typed error,
         // and nothing was acknowledged.
@@ -95,7 +100,12 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
                 "{err}"
             );
             free();
-            let reopened = Shard::open_in(fs, dir, "enospc", config(), 0).unwrap();
+            let reopened = Shard::options(dir)
+                .file_system(fs.clone())
+                .config(config())
+                .label("enospc")
+                .open()
+                .unwrap();
             reopened.append(&[Record::new(0, payload(0))]).unwrap();
             return 0;
         }
@@ -120,7 +130,12 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
     drop(shard);
 
     free();
-    let reopened = Shard::open_in(fs, dir, "enospc", config(), 0).unwrap();
+    let reopened = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("enospc")
+        .open()
+        .unwrap();
     let after = common::read_all(&reopened, reopened.base_offset());
     assert!(after.len() >= acked.len());
     assert_eq!(after[..acked.len()], acked[..], "nothing acknowledged lost");
@@ -207,14 +222,12 @@ fn append_whose_write_hits_enospc_reports_it_and_later_calls_name_it() {
             errno: ENOSPC,
         },
     });
-    let shard = Shard::open_in(
-        &FileSystem::new(sim),
-        Path::new("/shard"),
-        "enospc",
-        config(),
-        0,
-    )
-    .unwrap();
+    let shard = Shard::options(Path::new("/shard"))
+        .file_system(FileSystem::new(sim))
+        .config(config())
+        .label("enospc")
+        .open()
+        .unwrap();
     shard.append(&[Record::new(0, payload(0))]).unwrap();
     let first = shard.append(&[Record::new(1, payload(1))]).unwrap_err();
     assert!(

@@ -7,14 +7,16 @@
 use std::path::Path;
 
 use felix_segment::{SegmentConfig, SegmentWriter};
-use felix_storage::{Durability, Record, ReplicatedRecord, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, Record, ReplicatedRecord, Shard, StorageError, StoreConfig,
+};
 
 fn config(durability: Durability) -> StoreConfig {
     StoreConfig {
         durability,
         segment_size_bytes: 1024,
         index_spacing_bytes: 128,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         ..StoreConfig::default()
     }
 }
@@ -62,7 +64,11 @@ fn fill(shard: &Shard) -> StorageError {
 }
 
 fn check_reopens(dir: &Path, next: u64) {
-    let shard = Shard::open(dir, "last", config(Durability::OnCommit)).unwrap();
+    let shard = Shard::options(dir)
+        .config(config(Durability::OnCommit))
+        .label("last")
+        .open()
+        .unwrap();
     assert!(shard.stats().recovery_actions.is_empty());
     assert_eq!(shard.next_offset(), next);
     let mut offset = shard.base_offset();
@@ -78,7 +84,11 @@ fn check_reopens(dir: &Path, next: u64) {
 fn append_needing_a_segment_after_id_u64_max_is_refused_and_the_shard_reopens() {
     let dir = tempfile::tempdir().unwrap();
     last_id_shard(dir.path());
-    let shard = Shard::open(dir.path(), "last", config(Durability::None)).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(Durability::None))
+        .label("last")
+        .open()
+        .unwrap();
     let err = fill(&shard);
     assert!(
         matches!(&err, StorageError::SegmentIdsExhausted { last_id, .. } if *last_id == u64::MAX),
@@ -99,7 +109,11 @@ fn append_needing_a_segment_after_id_u64_max_is_refused_and_the_shard_reopens() 
 fn on_commit_append_needing_a_segment_after_id_u64_max_stops_the_shard_and_it_reopens() {
     let dir = tempfile::tempdir().unwrap();
     last_id_shard(dir.path());
-    let shard = Shard::open(dir.path(), "last", config(Durability::OnCommit)).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(Durability::OnCommit))
+        .label("last")
+        .open()
+        .unwrap();
     let err = fill(&shard);
     // Offsets are assigned before a combined write: the refused roll stops
     // the shard. The append that met it gets the typed reason itself; every
@@ -126,7 +140,12 @@ fn append_past_the_last_offset_is_refused_with_nothing_written() {
     for durability in [Durability::None, Durability::OnCommit] {
         let dir = tempfile::tempdir().unwrap();
         let start = u64::MAX - 4;
-        let shard = Shard::open_at(dir.path(), "end", config(durability), start).unwrap();
+        let shard = Shard::options(dir.path())
+            .config(config(durability))
+            .label("end")
+            .initial_offset(start)
+            .open()
+            .unwrap();
         shard.append(&[record(start), record(start + 1)]).unwrap();
         let err = shard
             .append(&[record(start + 2), record(start + 3), record(start + 4)])
@@ -164,9 +183,15 @@ fn append_past_the_last_offset_is_refused_with_nothing_written() {
 fn append_replicated_past_the_last_offset_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let start = u64::MAX - 1;
-    let shard = Shard::open_at(dir.path(), "end", config(Durability::None), start).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(Durability::None))
+        .label("end")
+        .initial_offset(start)
+        .open()
+        .unwrap();
     let replicated = |offset: u64| ReplicatedRecord {
         offset,
+        generation: None,
         timestamp_micros: 1,
         payload: "r".into(),
     };

@@ -9,7 +9,7 @@ use felix_format::{FileKind, file_name};
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, Vfs};
 use felix_recovery::Action;
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 
 const DIR: &str = "/shard";
 const ENOSPC: i32 = 28;
@@ -19,7 +19,7 @@ fn config() -> StoreConfig {
         durability: Durability::OnCommit,
         segment_size_bytes: 2048,
         index_spacing_bytes: 128,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         ..StoreConfig::default()
     }
 }
@@ -29,14 +29,12 @@ fn payload(offset: u64) -> String {
 }
 
 fn open(sim: &SimFs) -> Shard {
-    Shard::open_in(
-        &FileSystem::new(sim.clone()),
-        Path::new(DIR),
-        "full",
-        config(),
-        0,
-    )
-    .unwrap()
+    Shard::options(Path::new(DIR))
+        .file_system(FileSystem::new(sim.clone()))
+        .config(config())
+        .label("full")
+        .open()
+        .unwrap()
 }
 
 fn append(shard: &Shard, n: u64) {
@@ -161,7 +159,7 @@ fn shard_close_retries_the_active_index_and_a_second_failure_is_counted_not_fata
     // The next close, with space, writes it.
     let shard = open(&sim);
     assert_eq!(shard.stats().index_write_failures, 0);
+    check_all(&shard, next);
     shard.close().unwrap();
     assert!(sim.read_file(&index_path(id)).unwrap().len() > 24);
-    check_all(&shard, next);
 }

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use felix_storage::{Durability, Shard, ShardKey, StorageError, Store, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, Shard, ShardId, ShardKey, StorageError, Store, StoreConfig,
+};
 
 fn corpus() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/interop")
@@ -25,7 +27,7 @@ fn config(index_spacing_bytes: u64) -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 64 * 1024,
         index_spacing_bytes,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     }
@@ -42,7 +44,11 @@ fn interop_payload(offset: u64, len: usize) -> Vec<u8> {
 fn open_case(case: &str, spacing: u64) -> (tempfile::TempDir, Shard) {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&corpus().join(case), dir.path());
-    let shard = Shard::open(dir.path(), case, config(spacing)).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(spacing))
+        .label(case)
+        .open()
+        .unwrap();
     (dir, shard)
 }
 
@@ -133,20 +139,30 @@ fn store_finds_root_layout_shards_by_their_keys() {
     let root = tempfile::tempdir().unwrap();
     copy_dir(&corpus().join("root-layout"), root.path());
     let store = Store::open(root.path(), config(4096)).unwrap();
+    // The reference implementation writes no key file: listed by name.
+    let names = [
+        "acme_default_orders_0-0d3aed4b998d2798",
+        "acme_default_orders_3-0d3af04b998d2cb1",
+    ];
     assert_eq!(
-        store.shard_dirs().unwrap(),
-        [
-            "acme_default_orders_0-0d3aed4b998d2798",
-            "acme_default_orders_3-0d3af04b998d2cb1"
-        ]
+        store.keys().unwrap(),
+        names.map(|n| ShardId::Dir(n.to_owned()))
     );
-    let zero = store
-        .shard(&ShardKey::new("acme", "default", "orders", 0))
-        .unwrap();
+    let keys = [
+        ShardKey::new("acme", "default", "orders", 0),
+        ShardKey::new("acme", "default", "orders", 3),
+    ];
+    let zero = store.open_shard(&keys[0]).unwrap();
     assert_eq!((zero.base_offset(), zero.next_offset()), (0, 2000));
-    let three = store
-        .shard(&ShardKey::new("acme", "default", "orders", 3))
-        .unwrap();
+    let three = store.open_shard(&keys[1]).unwrap();
     assert!(three.next_offset() >= 2730);
+    // Opened by a key whose directory name they have, they get key files.
+    assert_eq!(store.keys().unwrap(), keys.clone().map(ShardId::Key));
     store.close().unwrap();
+    for (name, key) in names.iter().zip(&keys) {
+        assert_eq!(
+            felix_recovery::read_key_file(&felix_io::FileSystem::os(), &root.path().join(name)),
+            felix_recovery::StoredKey::Key(key.clone())
+        );
+    }
 }

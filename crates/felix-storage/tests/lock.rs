@@ -27,11 +27,21 @@ fn assert_locked(result: Result<impl std::fmt::Debug, StorageError>, dir: &Path)
 #[test]
 fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
     let dir = tempfile::tempdir().unwrap();
-    let first = Shard::open(dir.path(), "first", config()).unwrap();
+    let first = Shard::options(dir.path())
+        .config(config())
+        .label("first")
+        .open()
+        .unwrap();
     first.append(&[Record::new(1, "acked")]).unwrap();
     std::fs::remove_file(dir.path().join(LOCK_FILE_NAME)).unwrap();
 
-    assert_locked(Shard::open(dir.path(), "second", config()), dir.path());
+    assert_locked(
+        Shard::options(dir.path())
+            .config(config())
+            .label("second")
+            .open(),
+        dir.path(),
+    );
     // A repair tool takes the same lock.
     assert_locked(
         ShardLock::acquire(&FileSystem::os(), dir.path()).map_err(StorageError::from),
@@ -41,7 +51,11 @@ fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
     let receipt = first.append(&[Record::new(2, "more")]).unwrap();
     assert_eq!(receipt.first_offset, 1);
     drop(first);
-    let reopened = Shard::open(dir.path(), "again", config()).unwrap();
+    let reopened = Shard::options(dir.path())
+        .config(config())
+        .label("again")
+        .open()
+        .unwrap();
     let payloads: Vec<_> = reopened
         .read(0, 1 << 20)
         .unwrap()
@@ -59,16 +73,35 @@ fn shard_open_with_a_symlinked_lock_never_follows_it() {
     let link = dir.path().join(LOCK_FILE_NAME);
     std::os::unix::fs::symlink(&target, &link).unwrap();
 
-    let first = Shard::open(dir.path(), "first", config()).unwrap();
+    let first = Shard::options(dir.path())
+        .config(config())
+        .label("first")
+        .open()
+        .unwrap();
     assert!(!target.exists(), "nothing created outside the shard");
     assert!(
         std::fs::symlink_metadata(&link).unwrap().is_symlink(),
         "left alone"
     );
     // The directory's own lock still keeps a second writer out.
-    assert_locked(Shard::open(dir.path(), "second", config()), dir.path());
+    assert_locked(
+        Shard::options(dir.path())
+            .config(config())
+            .label("second")
+            .open(),
+        dir.path(),
+    );
     drop(first);
-    assert!(Shard::open(dir.path(), "third", config()).is_ok());
+    let third = Shard::options(dir.path())
+        .config(config())
+        .label("third")
+        .open()
+        .unwrap();
+    assert_eq!(third.label(), "third");
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "still left alone"
+    );
 }
 
 #[test]
@@ -78,9 +111,19 @@ fn shard_open_is_locked_while_an_earlier_release_holds_the_lock_file() {
     let fs = FileSystem::os();
     let earlier = fs.try_lock(&dir.path().join(LOCK_FILE_NAME)).unwrap();
     assert!(earlier.is_some());
-    assert_locked(Shard::open(dir.path(), "new", config()), dir.path());
+    assert_locked(
+        Shard::options(dir.path())
+            .config(config())
+            .label("new")
+            .open(),
+        dir.path(),
+    );
     drop(earlier);
-    let shard = Shard::open(dir.path(), "new", config()).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config())
+        .label("new")
+        .open()
+        .unwrap();
     // And an earlier release's attempt fails while this one holds it.
     assert!(
         fs.try_lock(&dir.path().join(LOCK_FILE_NAME))
@@ -95,13 +138,31 @@ fn shard_open_on_a_simulated_disk_is_locked_until_the_first_is_dropped() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let dir = Path::new("/shard");
-    let first = Shard::open_in(&fs, dir, "first", config(), 0).unwrap();
+    let first = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("first")
+        .open()
+        .unwrap();
     assert!(sim.is_dir(dir));
-    assert_locked(Shard::open_in(&fs, dir, "second", config(), 0), dir);
+    assert_locked(
+        Shard::options(dir)
+            .file_system(fs.clone())
+            .config(config())
+            .label("second")
+            .open(),
+        dir,
+    );
     assert_locked(
         ShardLock::acquire(&fs, dir).map_err(StorageError::from),
         dir,
     );
     drop(first);
-    assert!(Shard::open_in(&fs, dir, "third", config(), 0).is_ok());
+    let third = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("third")
+        .open()
+        .unwrap();
+    assert_eq!(third.label(), "third");
 }

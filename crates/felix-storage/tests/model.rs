@@ -5,7 +5,8 @@ mod common;
 
 use bytes::Bytes;
 use felix_storage::{
-    Durability, Record, ReplicatedRecord, Retention, Shard, StorageError, StoreConfig,
+    Durability, Preallocation, Record, ReplicatedRecord, Retention, Shard, StorageError,
+    StoreConfig,
 };
 use proptest::prelude::*;
 
@@ -41,7 +42,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (any::<prop::sample::Index>(), 0u16..2000).prop_map(|(at, budget)| Op::Read { at, budget }),
         1 => any::<prop::sample::Index>().prop_map(|at| Op::TruncateTo { at }),
         1 => (0u16..500).prop_map(|delta| Op::ResetTo { delta }),
-        1 => (0u16..3000).prop_map(|max_bytes| Op::Retention { max_bytes }),
+        // From 1: a retention of 0 bytes is refused as an invalid config.
+        1 => (1u16..3000).prop_map(|max_bytes| Op::Retention { max_bytes }),
         1 => Just(Op::Reopen),
     ]
 }
@@ -61,7 +63,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 700,
         index_spacing_bytes: 128,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::None,
         writeback_bytes: None,
         retention: Retention {
@@ -102,7 +104,7 @@ proptest! {
     #[test]
     fn shard_matches_vec_model(ops in proptest::collection::vec(op(), 1..40)) {
         let dir = tempfile::tempdir().unwrap();
-        let mut shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+        let mut shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
         let mut model = Model { base: 0, records: Vec::new() };
         let mut seed = 0u64;
         for op in ops {
@@ -118,7 +120,7 @@ proptest! {
                 Op::AppendReplicated { count } => {
                     let next = model.next();
                     let batch: Vec<_> = (0..u64::from(count))
-                        .map(|i| ReplicatedRecord { offset: next + i, timestamp_micros: 1, payload: Bytes::from(payload(seed + i, 20)) })
+                        .map(|i| ReplicatedRecord { offset: next + i, generation: None, timestamp_micros: 1, payload: Bytes::from(payload(seed + i, 20)) })
                         .collect();
                     seed += u64::from(count);
                     shard.append_replicated(&batch).unwrap();
@@ -153,18 +155,18 @@ proptest! {
                 }
                 Op::Retention { max_bytes } => {
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(Some(u64::from(max_bytes)))).unwrap();
+                    shard = Shard::options(dir.path()).config(config(Some(u64::from(max_bytes)))).label("model").open().unwrap();
                     let outcome = shard.apply_retention().unwrap();
                     prop_assert!(outcome.base_offset >= model.base && outcome.base_offset <= model.next());
                     let dropped = (outcome.base_offset - model.base) as usize;
                     model.records.drain(..dropped);
                     model.base = outcome.base_offset;
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+                    shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
                 }
                 Op::Reopen => {
                     drop(shard);
-                    shard = Shard::open(dir.path(), "model", config(None)).unwrap();
+                    shard = Shard::options(dir.path()).config(config(None)).label("model").open().unwrap();
                 }
             }
             check_all(&shard, &model);

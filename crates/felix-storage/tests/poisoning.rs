@@ -17,14 +17,12 @@ const ENOSPC: i32 = 28;
 const DIR: &str = "/shard";
 
 fn open(fs: &SimFs, config: StoreConfig) -> Shard {
-    Shard::open_in(
-        &FileSystem::new(fs.clone()),
-        Path::new(DIR),
-        "sim",
-        config,
-        0,
-    )
-    .unwrap()
+    Shard::options(Path::new(DIR))
+        .file_system(FileSystem::new(fs.clone()))
+        .config(config)
+        .label("sim")
+        .open()
+        .unwrap()
 }
 
 /// The `(op, errno)` of the failure the call that met it got as its own
@@ -171,9 +169,11 @@ fn roll_with_failing_seal_poisons_the_shard() {
         Err(StorageError::Poisoned { .. })
     ));
     // The next segment was never created: the old one was not yet sealed.
-    assert!(
+    assert_eq!(
         sim.read_file(Path::new("/shard/00000000000000000001.log"))
-            .is_err()
+            .unwrap_err()
+            .kind(),
+        std::io::ErrorKind::NotFound
     );
     drop(shard);
     let reopened = open(&sim, config(200, Durability::None));

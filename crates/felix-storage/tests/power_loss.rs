@@ -22,7 +22,7 @@ use std::time::Duration;
 use felix_epochs::EpochHistory;
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs, Tear};
-use felix_storage::{Durability, Record, Retention, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Retention, Shard, StoreConfig};
 
 use check::{Checked, check};
 use plans::plans;
@@ -143,7 +143,7 @@ fn config(durability: Durability, retention_bytes: Option<u64>, scale: Scale) ->
     StoreConfig {
         segment_size_bytes: scale.segment_size_bytes,
         index_spacing_bytes: 64,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability,
         writeback_bytes: None,
         retention: Retention {
@@ -204,13 +204,12 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op], scale: Scale) 
         histories: vec![EpochHistory::new()],
         ..Model::default()
     };
-    let Ok(mut shard) = Shard::open_in(
-        &handle,
-        Path::new(DIR),
-        "sim",
-        config(durability, None, scale),
-        0,
-    ) else {
+    let Ok(mut shard) = Shard::options(Path::new(DIR))
+        .file_system(handle.clone())
+        .config(config(durability, None, scale))
+        .label("sim")
+        .open()
+    else {
         return model;
     };
     let mut generation = 0;
@@ -251,13 +250,12 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op], scale: Scale) 
             }
             Op::Retention { max_bytes } => {
                 drop(shard);
-                let Ok(reopened) = Shard::open_in(
-                    &handle,
-                    Path::new(DIR),
-                    "sim",
-                    config(durability, Some(max_bytes), scale),
-                    0,
-                ) else {
+                let Ok(reopened) = Shard::options(Path::new(DIR))
+                    .file_system(handle.clone())
+                    .config(config(durability, Some(max_bytes), scale))
+                    .label("sim")
+                    .open()
+                else {
                     break;
                 };
                 shard = reopened;
@@ -296,13 +294,12 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op], scale: Scale) 
                     model.ack_below(shard.durable_offset());
                 }
                 drop(shard);
-                match Shard::open_in(
-                    &handle,
-                    Path::new(DIR),
-                    "sim",
-                    config(durability, None, scale),
-                    0,
-                ) {
+                match Shard::options(Path::new(DIR))
+                    .file_system(handle.clone())
+                    .config(config(durability, None, scale))
+                    .label("sim")
+                    .open()
+                {
                     Ok(reopened) => {
                         shard = reopened;
                         true

@@ -14,10 +14,18 @@ fn shard_open_relative_single_component_dir_creates_it_in_the_current_directory(
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     };
-    let shard = Shard::open(Path::new("shard"), "shard", config).unwrap();
+    let shard = Shard::options(Path::new("shard"))
+        .config(config)
+        .label("shard")
+        .open()
+        .unwrap();
     shard.append(&[Record::new(1, "here")]).unwrap();
     drop(shard);
     assert!(cwd.path().join("shard/00000000000000000000.log").is_file());
-    let shard = Shard::open(Path::new("shard"), "shard", config).unwrap();
+    let shard = Shard::options(Path::new("shard"))
+        .config(config)
+        .label("shard")
+        .open()
+        .unwrap();
     assert_eq!(shard.read(0, 1 << 20).unwrap()[0].payload, "here");
 }

@@ -5,12 +5,16 @@ mod common;
 
 use bytes::Bytes;
 use common::{config, open, payload, read_all, records, segment_files};
-use felix_storage::{Durability, ReplicatedRecord, Shard, StorageError};
+use felix_storage::{
+    Divergence, Durability, HistoryError, LeaderAnswer, ReadBound, ReplicatedRecord, Shard,
+    StorageError,
+};
 
 fn replicated(from: u64, count: u64) -> Vec<ReplicatedRecord> {
     (from..from + count)
         .map(|o| ReplicatedRecord {
             offset: o,
+            generation: None,
             timestamp_micros: o,
             payload: Bytes::from(payload(o, 40)),
         })
@@ -20,13 +24,12 @@ fn replicated(from: u64, count: u64) -> Vec<ReplicatedRecord> {
 #[test]
 fn open_at_offset_begins_a_replica_log_there_and_reads_below_are_trimmed() {
     let dir = tempfile::tempdir().unwrap();
-    let shard = Shard::open_at(
-        dir.path(),
-        "replica",
-        config(1 << 20, Durability::OnCommit),
-        511,
-    )
-    .unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .label("replica")
+        .initial_offset(511)
+        .open()
+        .unwrap();
     assert_eq!((shard.base_offset(), shard.next_offset()), (511, 511));
     shard.append_replicated(&replicated(511, 3)).unwrap();
     let err = shard.read(0, 100).unwrap_err();
@@ -139,8 +142,12 @@ fn truncate_to_within_the_active_segment_and_at_segment_boundaries() {
 #[test]
 fn truncate_to_below_base_is_an_error_and_past_end_does_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let shard =
-        Shard::open_at(dir.path(), "r", config(1 << 20, Durability::OnCommit), 100).unwrap();
+    let shard = Shard::options(dir.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .label("r")
+        .initial_offset(100)
+        .open()
+        .unwrap();
     shard.append_replicated(&replicated(100, 5)).unwrap();
     let err = shard.truncate_to(99).unwrap_err();
     assert!(
@@ -249,4 +256,240 @@ fn open_cuts_back_an_epochs_file_that_runs_past_the_log_end() {
     };
     assert_eq!(generations_after_cut_to(5), [(1, 0), (2, 5)]);
     assert_eq!(generations_after_cut_to(4), [(1, 0)]);
+}
+
+/// The generation history as `(generation, start_offset)` pairs.
+fn history(shard: &Shard) -> Vec<(u64, u64)> {
+    shard
+        .generations()
+        .entries()
+        .iter()
+        .map(|e| (e.generation, e.start_offset))
+        .collect()
+}
+
+/// Issue row 10: `ReplicatedRecord` had no generation, so a follower had to
+/// call `begin_generation` at each boundary itself, and forgetting left
+/// `end_offset_for` answering `None`. Records now carry the leader's
+/// generation and the follower records each boundary as it appends.
+#[test]
+fn append_replicated_records_the_leaders_generation_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let leader = open(
+        &dir.path().join("leader"),
+        config(600, Durability::OnCommit),
+    );
+    let follower = open(
+        &dir.path().join("follower"),
+        config(600, Durability::OnCommit),
+    );
+    leader.begin_generation(1).unwrap();
+    leader.append(&records(0, 4, 30)).unwrap();
+    leader.begin_generation(4).unwrap();
+    leader.append(&records(4, 3, 30)).unwrap();
+    leader.begin_generation(6).unwrap();
+    leader.append(&records(7, 2, 30)).unwrap();
+
+    // Fetched in small pieces, so boundaries fall inside and between batches.
+    let mut next = 0;
+    while next < leader.next_offset() {
+        let batch = leader
+            .read_replicated(next, 100, ReadBound::Written)
+            .unwrap();
+        next = batch.last().unwrap().offset + 1;
+        follower.append_replicated(&batch).unwrap();
+    }
+    assert_eq!(history(&follower), [(1, 0), (4, 4), (6, 7)]);
+    assert_eq!(history(&follower), history(&leader));
+    for generation in 0..8 {
+        assert_eq!(
+            follower.end_offset_for(generation),
+            leader.end_offset_for(generation),
+            "generation {generation}"
+        );
+    }
+    assert_eq!(
+        read_all(&follower, 0),
+        read_all(&leader, 0),
+        "the same records"
+    );
+    drop(follower);
+    let reopened = open(
+        &dir.path().join("follower"),
+        config(600, Durability::OnCommit),
+    );
+    assert_eq!(history(&reopened), [(1, 0), (4, 4), (6, 7)]);
+}
+
+#[test]
+fn append_replicated_refuses_a_generation_going_backwards_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
+    let with_generations = |from: u64, generations: &[u64]| -> Vec<ReplicatedRecord> {
+        generations
+            .iter()
+            .enumerate()
+            .map(|(i, g)| ReplicatedRecord {
+                offset: from + i as u64,
+                generation: Some(*g),
+                timestamp_micros: 1,
+                payload: Bytes::from(payload(from + i as u64, 10)),
+            })
+            .collect()
+    };
+    shard
+        .append_replicated(&with_generations(0, &[2, 2, 3]))
+        .unwrap();
+    for (batch, last, requested) in [(vec![3, 1], 3, 1), (vec![4, 5, 4], 5, 4)] {
+        let err = shard
+            .append_replicated(&with_generations(3, &batch))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StorageError::Generation {
+                    source: HistoryError::GenerationWentBackwards { last: l, requested: r },
+                    ..
+                } if l == last && r == requested
+            ),
+            "{batch:?}: {err:?}"
+        );
+        assert_eq!(shard.next_offset(), 3, "{batch:?}: nothing written");
+        assert_eq!(history(&shard), [(2, 0), (3, 2)]);
+    }
+}
+
+#[test]
+fn read_record_into_replicated_is_one_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
+    shard.begin_generation(7).unwrap();
+    shard.append(&records(0, 1, 10)).unwrap();
+    let read = shard.read(0, 100).unwrap().remove(0);
+    let generation = shard.generation_at(read.offset);
+    assert_eq!(
+        read.clone().into_replicated(generation),
+        ReplicatedRecord {
+            offset: 0,
+            generation: Some(7),
+            timestamp_micros: 0,
+            payload: read.payload,
+        }
+    );
+    assert_eq!(
+        shard.read_replicated(0, 100, ReadBound::Committed).unwrap()[0].generation,
+        Some(7)
+    );
+}
+
+/// The KIP-279 exchange, one call per step on the follower, under its writer
+/// lock. The follower copied offset 0 (generation 0), then led generation 2
+/// and wrote offsets the leader never saw; the leader led generation 1 from
+/// offset 1 and generation 3 from offset 3. Asked about generation 2, the
+/// leader answers about 1, which the follower never had: truncate where its
+/// generation 0 ended and ask again, about 0.
+#[test]
+fn reconcile_truncates_to_the_divergence_point_and_cuts_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let leader = open(
+        &dir.path().join("leader"),
+        config(200, Durability::OnCommit),
+    );
+    let follower = open(
+        &dir.path().join("follower"),
+        config(200, Durability::OnCommit),
+    );
+    leader.begin_generation(0).unwrap();
+    leader.append(&records(0, 1, 30)).unwrap();
+    follower
+        .append_replicated(
+            &leader
+                .read_replicated(0, u64::MAX, ReadBound::Written)
+                .unwrap(),
+        )
+        .unwrap();
+    follower.begin_generation(2).unwrap();
+    for offset in 1..9 {
+        follower.append(&records(offset, 1, 30)).unwrap();
+    }
+    leader.begin_generation(1).unwrap();
+    leader.append(&records(1, 2, 30)).unwrap();
+    leader.begin_generation(3).unwrap();
+    leader.append(&records(3, 4, 30)).unwrap();
+    assert!(follower.segment_count() > 2, "the cut crosses segments");
+
+    let mut steps = Vec::new();
+    loop {
+        let latest = follower.generations().latest().unwrap().generation;
+        let answer = leader.end_offset_for(latest).unwrap();
+        let step = follower.reconcile(answer).unwrap();
+        steps.push(step);
+        if !matches!(step, Divergence::AskAgain { .. }) {
+            break;
+        }
+    }
+    assert_eq!(
+        steps,
+        [
+            Divergence::AskAgain { truncate_to: 1 },
+            Divergence::Resolved { truncate_to: 1 }
+        ]
+    );
+    assert_eq!(follower.next_offset(), 1);
+    assert_eq!(history(&follower), [(0, 0)]);
+    follower
+        .append_replicated(
+            &leader
+                .read_replicated(1, u64::MAX, ReadBound::Written)
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(read_all(&follower, 0), read_all(&leader, 0));
+    assert_eq!(history(&follower), history(&leader));
+}
+
+/// A divergence below the follower's first offset cannot be truncated to:
+/// nothing changes, and the error says where the log begins. One below the
+/// follower's history removes everything the history covers.
+#[test]
+fn reconcile_below_the_base_offset_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let follower = Shard::options(dir.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .initial_offset(100)
+        .open()
+        .unwrap();
+    follower.begin_generation(5).unwrap();
+    follower.append_replicated(&replicated(100, 3)).unwrap();
+    let err = follower
+        .reconcile(LeaderAnswer {
+            generation: 5,
+            end_offset: 50,
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StorageError::TruncateBelowBase {
+                requested: 50,
+                oldest: 100,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(follower.next_offset(), 103);
+    assert_eq!(history(&follower), [(5, 100)]);
+
+    // The leader only ever had generation 2: everything from where the
+    // follower's history begins is not the leader's.
+    let step = follower
+        .reconcile(LeaderAnswer {
+            generation: 2,
+            end_offset: 50,
+        })
+        .unwrap();
+    assert_eq!(step, Divergence::BeforeHistory { truncate_to: 100 });
+    assert_eq!(follower.next_offset(), 100);
+    assert_eq!(history(&follower), []);
 }

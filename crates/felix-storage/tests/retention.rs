@@ -2,10 +2,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{config, open, read_all, segment_files};
-use felix_storage::{Durability, Record, Retention, StorageError, StoreConfig};
+use common::{ManualClock, config, open, read_all, segment_files};
+use felix_storage::{Durability, Record, Retention, Shard, StorageError, StoreConfig};
 
 fn shard_config(retention: Retention) -> StoreConfig {
     StoreConfig {
@@ -31,8 +32,11 @@ fn retention_by_bytes_deletes_oldest_sealed_segments_only() {
     shard.begin_generation(1).unwrap();
     let outcome = shard.apply_retention().unwrap();
     let after = segment_files(dir.path());
-    assert_eq!(outcome.deleted_segments.len(), before.len() - after.len());
-    assert!(!outcome.deleted_segments.is_empty());
+    // Five segments of eight 68-byte records (576 bytes each): three go
+    // before the shard is at or below 1,500 bytes.
+    assert_eq!(before.len(), 5);
+    assert_eq!(outcome.deleted_segments, [0, 1, 2]);
+    assert_eq!(after.len(), 2);
     let total: u64 = after
         .iter()
         .map(|n| std::fs::metadata(dir.path().join(n)).unwrap().len())
@@ -72,7 +76,10 @@ fn retention_never_deletes_the_active_segment() {
     shard.apply_retention().unwrap();
     assert_eq!(segment_files(dir.path()).len(), 1);
     assert_eq!(shard.segment_count(), 1);
-    assert!(!read_all(&shard, shard.base_offset()).is_empty());
+    // The active segment holds what the last roll left: 20 records of 68
+    // bytes, eight to a segment.
+    assert_eq!(shard.base_offset(), 16);
+    assert_eq!(read_all(&shard, 16).len(), 4);
 }
 
 #[test]
@@ -96,9 +103,14 @@ fn retention_by_age_uses_each_segments_newest_timestamp_even_after_reopen() {
                 .unwrap();
         }
     }
-    let shard = open(dir.path(), shard_config(retention));
-    let now = Duration::from_micros(1_000_000_000) + Duration::from_secs(50);
-    let outcome = shard.apply_retention_at(now).unwrap();
+    let clock = Arc::new(ManualClock::default());
+    let shard = Shard::options(dir.path())
+        .config(shard_config(retention))
+        .clock(clock.clone())
+        .open()
+        .unwrap();
+    clock.set(Duration::from_micros(1_000_000_000) + Duration::from_secs(50));
+    let outcome = shard.apply_retention().unwrap();
     // Segments whose newest record is older than now - 100 s hold only the
     // old records (offsets 0..16), 8 records per segment.
     assert_eq!(outcome.deleted_segments, [0, 1]);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use felix_io::sim::SimFs;
 use felix_io::{FileSystem, FileType, Vfs};
 use felix_recovery::RecoveryError;
-use felix_storage::{Durability, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
 use rustix::fs::{CWD, FileType as NodeType, Mode, mknodat};
 
 fn config() -> StoreConfig {
@@ -17,7 +17,7 @@ fn config() -> StoreConfig {
         durability: Durability::OnCommit,
         segment_size_bytes: 4096,
         index_spacing_bytes: 256,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         ..StoreConfig::default()
     }
 }
@@ -39,7 +39,12 @@ fn mkfifo(path: &Path) {
 
 fn open_in_time(dir: &Path) -> Result<Shard, StorageError> {
     let dir = dir.to_path_buf();
-    within(move || Shard::open(&dir, "special", config()))
+    within(move || {
+        Shard::options(&dir)
+            .config(config())
+            .label("special")
+            .open()
+    })
 }
 
 fn entry_type(path: &Path) -> FileType {
@@ -48,7 +53,11 @@ fn entry_type(path: &Path) -> FileType {
 
 /// A shard of a few hundred records over several segments, closed cleanly.
 fn written_shard(dir: &Path) -> u64 {
-    let shard = Shard::open(dir, "special", config()).unwrap();
+    let shard = Shard::options(dir)
+        .config(config())
+        .label("special")
+        .open()
+        .unwrap();
     for o in 0..200u64 {
         shard
             .append(&[Record::new(o, format!("record-{o}-{}", "x".repeat(40)))])
@@ -158,7 +167,12 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let dir = Path::new("/shard");
-    let shard = Shard::open_in(&fs, dir, "sim", config(), 0).unwrap();
+    let shard = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("sim")
+        .open()
+        .unwrap();
     shard.append(&[Record::new(1, "kept")]).unwrap();
     shard.close().unwrap();
     drop(shard);
@@ -170,7 +184,12 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
     ] {
         sim.make_node(&dir.join(name), file_type).unwrap();
     }
-    let shard = Shard::open_in(&fs, dir, "sim", config(), 0).unwrap();
+    let shard = Shard::options(dir)
+        .file_system(fs.clone())
+        .config(config())
+        .label("sim")
+        .open()
+        .unwrap();
     assert_eq!(shard.read(0, 1 << 20).unwrap()[0].payload, "kept");
     shard.close().unwrap();
     for (name, file_type) in [
@@ -189,7 +208,10 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
 fn shard_open_with_a_fifo_named_like_an_index_serves_reads_rolls_and_closes() {
     let dir = tempfile::tempdir().unwrap();
     let next = written_shard(dir.path());
-    let segments = Shard::open(dir.path(), "special", config())
+    let segments = Shard::options(dir.path())
+        .config(config())
+        .label("special")
+        .open()
         .unwrap()
         .segments();
     let (first, active) = (

@@ -10,7 +10,7 @@ use std::path::Path;
 use felix_format::{IndexEntry, RECORD_HEADER_LEN, encode_record_header};
 use felix_recovery::{IndexProblem, Note};
 use felix_segment::{Record as SegmentRecord, SegmentConfig, SegmentWriter, SparseIndex};
-use felix_storage::{Durability, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Shard, StoreConfig};
 
 const SPACING: u64 = 128;
 
@@ -96,11 +96,15 @@ fn build(dir: &Path) -> IndexEntry {
 fn open(dir: &Path) -> Shard {
     let config = StoreConfig {
         index_spacing_bytes: SPACING,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     };
-    Shard::open(dir, "shard", config).unwrap()
+    Shard::options(dir)
+        .config(config)
+        .label("shard")
+        .open()
+        .unwrap()
 }
 
 fn stale_note(wrong: IndexEntry) -> Note {

@@ -1,20 +1,31 @@
-//! The store: lazy shared shards, background periodic sync, close.
+//! The store: lazy shared shards, background periodic sync, and opening an
+//! existing shard kept apart from creating one.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use felix_storage::{Durability, Record, ShardKey, StorageError, Store, StoreConfig};
+use felix_format::key_file::{KeyFileDecodeError, KeyPart, KeyPartProblem, MAX_KEY_PART_BYTES};
+use felix_storage::{
+    Durability, Preallocation, Record, ShardKey, StorageError, Store, StoreConfig,
+};
+
+fn config() -> StoreConfig {
+    StoreConfig {
+        preallocate: Preallocation::Off,
+        ..StoreConfig::default()
+    }
+}
 
 #[test]
 fn store_periodic_durability_syncs_in_the_background() {
     let root = tempfile::tempdir().unwrap();
     let config = StoreConfig {
         durability: Durability::Periodic(Duration::from_millis(5)),
-        preallocate: false,
-        ..StoreConfig::default()
+        ..config()
     };
     let store = Store::open(&root.path().join("new-root"), config).unwrap();
-    let shard = store.shard(&ShardKey::new("t", "n", "s", 1)).unwrap();
+    let key = ShardKey::new("t", "n", "s", 1);
+    let shard = store.create_shard(&key).unwrap();
     shard
         .append(&[Record::new(1, "a"), Record::new(2, "b")])
         .unwrap();
@@ -25,32 +36,117 @@ fn store_periodic_durability_syncs_in_the_background() {
     }
     assert!(shard.stats().syncs >= 1);
     store.close().unwrap();
-    assert!(matches!(
-        store.shard(&ShardKey::new("t", "n", "s", 1)),
-        Err(StorageError::Closed)
-    ));
+    let err = store.open_shard(&key).unwrap_err();
+    assert!(
+        matches!(&err, StorageError::StoreClosed { root: r } if *r == root.path().join("new-root")),
+        "{err:?}"
+    );
 }
 
 #[test]
-fn store_shard_returns_one_shared_handle_per_key() {
+fn store_open_shard_returns_one_shared_handle_per_key() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        root.path(),
-        StoreConfig {
-            preallocate: false,
-            ..StoreConfig::default()
-        },
-    )
-    .unwrap();
+    let store = Store::open(root.path(), config()).unwrap();
     let key = ShardKey::new("a.b", "..", "x/y", 1);
-    let a = store.shard(&key).unwrap();
-    let b = store.shard(&key).unwrap();
+    let a = store.create_shard(&key).unwrap();
+    let b = store.open_shard(&key).unwrap();
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(a.label(), "a_b____x_y_1-1233ad2506d32437");
     assert!(root.path().join("a_b____x_y_1-1233ad2506d32437").is_dir());
     let other = Store::open(root.path(), StoreConfig::default()).unwrap();
     assert!(
-        matches!(other.shard(&key), Err(StorageError::Locked { .. })),
+        matches!(other.open_shard(&key), Err(StorageError::Locked { .. })),
         "a second store is locked out"
     );
+}
+
+/// A mistyped key once made a new, empty shard silently.
+#[test]
+fn store_open_shard_of_a_key_without_directory_is_not_found_and_creates_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::open(root.path(), config()).unwrap();
+    store
+        .create_shard(&ShardKey::new("acme", "default", "orders", 0))
+        .unwrap();
+    let typo = ShardKey::new("acme", "default", "ordres", 0);
+    let err = store.open_shard(&typo).unwrap_err();
+    let StorageError::NotFound { key, dir } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!((key, dir), (&typo, &root.path().join(typo.dir_name())));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "shard acme/default/ordres/0 does not exist (no directory {})",
+            dir.display()
+        )
+    );
+    assert!(!dir.exists());
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn store_create_shard_of_an_existing_key_is_refused_and_changes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::open(root.path(), config()).unwrap();
+    let key = ShardKey::new("acme", "default", "orders", 0);
+    let shard = store.create_shard(&key).unwrap();
+    shard.append(&[Record::new(1, "kept")]).unwrap();
+    // Open in this store, and on disk only (closed).
+    for _ in 0..2 {
+        let err = store.create_shard_at(&key, 100).unwrap_err();
+        assert!(
+            matches!(&err, StorageError::AlreadyExists { key: k, dir } if *k == key && *dir == root.path().join(key.dir_name())),
+            "{err:?}"
+        );
+        store.close_shard(&key).unwrap();
+    }
+    let reopened = store.open_shard(&key).unwrap();
+    assert_eq!((reopened.base_offset(), reopened.next_offset()), (0, 1));
+    assert_eq!(reopened.read(0, 1024).unwrap()[0].payload, "kept");
+}
+
+#[test]
+fn store_create_shard_at_an_offset_begins_the_log_there_and_survives_reopen() {
+    let root = tempfile::tempdir().unwrap();
+    let key = ShardKey::new("acme", "default", "orders", 2);
+    {
+        let store = Store::open(root.path(), config()).unwrap();
+        let replica = store.create_shard_at(&key, 5_000).unwrap();
+        assert_eq!(
+            (replica.base_offset(), replica.next_offset()),
+            (5_000, 5_000)
+        );
+        replica.append(&[Record::new(1, "first")]).unwrap();
+        store.close().unwrap();
+    }
+    let store = Store::open(root.path(), config()).unwrap();
+    let replica = store.open_shard(&key).unwrap();
+    assert_eq!(
+        (replica.base_offset(), replica.next_offset()),
+        (5_000, 5_001)
+    );
+}
+
+#[test]
+fn store_create_shard_with_a_part_too_long_for_the_key_file_writes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::open(root.path(), config()).unwrap();
+    let key = ShardKey::new("t", "s".repeat(MAX_KEY_PART_BYTES + 1), "s", 0);
+    let err = store.create_shard(&key).unwrap_err();
+    let StorageError::KeyTooLong { key: k, source } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(k, &key);
+    assert_eq!(
+        *source,
+        KeyFileDecodeError::Part {
+            part: KeyPart::Namespace,
+            problem: KeyPartProblem::TooLong {
+                len: MAX_KEY_PART_BYTES + 1,
+                max: MAX_KEY_PART_BYTES
+            }
+        }
+    );
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }

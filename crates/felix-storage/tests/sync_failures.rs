@@ -13,7 +13,9 @@ use std::path::Path;
 
 use felix_io::FileSystem;
 use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs};
-use felix_storage::{Durability, Record, Retention, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, Record, Retention, Shard, StorageError, StoreConfig,
+};
 
 const DIR: &str = "/shard";
 const EIO: i32 = 5;
@@ -22,7 +24,7 @@ fn config(retention_bytes: Option<u64>) -> StoreConfig {
     StoreConfig {
         segment_size_bytes: 260,
         index_spacing_bytes: 64,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability: Durability::OnCommit,
         writeback_bytes: None,
         retention: Retention {
@@ -86,7 +88,12 @@ fn run(fs: &SimFs) -> Run {
         durable_before: 0,
         log_at_failure: 0,
     };
-    let mut shard = match Shard::open_in(&handle, Path::new(DIR), "sync", config(None), 0) {
+    let mut shard = match Shard::options(Path::new(DIR))
+        .file_system(handle.clone())
+        .config(config(None))
+        .label("sync")
+        .open()
+    {
         Ok(shard) => shard,
         Err(err) => {
             out.error = Some(err);
@@ -115,13 +122,12 @@ fn run(fs: &SimFs) -> Run {
             }
             Step::Retention(max_bytes) => {
                 drop(shard);
-                shard = match Shard::open_in(
-                    &handle,
-                    Path::new(DIR),
-                    "sync",
-                    config(Some(max_bytes)),
-                    0,
-                ) {
+                shard = match Shard::options(Path::new(DIR))
+                    .file_system(handle.clone())
+                    .config(config(Some(max_bytes)))
+                    .label("sync")
+                    .open()
+                {
                     Ok(shard) => shard,
                     Err(err) => {
                         out.error = Some(err);
@@ -173,14 +179,12 @@ fn run(fs: &SimFs) -> Run {
 }
 
 fn reopen_keeps(fs: &SimFs, acked: &BTreeMap<u64, Vec<u8>>, what: &str) {
-    let shard = Shard::open_in(
-        &FileSystem::new(fs.clone()),
-        Path::new(DIR),
-        "sync",
-        config(None),
-        0,
-    )
-    .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    let shard = Shard::options(Path::new(DIR))
+        .file_system(FileSystem::new(fs.clone()))
+        .config(config(None))
+        .label("sync")
+        .open()
+        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     for (offset, p) in acked {
         let got = shard
             .read(*offset, 1)

@@ -9,13 +9,13 @@
 //! the sorted latencies of every measured call.
 
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use felix_storage::{AppendReceipt, Record, Shard};
 use serde_json::json;
 
-use crate::cmd::log_args::{Acks, LogArgs, Syncer, appends_per_sync, now_micros};
+use crate::cmd::log_args::{Acks, LogArgs, appends_per_sync, now_micros};
 use crate::error::{CliError, Outcome};
 use crate::output::{Out, Progress, progress_beside_stream, round, seconds};
 use crate::pattern::xorshift_bytes;
@@ -70,11 +70,6 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     log.check_held(Some(args.concurrency as u64))?;
     let pool_len = pool_len(args.concurrency, log.payload_bytes);
     let shard = log.open()?;
-    let syncer = Syncer::start(
-        &shard,
-        log.fsync,
-        Duration::from_millis(log.fsync_interval_ms),
-    )?;
     let pools: Vec<Vec<Bytes>> = (0..args.concurrency)
         .map(|t| {
             (0..pool_len)
@@ -144,7 +139,6 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         latencies.extend(m.latencies_nanos);
         receipts.extend(m.receipts);
     }
-    syncer.stop();
     // Before the final sync of a clean shutdown, which is not part of the
     // measurement.
     let after = shard.stats();

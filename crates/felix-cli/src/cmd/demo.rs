@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use felix_format::{FileKind, ShardKey, file_name};
 use felix_recovery::{InspectOptions, inspect};
-use felix_storage::{Durability, Record, Shard, Store, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, Store, StoreConfig};
 
 use crate::error::{CliError, Outcome};
 use crate::output::Out;
@@ -73,7 +73,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let config = StoreConfig {
         segment_size_bytes: SEGMENT_BYTES,
         index_spacing_bytes: INDEX_SPACING_BYTES,
-        preallocate: true,
+        preallocate: Preallocation::Stepped,
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     };
@@ -90,10 +90,10 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let store = Store::open(&root, config)?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
-        .map(|k| store.shard(k))
+        .map(|k| store.create_shard(k))
         .collect::<Result<_, _>>()?;
-    for shard in &shards {
-        out.line(format!("   {}/", shard.label()))?;
+    for (key, shard) in keys.iter().zip(&shards) {
+        out.line(format!("   {}/ (shard {key})", shard.label()))?;
     }
 
     out.line("")?;
@@ -194,7 +194,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let store = Store::open(&root, config)?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
-        .map(|k| store.shard(k))
+        .map(|k| store.open_shard(k))
         .collect::<Result<_, _>>()?;
     for shard in &shards {
         let stats = shard.stats();
@@ -326,15 +326,14 @@ fn check_shard(shard: &Shard, range: std::ops::Range<u64>) -> Result<u64, CliErr
 /// before and after the cut.
 fn crash(dir: &Path, label: &str, config: StoreConfig) -> Result<(u64, u64, u64), CliError> {
     {
-        let shard = Shard::open(
-            dir,
-            label,
-            StoreConfig {
+        let shard = Shard::options(dir)
+            .config(StoreConfig {
                 durability: Durability::None,
                 writeback_bytes: None,
                 ..config
-            },
-        )?;
+            })
+            .label(label)
+            .open()?;
         let records: Vec<Record> = (0..UNACKED_RECORDS)
             .map(|i| Record::new(crate::cmd::log_args::now_micros(), payload(CRASH_WRITER, i)))
             .collect();

@@ -1,6 +1,6 @@
 //! The flags `write` and `bench` share with the reference implementation's
 //! log tool, so one script can drive either binary, and what they share at
-//! run time: opening the shard, the periodic syncer, and printing acks.
+//! run time: opening the shard and printing acks.
 //!
 //! An ack always means durable: whatever the fsync policy, a batch is
 //! acknowledged only once `Shard::durable_offset` covers it. With
@@ -11,11 +11,9 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use felix_storage::{AppendReceipt, Durability, Shard, ShardStats, StoreConfig};
+use felix_storage::{AppendReceipt, Durability, Preallocation, Shard, ShardStats, StoreConfig};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -76,7 +74,7 @@ pub(crate) struct LogArgs {
     /// Spacing of sparse index entries.
     #[arg(long, default_value_t = StoreConfig::default().index_spacing_bytes)]
     pub(crate) index_spacing_bytes: u64,
-    /// Do not reserve each segment's disk space up front.
+    /// Do not reserve disk space ahead of the writes.
     #[arg(long)]
     pub(crate) no_preallocate: bool,
     /// Records to append.
@@ -153,16 +151,22 @@ impl LogArgs {
     }
 
     /// The store configuration the flags describe. `periodic` is run by
-    /// [`Syncer`] (a bare shard has no background thread), so the shard
-    /// itself is told `None` for it.
+    /// the shard's own background thread.
     pub(crate) fn config(&self) -> StoreConfig {
         StoreConfig {
             segment_size_bytes: self.segment_bytes,
             index_spacing_bytes: self.index_spacing_bytes,
-            preallocate: !self.no_preallocate,
+            preallocate: if self.no_preallocate {
+                Preallocation::Off
+            } else {
+                Preallocation::Stepped
+            },
             durability: match self.fsync {
                 Fsync::OnCommit => Durability::OnCommit,
-                Fsync::None | Fsync::Periodic => Durability::None,
+                Fsync::Periodic => {
+                    Durability::Periodic(Duration::from_millis(self.fsync_interval_ms))
+                }
+                Fsync::None => Durability::None,
             },
             ..StoreConfig::default()
         }
@@ -171,56 +175,11 @@ impl LogArgs {
     /// Opens (recovering) the shard in `--dir`, labelled with its name.
     pub(crate) fn open(&self) -> Result<Arc<Shard>, CliError> {
         let label = shard_dir(self.dir.clone()).name;
-        Ok(Arc::new(Shard::open(&self.dir, &label, self.config())?))
-    }
-}
-
-/// The background syncer of `--fsync periodic`.
-pub(crate) struct Syncer {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Syncer {
-    /// Starts syncing `shard` every `interval` when `fsync` is periodic.
-    pub(crate) fn start(
-        shard: &Arc<Shard>,
-        fsync: Fsync,
-        interval: Duration,
-    ) -> Result<Self, CliError> {
-        if fsync != Fsync::Periodic {
-            return Ok(Self {
-                stop: None,
-                thread: None,
-            });
-        }
-        let (stop, stopped) = mpsc::channel::<()>();
-        let dir = shard.dir().to_path_buf();
-        let shard = Arc::clone(shard);
-        let thread = std::thread::Builder::new()
-            .name("periodic-sync".into())
-            .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                    // A failed sync poisons the shard; the next append
-                    // reports it, so there is nothing more to do here.
-                    if shard.sync().is_err() {
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| CliError::io("spawn the periodic sync thread for", dir, e))?;
-        Ok(Self {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-
-    /// Stops the thread and waits for it.
-    pub(crate) fn stop(mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let shard = Shard::options(&self.dir)
+            .config(self.config())
+            .label(&label)
+            .open()?;
+        Ok(Arc::new(shard))
     }
 }
 

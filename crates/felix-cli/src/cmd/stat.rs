@@ -127,6 +127,9 @@ fn json_line(shard: &ShardDir, inspection: &Inspection) -> Value {
 
 fn print_human(out: &mut Out, shard: &ShardDir, inspection: &Inspection) -> Result<(), CliError> {
     out.line(format!("shard {} ({})", shard.name, shard.dir.display()))?;
+    if let Some(key) = report::key_line(inspection) {
+        out.line(key)?;
+    }
     out.line(format!(
         "  {:<20}  {:>10}  {:>10}  {:>10}  {:>12}  {:<9}  {}",
         "segment", "base", "next", "records", "bytes", "state", "index"

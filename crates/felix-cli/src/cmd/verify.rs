@@ -134,6 +134,9 @@ fn print_human(
     verdict: Verdict,
 ) -> Result<(), CliError> {
     out.line(report::summary_line(&shard.name, inspection))?;
+    if let Some(key) = report::key_line(inspection) {
+        out.line(key)?;
+    }
     for finding in &inspection.findings {
         out.line(report::finding_line(finding))?;
     }

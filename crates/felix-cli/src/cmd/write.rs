@@ -10,12 +10,12 @@
 //! is written, so a test that kills the process with SIGKILL knows that
 //! every ack it read was durable before it was printed.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use felix_storage::Record;
 use serde_json::json;
 
-use crate::cmd::log_args::{Acks, LogArgs, Syncer, appends_per_sync, now_micros};
+use crate::cmd::log_args::{Acks, LogArgs, appends_per_sync, now_micros};
 use crate::error::{CliError, Outcome};
 use crate::output::{Out, Progress, progress_beside_stream, round, seconds};
 use crate::pattern::reference_payload;
@@ -39,11 +39,6 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         "start_offset": start_offset,
         "fsync": log.fsync.as_str(),
     }))?;
-    let syncer = Syncer::start(
-        &shard,
-        log.fsync,
-        Duration::from_millis(log.fsync_interval_ms),
-    )?;
     // stdout carries JSON lines for scripts; the bar is on stderr only, and
     // only when stdout is not the same terminal.
     let bar = Progress::bar(log.records, "writing records", progress_beside_stream());
@@ -75,7 +70,6 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         bar.inc(count);
     }
     let elapsed = started.elapsed();
-    syncer.stop();
     bar.finish();
     let after = shard.stats();
     if log.clean_shutdown {

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::{Dir, DirOp, FileOp, Inode, Pending, SimFs, State};
@@ -20,7 +20,8 @@ pub const BLOCK_BYTES: u64 = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingOp {
     /// What it is, e.g. `"write"`, `"set_len"`, `"link"`, `"unlink"`,
-    /// `"rename"`, `"mkdir"`.
+    /// `"rename"`, `"mkdir"`, `"rename_dir"` (the path is the new name),
+    /// `"rmdir"`.
     pub kind: &'static str,
     /// The file (or, for directory operations, the entry) it concerns.
     pub path: PathBuf,
@@ -140,6 +141,8 @@ impl SimFs {
                         DirOp::Unlink { name } => ("unlink", name),
                         DirOp::Rename { to, .. } => ("rename", to),
                         DirOp::MkDir { name } => ("mkdir", name),
+                        DirOp::RenameDir { to, .. } => ("rename_dir", to),
+                        DirOp::RmDir { name, .. } => ("rmdir", name),
                     };
                     PendingOp {
                         kind,
@@ -170,8 +173,39 @@ impl SimFs {
             .iter()
             .map(|(path, dir)| (path.clone(), dir.durable.clone()))
             .collect();
+        // Directories removed since their parent was last synced come back
+        // with what they held durably, unless the crash keeps the removal.
+        for pending in &state.pending {
+            if let Pending::Dir {
+                dir,
+                op: DirOp::RmDir { name, removed },
+            } = pending
+            {
+                let path = dir.join(name);
+                if dirs.contains_key(&path) {
+                    continue;
+                }
+                if removed.linked {
+                    made.insert(path.clone());
+                }
+                dirs.insert(path, removed.durable.clone());
+            }
+        }
+        // Every path that is (or was) a directory, for the survival check.
+        let mut known: BTreeSet<PathBuf> = dirs.keys().cloned().collect();
+        // Directory renames the crash loses, undone after the operations
+        // are applied (those inside a renamed tree already name its new
+        // path).
+        let mut lost_renames = Vec::new();
         for (i, pending) in state.pending.iter().enumerate() {
             if !plan.keep.get(i).copied().unwrap_or(false) {
+                if let Pending::Dir {
+                    dir,
+                    op: DirOp::RenameDir { from, to },
+                } = pending
+                {
+                    lost_renames.push((dir.join(from), dir.join(to)));
+                }
                 continue;
             }
             let tear = plan.tear.and_then(|(at, tear)| (at == i).then_some(tear));
@@ -197,9 +231,24 @@ impl SimFs {
                         DirOp::MkDir { name } => {
                             made.insert(dir.join(name));
                         }
+                        DirOp::RenameDir { .. } => {}
+                        DirOp::RmDir { name, .. } => {
+                            let path = dir.join(name);
+                            dirs.remove(&path);
+                            made.remove(&path);
+                        }
                     }
                 }
             }
+        }
+        for (old, new) in lost_renames.into_iter().rev() {
+            if dirs.contains_key(&old) {
+                // A directory made later holds the old name: it stays.
+                continue;
+            }
+            move_paths(&mut dirs, &new, &old);
+            move_set(&mut made, &new, &old);
+            move_set(&mut known, &new, &old);
         }
         let inodes = contents
             .into_iter()
@@ -214,7 +263,7 @@ impl SimFs {
         // did; one that is lost takes everything in it along.
         let survives = |path: &PathBuf| {
             path.ancestors()
-                .take_while(|a| state.dirs.contains_key(*a))
+                .take_while(|a| known.contains(*a))
                 .all(|a| made.contains(a))
         };
         let dirs = dirs
@@ -237,6 +286,45 @@ impl SimFs {
                 dirs,
                 ..State::default()
             })),
+        }
+    }
+}
+
+/// `path` with its prefix `from` replaced by `to`, when it has it.
+fn moved(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(from).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        to.to_path_buf()
+    } else {
+        to.join(rest)
+    })
+}
+
+/// Moves every key under `from` to the same place under `to`.
+fn move_paths<V>(map: &mut BTreeMap<PathBuf, V>, from: &Path, to: &Path) {
+    let keys: Vec<PathBuf> = map
+        .keys()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for key in keys {
+        if let (Some(value), Some(new)) = (map.remove(&key), moved(&key, from, to)) {
+            map.insert(new, value);
+        }
+    }
+}
+
+/// [`move_paths`] for a set.
+fn move_set(set: &mut BTreeSet<PathBuf>, from: &Path, to: &Path) {
+    let keys: Vec<PathBuf> = set
+        .iter()
+        .filter(|p| p.starts_with(from))
+        .cloned()
+        .collect();
+    for key in keys {
+        set.remove(&key);
+        if let Some(new) = moved(&key, from, to) {
+            set.insert(new);
         }
     }
 }

@@ -22,15 +22,22 @@
 //! [`SimFs::make_node`]; like the real file system, the simulation lists
 //! them with their type and never opens one.
 //!
+//! Directories can be renamed and removed, each durable only once its
+//! parent is synced: a crash that loses a directory's rename leaves it, and
+//! everything in it, under its old name; one that loses a removal leaves
+//! it with the entries it had durably when removed.
+//!
 //! Simplifications, each on the safe side for the code under test: renames
-//! are within one directory, directories are never removed, a symbolic link
-//! leads nowhere, and file metadata other than length is not modelled.
+//! are within one directory, a directory is only renamed to a free name, a
+//! symbolic link leads nowhere, and file metadata other than length is not
+//! modelled. A crash that loses a directory's rename or removal while a
+//! directory created later holds its old name keeps the newer one.
 
 mod crash;
 mod fault;
 mod vfs;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -101,6 +108,18 @@ pub(super) enum DirOp {
     MkDir {
         name: OsString,
     },
+    /// A subdirectory was renamed (its tree's paths, and every pending
+    /// operation under it, already carry the new name).
+    RenameDir {
+        from: OsString,
+        to: OsString,
+    },
+    /// An empty subdirectory was removed; `removed` is what it was, for a
+    /// crash that loses the removal.
+    RmDir {
+        name: OsString,
+        removed: Dir,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -125,8 +144,12 @@ pub(super) struct State {
     pending: Vec<Pending>,
     faults: Vec<Fault>,
     log: Vec<LogEntry>,
-    locks: BTreeSet<PathBuf>,
-    dir_locks: BTreeSet<PathBuf>,
+    /// Held file locks by path, each with the id its guard releases.
+    locks: BTreeMap<PathBuf, u64>,
+    /// Held directory locks, likewise. A lock follows its directory through
+    /// a rename, as `flock` on the directory's inode does.
+    dir_locks: BTreeMap<PathBuf, u64>,
+    next_lock_id: u64,
     /// Reads made and bytes they asked for (reads are not logged: a
     /// workload makes far more of them than of anything else).
     reads: ReadCount,
@@ -310,6 +333,71 @@ impl State {
                 Ok(())
             }
             None => Ok(()),
+        }
+    }
+
+    /// A fresh id for a lock guard.
+    pub(super) fn lock_id(&mut self) -> u64 {
+        self.next_lock_id += 1;
+        self.next_lock_id
+    }
+
+    /// Moves the directory `from`, its whole tree, and everything that
+    /// names a path in it (pending operations, locks) to `to`.
+    pub(super) fn move_tree(&mut self, from: &Path, to: &Path) {
+        let moved = |path: &Path| {
+            path.strip_prefix(from).ok().map(|rest| {
+                if rest.as_os_str().is_empty() {
+                    to.to_path_buf()
+                } else {
+                    to.join(rest)
+                }
+            })
+        };
+        let keys: Vec<PathBuf> = self
+            .dirs
+            .keys()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for key in keys {
+            if let (Some(dir), Some(new)) = (self.dirs.remove(&key), moved(&key)) {
+                self.dirs.insert(new, dir);
+            }
+        }
+        let (parent, from_name, to_name) = (from.parent(), from.file_name(), to.file_name());
+        for pending in &mut self.pending {
+            let path = match pending {
+                Pending::File { path, .. } => path,
+                // The directory's own creation, if still pending, now
+                // creates it under the new name (a crash that loses the
+                // rename moves it back).
+                Pending::Dir {
+                    dir,
+                    op: DirOp::MkDir { name },
+                } if Some(dir.as_path()) == parent && Some(name.as_os_str()) == from_name => {
+                    if let Some(to_name) = to_name {
+                        *name = to_name.to_os_string();
+                    }
+                    continue;
+                }
+                Pending::Dir { dir, .. } => dir,
+            };
+            if let Some(new) = moved(path) {
+                *path = new;
+            }
+        }
+        for held in [&mut self.locks, &mut self.dir_locks] {
+            let keys: Vec<PathBuf> = held
+                .keys()
+                .filter(|p| p.starts_with(from))
+                .cloned()
+                .collect();
+            for key in keys {
+                if let (Some(id), Some(new)) = (held.remove(&key), moved(&key)) {
+                    held.insert(new, id);
+                }
+            }
         }
     }
 

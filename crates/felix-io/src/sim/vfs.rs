@@ -263,6 +263,26 @@ impl Vfs for SimFs {
                 "the simulation renames within one directory",
             ));
         }
+        if state.dirs.contains_key(from) {
+            if state.dirs.contains_key(to) {
+                // ENOTEMPTY: the simulation renames a directory to a free name only.
+                return Err(state.fail("rename", to, 39));
+            }
+            if state.lookup(to).is_ok() {
+                // ENOTDIR
+                return Err(state.fail("rename", to, 20));
+            }
+            state.move_tree(from, to);
+            state.pending.push(Pending::Dir {
+                dir: from_dir,
+                op: DirOp::RenameDir {
+                    from: from_name,
+                    to: to_name,
+                },
+            });
+            state.record("rename", to, true);
+            return Ok(());
+        }
         let inode = state.lookup(from)?;
         if state.dirs.contains_key(to) {
             return Err(state.fail("rename", to, 21));
@@ -307,6 +327,41 @@ impl Vfs for SimFs {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let mut state = self.lock();
+        state.power("remove_dir", path)?;
+        if let Some(errno) = state.fault(FaultOp::Remove, path).and_then(errno_of) {
+            return Err(state.fail("remove_dir", path, errno));
+        }
+        let Some(dir) = state.dirs.get(path) else {
+            if state.lookup(path).is_ok() {
+                // ENOTDIR
+                return Err(state.fail("remove_dir", path, 20));
+            }
+            return Err(not_found(path));
+        };
+        let has_subdir = state.dirs.keys().any(|p| p.parent() == Some(path));
+        if !dir.live.is_empty() || has_subdir {
+            // ENOTEMPTY
+            return Err(state.fail("remove_dir", path, 39));
+        }
+        let removed = state.dirs.remove(path).unwrap_or_default();
+        // A lock on the removed directory's inode guards nothing any more;
+        // a directory made under the name later is a new one.
+        state.dir_locks.remove(path);
+        if let Some((parent, name)) = split(path)
+            .ok()
+            .filter(|(parent, _)| state.dirs.contains_key(parent))
+        {
+            state.pending.push(Pending::Dir {
+                dir: parent,
+                op: DirOp::RmDir { name, removed },
+            });
+        }
+        state.record("remove_dir", path, true);
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
         state.power("sync_dir", dir)?;
@@ -330,9 +385,23 @@ impl Vfs for SimFs {
                 child.linked = true;
             }
         }
-        state
+        // A removal made durable takes the removed tree's pending
+        // operations with it: nothing of that tree can come back.
+        let removed: Vec<PathBuf> = state
             .pending
-            .retain(|p| !matches!(p, Pending::Dir { dir: pd, .. } if pd == dir));
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Dir {
+                    dir: pd,
+                    op: DirOp::RmDir { name, .. },
+                } if pd == dir => Some(pd.join(name)),
+                _ => None,
+            })
+            .collect();
+        state.pending.retain(|p| match p {
+            Pending::Dir { dir: pd, .. } => pd != dir && !removed.iter().any(|r| pd.starts_with(r)),
+            Pending::File { path, .. } => !removed.iter().any(|r| path.starts_with(r)),
+        });
         state.record("sync_dir", dir, true);
         Ok(())
     }
@@ -426,12 +495,14 @@ impl Vfs for SimFs {
         if let Some(file_type) = state.lookup(path).ok().and_then(|i| state.special(i)) {
             return Err(not_regular(file_type));
         }
-        if !state.locks.insert(path.to_path_buf()) {
+        if state.locks.contains_key(path) {
             return Ok(None);
         }
+        let id = state.lock_id();
+        state.locks.insert(path.to_path_buf(), id);
         Ok(Some(LockGuard::new(SimLock {
             fs: self.clone(),
-            path: path.to_path_buf(),
+            id,
             dir: false,
         })))
     }
@@ -441,22 +512,25 @@ impl Vfs for SimFs {
         if !state.dirs.contains_key(dir) {
             return Err(not_found(dir));
         }
-        if !state.dir_locks.insert(dir.to_path_buf()) {
+        if state.dir_locks.contains_key(dir) {
             return Ok(None);
         }
+        let id = state.lock_id();
+        state.dir_locks.insert(dir.to_path_buf(), id);
         Ok(Some(LockGuard::new(SimLock {
             fs: self.clone(),
-            path: dir.to_path_buf(),
+            id,
             dir: true,
         })))
     }
 }
 
-/// Releases a simulated lock when dropped.
+/// Releases a simulated lock when dropped. It is found by id, not by
+/// path: the path changes when a directory on the way is renamed.
 #[derive(Debug)]
 struct SimLock {
     fs: SimFs,
-    path: PathBuf,
+    id: u64,
     /// A directory's lock, not a file's.
     dir: bool,
 }
@@ -464,10 +538,11 @@ struct SimLock {
 impl Drop for SimLock {
     fn drop(&mut self) {
         let mut state = self.fs.lock();
-        if self.dir {
-            state.dir_locks.remove(&self.path);
+        let held = if self.dir {
+            &mut state.dir_locks
         } else {
-            state.locks.remove(&self.path);
-        }
+            &mut state.locks
+        };
+        held.retain(|_, id| *id != self.id);
     }
 }

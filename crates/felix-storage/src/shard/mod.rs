@@ -1,131 +1,65 @@
 //! One stream shard: a directory of segments with one writer and any number
 //! of concurrent readers.
 //!
-//! Locking, in the order they may be taken:
+//! [`Shard`] is a thin facade; the parts behind it are:
 //!
-//! 1. `writer` — held by appends, rolls, truncation and retention, across
-//!    the `write` system call. Readers never take it.
-//! 2. `queue` — on-commit appends waiting to be written (see `combine.rs`).
-//!    Appenders take it alone, briefly; holders of `writer` take it after.
-//! 3. `view` — what readers see (segments, the active segment's limit and
-//!    index). Held only to copy a few fields out or to publish an append;
-//!    never across a system call, so a slow disk never blocks a reader.
-//! 4. `commit` — group commit's state (see `commit.rs`). Never held across
-//!    `fdatasync`: the syncing thread (the flusher, or a lone appender)
-//!    releases it, so appenders keep writing while a sync is in flight, and
-//!    the next sync covers everything they wrote.
+//! - `log/` — the log: its writer (appends, rollover, cuts) and the view
+//!   readers share (reads by offset, bounded by `bounds.rs`);
+//! - `commit/` — group commit (`mod.rs`), write combining (`combine.rs`),
+//!   the waiter list (`waiters.rs`) and tail waits (`tail.rs`);
+//! - `generations.rs` — the generation history and its epochs file;
+//! - `replica.rs`, `retention.rs`, `lifecycle.rs` — what replication,
+//!   retention and closing do with those parts;
+//! - `core.rs` — the state they share, and the lock order;
+//! - `options.rs` — the one way to open.
 
-mod append;
-mod combine;
+mod bounds;
 mod commit;
-mod read;
+mod core;
+mod generations;
+mod lifecycle;
+mod log;
+mod options;
 mod replica;
 mod retention;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use felix_epochs::{EpochHistory, EpochsFile, LoadStatus};
-use felix_format::SegmentExtent;
-use felix_io::FileSystem;
-use felix_recovery::{Action, IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
-use felix_segment::{
-    ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
-};
+use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
+use felix_segment::Record;
 
-use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
-use crate::lock::ShardLock;
-use crate::stats::{Counters, ShardStats};
+use crate::maintenance::Maintenance;
+use crate::stats::ShardStats;
 
-use self::commit::{Commit, CommitState};
+use self::core::Core;
+use self::log::Synced;
 
-pub use append::AppendReceipt;
-pub use read::ReadRecord;
+pub use bounds::{Offsets, ReadBound, Tail};
+pub use log::{ReadRecord, SegmentInfo};
+pub use options::ShardOptions;
 pub use replica::ReplicatedRecord;
 pub use retention::RetentionOutcome;
 
-/// A sealed segment as readers and retention see it. Its file and index are
-/// opened on first read, so an idle shard of many segments costs neither
-/// descriptors nor index memory.
-#[derive(Debug)]
-pub(crate) struct Sealed {
-    pub(crate) extent: SegmentExtent,
-    /// The newest record's timestamp, when known (set for segments sealed by
-    /// this process; read from the last record on demand otherwise).
-    pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
-    pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
-}
-
-/// A sealed segment's descriptor and index, once loaded.
-#[derive(Debug)]
-pub(crate) struct OpenedSegment {
-    pub(crate) file: Arc<SegmentFile>,
-    pub(crate) index: SparseIndex,
-    /// Whether the index was built from the segment's records (so every
-    /// entry is a record boundary), not loaded from its file.
-    pub(crate) vouched: bool,
-}
-
-/// What readers see; replaced piecewise under the `view` lock.
-#[derive(Debug)]
-pub(crate) struct View {
-    pub(crate) sealed: Vec<Arc<Sealed>>,
-    pub(crate) active: Arc<SegmentFile>,
-    pub(crate) active_limit: ReadLimit,
-    /// The active segment's index, shared with its writer.
-    pub(crate) active_index: ActiveIndex,
-}
-
-impl View {
-    pub(crate) fn base_offset(&self) -> u64 {
-        self.sealed
-            .first()
-            .map_or(self.active.base_offset(), |s| s.extent.base_offset)
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct WriterState {
-    pub(crate) writer: SegmentWriter,
-    /// The id the next segment gets; `None` once the active segment's id is
-    /// `u64::MAX`, the last there is (a roll is then refused).
-    pub(crate) next_segment_id: Option<u64>,
-    pub(crate) active_max_timestamp: Option<u64>,
-    /// Buffers for writing queued batches, kept between uses.
-    pub(crate) spare: combine::Spare,
-    /// Bytes appended since the last background writeback was requested.
-    pub(crate) unsynced_bytes: u64,
-}
-
-impl Drop for Shard {
-    /// Stops the flusher thread; nothing is synced here (call
-    /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
-    fn drop(&mut self) {
-        self.commit.stop();
-    }
-}
-
-/// One segment of a shard, as [`Shard::segments`] lists it.
+/// The offsets an append assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentInfo {
-    /// Its id, offsets and length (the active segment's as far as it is
-    /// written).
-    pub extent: SegmentExtent,
-    /// Whether it is the segment appends go to.
-    pub active: bool,
+pub struct AppendReceipt {
+    /// The batch's first offset.
+    pub first_offset: u64,
+    /// The batch's last offset.
+    pub last_offset: u64,
 }
 
 /// One stream shard. Thread-safe: share it in an `Arc` (as [`crate::Store`]
 /// does) and call it from any thread.
 ///
 /// ```
-/// use felix_storage::{Record, Shard, StoreConfig};
+/// use felix_storage::{Record, Shard};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
+/// let shard = Shard::options(dir.path()).open()?;
 /// let receipt = shard.append(&[Record::new(1, "hello"), Record::new(2, "world")])?;
 /// assert_eq!((receipt.first_offset, receipt.last_offset), (0, 1));
 /// assert_eq!(shard.durable_offset(), 2);
@@ -133,339 +67,482 @@ pub struct SegmentInfo {
 /// assert_eq!(records[1].payload, "world");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// After [`Shard::close`] every call that can fail fails with
+/// [`StorageError::Closed`]. Dropping a shard without closing it stops its
+/// threads and releases its lock without syncing: the next open runs
+/// recovery as after a crash (nothing acknowledged is lost).
 #[derive(Debug)]
 pub struct Shard {
-    fs: FileSystem,
-    label: Arc<str>,
-    dir: PathBuf,
-    config: StoreConfig,
-    writer: Mutex<WriterState>,
-    queue: Mutex<combine::Queue>,
-    /// Rounds a write-combining leader makes before handing over (a
-    /// constant, but tests lower it to make handovers frequent).
-    max_lead_rounds: std::sync::atomic::AtomicUsize,
-    view: RwLock<View>,
-    commit: Arc<Commit>,
-    epochs: Mutex<EpochHistory>,
-    epochs_file: EpochsFile,
-    counters: Counters,
-    recovery_time: Duration,
-    recovery_actions: Vec<Action>,
-    /// Recovery's notes, then one per index a read found stale.
-    notes: Mutex<Vec<Note>>,
-    _lock: ShardLock,
+    core: Arc<Core>,
+    /// The shard's own thread for periodic syncs and retention, when it
+    /// has one (a store's shards use the store's).
+    maintenance: Option<Maintenance>,
+}
+
+impl Drop for Shard {
+    /// Stops the shard's threads; nothing is synced here (call
+    /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
+    fn drop(&mut self) {
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        self.core.commit.stop();
+    }
 }
 
 impl Shard {
-    /// Opens (creating if needed) the shard directory `dir`, running recovery.
+    /// Options for opening (or creating) the shard directory `dir`; see
+    /// [`ShardOptions`] for each option and its default, and
+    /// [`ShardOptions::open`] for what opening does.
     ///
-    /// A new shard's log begins at offset 0; see [`Shard::open_at`].
-    pub fn open(dir: &Path, label: &str, config: StoreConfig) -> Result<Self> {
-        Self::open_at(dir, label, config, 0)
-    }
-
-    /// Opens the shard directory `dir`; if it holds no segments, the log
-    /// begins at `initial_offset` (a replica given a shard whose early
-    /// history is gone everywhere).
+    /// ```
+    /// use felix_storage::Shard;
     ///
-    /// Recovery runs first: a torn tail is truncated, indexes are rebuilt,
-    /// and damage the configured policy may not repair fails the open with
-    /// [`StorageError::Recovery`] having modified nothing. The newest segment
-    /// is then synced, so everything the shard holds is durable.
-    pub fn open_at(
-        dir: &Path,
-        label: &str,
-        config: StoreConfig,
-        initial_offset: u64,
-    ) -> Result<Self> {
-        Self::open_in(&FileSystem::os(), dir, label, config, initial_offset)
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// assert_eq!(shard.next_offset(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(dir: impl Into<PathBuf>) -> ShardOptions {
+        ShardOptions::new(dir.into())
     }
 
-    /// [`Shard::open_at`] on the file system `fs`: every file operation of
-    /// the shard, for its whole life, goes through it.
-    pub fn open_in(
-        fs: &FileSystem,
-        dir: &Path,
-        label: &str,
-        config: StoreConfig,
-        initial_offset: u64,
-    ) -> Result<Self> {
-        let started = Instant::now();
-        let label: Arc<str> = Arc::from(label);
-        let span = tracing::info_span!("shard_open", shard = %label);
-        let _entered = span.enter();
-        create_dir(fs, dir, &label)?;
-        let lock = ShardLock::acquire(fs, dir)?;
-        let options = OpenOptions {
-            inspect: InspectOptions {
-                index_spacing_bytes: config.index_spacing_bytes,
-                full_verify: false,
-                // Reads rebuild an index whose entry misleads them, so an
-                // open does not read every sealed segment to check them all.
-                index_check: IndexCheck::LastEntry,
-            },
-            repair_policy: config.repair_policy,
-            use_clean_shutdown: true,
-        };
-        let recovered = open_shard(fs, dir, &label, &options, &lock)?;
-        for finding in &recovered.inspection.findings {
-            tracing::warn!(finding = %finding, "recovery finding");
-        }
-        for action in &recovered.actions {
-            tracing::warn!(action = %action, "recovery action");
-        }
-        let mut index_write_failures = 0;
-        for note in &recovered.inspection.notes {
-            if matches!(note, Note::IndexNotWritten { .. }) {
-                index_write_failures += 1;
-                tracing::warn!(note = %note, "recovery note");
-            } else {
-                tracing::info!(note = %note, "recovery note");
-            }
-        }
-        let segment_config = segment_config(&config);
-        let seg_err = |source| StorageError::Segment {
-            shard: Arc::clone(&label),
-            source,
-        };
-        let sealed: Vec<Arc<Sealed>> = recovered
-            .sealed
-            .iter()
-            .map(|&extent| {
-                Arc::new(Sealed {
-                    extent,
-                    max_timestamp_micros: Mutex::new(None),
-                    opened: Mutex::new(None),
-                })
-            })
-            .collect();
-        let (writer, next_segment_id) = match recovered.newest {
-            Some(newest) => {
-                let id = newest.file.id();
-                let writer = SegmentWriter::resume(
-                    newest.file,
-                    newest.next_offset,
-                    newest.len,
-                    newest.index,
-                    segment_config,
-                )
-                .map_err(seg_err)?;
-                // What recovery left may still be only in the page cache (a
-                // process crash keeps it there); syncing it once makes
-                // `durable_offset` true from the start.
-                writer.sync_handle().sync_data().map_err(seg_err)?;
-                (writer, id.checked_add(1))
-            }
-            None => {
-                let writer = SegmentWriter::create(
-                    fs,
-                    dir,
-                    0,
-                    initial_offset,
-                    segment_config,
-                    Arc::clone(&label),
-                )
-                .map_err(seg_err)?;
-                (writer, Some(1))
-            }
-        };
-        if !writer.index_persisted() {
-            // Logged by the writer; served from memory, written at the next
-            // roll or close.
-            index_write_failures += 1;
-        }
-        let next_offset = writer.next_offset();
-        let epochs_file = EpochsFile::new(fs, dir);
-        let loaded = epochs_file.load();
-        if let LoadStatus::Discarded(reason) = &loaded.status {
-            tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
-        }
-        let mut history = loaded.history;
-        // A history that runs past the log end describes records that are
-        // gone (a truncation the crash interrupted): cut it back. A
-        // generation that begins exactly at the log end is a leader that has
-        // not written yet, and stays.
-        if history.truncate_from(next_offset.saturating_add(1)) > 0 {
-            epochs_file
-                .store(&history)
-                .map_err(|source| StorageError::Epochs {
-                    shard: Arc::clone(&label),
-                    source,
-                })?;
-        }
-        let view = View {
-            sealed,
-            active: Arc::clone(writer.segment()),
-            active_limit: writer.read_limit(),
-            active_index: writer.active_index(),
-        };
-        let commit = Arc::new(Commit::new(
-            Arc::clone(&label),
-            next_offset,
-            writer.sync_handle(),
-        ));
-        tracing::info!(
-            base_offset = view.base_offset(),
-            next_offset,
-            segments = view.sealed.len() + 1,
-            "shard opened"
-        );
-        Ok(Self {
-            fs: fs.clone(),
-            dir: dir.to_path_buf(),
-            config,
-            writer: Mutex::new(WriterState {
-                writer,
-                next_segment_id,
-                active_max_timestamp: None,
-                spare: combine::Spare::default(),
-                unsynced_bytes: 0,
-            }),
-            queue: Mutex::new(combine::Queue::new(next_offset)),
-            max_lead_rounds: std::sync::atomic::AtomicUsize::new(combine::MAX_LEAD_ROUNDS),
-            view: RwLock::new(view),
-            commit,
-            epochs: Mutex::new(history),
-            epochs_file,
-            counters: Counters {
-                index_write_failures: index_write_failures.into(),
-                ..Counters::default()
-            },
-            recovery_time: started.elapsed(),
-            recovery_actions: recovered.actions,
-            notes: Mutex::new(recovered.inspection.notes),
-            label,
-            _lock: lock,
-        })
+    fn from_parts(core: Arc<Core>, maintenance: Option<Maintenance>) -> Self {
+        Self { core, maintenance }
     }
 
-    /// The shard's label (its directory name, normally).
+    #[cfg(test)]
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// The shard's label (its directory name, unless opened with another).
     pub fn label(&self) -> &str {
-        &self.label
+        &self.core.label
     }
 
     /// The shard directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.core.dir
     }
 
     /// The oldest offset still held.
     pub fn base_offset(&self) -> u64 {
-        self.view().base_offset()
+        self.core.view().base_offset()
     }
 
-    /// The offset the next appended record will get.
+    /// The offset the next appended record will get, once appends queued
+    /// for writing are written: one past the last record written.
     pub fn next_offset(&self) -> u64 {
-        self.view().active_limit.next_offset
+        self.core.view().active_limit.next_offset
     }
 
     /// Exclusive bound of what a crash cannot lose: every record below it
-    /// has been covered by a successful `fdatasync`.
+    /// has been covered by a successful `fdatasync`. Frozen once a failure
+    /// stops the shard.
     pub fn durable_offset(&self) -> u64 {
-        self.commit_state().durable
+        self.core.offsets().durable
+    }
+
+    /// The base, readable, written and durable offsets, as one consistent
+    /// snapshot.
+    ///
+    /// ```
+    /// use felix_storage::{Durability, Offsets, Record, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// shard.append_nowait(&[Record::new(1, "not yet durable")])?;
+    /// // Written, but under OnCommit readable only once durable.
+    /// assert_eq!(shard.offsets(), Offsets { base: 0, readable: 0, written: 1, durable: 0 });
+    /// shard.wait_durable(1)?;
+    /// assert_eq!(shard.offsets(), Offsets { base: 0, readable: 1, written: 1, durable: 1 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offsets(&self) -> Offsets {
+        self.core.offsets()
     }
 
     /// The failure that stopped writes, if any.
     pub fn poisoned(&self) -> Option<&Arc<StorageError>> {
-        self.commit.poisoned()
+        self.core.commit.poisoned()
     }
 
     /// Number of segments (sealed and active).
     pub fn segment_count(&self) -> usize {
-        self.view().sealed.len() + 1
+        self.core.view().sealed.len() + 1
     }
 
     /// The shard's segments in offset order, the active one last.
     pub fn segments(&self) -> Vec<SegmentInfo> {
-        let view = self.view();
-        let mut out: Vec<SegmentInfo> = view
-            .sealed
-            .iter()
-            .map(|s| SegmentInfo {
-                extent: s.extent,
-                active: false,
-            })
-            .collect();
-        out.push(SegmentInfo {
-            extent: SegmentExtent {
-                id: view.active.id(),
-                base_offset: view.active.base_offset(),
-                next_offset: view.active_limit.next_offset,
-                len: view.active_limit.end_position,
-            },
-            active: true,
-        });
-        out
+        self.core.segments()
     }
 
     /// A snapshot of the shard's counters.
     pub fn stats(&self) -> ShardStats {
-        let syncs = (
-            self.commit.syncs.load(Relaxed),
-            self.commit.synced_appends.load(Relaxed),
-        );
-        let notes = self
-            .notes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        self.counters.snapshot(
-            self.recovery_time,
-            self.recovery_actions.clone(),
-            notes,
-            syncs,
-        )
+        self.core.stats()
     }
 
-    /// Records a fact about the shard that is not damage (see
-    /// [`ShardStats::notes`]).
-    pub(crate) fn add_note(&self, note: Note) {
-        self.notes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(note);
-    }
-
-    fn view(&self) -> RwLockReadGuard<'_, View> {
-        // A panic while holding the lock cannot leave the view half-updated
-        // in a way readers could misuse (each update is a few assignments),
-        // so a poisoned lock is recovered rather than propagated.
-        self.view
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
-        self.view
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn commit_state(&self) -> MutexGuard<'_, CommitState> {
-        self.commit.lock()
-    }
-
-    fn segment_error(&self, source: felix_segment::SegmentError) -> StorageError {
-        StorageError::Segment {
-            shard: Arc::clone(&self.label),
-            source,
+    /// Appends a batch, assigning contiguous offsets, in one `write`.
+    ///
+    /// With [`Durability::OnCommit`](crate::Durability::OnCommit) it
+    /// returns once an `fdatasync` covers the batch; concurrent appenders
+    /// share writes and syncs. Otherwise it returns once the batch is
+    /// written. Either way the batch is readable once this returns, and not
+    /// before. An empty batch or an oversized payload is rejected before
+    /// anything is written.
+    ///
+    /// A failed write or sync stops the shard's writes for good: this call,
+    /// and every other append the failed write or sync covered, gets that
+    /// failure (with its operation and path); later calls get
+    /// [`StorageError::Poisoned`].
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard, StorageError};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let err = shard.append(&[]).unwrap_err();
+    /// assert!(matches!(err, StorageError::EmptyBatch { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
+        let core = &self.core;
+        core.check_open()?;
+        if core.on_commit() {
+            // Concurrent on-commit appends share a `write` as well as a sync
+            // (see `commit/combine.rs`).
+            core.check_batch(records.iter().map(|r| r.payload.len()))?;
+            return core.append_combined(records);
         }
+        core.append_nowait(records, Synced::Later)
     }
-}
 
-pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
-    SegmentConfig {
-        index_spacing_bytes: config.index_spacing_bytes,
-        preallocate_bytes: config.preallocate.then_some(config.segment_size_bytes),
+    /// Appends a batch without waiting for durability, whatever the policy:
+    /// offsets are assigned and the bytes written. Pair with
+    /// [`Shard::wait_durable`] to sequence commits yourself. Under
+    /// [`Durability::OnCommit`](crate::Durability::OnCommit) readers see the
+    /// batch once it is durable.
+    pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
+        // Nobody waits for a sync of it, whatever the policy: writeback
+        // counts it.
+        self.core.check_open()?;
+        self.core.append_nowait(records, Synced::Later)
     }
-}
 
-/// Creates the shard directory, and any missing ancestor, durably: every
-/// new directory's entry is synced into its parent before a record can be
-/// acknowledged inside it.
-fn create_dir(fs: &FileSystem, dir: &Path, label: &Arc<str>) -> Result<()> {
-    felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| StorageError::Segment {
-        shard: Arc::clone(label),
-        source: source.into(),
-    })
+    /// Waits until every record below `offset` is durable. Offsets beyond
+    /// what was appended are clamped to it.
+    ///
+    /// Group commit: the shard's flusher thread syncs back to back while
+    /// appends continue, and each sync wakes every waiter it covered, so N
+    /// concurrent appenders cost far fewer than N syncs.
+    pub fn wait_durable(&self, offset: u64) -> Result<()> {
+        self.core.check_open()?;
+        self.core.commit.wait_durable(offset)
+    }
+
+    /// Makes everything written so far durable, and brings the active
+    /// segment's index file up to date (it may otherwise lag until the
+    /// segment is sealed).
+    pub fn sync(&self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Closes the shard: everything written becomes durable, the active
+    /// segment's index is brought up to date, a clean-shutdown file records
+    /// the segments (so that the next open takes the sealed ones as listed
+    /// instead of opening each: a shard of 10,000 segments opens in a few
+    /// milliseconds; see docs/performance.md), the shard's threads stop and
+    /// the directory's lock is released, so the directory can be opened
+    /// again at once, in this process or another.
+    ///
+    /// Afterwards every call that can fail, on any handle to this shard,
+    /// fails with [`StorageError::Closed`], and waiters (appenders, tail
+    /// followers) wake to it. The shard is closed even when this fails
+    /// (when it was poisoned, or the sync or the clean-shutdown file
+    /// failed): the failure is returned, and the next open runs recovery.
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard, StorageError};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// shard.append(&[Record::new(1, "kept")])?;
+    /// shard.close()?;
+    /// assert!(matches!(shard.append(&[Record::new(2, "late")]), Err(StorageError::Closed { .. })));
+    /// let reopened = Shard::options(dir.path()).open()?;
+    /// assert_eq!(reopened.read(0, 1 << 20)?[0].payload, "kept");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<()> {
+        // First, and outside every lock: the thread may be waiting for one.
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        self.core.close()
+    }
+
+    /// [`Shard::close`] as a store closes its shards: a shard already closed
+    /// is left as it is.
+    pub(crate) fn close_for_store(&self) -> Result<()> {
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        self.core.close_for_store()
+    }
+
+    /// Reads acknowledged records from `from` onwards:
+    /// [`Shard::read_bounded`] with [`ReadBound::Committed`].
+    ///
+    /// ```
+    /// use felix_storage::{Record, Retention, Shard, StorageError, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig {
+    ///     segment_size_bytes: 100,
+    ///     retention: Retention { max_bytes: Some(200), ..Retention::default() },
+    ///     ..StoreConfig::default()
+    /// };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// for i in 0..10 {
+    ///     shard.append(&[Record::new(i, vec![0u8; 20])])?;
+    /// }
+    /// shard.apply_retention()?;
+    /// // What retention removed is `Trimmed`, naming where the log now begins.
+    /// match shard.read(0, 1 << 20) {
+    ///     Err(StorageError::Trimmed { oldest, .. }) => {
+    ///         assert_eq!(oldest, shard.base_offset());
+    ///         let records = shard.read(oldest, 1 << 20)?;
+    ///         assert_eq!(records[0].offset, oldest);
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
+        self.read_bounded(from, max_bytes, ReadBound::Committed)
+    }
+
+    /// Reads whole records from `from` onwards, across segments, up to
+    /// where `bound` ends when the read begins, until about `max_bytes` of
+    /// encoded records (header included) — at least one record if any is
+    /// readable at `from`.
+    ///
+    /// Below the base offset is [`StorageError::Trimmed`]; at or past the
+    /// bound's end the result is empty. Every record returned passed its
+    /// checksums; reads never see a partial record, nor (under any bound) a
+    /// record whose write or sync failed.
+    ///
+    /// A sealed segment's index file is only a hint. A read misled by a
+    /// wrong entry (one pointing at bytes that are no record, or at a record
+    /// header embedded in a payload) is retried from an index rebuilt from
+    /// the segment's records, which then serves the segment's reads; the
+    /// stale entry is noted in [`ShardStats::notes`].
+    pub fn read_bounded(
+        &self,
+        from: u64,
+        max_bytes: u64,
+        bound: ReadBound,
+    ) -> Result<Vec<ReadRecord>> {
+        self.core.check_open()?;
+        self.core.read(from, max_bytes, bound)
+    }
+
+    /// Waits until a record at `from` (or past it) is readable under
+    /// `bound`, at most `timeout`, without polling: the append or sync that
+    /// makes it readable wakes the wait. Returns at once when it already
+    /// is. A consumer following the tail waits at the offset after the last
+    /// record it read, then reads from there: the read returns at least one
+    /// record whenever the wait says [`Tail::Readable`].
+    ///
+    /// A poisoned shard answers [`Tail::Poisoned`] once everything
+    /// acknowledged below `from` has been read; a close fails the wait with
+    /// [`StorageError::Closed`]. Waiting does not make anything durable:
+    /// under [`Durability::OnCommit`](crate::Durability::OnCommit) a
+    /// [`ReadBound::Committed`] wait ends with the appender's sync.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use felix_storage::{ReadBound, Record, Shard, Tail};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = std::sync::Arc::new(Shard::options(dir.path()).open()?);
+    /// let producer = {
+    ///     let shard = shard.clone();
+    ///     std::thread::spawn(move || shard.append(&[Record::now("first")]))
+    /// };
+    /// let mut next = 0;
+    /// while next < 1 {
+    ///     match shard.wait_readable(next, ReadBound::Committed, Duration::from_secs(10))? {
+    ///         Tail::Readable { .. } => {
+    ///             for record in shard.read(next, 1 << 20)? {
+    ///                 next = record.offset + 1;
+    ///             }
+    ///         }
+    ///         Tail::TimedOut { .. } => continue,
+    ///         other => panic!("{other:?}"),
+    ///     }
+    /// }
+    /// producer.join().unwrap()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_readable(&self, from: u64, bound: ReadBound, timeout: Duration) -> Result<Tail> {
+        self.core.check_open()?;
+        let deadline = Instant::now().checked_add(timeout);
+        self.core.commit.wait_readable(from, bound, deadline)
+    }
+
+    /// Applies the configured retention now: deletes sealed segments from
+    /// the head, oldest first, while the shard is over
+    /// [`Retention::max_bytes`](crate::Retention::max_bytes) or the
+    /// segment's newest record is older than
+    /// [`Retention::max_age`](crate::Retention::max_age) by the shard's
+    /// clock. The active segment is never deleted. The directory is synced
+    /// after unlinking and the generation history pruned; reads below the
+    /// new base are [`StorageError::Trimmed`].
+    pub fn apply_retention(&self) -> Result<RetentionOutcome> {
+        self.core.check_open()?;
+        self.core.apply_retention()
+    }
+
+    /// Appends records copied from a leader. The first must have exactly
+    /// [`Shard::next_offset`] and the rest follow contiguously, and their
+    /// generations must not go backwards (from the history's latest, or
+    /// within the batch); anything else is rejected before a byte is
+    /// written. Where a record's generation differs from the latest one
+    /// recorded, the boundary is recorded (and the epochs file stored)
+    /// before the record is written, so the follower's history answers
+    /// [`Shard::end_offset_for`] as the leader's would. Durability follows
+    /// the policy, as for [`Shard::append`].
+    ///
+    /// ```
+    /// use felix_storage::{ReadBound, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let leader = Shard::options(dir.path().join("leader")).open()?;
+    /// let follower = Shard::options(dir.path().join("follower")).open()?;
+    /// leader.begin_generation(1)?;
+    /// leader.append(&[Record::new(1, "a")])?;
+    /// leader.begin_generation(2)?;
+    /// leader.append(&[Record::new(2, "b")])?;
+    ///
+    /// let fetched = leader.read_replicated(follower.next_offset(), 1 << 20, ReadBound::Written)?;
+    /// follower.append_replicated(&fetched)?;
+    /// assert_eq!(follower.generations(), leader.generations());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_replicated(&self, records: &[ReplicatedRecord]) -> Result<AppendReceipt> {
+        self.core.check_open()?;
+        self.core.append_replicated(records)
+    }
+
+    /// Reads records from `from` as a leader sends them to a follower, each
+    /// with the generation that wrote it (see [`Shard::read_bounded`];
+    /// followers usually fetch with [`ReadBound::Written`]).
+    pub fn read_replicated(
+        &self,
+        from: u64,
+        max_bytes: u64,
+        bound: ReadBound,
+    ) -> Result<Vec<ReplicatedRecord>> {
+        self.core.check_open()?;
+        self.core.read_replicated(from, max_bytes, bound)
+    }
+
+    /// One step of a follower's reconciliation with a new leader, under the
+    /// writer lock so it cannot race appends: from the leader's answer about
+    /// this shard's latest generation (the leader's
+    /// [`Shard::end_offset_for`]), finds where the logs part
+    /// ([`felix_epochs::divergence_point`]), truncates the log there and cuts
+    /// the generation history to match. Returns where it truncated; on
+    /// [`Divergence::AskAgain`] ask the leader about the new latest
+    /// generation and call again. A divergence below the base offset is
+    /// [`StorageError::TruncateBelowBase`] with nothing changed (the
+    /// follower must [`Shard::reset_to`] the leader's log start).
+    ///
+    /// ```
+    /// use felix_storage::{Divergence, ReadBound, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let leader = Shard::options(dir.path().join("leader")).open()?;
+    /// let follower = Shard::options(dir.path().join("follower")).open()?;
+    /// leader.begin_generation(1)?;
+    /// leader.append(&[Record::new(1, "a")])?;
+    /// follower.append_replicated(&leader.read_replicated(0, 1 << 20, ReadBound::Written)?)?;
+    /// // The follower leads generation 2 briefly, writing what nobody copies...
+    /// follower.begin_generation(2)?;
+    /// follower.append(&[Record::new(2, "lost")])?;
+    /// // ...while the leader goes on in generation 3.
+    /// leader.begin_generation(3)?;
+    /// leader.append(&[Record::new(3, "b")])?;
+    ///
+    /// loop {
+    ///     let latest = follower.generations().latest().expect("a history").generation;
+    ///     let answer = leader.end_offset_for(latest).expect("the leader has a history");
+    ///     match follower.reconcile(answer)? {
+    ///         Divergence::AskAgain { .. } => continue,
+    ///         done => {
+    ///             assert_eq!(done.truncate_to(), 1);
+    ///             break;
+    ///         }
+    ///     }
+    /// }
+    /// let missing = leader.read_replicated(follower.next_offset(), 1 << 20, ReadBound::Written)?;
+    /// follower.append_replicated(&missing)?;
+    /// assert_eq!(follower.read(1, 1 << 20)?[0].payload, "b");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reconcile(&self, answer: LeaderAnswer) -> Result<Divergence> {
+        self.core.check_open()?;
+        self.core.reconcile(answer)
+    }
+
+    /// Drops every record at or above `offset` (a follower's log diverged
+    /// from its new leader's), across segments.
+    ///
+    /// Segments wholly above `offset` are removed newest first, then the
+    /// segment holding `offset` is cut and synced, so a crash midway leaves
+    /// a prefix of the old log that opens cleanly. Indexes, the epochs file
+    /// and `durable_offset` follow. Below the base offset is an error; at or
+    /// past the next offset nothing happens.
+    pub fn truncate_to(&self, offset: u64) -> Result<()> {
+        self.core.check_open()?;
+        self.core.truncate_to(offset)
+    }
+
+    /// Discards the whole log and begins again at `offset`: a replica told
+    /// to start over from the leader's log start.
+    ///
+    /// Segments are removed newest first and a fresh segment is created with
+    /// a new id; a crash midway leaves a prefix of the old log.
+    pub fn reset_to(&self, offset: u64) -> Result<()> {
+        self.core.check_open()?;
+        self.core.reset_to(offset)
+    }
+
+    /// Records that `generation` begins at the current next offset (a new
+    /// leader's term begins at its log end) and stores the epochs file.
+    pub fn begin_generation(&self, generation: u64) -> Result<Recorded> {
+        self.core.check_open()?;
+        self.core.begin_generation(generation)
+    }
+
+    /// A copy of the generation history.
+    pub fn generations(&self) -> EpochHistory {
+        self.core.generations.lock().clone()
+    }
+
+    /// Which generation wrote the record at `offset`, if the history says.
+    pub fn generation_at(&self, offset: u64) -> Option<u64> {
+        self.core.generations.lock().generation_at(offset)
+    }
+
+    /// The leader's answer to a follower asking where `generation` ended
+    /// (see [`EpochHistory::end_offset_for`]), to be passed to the
+    /// follower's [`Shard::reconcile`].
+    pub fn end_offset_for(&self, generation: u64) -> Option<LeaderAnswer> {
+        self.core.end_offset_for(generation)
+    }
 }

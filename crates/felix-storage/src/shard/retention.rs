@@ -1,11 +1,12 @@
 //! Deleting whole sealed segments from the head of a shard.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use felix_segment::ReadLimit;
 
-use super::{Sealed, Shard};
+use super::core::Core;
+use super::log::Sealed;
 use crate::error::Result;
 use crate::stats::Counters;
 
@@ -18,25 +19,17 @@ pub struct RetentionOutcome {
     pub base_offset: u64,
 }
 
-impl Shard {
-    /// Applies the configured retention now: deletes sealed segments from the
-    /// head, oldest first, while the shard is over `max_bytes` or the
-    /// segment's newest record is older than `max_age`. The active segment is
-    /// never deleted. The directory is synced after unlinking and the
-    /// generation history pruned; reads below the new base are `Trimmed`.
-    pub fn apply_retention(&self) -> Result<RetentionOutcome> {
-        let now = SystemTime::now()
+impl Core {
+    /// Applies the configured retention now (see `Shard::apply_retention`),
+    /// ages measured against the shard's clock.
+    pub(crate) fn apply_retention(&self) -> Result<RetentionOutcome> {
+        let now = self
+            .clock
+            .now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
-        self.apply_retention_at(now)
-    }
-
-    /// [`Shard::apply_retention`] with an explicit wall-clock time (since the
-    /// Unix epoch), so age-based retention can be tested.
-    pub fn apply_retention_at(&self, now: Duration) -> Result<RetentionOutcome> {
         let retention = self.config.retention;
-        let _state = self.writer_state();
-        self.check_poison()?;
+        let _state = self.lock_writer()?;
         let (sealed, active_len) = {
             let view = self.view();
             (view.sealed.clone(), view.active_limit.end_position)
@@ -63,7 +56,7 @@ impl Shard {
         if doomed.is_empty() {
             return Ok(RetentionOutcome {
                 deleted_segments: Vec::new(),
-                base_offset: self.base_offset(),
+                base_offset: self.view().base_offset(),
             });
         }
         let span = tracing::info_span!("retention", shard = %self.label, segments = doomed.len());
@@ -78,7 +71,7 @@ impl Shard {
                 .map_err(|e| self.poison_with(e))?;
         }
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
-        let base_offset = self.base_offset();
+        let base_offset = self.view().base_offset();
         self.update_history(|history| history.truncate_before(base_offset) > 0)?;
         tracing::info!(base_offset, "retention deleted segments");
         Ok(RetentionOutcome {

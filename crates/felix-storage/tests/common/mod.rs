@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 
 pub(crate) fn payload(offset: u64, len: usize) -> Vec<u8> {
     let mut p = format!("payload-{offset}-").into_bytes();
@@ -16,14 +18,18 @@ pub(crate) fn config(segment_size_bytes: u64, durability: Durability) -> StoreCo
     StoreConfig {
         segment_size_bytes,
         index_spacing_bytes: 256,
-        preallocate: false,
+        preallocate: Preallocation::Off,
         durability,
         ..StoreConfig::default()
     }
 }
 
 pub(crate) fn open(dir: &Path, config: StoreConfig) -> Shard {
-    Shard::open(dir, "test-shard", config).unwrap()
+    Shard::options(dir)
+        .config(config)
+        .label("test-shard")
+        .open()
+        .unwrap()
 }
 
 pub(crate) fn records(from: u64, count: u64, len: usize) -> Vec<Record> {
@@ -57,4 +63,21 @@ pub(crate) fn segment_files(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// A wall clock that stands still until set: for age-based retention.
+#[derive(Debug, Default)]
+pub(crate) struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    /// Sets the time, in microseconds since the Unix epoch.
+    pub(crate) fn set(&self, now: Duration) {
+        self.0.store(now.as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+impl felix_storage::Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.0.load(Ordering::Relaxed))
+    }
 }

@@ -38,13 +38,12 @@ pub(crate) enum Checked {
 /// Reopens a crashed disk and checks it against the model.
 fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Failure> {
     let handle = FileSystem::new(crashed.clone());
-    let shard = match Shard::open_in(
-        &handle,
-        Path::new(DIR),
-        "sim",
-        config(Durability::OnCommit, None, scale),
-        0,
-    ) {
+    let shard = match Shard::options(Path::new(DIR))
+        .file_system(handle.clone())
+        .config(config(Durability::OnCommit, None, scale))
+        .label("sim")
+        .open()
+    {
         Ok(shard) => shard,
         Err(StorageError::Recovery(RecoveryError::Unrepairable { blocking, .. })) => {
             return Err(Failure::Refused(blocking));

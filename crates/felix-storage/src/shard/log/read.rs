@@ -8,10 +8,17 @@ use felix_io::OpenMode;
 use felix_recovery::{IndexProblem, Note, ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, SegmentError, SegmentFile, SparseIndex};
 
-use super::{OpenedSegment, Sealed, Shard};
+use super::{OpenedSegment, Sealed};
 use crate::error::{Result, StorageError};
+use crate::shard::bounds::ReadBound;
+use crate::shard::core::Core;
 
 /// A record read from a shard.
+///
+/// A leader forwards it to a follower with
+/// [`ReadRecord::into_replicated`], or reads replicated records directly
+/// with [`Shard::read_replicated`](crate::Shard::read_replicated), which
+/// also says which generation wrote each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRecord {
     /// Its offset.
@@ -30,29 +37,38 @@ enum Target {
         start: felix_format::IndexEntry,
         next_position: Option<u64>,
     },
-    Sealed(Arc<Sealed>),
+    /// A sealed segment, and where the read ends.
+    Sealed(Arc<Sealed>, u64),
 }
 
-impl Shard {
-    /// Reads whole records from `from` onwards, across segments, until about
-    /// `max_bytes` of encoded records (header included) — at least one
-    /// record if any exists at `from`.
-    ///
-    /// Below the base offset is [`StorageError::Trimmed`]; at or past the
-    /// next offset the result is empty. Every record returned passed its
-    /// checksums; reads never see a partial record.
-    ///
-    /// A sealed segment's index file is only a hint. A read misled by a
-    /// wrong entry (one pointing at bytes that are no record, or at a record
-    /// header embedded in a payload) is retried from an index rebuilt from
-    /// the segment's records, which then serves the segment's reads; the
-    /// stale entry is noted in [`ShardStats::notes`](crate::ShardStats).
-    pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
+/// `limit`, ending at offset `end` if that comes first. The segment read
+/// stops at the limit's offset, whatever its position says, so the
+/// position may stay the end of what is written.
+fn bounded(limit: ReadLimit, end: u64) -> ReadLimit {
+    ReadLimit {
+        end_position: limit.end_position,
+        next_offset: limit.next_offset.min(end),
+    }
+}
+
+impl Core {
+    /// Reads whole records from `from` onwards, up to where `bound` ends
+    /// when the read begins (see `Shard::read_bounded`).
+    pub(crate) fn read(
+        &self,
+        from: u64,
+        max_bytes: u64,
+        bound: ReadBound,
+    ) -> Result<Vec<ReadRecord>> {
+        let end = {
+            let view = self.view();
+            self.end_for(&view, bound)
+        };
         let mut out = Vec::new();
         let mut offset = from;
         let mut budget = max_bytes;
         loop {
-            let Some(target) = self.target(offset)? else {
+            let Some(target) = self.target(offset, end)? else {
                 break;
             };
             let records = self.read_target(target, offset, budget)?;
@@ -64,6 +80,7 @@ impl Shard {
                     return Ok(out);
                 }
                 used += size;
+                debug_assert!(record.offset < end, "a read passes its end {end}");
                 offset = record.offset + 1;
                 out.push(ReadRecord {
                     offset: record.offset,
@@ -79,8 +96,9 @@ impl Shard {
         Ok(out)
     }
 
-    /// Finds the segment holding `offset`, or `None` at or past the end.
-    fn target(&self, offset: u64) -> Result<Option<Target>> {
+    /// Finds the segment holding `offset`, or `None` at or past `end` (or
+    /// the log's end, if a cut has lowered it below).
+    fn target(&self, offset: u64, end: u64) -> Result<Option<Target>> {
         let view = self.view();
         let oldest = view.base_offset();
         if offset < oldest {
@@ -90,7 +108,7 @@ impl Shard {
                 oldest,
             });
         }
-        if offset >= view.active_limit.next_offset {
+        if offset >= view.active_limit.next_offset || offset >= end {
             return Ok(None);
         }
         if offset >= view.active.base_offset() {
@@ -99,7 +117,7 @@ impl Shard {
                 .seek_span(view.active.base_offset(), offset);
             return Ok(Some(Target::Active {
                 file: Arc::clone(&view.active),
-                limit: view.active_limit,
+                limit: bounded(view.active_limit, end),
                 start,
                 next_position,
             }));
@@ -109,7 +127,9 @@ impl Shard {
             .partition_point(|s| s.extent.base_offset <= offset);
         let segment = i.checked_sub(1).and_then(|i| view.sealed.get(i));
         match segment {
-            Some(s) if offset < s.extent.next_offset => Ok(Some(Target::Sealed(Arc::clone(s)))),
+            Some(s) if offset < s.extent.next_offset => {
+                Ok(Some(Target::Sealed(Arc::clone(s), end)))
+            }
             // Empty sealed segments leave no gap in offsets, so this is only
             // reached for an offset inside an empty segment's range: none.
             _ => Ok(None),
@@ -131,12 +151,15 @@ impl Shard {
             } => file
                 .read_within(start, next_position, from, limit, budget)
                 .map_err(|e| self.segment_error(e)),
-            Target::Sealed(sealed) => {
+            Target::Sealed(sealed, end) => {
                 let opened = self.open_sealed(&sealed, from)?;
-                let limit = ReadLimit {
-                    end_position: sealed.extent.len,
-                    next_offset: sealed.extent.next_offset,
-                };
+                let limit = bounded(
+                    ReadLimit {
+                        end_position: sealed.extent.len,
+                        next_offset: sealed.extent.next_offset,
+                    },
+                    end,
+                );
                 let (start, next_position) = opened.index.seek_span(from);
                 let read = if opened.vouched {
                     opened
@@ -240,7 +263,7 @@ impl Shard {
                 return Err(StorageError::Trimmed {
                     shard: Arc::clone(&self.label),
                     requested,
-                    oldest: self.base_offset(),
+                    oldest: self.view().base_offset(),
                 });
             }
             Err(e) => return Err(self.segment_error(e)),

@@ -17,7 +17,7 @@
 //! agree with it: [`WriterGuard`], the only way to the writer lock besides
 //! the leader's, also locks the queue, writes what it holds first, and keeps
 //! it locked while held, so a direct append, truncation or roll sees a
-//! writer whose next offset is the queue's.
+//! writer whose next offset is the queue's (asserted in debug builds).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::MutexGuard;
@@ -27,10 +27,10 @@ use std::thread::Thread;
 use felix_format::record_encoded_len;
 use felix_segment::Record;
 
-use super::append::AppendReceipt;
-use super::{Shard, WriterState};
-use crate::config::Durability;
 use crate::error::{Result, StorageError};
+use crate::shard::AppendReceipt;
+use crate::shard::core::Core;
+use crate::shard::log::{Synced, WriterState};
 use crate::stats::Counters;
 
 /// Rounds of writes a leader makes before handing the lead over.
@@ -72,7 +72,7 @@ pub(crate) struct Spare {
 
 /// The writer lock with the queue drained and held: see the module docs.
 pub(crate) struct WriterGuard<'a> {
-    shard: &'a Shard,
+    shard: &'a Core,
     state: MutexGuard<'a, WriterState>,
     /// `None` on shards that never queue (durability other than on-commit):
     /// their appends skip a lock they do not need.
@@ -105,7 +105,18 @@ impl Drop for WriterGuard<'_> {
     }
 }
 
-impl Shard {
+impl Core {
+    /// The writer lock and the queue (see [`Core::writer_state`]), for a
+    /// change of the log: refused once the shard is closed or poisoned.
+    /// Close marks the shard closed with both held, so nothing changes the
+    /// log after it.
+    pub(crate) fn lock_writer(&self) -> Result<WriterGuard<'_>> {
+        let guard = self.writer_state();
+        self.check_open()?;
+        self.check_poison()?;
+        Ok(guard)
+    }
+
     /// Takes the writer lock and the queue, writing whatever is queued first.
     /// A failure to write poisons the shard; holders check for that.
     pub(crate) fn writer_state(&self) -> WriterGuard<'_> {
@@ -113,7 +124,7 @@ impl Shard {
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.config.durability != Durability::OnCommit {
+        if !self.on_commit() {
             return WriterGuard {
                 shard: self,
                 state,
@@ -134,6 +145,16 @@ impl Shard {
             // Their appenders may be parked waiting for a sync of them.
             self.commit.poke();
         }
+        debug_assert!(
+            queue.records.is_empty() || self.check_poison().is_err(),
+            "the queue is drained under the writer lock"
+        );
+        debug_assert!(
+            queue.next == state.writer.next_offset() || self.check_poison().is_err(),
+            "queue and writer agree on the next offset: {} vs {}",
+            queue.next,
+            state.writer.next_offset()
+        );
         WriterGuard {
             shard: self,
             state,
@@ -152,6 +173,9 @@ impl Shard {
     pub(crate) fn append_combined(&self, records: &[Record]) -> Result<AppendReceipt> {
         let (receipt, lead) = {
             let mut queue = self.queue();
+            // Close marks the shard with the queue held: nothing is queued
+            // after it.
+            self.check_open()?;
             self.check_poison()?;
             let first_offset = queue.next;
             // Refused before the batch is queued: offsets assigned here are
@@ -174,9 +198,10 @@ impl Shard {
             self.lead()?;
         }
         // A leader that hands over wakes the owner of the oldest queued
-        // batch, which takes the lead from inside its wait.
+        // batch, which takes the lead from inside its wait. The batch has
+        // its offsets: a failure from here on covered it.
         self.commit
-            .wait_durable_then(receipt.last_offset + 1, &|| self.take_lead())?;
+            .wait_durable_then(receipt.last_offset + 1, true, &|| self.take_lead())?;
         Ok(receipt)
     }
 
@@ -251,6 +276,11 @@ impl Shard {
     /// single appends would.
     fn write_batches(&self, state: &mut WriterState, batches: &Spare) -> Result<()> {
         self.check_poison()?;
+        debug_assert_eq!(
+            batches.records.len(),
+            batches.ends.last().copied().unwrap_or(0),
+            "batch ends cover the queued records"
+        );
         let limit = self.config.segment_size_bytes;
         let mut run_start = 0;
         let mut run_bytes = 0u64;
@@ -266,7 +296,7 @@ impl Shard {
             if nonempty && state.writer.len() + run_bytes + bytes > limit {
                 if run_batches > 0 {
                     let run = batches.records.get(run_start..start).unwrap_or_default();
-                    self.write_run(state, run, run_batches, run_bytes)?;
+                    self.write_run(state, run, run_batches, run_bytes, Synced::ByCaller)?;
                 }
                 if !state.writer.is_empty() {
                     // Queued batches already have their offsets, so a roll
@@ -288,7 +318,7 @@ impl Shard {
         }
         if run_batches > 0 {
             let run = batches.records.get(run_start..start).unwrap_or_default();
-            self.write_run(state, run, run_batches, run_bytes)?;
+            self.write_run(state, run, run_batches, run_bytes, Synced::ByCaller)?;
         }
         Ok(())
     }
@@ -301,7 +331,7 @@ mod tests {
 
     use felix_segment::Record;
 
-    use crate::{Durability, Shard, StoreConfig};
+    use crate::{Durability, Preallocation, Shard, StoreConfig};
 
     /// With one round per leader, leads are handed over constantly; every
     /// append still completes, durable, at a unique offset.
@@ -312,11 +342,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = StoreConfig {
             durability: Durability::OnCommit,
-            preallocate: false,
+            preallocate: Preallocation::Off,
             ..StoreConfig::default()
         };
-        let shard = Arc::new(Shard::open(dir.path(), "handover", config).unwrap());
-        shard.max_lead_rounds.store(1, Relaxed);
+        let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
+        shard.core().max_lead_rounds.store(1, Relaxed);
         let threads: Vec<_> = (0..THREADS)
             .map(|t| {
                 let shard = Arc::clone(&shard);

@@ -1,51 +1,43 @@
-//! Appends, rollover and group commit.
+//! Appends and rollover.
 
 use std::sync::Arc;
 
-use felix_format::SegmentExtent;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
-use felix_recovery::write_clean_shutdown;
 use felix_segment::{Record, SegmentWriter};
 
-use super::commit::{Commit, unpark_all};
-use super::{Sealed, Shard, WriterState, segment_config};
-use crate::config::Durability;
+use super::{Sealed, WriterState, next_reservation, segment_config};
+use crate::config::{Durability, Preallocation};
 use crate::error::{Result, StorageError};
+use crate::shard::AppendReceipt;
+use crate::shard::core::Core;
 use crate::stats::Counters;
 
-/// The offsets an append assigned.
+/// Whether the caller of a write makes it durable itself (an on-commit
+/// append waits for a sync), or leaves it to writeback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AppendReceipt {
-    /// The batch's first offset.
-    pub first_offset: u64,
-    /// The batch's last offset.
-    pub last_offset: u64,
+pub(crate) enum Synced {
+    /// The appender waits for a sync of it.
+    ByCaller,
+    /// Nobody waits: background writeback counts it.
+    Later,
 }
 
-impl Shard {
-    /// Appends a batch, assigning contiguous offsets, in one `write`.
-    ///
-    /// With [`Durability::OnCommit`] it returns once an `fdatasync` covers
-    /// the batch; concurrent appenders share syncs. An empty batch or an
-    /// oversized payload is rejected before anything is written.
-    pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
-        if self.config.durability == Durability::OnCommit {
-            // Concurrent on-commit appends share a `write` as well as a sync
-            // (see `combine.rs`).
-            self.check_batch(records.iter().map(|r| r.payload.len()))?;
-            return self.append_combined(records);
-        }
-        self.append_nowait(records)
+impl Core {
+    /// Whether appends on this shard wait for durability.
+    pub(crate) fn on_commit(&self) -> bool {
+        self.config.durability == Durability::OnCommit
     }
 
-    /// Appends a batch without waiting for durability, whatever the policy:
-    /// offsets are assigned and the bytes written. Pair with
-    /// [`Shard::wait_durable`] to sequence commits yourself.
-    pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
+    /// Appends a batch without waiting for durability: offsets are
+    /// assigned and the bytes written.
+    pub(crate) fn append_nowait(
+        &self,
+        records: &[Record],
+        synced: Synced,
+    ) -> Result<AppendReceipt> {
         self.check_batch(records.iter().map(|r| r.payload.len()))?;
-        let mut state = self.writer_state();
-        self.check_poison()?;
-        self.append_locked(&mut state, records)
+        let mut state = self.lock_writer()?;
+        self.append_locked(&mut state, records, synced)
     }
 
     /// Validates a batch before anything is written.
@@ -76,6 +68,7 @@ impl Shard {
         &self,
         state: &mut WriterState,
         records: &[Record],
+        synced: Synced,
     ) -> Result<AppendReceipt> {
         self.check_offsets(state.writer.next_offset(), records.len())?;
         let batch_bytes: u64 = records
@@ -90,19 +83,22 @@ impl Shard {
         {
             self.roll(state)?;
         }
-        self.write_run(state, records, 1, batch_bytes)
+        self.write_run(state, records, 1, batch_bytes, synced)
     }
 
     /// Writes `batches` whole batches (`bytes` encoded) that fit the active
     /// segment in one `write`, and publishes them to readers and to group
-    /// commit.
-    pub(super) fn write_run(
+    /// commit. Nothing after the publication can fail: once readers may see
+    /// the records, the append is acknowledged.
+    pub(crate) fn write_run(
         &self,
         state: &mut WriterState,
         records: &[Record],
         batches: u64,
         bytes: u64,
+        synced: Synced,
     ) -> Result<AppendReceipt> {
+        self.reserve_ahead(&mut state.writer, bytes);
         let appended = match state.writer.append(records) {
             Ok(appended) => appended,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
@@ -114,12 +110,12 @@ impl Shard {
         Counters::add_exclusive(&self.counters.records_appended, records.len() as u64);
         Counters::add_exclusive(&self.counters.bytes_appended, bytes);
         if let Some(every) = self.config.writeback_bytes
-            && self.config.durability != Durability::OnCommit
+            && synced == Synced::Later
         {
             state.unsynced_bytes += bytes;
             if state.unsynced_bytes >= every {
                 state.unsynced_bytes = 0;
-                self.commit.request_writeback()?;
+                self.commit.request_writeback();
             }
         }
         Counters::add_exclusive(&self.counters.appends, batches);
@@ -128,6 +124,22 @@ impl Shard {
             first_offset: appended.first_offset,
             last_offset: appended.last_offset,
         })
+    }
+
+    /// Reserves disk ahead of a write of `bytes` under
+    /// [`Preallocation::Stepped`]. Failing to is logged and otherwise
+    /// ignored: a write that really finds no space fails on its own.
+    fn reserve_ahead(&self, writer: &mut SegmentWriter, bytes: u64) {
+        if self.config.preallocate != Preallocation::Stepped {
+            return;
+        }
+        let end = writer.len() + bytes;
+        if let Some(to) =
+            next_reservation(end, writer.reserved_end(), self.config.segment_size_bytes)
+            && let Err(err) = writer.reserve(to)
+        {
+            tracing::debug!(shard = %self.label, error = %err, "could not reserve disk ahead of a write");
+        }
     }
 
     /// Refuses a batch of `records` from `next_offset` whose offsets would
@@ -146,7 +158,13 @@ impl Shard {
     /// Makes the writer's new records visible to readers and to syncers.
     pub(crate) fn publish(&self, writer: &SegmentWriter) {
         // The index is shared with the writer: only the limit moves.
-        self.view_mut().active_limit = writer.read_limit();
+        let limit = writer.read_limit();
+        debug_assert_eq!(
+            limit.next_offset,
+            writer.next_offset(),
+            "the readers' limit is the writer's end"
+        );
+        self.view_mut().active_limit = limit;
         self.commit.set_written(writer.next_offset());
     }
 
@@ -160,7 +178,7 @@ impl Shard {
     /// the roll is refused with [`StorageError::SegmentIdsExhausted`] before
     /// anything changes (a wrapped id would name segment 0 and break the
     /// offset order every open checks).
-    pub(super) fn roll(&self, state: &mut WriterState) -> Result<()> {
+    pub(crate) fn roll(&self, state: &mut WriterState) -> Result<()> {
         let Some(next_id) = state.next_segment_id else {
             return Err(StorageError::SegmentIdsExhausted {
                 shard: Arc::clone(&self.label),
@@ -202,6 +220,10 @@ impl Shard {
         // is no longer shared and sealing frees it without a copy.
         self.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
+        debug_assert_eq!(
+            sealed.extent.next_offset, base,
+            "a sealed segment ends where the next begins"
+        );
         state.next_segment_id = next_id.checked_add(1);
         let max_ts = state.active_max_timestamp.take();
         let entry = Arc::new(Sealed {
@@ -219,99 +241,11 @@ impl Shard {
             view.active_limit = state.writer.read_limit();
             view.active_index = state.writer.active_index();
         }
-        {
-            let mut commit = self.commit_state();
-            // Sealing synced everything before the new segment.
-            commit.durable = commit.durable.max(base);
-            commit.handle = state.writer.sync_handle();
-            let covered = Commit::take_covered(&mut commit);
-            drop(commit);
-            unpark_all(covered);
-        }
+        self.commit.lock().handle = state.writer.sync_handle();
+        // Sealing synced everything before the new segment.
+        self.commit.advance_durable(base);
         Counters::add(&self.counters.rolls, 1);
         tracing::info!(base_offset = base, "rolled to a new segment");
         Ok(())
-    }
-
-    /// Waits until every record below `offset` is durable. Offsets beyond
-    /// what was written are clamped to it.
-    ///
-    /// Group commit: the shard's flusher thread syncs back to back while
-    /// appends continue, and each sync wakes every waiter it covered, so N
-    /// concurrent appenders cost far fewer than N syncs (see `commit.rs`).
-    pub fn wait_durable(&self, offset: u64) -> Result<()> {
-        self.commit.wait_durable(offset)
-    }
-
-    /// Makes everything written so far durable, and brings the active
-    /// segment's index file up to date (it may otherwise lag until the
-    /// segment is sealed).
-    pub fn sync(&self) -> Result<()> {
-        self.check_poison()?;
-        if let Err(err) = self.writer_state().writer.flush_index() {
-            // An index is an accelerator: failing to extend it is logged and
-            // counted (the writer keeps it in memory and writes it whole at
-            // the next roll or close), and the data's sync below decides the
-            // outcome.
-            tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
-            Counters::add(&self.counters.index_write_failures, 1);
-        }
-        self.wait_durable(u64::MAX)
-    }
-
-    /// Closes the shard cleanly: everything written becomes durable, the
-    /// active segment's index is brought up to date, and a clean-shutdown
-    /// file records the segments, so that the next open takes the sealed
-    /// ones as listed instead of opening each (a shard of 10,000 segments
-    /// opens in a few milliseconds; see docs/performance.md).
-    ///
-    /// The shard stays usable: writing after `close` leaves a record that
-    /// the next open recognises as stale (the segment files changed) or
-    /// that still describes the sealed segments exactly, because sealed
-    /// segment files never change while their names exist. A failure
-    /// stops writes, like any failed sync.
-    ///
-    /// ```
-    /// use felix_storage::{Record, Shard, StoreConfig};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
-    /// shard.append(&[Record::new(1, "kept")])?;
-    /// shard.close()?;
-    /// drop(shard);
-    /// let shard = Shard::open(dir.path(), "doc", StoreConfig::default())?;
-    /// assert_eq!(shard.read(0, 1 << 20)?[0].payload, "kept");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn close(&self) -> Result<()> {
-        self.sync()?;
-        // The writer lock keeps appends and rolls out while the segments
-        // are listed and recorded.
-        let mut state = self.writer_state();
-        self.check_poison()?;
-        if !state.writer.index_persisted()
-            && let Err(err) = state.writer.persist_index()
-        {
-            // Still in memory only; the next open rebuilds it from the scan
-            // of the newest segment it always makes.
-            tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
-            Counters::add(&self.counters.index_write_failures, 1);
-        }
-        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
-        // Not written (`Ok(false)`, logged) when the name is not a regular
-        // file: everything is durable all the same; only the quick next
-        // open is lost.
-        write_clean_shutdown(&self.fs, &self.dir, &segments)
-            .map(drop)
-            .map_err(|e| self.poison_with(StorageError::Recovery(e)))
-    }
-
-    pub(crate) fn check_poison(&self) -> Result<()> {
-        self.commit.check_poison()
-    }
-
-    /// Stops writes for good, keeping the first failure as the reason.
-    pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
-        self.commit.poison_with(err)
     }
 }

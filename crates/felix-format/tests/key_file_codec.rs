@@ -1,0 +1,92 @@
+//! The key file codec: any key within the bounds round trips, arbitrary
+//! bytes never panic, and every single-bit flip of a valid file is caught.
+
+use felix_format::ShardKey;
+use felix_format::key_file::{
+    KeyFileDecodeError, MAX_KEY_FILE_LEN, decode_key_file, encode_key_file,
+};
+use proptest::prelude::*;
+
+fn key() -> impl Strategy<Value = ShardKey> {
+    (".{0,40}", ".{0,40}", ".{0,40}", any::<u32>())
+        .prop_map(|(t, n, s, shard)| ShardKey::new(t, n, s, shard))
+}
+
+fn encoded(key: &ShardKey) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_key_file(key, &mut bytes).unwrap();
+    bytes
+}
+
+proptest! {
+    #[test]
+    fn encode_key_file_any_key_round_trips(key in key()) {
+        let bytes = encoded(&key);
+        prop_assert_eq!(
+            bytes.len(),
+            16 + 3 * 2 + key.tenant.len() + key.namespace.len() + key.stream.len() + 4
+        );
+        let view = decode_key_file(&bytes).unwrap();
+        prop_assert!(view.is(&key));
+        prop_assert_eq!(view.to_key(), key);
+    }
+
+    #[test]
+    fn decode_key_file_arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
+        let _ = decode_key_file(&bytes);
+    }
+
+    /// With a valid header in front, arbitrary bodies reach the body checks.
+    #[test]
+    fn decode_key_file_arbitrary_body_under_a_valid_crc_never_panics(body in prop::collection::vec(any::<u8>(), 0..64)) {
+        let mut bytes = encoded(&ShardKey::new("", "", "", 0));
+        bytes.truncate(16);
+        bytes[8..12].copy_from_slice(&(body.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&body);
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&bytes[..12]);
+        hasher.update(&bytes[16..]);
+        let crc = hasher.finalize();
+        bytes[12..16].copy_from_slice(&crc.to_be_bytes());
+        match decode_key_file(&bytes) {
+            Ok(view) => {
+                // Whatever decodes re-encodes to the same bytes.
+                prop_assert_eq!(encoded(&view.to_key()), bytes);
+            }
+            Err(err) => prop_assert!(
+                matches!(err, KeyFileDecodeError::Part { .. } | KeyFileDecodeError::TrailingBytes { .. }),
+                "{err:?}"
+            ),
+        }
+    }
+
+    #[test]
+    fn decode_key_file_any_bit_flip_is_rejected(key in key(), at in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let mut bytes = encoded(&key);
+        let i = at.index(bytes.len());
+        bytes[i] ^= 1 << bit;
+        prop_assert!(decode_key_file(&bytes).is_err());
+    }
+}
+
+#[test]
+fn decode_key_file_every_truncation_is_rejected() {
+    let bytes = encoded(&ShardKey::new("acme", "default", "orders", 0));
+    for len in 0..bytes.len() {
+        let err = decode_key_file(&bytes[..len]).unwrap_err();
+        let expected = if len < 16 {
+            KeyFileDecodeError::Short { len }
+        } else {
+            KeyFileDecodeError::LengthMismatch {
+                declared: 27,
+                found: len - 16,
+            }
+        };
+        assert_eq!(err, expected, "cut at {len}");
+    }
+}
+
+#[test]
+fn max_key_file_len_is_the_bound_a_reader_reads() {
+    assert_eq!(MAX_KEY_FILE_LEN, 16 + 3 * (2 + 4096) + 4);
+}

@@ -1,0 +1,59 @@
+use super::*;
+use felix_io::FileSystem;
+use felix_segment::{SegmentConfig, SegmentWriter};
+
+fn writer(dir: &std::path::Path) -> SegmentWriter {
+    SegmentWriter::create(
+        &FileSystem::os(),
+        dir,
+        0,
+        0,
+        SegmentConfig::default(),
+        "t".into(),
+    )
+    .unwrap()
+}
+
+/// A sync that was in flight when the log was cut must not mark the
+/// offsets written after the cut as durable: its `fdatasync` covered
+/// what the file held before.
+#[test]
+fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = writer(dir.path());
+    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    commit.set_written(10);
+    let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+    assert_eq!(upto, 10);
+    commit.reset_log(5, None, writer.sync_handle());
+    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    let state = commit.lock();
+    assert_eq!(
+        (state.durable, commit.written(), state.syncing),
+        (0, 5, false)
+    );
+    drop(state);
+
+    // A sync begun after the cut counts.
+    let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    assert_eq!(commit.lock().durable, 5);
+}
+
+/// A sync that succeeds after another failure stopped the shard does not
+/// move the durable offset: its waiters were told of the failure, so the
+/// records it covered were never acknowledged and must not be served.
+#[test]
+fn finish_sync_after_a_poison_leaves_durable_frozen() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = writer(dir.path());
+    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    commit.set_written(4);
+    let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+    let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
+    assert!(matches!(err, StorageError::EmptyBatch { .. }), "{err:?}");
+    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    assert_eq!((commit.lock().durable, commit.durable()), (0, 0));
+    commit.advance_durable(4);
+    assert_eq!(commit.durable(), 0);
+}

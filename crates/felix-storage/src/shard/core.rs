@@ -1,0 +1,165 @@
+//! The state a shard's handle, its background threads and its store share.
+//!
+//! Locking, in the order they may be taken:
+//!
+//! 1. `writer` — held by appends, rolls, truncation and retention, across
+//!    the `write` system call. Readers never take it.
+//! 2. `queue` — on-commit appends waiting to be written (see
+//!    `commit/combine.rs`). Appenders take it alone, briefly; holders of
+//!    `writer` take it after.
+//! 3. `view` — what readers see (segments, the active segment's limit and
+//!    index). Held only to copy a few fields out or to publish an append;
+//!    never across a system call, so a slow disk never blocks a reader.
+//! 4. `commit` — group commit's state and the waiter list (see
+//!    `commit/mod.rs`). Never held across `fdatasync`: the syncing thread
+//!    (the flusher, or a lone appender) releases it, so appenders keep
+//!    writing while a sync is in flight, and the next sync covers
+//!    everything they wrote.
+//! 5. `history` — the generation history (see `generations.rs`).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use felix_io::FileSystem;
+use felix_recovery::{Action, Note};
+use felix_segment::SegmentError;
+
+use super::bounds::{Offsets, ReadBound, readable_end};
+use super::commit::{Commit, Queue};
+use super::generations::Generations;
+use super::log::{View, WriterState};
+use crate::clock::Clock;
+use crate::config::StoreConfig;
+use crate::error::{Result, StorageError};
+use crate::lock::ShardLock;
+use crate::stats::{Counters, ShardStats};
+
+/// One shard's state: the log (writer and readers' view), group commit,
+/// and generations.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) fs: FileSystem,
+    pub(crate) label: Arc<str>,
+    pub(crate) dir: PathBuf,
+    pub(crate) config: StoreConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) writer: Mutex<WriterState>,
+    pub(crate) queue: Mutex<Queue>,
+    /// Rounds a write-combining leader makes before handing over (a
+    /// constant, but a unit test lowers it to make handovers frequent).
+    pub(crate) max_lead_rounds: AtomicUsize,
+    pub(crate) view: RwLock<View>,
+    pub(crate) commit: Arc<Commit>,
+    pub(crate) generations: Generations,
+    pub(crate) counters: Counters,
+    pub(crate) recovery_time: Duration,
+    pub(crate) recovery_actions: Vec<Action>,
+    /// Recovery's notes, then one per index a read found stale.
+    pub(crate) notes: Mutex<Vec<Note>>,
+    /// Held from open until close (or drop).
+    pub(crate) lock: Mutex<Option<ShardLock>>,
+}
+
+impl Core {
+    pub(crate) fn view(&self) -> RwLockReadGuard<'_, View> {
+        // A panic while holding the lock cannot leave the view half-updated
+        // in a way readers could misuse (each update is a few assignments),
+        // so a poisoned lock is recovered rather than propagated.
+        self.view.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
+        self.view.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn segment_error(&self, source: SegmentError) -> StorageError {
+        StorageError::Segment {
+            shard: Arc::clone(&self.label),
+            source,
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        self.commit.check_open()
+    }
+
+    pub(crate) fn check_poison(&self) -> Result<()> {
+        self.commit.check_poison()
+    }
+
+    /// Stops writes for good, keeping the first failure as the reason.
+    pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
+        self.commit.poison_with(err)
+    }
+
+    /// Where a read under `bound` ends now, for a reader holding `view`.
+    pub(crate) fn end_for(&self, view: &View, bound: ReadBound) -> u64 {
+        readable_end(
+            bound,
+            view.active_limit.next_offset,
+            self.commit.durable(),
+            self.commit.on_commit(),
+            self.commit.poisoned().is_some(),
+        )
+    }
+
+    /// The log's offsets, as one snapshot: taken under the readers' view,
+    /// which every change of the log end holds while it publishes (a cut
+    /// lowers the durable offset with it held, too).
+    pub(crate) fn offsets(&self) -> Offsets {
+        let view = self.view();
+        let offsets = Offsets {
+            base: view.base_offset(),
+            readable: self.end_for(&view, ReadBound::Committed),
+            written: view.active_limit.next_offset,
+            durable: self.commit.durable().min(view.active_limit.next_offset),
+        };
+        debug_assert!(
+            offsets.base <= offsets.written
+                && offsets.readable <= offsets.written
+                && offsets.durable <= offsets.written,
+            "{offsets:?}"
+        );
+        offsets
+    }
+
+    /// A snapshot of the shard's counters.
+    pub(crate) fn stats(&self) -> ShardStats {
+        let syncs = (
+            self.commit.syncs.load(Relaxed),
+            self.commit.synced_appends.load(Relaxed),
+        );
+        let notes = self
+            .notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.counters.snapshot(
+            self.recovery_time,
+            self.recovery_actions.clone(),
+            notes,
+            syncs,
+        )
+    }
+
+    /// Records a fact about the shard that is not damage (see
+    /// [`ShardStats::notes`]).
+    pub(crate) fn add_note(&self, note: Note) {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(note);
+    }
+
+    /// Releases the shard directory's lock (at close), so the directory
+    /// can be opened again while handles to this shard still exist.
+    pub(crate) fn release_lock(&self) {
+        self.lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+}

@@ -1,0 +1,120 @@
+//! Syncing and closing.
+
+use felix_format::SegmentExtent;
+use felix_recovery::write_clean_shutdown;
+
+use super::core::Core;
+use crate::error::{Result, StorageError};
+use crate::stats::Counters;
+
+impl Core {
+    /// Makes everything written so far durable, and brings the active
+    /// segment's index file up to date (it may otherwise lag until the
+    /// segment is sealed).
+    pub(crate) fn sync(&self) -> Result<()> {
+        {
+            let mut state = self.lock_writer()?;
+            if let Err(err) = state.writer.flush_index() {
+                // An index is an accelerator: failing to extend it is logged
+                // and counted (the writer keeps it in memory and writes it
+                // whole at the next roll or close), and the data's sync
+                // below decides the outcome.
+                tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+                Counters::add(&self.counters.index_write_failures, 1);
+            }
+        }
+        self.commit.wait_durable(u64::MAX)
+    }
+
+    /// Closes the shard: everything written becomes durable, the active
+    /// segment's index is brought up to date, a clean-shutdown file records
+    /// the segments, the flusher stops and the directory's lock is
+    /// released. From then on every call fails with
+    /// [`StorageError::Closed`].
+    ///
+    /// The writer lock and the queue are held from the start (taking them
+    /// writes any queued on-commit batch first), so no write starts once
+    /// the close has begun and the sync below covers everything written.
+    ///
+    /// The shard is closed whatever happens; when it could not be made
+    /// durable or recorded (it was poisoned, or the sync or the
+    /// clean-shutdown file failed), that failure is returned and the next
+    /// open runs recovery as after a crash.
+    pub(crate) fn close(&self) -> Result<()> {
+        let mut state = self.writer_state();
+        // Another close may have got here first.
+        self.check_open()?;
+        let recorded = self
+            .check_poison()
+            .and_then(|()| {
+                if let Err(err) = state.writer.flush_index() {
+                    // Only an accelerator: written whole below, or rebuilt
+                    // by the next open's scan of the newest segment.
+                    tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
+                    Counters::add(&self.counters.index_write_failures, 1);
+                }
+                // Nothing waits for the writer lock here: the flusher (or
+                // this thread) syncs without it.
+                self.commit.wait_durable(u64::MAX)
+            })
+            .and_then(|()| self.record_clean_shutdown(&mut state));
+        self.commit.close();
+        drop(state);
+        self.release_lock();
+        tracing::info!(shard = %self.label, clean = recorded.is_ok(), "shard closed");
+        recorded
+    }
+
+    /// [`Core::close`] as a store closes its shards (at its own close, and
+    /// when it closes, reopens or deletes one): a shard already closed is
+    /// left as it is.
+    pub(crate) fn close_for_store(&self) -> Result<()> {
+        match self.close() {
+            Err(StorageError::Closed { .. }) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Writes the active segment's index and the clean-shutdown file, with
+    /// the writer lock held.
+    fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
+        if !state.writer.index_persisted()
+            && let Err(err) = state.writer.persist_index()
+        {
+            // Still in memory only; the next open rebuilds it from the scan
+            // of the newest segment it always makes.
+            tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
+        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
+        // Not written (`Ok(false)`, logged) when the name is not a regular
+        // file: everything is durable all the same; only the quick next
+        // open is lost.
+        write_clean_shutdown(&self.fs, &self.dir, &segments)
+            .map(drop)
+            .map_err(|e| self.poison_with(StorageError::Recovery(e)))
+    }
+
+    /// The shard's segments in offset order, the active one last.
+    pub(crate) fn segments(&self) -> Vec<super::SegmentInfo> {
+        let view = self.view();
+        let mut out: Vec<super::SegmentInfo> = view
+            .sealed
+            .iter()
+            .map(|s| super::SegmentInfo {
+                extent: s.extent,
+                active: false,
+            })
+            .collect();
+        out.push(super::SegmentInfo {
+            extent: SegmentExtent {
+                id: view.active.id(),
+                base_offset: view.active.base_offset(),
+                next_offset: view.active_limit.next_offset,
+                len: view.active_limit.end_position,
+            },
+            active: true,
+        });
+        out
+    }
+}

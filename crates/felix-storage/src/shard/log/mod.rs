@@ -1,0 +1,142 @@
+//! The log: its writer (appends, rolls, cuts) and the view readers share.
+//!
+//! The writer state is held under the writer lock; what readers need of it
+//! (the segments, the active segment's readable limit and index) is
+//! published into the [`View`] after each change, so a reader never takes
+//! the writer lock and never passes the writer's limit.
+
+mod append;
+mod cut;
+mod read;
+
+pub(crate) use append::Synced;
+pub use read::ReadRecord;
+
+use std::sync::{Arc, Mutex};
+
+use felix_format::SegmentExtent;
+
+use felix_segment::{
+    ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
+};
+
+use super::commit::Spare;
+use crate::config::{Preallocation, StoreConfig};
+
+/// A sealed segment as readers and retention see it. Its file and index are
+/// opened on first read, so an idle shard of many segments costs neither
+/// descriptors nor index memory.
+#[derive(Debug)]
+pub(crate) struct Sealed {
+    pub(crate) extent: SegmentExtent,
+    /// The newest record's timestamp, when known (set for segments sealed by
+    /// this process; read from the last record on demand otherwise).
+    pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
+    pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
+}
+
+/// A sealed segment's descriptor and index, once loaded.
+#[derive(Debug)]
+pub(crate) struct OpenedSegment {
+    pub(crate) file: Arc<SegmentFile>,
+    pub(crate) index: SparseIndex,
+    /// Whether the index was built from the segment's records (so every
+    /// entry is a record boundary), not loaded from its file.
+    pub(crate) vouched: bool,
+}
+
+/// What readers see; replaced piecewise under the `view` lock.
+#[derive(Debug)]
+pub(crate) struct View {
+    pub(crate) sealed: Vec<Arc<Sealed>>,
+    pub(crate) active: Arc<SegmentFile>,
+    /// What the writer has fully written: readers never go past it.
+    pub(crate) active_limit: ReadLimit,
+    /// The active segment's index, shared with its writer.
+    pub(crate) active_index: ActiveIndex,
+}
+
+impl View {
+    pub(crate) fn base_offset(&self) -> u64 {
+        self.sealed
+            .first()
+            .map_or(self.active.base_offset(), |s| s.extent.base_offset)
+    }
+}
+
+/// The writer's side, under the writer lock.
+#[derive(Debug)]
+pub(crate) struct WriterState {
+    pub(crate) writer: SegmentWriter,
+    /// The id the next segment gets; `None` once the active segment's id is
+    /// `u64::MAX`, the last there is (a roll is then refused).
+    pub(crate) next_segment_id: Option<u64>,
+    pub(crate) active_max_timestamp: Option<u64>,
+    /// Buffers for writing queued batches, kept between uses.
+    pub(crate) spare: Spare,
+    /// Bytes appended without a sync of their own since the last
+    /// background writeback was requested.
+    pub(crate) unsynced_bytes: u64,
+}
+
+/// One segment of a shard, as [`crate::Shard::segments`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Its id, offsets and length (the active segment's as far as it is
+    /// written).
+    pub extent: SegmentExtent,
+    /// Whether it is the segment appends go to.
+    pub active: bool,
+}
+
+/// How the segment layer writes a shard's segments.
+pub(crate) fn segment_config(config: &StoreConfig) -> SegmentConfig {
+    SegmentConfig {
+        index_spacing_bytes: config.index_spacing_bytes,
+        preallocate_bytes: (config.preallocate == Preallocation::WholeSegment)
+            .then_some(config.segment_size_bytes),
+    }
+}
+
+/// The first step of a [`Preallocation::Stepped`] reservation.
+pub(crate) const FIRST_RESERVATION_BYTES: u64 = 32 << 10;
+/// The largest step of a [`Preallocation::Stepped`] reservation.
+pub(crate) const MAX_RESERVATION_STEP_BYTES: u64 = 64 << 20;
+
+/// Where a [`Preallocation::Stepped`] reservation should end for a segment
+/// about to hold `end` bytes, or `None` when `reserved` already covers it.
+///
+/// The step is as large as what the segment holds, between 32 KiB and
+/// 64 MiB, so a small shard reserves little and a large one reserves (and
+/// calls `fallocate`) rarely; it never goes past the segment size, except
+/// by what a batch larger than that needs itself.
+pub(crate) fn next_reservation(end: u64, reserved: u64, segment_size_bytes: u64) -> Option<u64> {
+    if end <= reserved {
+        return None;
+    }
+    let step = end.clamp(FIRST_RESERVATION_BYTES, MAX_RESERVATION_STEP_BYTES);
+    Some(end.saturating_add(step).min(segment_size_bytes.max(end)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_reservation_grows_in_bounded_steps_up_to_the_segment_size() {
+        const GIB: u64 = 1 << 30;
+        // The first record of a segment reserves 32 KiB past it.
+        assert_eq!(next_reservation(160, 0, GIB), Some(160 + (32 << 10)));
+        // Nothing while the reservation covers the write.
+        assert_eq!(next_reservation(1000, 70_000, GIB), None);
+        // Then as much again as the segment holds...
+        assert_eq!(next_reservation(1 << 20, 1000, GIB), Some(2 << 20));
+        // ...at most 64 MiB at a time...
+        assert_eq!(next_reservation(512 << 20, 0, GIB), Some(576 << 20));
+        // ...and never past the segment size, unless the batch itself is.
+        assert_eq!(next_reservation(GIB - 10, 0, GIB), Some(GIB));
+        assert_eq!(next_reservation(2 * GIB, 0, GIB), Some(2 * GIB));
+        // A small segment is reserved whole at once.
+        assert_eq!(next_reservation(100, 0, 600), Some(600));
+    }
+}

@@ -1,0 +1,371 @@
+//! The one way to open a shard: [`ShardOptions`], every default documented.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use felix_epochs::{EpochsFile, LoadStatus};
+use felix_io::{FileSystem, IoError};
+use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
+use felix_segment::SegmentWriter;
+
+use super::Shard;
+use super::commit::{Commit, MAX_LEAD_ROUNDS, Queue, Spare};
+use super::core::Core;
+use super::generations::Generations;
+use super::log::{Sealed, View, WriterState, segment_config};
+use crate::clock::{Clock, SystemClock};
+use crate::config::StoreConfig;
+use crate::error::{Result, StorageError};
+use crate::lock::ShardLock;
+use crate::maintenance::{Maintenance, Task};
+use crate::stats::Counters;
+
+/// Who runs a shard's periodic syncs and retention passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Background {
+    /// The shard's own thread, started when the configuration asks for one.
+    Own,
+    /// Its store's thread.
+    Store,
+}
+
+/// How to open a shard: built by [`Shard::options`], opened by
+/// [`ShardOptions::open`].
+///
+/// ```
+/// use felix_storage::{Durability, FileSystem, Shard, StoreConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// let shard = Shard::options(dir.path().join("orders-0"))
+///     .config(StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() })
+///     .file_system(FileSystem::os())
+///     .label("orders-0")
+///     .initial_offset(0)
+///     .create_if_missing(true)
+///     .open()?;
+/// assert_eq!(shard.label(), "orders-0");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "options do nothing until opened"]
+pub struct ShardOptions {
+    dir: PathBuf,
+    config: StoreConfig,
+    fs: FileSystem,
+    label: Option<Arc<str>>,
+    initial_offset: u64,
+    create_if_missing: bool,
+    clock: Arc<dyn Clock>,
+    background: Background,
+}
+
+impl ShardOptions {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            config: StoreConfig::default(),
+            fs: FileSystem::os(),
+            label: None,
+            initial_offset: 0,
+            create_if_missing: true,
+            clock: Arc::new(SystemClock),
+            background: Background::Own,
+        }
+    }
+
+    /// The shard's configuration, checked when the shard is opened.
+    /// Default: [`StoreConfig::default`].
+    pub fn config(mut self, config: StoreConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The file system every file operation of the shard goes through, for
+    /// its whole life (a simulated one in tests). Default:
+    /// [`FileSystem::os`].
+    pub fn file_system(mut self, fs: FileSystem) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// The name the shard's errors and logs carry. Default: the
+    /// directory's last component.
+    pub fn label(mut self, label: &str) -> Self {
+        self.label = Some(Arc::from(label));
+        self
+    }
+
+    /// Where a new shard's log begins: a replica given a shard whose early
+    /// history is gone everywhere begins at the leader's log start. Ignored
+    /// when the directory already holds segments. Default 0.
+    pub fn initial_offset(mut self, offset: u64) -> Self {
+        self.initial_offset = offset;
+        self
+    }
+
+    /// Whether a missing directory is created (with any missing ancestor,
+    /// durably) as a new, empty shard; with `false` a missing directory is
+    /// [`StorageError::ShardNotFound`]. Default `true`.
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.create_if_missing = create;
+        self
+    }
+
+    /// The wall clock retention measures record ages against
+    /// ([`Retention::max_age`](crate::Retention::max_age)). Default: the
+    /// system clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Leaves periodic syncs and retention passes to the store's thread.
+    pub(crate) fn background_by_store(mut self) -> Self {
+        self.background = Background::Store;
+        self
+    }
+
+    /// Opens the shard, running recovery.
+    ///
+    /// The configuration is checked first ([`StoreConfig::validate`], and
+    /// the segment size against the file system's size): an invalid one is
+    /// [`StorageError::InvalidConfig`] with nothing created. Then the
+    /// directory is created if missing and allowed, its lock taken
+    /// ([`StorageError::Locked`] if another writer holds it), and recovery
+    /// runs: a torn tail is truncated, indexes are rebuilt, and damage the
+    /// configured policy may not repair fails the open with
+    /// [`StorageError::Recovery`] having modified nothing. The newest
+    /// segment is then synced, so everything the shard holds is durable.
+    ///
+    /// With [`Durability::Periodic`](crate::Durability::Periodic) or a
+    /// [`Retention::interval`](crate::Retention::interval), the shard
+    /// starts a thread of its own for them (a store's shards use the
+    /// store's).
+    pub fn open(self) -> Result<Shard> {
+        let label = self
+            .label
+            .clone()
+            .unwrap_or_else(|| default_label(&self.dir));
+        let span = tracing::info_span!("shard_open", shard = %label);
+        let _entered = span.enter();
+        self.config.validate()?;
+        let fs = &self.fs;
+        let dir = &self.dir;
+        if !fs.is_dir(dir) && !self.create_if_missing {
+            return Err(StorageError::ShardNotFound { dir: dir.clone() });
+        }
+        let capacity = nearest_existing(fs, dir)
+            .and_then(|existing| fs.capacity_bytes(existing).ok().flatten());
+        self.config.validate_for(capacity)?;
+        felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| {
+            StorageError::Segment {
+                shard: Arc::clone(&label),
+                source: source.into(),
+            }
+        })?;
+        let lock = ShardLock::acquire(fs, dir)?;
+        let background = self.background;
+        let core = Arc::new(self.recover(label, lock)?);
+        let maintenance = match background {
+            Background::Store => None,
+            Background::Own => start_maintenance(&core)?,
+        };
+        Ok(Shard::from_parts(core, maintenance))
+    }
+
+    /// Recovery, then the shard's state, with its directory locked.
+    fn recover(self, label: Arc<str>, lock: ShardLock) -> Result<Core> {
+        let started = Instant::now();
+        let Self {
+            dir,
+            config,
+            fs,
+            initial_offset,
+            clock,
+            ..
+        } = self;
+        let options = OpenOptions {
+            inspect: InspectOptions {
+                index_spacing_bytes: config.index_spacing_bytes,
+                full_verify: false,
+                // Reads rebuild an index whose entry misleads them, so an
+                // open does not read every sealed segment to check them all.
+                index_check: IndexCheck::LastEntry,
+            },
+            repair_policy: config.repair_policy,
+            use_clean_shutdown: true,
+        };
+        let recovered = open_shard(&fs, &dir, &label, &options, &lock)?;
+        for finding in &recovered.inspection.findings {
+            tracing::warn!(finding = %finding, "recovery finding");
+        }
+        for action in &recovered.actions {
+            tracing::warn!(action = %action, "recovery action");
+        }
+        let mut index_write_failures = 0;
+        for note in &recovered.inspection.notes {
+            if matches!(note, Note::IndexNotWritten { .. }) {
+                index_write_failures += 1;
+                tracing::warn!(note = %note, "recovery note");
+            } else {
+                tracing::info!(note = %note, "recovery note");
+            }
+        }
+        let segment_config = segment_config(&config);
+        let seg_err = |source| StorageError::Segment {
+            shard: Arc::clone(&label),
+            source,
+        };
+        let sealed: Vec<Arc<Sealed>> = recovered
+            .sealed
+            .iter()
+            .map(|&extent| {
+                Arc::new(Sealed {
+                    extent,
+                    max_timestamp_micros: Mutex::new(None),
+                    opened: Mutex::new(None),
+                })
+            })
+            .collect();
+        let (writer, next_segment_id) = match recovered.newest {
+            Some(newest) => {
+                let id = newest.file.id();
+                let writer = SegmentWriter::resume(
+                    newest.file,
+                    newest.next_offset,
+                    newest.len,
+                    newest.index,
+                    segment_config,
+                )
+                .map_err(seg_err)?;
+                // What recovery left may still be only in the page cache (a
+                // process crash keeps it there); syncing it once makes
+                // `durable_offset` true from the start.
+                writer.sync_handle().sync_data().map_err(seg_err)?;
+                (writer, id.checked_add(1))
+            }
+            None => {
+                let writer = SegmentWriter::create(
+                    &fs,
+                    &dir,
+                    0,
+                    initial_offset,
+                    segment_config,
+                    Arc::clone(&label),
+                )
+                .map_err(seg_err)?;
+                (writer, Some(1))
+            }
+        };
+        if !writer.index_persisted() {
+            // Logged by the writer; served from memory, written at the next
+            // roll or close.
+            index_write_failures += 1;
+        }
+        let next_offset = writer.next_offset();
+        let epochs_file = EpochsFile::new(&fs, &dir);
+        let loaded = epochs_file.load();
+        if let LoadStatus::Discarded(reason) = &loaded.status {
+            tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
+        }
+        let mut history = loaded.history;
+        // A history that runs past the log end describes records that are
+        // gone (a truncation the crash interrupted): cut it back. A
+        // generation that begins exactly at the log end is a leader that has
+        // not written yet, and stays.
+        if history.truncate_from(next_offset.saturating_add(1)) > 0 {
+            epochs_file
+                .store(&history)
+                .map_err(|source| StorageError::Epochs {
+                    shard: Arc::clone(&label),
+                    source,
+                })?;
+        }
+        let view = View {
+            sealed,
+            active: Arc::clone(writer.segment()),
+            active_limit: writer.read_limit(),
+            active_index: writer.active_index(),
+        };
+        let commit = Arc::new(Commit::new(
+            Arc::clone(&label),
+            config.durability == crate::Durability::OnCommit,
+            next_offset,
+            writer.sync_handle(),
+        ));
+        tracing::info!(
+            base_offset = view.base_offset(),
+            next_offset,
+            segments = view.sealed.len() + 1,
+            "shard opened"
+        );
+        Ok(Core {
+            fs,
+            dir,
+            config,
+            clock,
+            writer: Mutex::new(WriterState {
+                writer,
+                next_segment_id,
+                active_max_timestamp: None,
+                spare: Spare::default(),
+                unsynced_bytes: 0,
+            }),
+            queue: Mutex::new(Queue::new(next_offset)),
+            max_lead_rounds: AtomicUsize::new(MAX_LEAD_ROUNDS),
+            view: std::sync::RwLock::new(view),
+            commit,
+            generations: Generations::new(history, epochs_file),
+            counters: Counters {
+                index_write_failures: index_write_failures.into(),
+                ..Counters::default()
+            },
+            recovery_time: started.elapsed(),
+            recovery_actions: recovered.actions,
+            notes: Mutex::new(recovered.inspection.notes),
+            label,
+            lock: Mutex::new(Some(lock)),
+        })
+    }
+}
+
+/// The shard's own thread for periodic syncs and retention, when its
+/// configuration asks for either.
+fn start_maintenance(core: &Arc<Core>) -> Result<Option<Maintenance>> {
+    let shard = Arc::clone(core);
+    let started = Maintenance::spawn(
+        format!("felix-shard {}", core.label),
+        &core.config,
+        move |task| {
+            let result = match task {
+                Task::Sync => shard.sync(),
+                Task::Retention => shard.apply_retention().map(drop),
+            };
+            if let Err(err) = result {
+                tracing::error!(shard = %shard.label, ?task, error = %err, "background task failed");
+            }
+        },
+    );
+    started.map_err(|e| StorageError::Segment {
+        shard: Arc::clone(&core.label),
+        source: IoError::new("spawn background thread", &core.dir, e).into(),
+    })
+}
+
+/// The label of a shard opened without one: its directory's name.
+fn default_label(dir: &Path) -> Arc<str> {
+    match dir.file_name() {
+        Some(name) => Arc::from(name.to_string_lossy().as_ref()),
+        None => Arc::from(dir.display().to_string().as_str()),
+    }
+}
+
+/// `dir`, or its nearest ancestor that exists: where its file system's size
+/// can be asked before anything is created.
+fn nearest_existing<'a>(fs: &FileSystem, dir: &'a Path) -> Option<&'a Path> {
+    dir.ancestors()
+        .find(|p| !p.as_os_str().is_empty() && fs.is_dir(p))
+        .or(Some(Path::new(".")).filter(|_| dir.is_relative()))
+}

@@ -1,0 +1,23 @@
+//! The store's one background thread's work: each periodic task, as it
+//! falls due (see `maintenance.rs`), over the open shards.
+
+use super::{Inner, lock};
+use crate::error::StorageError;
+use crate::maintenance::Task;
+
+pub(super) fn run(inner: &Inner, task: Task) {
+    let shards: Vec<_> = lock(&inner.shards).values().cloned().collect();
+    for shard in &shards {
+        let result = match task {
+            Task::Sync => shard.sync(),
+            Task::Retention => shard.apply_retention().map(drop),
+        };
+        // A shard closed since the list was taken (closed, reopened or
+        // deleted through the store) has nothing left to do.
+        if let Err(err) = result
+            && !matches!(err, StorageError::Closed { .. })
+        {
+            tracing::error!(shard = shard.label(), ?task, error = %err, "background task failed");
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The store: a root directory of shards, and each shard's life in it —
+//! created, opened, closed, reopened, deleted — while the store runs.
+//!
+//! Invariants this module keeps:
+//!
+//! * One [`Shard`] per key at a time: every caller asking for an open key
+//!   gets the same handle, and a handle the store closed (by
+//!   [`Store::close`], [`Store::close_shard`], [`Store::reopen_shard`] or
+//!   [`Store::delete_shard`]) never reads or writes again
+//!   ([`StorageError::Closed`]).
+//! * A shard is created only by [`Store::create_shard`]; opening a key with
+//!   no directory is [`StorageError::NotFound`].
+//! * A shard is deleted whole or not at all: its directory is renamed to a
+//!   tombstone (durably) before anything in it is removed, and the store's
+//!   open removes tombstones a crash left.
+
+mod background;
+mod delete;
+mod keys;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use felix_format::ShardKey;
+use felix_io::FileSystem;
+
+use crate::config::StoreConfig;
+use crate::error::{Result, StorageError};
+use crate::maintenance::Maintenance;
+use crate::shard::Shard;
+
+pub use keys::ShardId;
+
+/// A root directory holding one directory per shard, and the shards it has
+/// open.
+///
+/// A shard is made by [`Store::create_shard`] and opened by
+/// [`Store::open_shard`] (which never creates one: a mistyped key is
+/// [`StorageError::NotFound`]); every caller asking for an open key gets
+/// the same shared handle. [`Store::keys`] lists the exact key of every
+/// shard, read from the key file each shard directory keeps.
+/// Background work (periodic syncs, retention) runs on one thread the
+/// store owns.
+///
+/// One shard can be closed ([`Store::close_shard`]), reopened with a fresh
+/// recovery ([`Store::reopen_shard`], the way back from a poisoned shard)
+/// or deleted ([`Store::delete_shard`]) while the others keep running;
+/// handles to the old one then fail with [`StorageError::Closed`].
+///
+/// [`Store::close`] closes every shard: everything durable, a
+/// clean-shutdown file per shard (so the next open is quick) and every
+/// lock released, so the same root can be opened again at once, in this
+/// process or another. **Dropping a store closes it the same way**, logging
+/// a failure instead of returning it: call `close` to see the error. Either
+/// way, handles to its shards fail with [`StorageError::Closed`] from then
+/// on. (A [`Shard`] opened on its own, outside a store, is not closed by
+/// dropping it: it is then opened as after a crash.)
+///
+/// ```
+/// use felix_storage::{Record, ShardId, ShardKey, StorageError, Store, StoreConfig};
+///
+/// let root = tempfile::tempdir()?;
+/// let store = Store::open(root.path(), StoreConfig::default())?;
+/// let key = ShardKey::new("acme", "default", "orders", 0);
+/// let shard = store.create_shard(&key)?;
+/// shard.append(&[Record::new(1, "order placed")])?;
+/// assert!(std::sync::Arc::ptr_eq(&shard, &store.open_shard(&key)?));
+/// assert_eq!(store.keys()?, [ShardId::Key(key.clone())]);
+///
+/// // A mistyped key is not a new shard.
+/// let typo = ShardKey::new("acme", "default", "ordres", 0);
+/// assert!(matches!(store.open_shard(&typo), Err(StorageError::NotFound { .. })));
+///
+/// store.close()?;
+/// assert!(matches!(shard.read(0, 1024), Err(StorageError::Closed { .. })));
+/// // Every lock is released: the root opens again at once.
+/// let store = Store::open(root.path(), StoreConfig::default())?;
+/// assert_eq!(store.open_shard(&key)?.read(0, 1024)?[0].payload, "order placed");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Store {
+    inner: Arc<Inner>,
+    /// Periodic syncs and retention passes over the open shards, when the
+    /// configuration asks for either (shared with a lone shard's own
+    /// thread: `maintenance.rs`).
+    background: Option<Maintenance>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fs: FileSystem,
+    root: PathBuf,
+    config: StoreConfig,
+    /// The open shards. Held while a shard is opened, closed or deleted, so
+    /// that two calls for one key never overlap.
+    shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
+    /// Set by [`Store::close`].
+    stop: Mutex<bool>,
+}
+
+impl Store {
+    /// Opens the store at `root`, creating the directory (and any missing
+    /// ancestor) if missing, durably: each new directory is synced into its
+    /// parent before the store is used.
+    ///
+    /// Tombstones of deletes a crash interrupted are removed first (see
+    /// [`Store::delete_shard`]). No shard is opened until asked for.
+    pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
+        Self::open_in(&FileSystem::os(), root, config)
+    }
+
+    /// [`Store::open`] on the file system `fs`, which every shard uses.
+    pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+        config.validate()?;
+        felix_segment::fs::create_dir_all_durable(fs, root)?;
+        delete::remove_tombstones(fs, root)?;
+        let inner = Arc::new(Inner {
+            fs: fs.clone(),
+            root: root.to_path_buf(),
+            config,
+            shards: Mutex::new(HashMap::new()),
+            stop: Mutex::new(false),
+        });
+        let shared = Arc::clone(&inner);
+        let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
+            background::run(&shared, task);
+        })
+        .map_err(|e| store_io("spawn background thread", root, e))?;
+        Ok(Self { inner, background })
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The shard of `key`, opening (and recovering) it on first use; the
+    /// same handle while it stays open.
+    ///
+    /// Never creates a shard: a key with no directory is
+    /// [`StorageError::NotFound`] (create one with [`Store::create_shard`]).
+    /// A directory whose key file names another key is
+    /// [`StorageError::KeyFileDisagrees`], and the shard is not opened. A
+    /// directory with no key file (one the reference implementation wrote)
+    /// or an unusable one is the key's all the same — its name is the key's
+    /// directory name — and gets its key file written once it is open.
+    ///
+    /// A broker that wants a shard whether or not it exists yet says so:
+    ///
+    /// ```
+    /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let key = ShardKey::new("acme", "default", "orders", 0);
+    /// let shard = match store.open_shard(&key) {
+    ///     Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+    ///     other => other?,
+    /// };
+    /// assert_eq!(shard.next_offset(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
+        let mut shards = self.shards()?;
+        if let Some(shard) = shards.get(key) {
+            return Ok(Arc::clone(shard));
+        }
+        let shard = self.open_existing(key)?;
+        shards.insert(key.clone(), Arc::clone(&shard));
+        Ok(shard)
+    }
+
+    /// Creates the shard of `key`, its log beginning at offset 0, and opens
+    /// it. See [`Store::create_shard_at`].
+    ///
+    /// ```
+    /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let key = ShardKey::new("acme", "default", "orders", 0);
+    /// store.create_shard(&key)?;
+    /// assert!(matches!(store.create_shard(&key), Err(StorageError::AlreadyExists { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
+        self.create_shard_at(key, 0)
+    }
+
+    /// Creates the shard of `key`, its log beginning at `initial_offset` (a
+    /// replica bootstrapped from a leader whose early history is gone), and
+    /// opens it.
+    ///
+    /// Like Kafka's topic creation, creating a shard that exists is an
+    /// error, [`StorageError::AlreadyExists`], and changes nothing: a
+    /// create never silently opens a shard holding someone's data. The
+    /// directory (synced into the root) and the key file (written
+    /// atomically) are durable before this returns, with the shard's first
+    /// segment. A key with a text part too long for the key file is
+    /// [`StorageError::KeyTooLong`], before anything is written.
+    ///
+    /// ```
+    /// use felix_storage::{ShardKey, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let replica = store.create_shard_at(&ShardKey::new("acme", "default", "orders", 1), 5_000)?;
+    /// assert_eq!((replica.base_offset(), replica.next_offset()), (5_000, 5_000));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_shard_at(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
+        keys::check_key(key)?;
+        let mut shards = self.shards()?;
+        let dir = self.dir_of(key);
+        let exists = self
+            .inner
+            .fs
+            .entry_type(&dir)
+            .map_err(|e| store_io("stat", &dir, e))?
+            .is_some();
+        if exists || shards.contains_key(key) {
+            return Err(StorageError::AlreadyExists {
+                key: key.clone(),
+                dir,
+            });
+        }
+        let shard = self.open_dir(key, initial_offset)?;
+        // The first segment is durable; now the name of what it holds.
+        self.write_key_or_close(&shard, key)?;
+        shards.insert(key.clone(), Arc::clone(&shard));
+        Ok(shard)
+    }
+
+    /// Closes the shard of `key` if it is open (see [`Store::close`] for
+    /// what closing does), without touching any other. Handles to it fail
+    /// with [`StorageError::Closed`] from then on; [`Store::open_shard`]
+    /// opens it again. Does nothing when the shard is not open.
+    ///
+    /// The shard is closed and its lock released even when it cannot be
+    /// made durable (a poisoned shard): that failure is returned.
+    ///
+    /// ```
+    /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let key = ShardKey::new("acme", "default", "orders", 0);
+    /// let old = store.create_shard(&key)?;
+    /// store.close_shard(&key)?;
+    /// assert!(matches!(old.read(0, 1024), Err(StorageError::Closed { .. })));
+    /// let new = store.open_shard(&key)?;
+    /// assert!(!std::sync::Arc::ptr_eq(&old, &new));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close_shard(&self, key: &ShardKey) -> Result<()> {
+        let mut shards = self.shards()?;
+        match shards.remove(key) {
+            Some(shard) => shard.close_for_store(),
+            None => Ok(()),
+        }
+    }
+
+    /// Closes the shard of `key` (if open) and opens it again, running
+    /// recovery: the way back for a shard a failed write or sync poisoned,
+    /// without touching any other shard or dropping the store. Handles to
+    /// the old shard fail with [`StorageError::Closed`]; the new handle is
+    /// returned (and given to every later [`Store::open_shard`]).
+    ///
+    /// A failure to close the old shard (the poison itself, typically) is
+    /// logged, not returned: its lock is released either way, and what it
+    /// held is what recovery finds. A key with no directory is
+    /// [`StorageError::NotFound`].
+    ///
+    /// ```
+    /// use felix_storage::{Record, ShardKey, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let key = ShardKey::new("acme", "default", "orders", 0);
+    /// store.create_shard(&key)?.append(&[Record::new(1, "kept")])?;
+    /// let fresh = store.reopen_shard(&key)?;
+    /// assert!(fresh.poisoned().is_none());
+    /// assert_eq!(fresh.next_offset(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reopen_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
+        let mut shards = self.shards()?;
+        if let Some(old) = shards.remove(key)
+            && let Err(err) = old.close_for_store()
+        {
+            tracing::warn!(shard = old.label(), error = %err, "closing the shard before reopening it failed; recovery decides what it held");
+        }
+        let shard = self.open_existing(key)?;
+        shards.insert(key.clone(), Arc::clone(&shard));
+        Ok(shard)
+    }
+
+    /// Stops background work and closes every open shard: everything
+    /// written becomes durable, a clean-shutdown file is written per shard
+    /// (so the next open checks only each newest segment), and every
+    /// shard's lock is released, so the root can be opened again at once.
+    /// Afterwards every call through a handle to one of its shards fails
+    /// with [`StorageError::Closed`], and every call on the store with
+    /// [`StorageError::StoreClosed`].
+    ///
+    /// Every shard is closed even when one fails; the first failure is
+    /// returned (each is logged). Closing a closed store does nothing.
+    pub fn close(&self) -> Result<()> {
+        self.stop_background();
+        let shards: Vec<_> = lock(&self.inner.shards).drain().map(|(_, s)| s).collect();
+        let mut first_error = None;
+        for shard in shards {
+            if let Err(err) = shard.close_for_store() {
+                tracing::error!(shard = shard.label(), error = %err, "closing the shard failed");
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The open shards, unless the store is closed.
+    fn shards(&self) -> Result<MutexGuard<'_, HashMap<ShardKey, Arc<Shard>>>> {
+        let shards = lock(&self.inner.shards);
+        if *lock(&self.inner.stop) {
+            return Err(StorageError::StoreClosed {
+                root: self.inner.root.clone(),
+            });
+        }
+        Ok(shards)
+    }
+
+    /// The directory of `key`'s shard.
+    fn dir_of(&self, key: &ShardKey) -> PathBuf {
+        self.inner.root.join(key.dir_name())
+    }
+
+    /// Opens the existing shard of `key` (not yet open in this store),
+    /// checking its key file first and writing it when it is missing or
+    /// unusable.
+    fn open_existing(&self, key: &ShardKey) -> Result<Arc<Shard>> {
+        let dir = self.dir_of(key);
+        let exists = self
+            .inner
+            .fs
+            .entry_type(&dir)
+            .map_err(|e| store_io("stat", &dir, e))?
+            .is_some();
+        if !exists {
+            return Err(StorageError::NotFound {
+                key: key.clone(),
+                dir,
+            });
+        }
+        let write_key = keys::check_key_file(&self.inner.fs, &dir, key)?;
+        let shard = self.open_dir(key, 0)?;
+        if write_key {
+            self.write_key_or_close(&shard, key)?;
+        }
+        Ok(shard)
+    }
+
+    /// The one place the store opens a [`Shard`]: the directory of `key`,
+    /// created if missing with its log at `initial_offset`.
+    fn open_dir(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
+        let name = key.dir_name();
+        let shard = Shard::options(self.inner.root.join(&name))
+            .config(self.inner.config)
+            .file_system(self.inner.fs.clone())
+            .label(&name)
+            .initial_offset(initial_offset)
+            .background_by_store()
+            .open()?;
+        Ok(Arc::new(shard))
+    }
+
+    /// Writes `key`'s key file into the open `shard`'s directory (under its
+    /// lock). A shard whose key cannot be recorded is not handed out: it is
+    /// closed again and the failure returned.
+    fn write_key_or_close(&self, shard: &Shard, key: &ShardKey) -> Result<()> {
+        // `Ok(false)`: a name that is not a regular file holds the key
+        // file's place, left alone (and logged); the shard is known by its
+        // directory name, as without a key file.
+        let Err(err) = felix_recovery::write_key_file(&self.inner.fs, shard.dir(), key) else {
+            return Ok(());
+        };
+        if let Err(close) = shard.close_for_store() {
+            tracing::warn!(shard = shard.label(), error = %close, "closing the shard whose key file could not be written failed");
+        }
+        Err(StorageError::Recovery(err))
+    }
+
+    fn stop_background(&self) {
+        *lock(&self.inner.stop) = true;
+        if let Some(background) = &self.background {
+            background.stop();
+        }
+    }
+}
+
+impl Drop for Store {
+    /// Closes the store as [`Store::close`] does, logging a failure.
+    fn drop(&mut self) {
+        if let Err(err) = self.close() {
+            tracing::error!(root = %self.inner.root.display(), error = %err, "closing the dropped store failed");
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A store-level I/O failure (listing the root, removing a tombstone, a
+/// thread that would not start), not one of any shard's.
+pub(crate) fn store_io(op: &'static str, path: &Path, e: std::io::Error) -> StorageError {
+    StorageError::Io(felix_io::IoError::new(op, path, e))
+}
