@@ -78,6 +78,8 @@ mod config;
 mod error;
 mod lock;
 mod maintenance;
+pub mod metrics;
+mod scrubber;
 mod shard;
 mod stats;
 mod store;
@@ -85,14 +87,14 @@ mod store;
 pub use clock::{Clock, SystemClock};
 pub use config::{
     ConfigError, ConfigField, Durability, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
-    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
-    Preallocation, Retention, StoreConfig,
+    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SCRUB_BYTES_PER_SECOND, MIN_SEGMENT_SIZE_BYTES,
+    MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
 };
-pub use error::{Result, StorageError};
+pub use error::{CopyProblem, Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
-    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
-    Shard, ShardOptions, Tail,
+    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, ScrubReport,
+    SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store};
@@ -103,7 +105,9 @@ pub use felix_epochs::{
     Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
 };
 pub use felix_format::key_file::KeyFileDecodeError;
-pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
+pub use felix_format::{
+    CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
+};
 pub use felix_io::{FileSystem, IoError};
-pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};
+pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy, ScrubDamage, SegmentScrub};
 pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};

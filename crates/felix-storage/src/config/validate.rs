@@ -25,6 +25,10 @@ pub const MIN_WRITEBACK_BYTES: u64 = 4096;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// The longest background interval.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The slowest background scrub: a page a second. A scrub reads a chunk
+/// (1 MiB) at a time and sleeps between chunks to hold its rate, so any
+/// rate down to this one holds on average.
+pub const MIN_SCRUB_BYTES_PER_SECOND: u64 = 4096;
 
 /// A setting of [`StoreConfig`], as named in an error.
 #[non_exhaustive]
@@ -44,6 +48,8 @@ pub enum ConfigField {
     RetentionMaxAge,
     /// [`Retention::interval`](crate::Retention::interval).
     RetentionInterval,
+    /// [`StoreConfig::scrub_bytes_per_second`].
+    ScrubBytesPerSecond,
 }
 
 impl fmt::Display for ConfigField {
@@ -56,6 +62,7 @@ impl fmt::Display for ConfigField {
             Self::RetentionMaxBytes => "retention.max_bytes",
             Self::RetentionMaxAge => "retention.max_age",
             Self::RetentionInterval => "retention.interval",
+            Self::ScrubBytesPerSecond => "scrub_bytes_per_second",
         })
     }
 }
@@ -184,6 +191,14 @@ impl StoreConfig {
         }
         if let Some(bytes) = self.writeback_bytes {
             size(F::WritebackBytes, bytes, MIN_WRITEBACK_BYTES, u64::MAX)?;
+        }
+        if let Some(rate) = self.scrub_bytes_per_second {
+            size(
+                F::ScrubBytesPerSecond,
+                rate,
+                MIN_SCRUB_BYTES_PER_SECOND,
+                u64::MAX,
+            )?;
         }
         let retention = &self.retention;
         if let Some(bytes) = retention.max_bytes {

@@ -20,6 +20,8 @@ use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
 use crate::maintenance::{Maintenance, Task};
+use crate::metrics::ShardMetrics;
+use crate::scrubber::Scrubber;
 use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.
@@ -168,11 +170,12 @@ impl ShardOptions {
         let lock = ShardLock::acquire(fs, dir)?;
         let background = self.background;
         let core = Arc::new(self.recover(label, lock)?);
-        let maintenance = match background {
-            Background::Store => None,
-            Background::Own => start_maintenance(&core)?,
+        core.report_open();
+        let (maintenance, scrubber) = match background {
+            Background::Store => (None, None),
+            Background::Own => (start_maintenance(&core)?, start_scrubber(&core)?),
         };
-        Ok(Shard::from_parts(core, maintenance))
+        Ok(Shard::from_parts(core, maintenance, scrubber))
     }
 
     /// Recovery, then the shard's state, with its directory locked.
@@ -226,6 +229,7 @@ impl ShardOptions {
                     extent,
                     max_timestamp_micros: Mutex::new(None),
                     opened: Mutex::new(None),
+                    replaced: Default::default(),
                 })
             })
             .collect();
@@ -289,11 +293,13 @@ impl ShardOptions {
             active_limit: writer.read_limit(),
             active_index: writer.active_index(),
         };
+        let metrics = ShardMetrics::new(&label);
         let commit = Arc::new(Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,
             next_offset,
             writer.sync_handle(),
+            metrics.clone(),
         ));
         tracing::info!(
             base_offset = view.base_offset(),
@@ -322,6 +328,7 @@ impl ShardOptions {
                 index_write_failures: index_write_failures.into(),
                 ..Counters::default()
             },
+            metrics,
             recovery_time: started.elapsed(),
             recovery_actions: recovered.actions,
             notes: Mutex::new(recovered.inspection.notes),
@@ -351,6 +358,23 @@ fn start_maintenance(core: &Arc<Core>) -> Result<Option<Maintenance>> {
     started.map_err(|e| StorageError::Segment {
         shard: Arc::clone(&core.label),
         source: IoError::new("spawn background thread", &core.dir, e).into(),
+    })
+}
+
+/// The shard's own background scrub, when its configuration asks for one.
+fn start_scrubber(core: &Arc<Core>) -> Result<Option<Scrubber>> {
+    let Some(rate) = core.config.scrub_bytes_per_second else {
+        return Ok(None);
+    };
+    let shard = Arc::downgrade(core);
+    // A weak handle: the thread must not keep the shard's state alive.
+    Scrubber::spawn(format!("felix-scrub {}", core.label), rate, move || {
+        shard.upgrade().into_iter().collect()
+    })
+    .map(Some)
+    .map_err(|e| StorageError::Segment {
+        shard: Arc::clone(&core.label),
+        source: IoError::new("spawn scrub thread", &core.dir, e).into(),
     })
 }
 

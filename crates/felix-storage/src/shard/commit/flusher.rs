@@ -58,7 +58,7 @@ impl Commit {
             }
             let (upto, epoch, handle) = self.begin_sync(&mut state);
             drop(state);
-            let result = handle.sync_data();
+            let result = self.metrics.sync(|| handle.sync_data());
             if self.finish_sync(upto, epoch, result).is_err() {
                 return;
             }

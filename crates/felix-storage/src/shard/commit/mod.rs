@@ -38,6 +38,7 @@ use std::thread::JoinHandle;
 use felix_segment::{SegmentError, SyncHandle};
 
 use crate::error::{Result, StorageError};
+use crate::metrics::ShardMetrics;
 use waiters::Waiters;
 
 /// What group commit knows, under the commit lock.
@@ -100,6 +101,8 @@ pub(crate) struct Commit {
     pub(crate) syncs: AtomicU64,
     /// Waits that were satisfied.
     pub(crate) synced_appends: AtomicU64,
+    /// The shard's metric handles.
+    metrics: ShardMetrics,
 }
 
 impl Commit {
@@ -108,6 +111,7 @@ impl Commit {
         on_commit: bool,
         next_offset: u64,
         handle: SyncHandle,
+        metrics: ShardMetrics,
     ) -> Self {
         Self {
             label,
@@ -132,6 +136,7 @@ impl Commit {
             flusher: Mutex::new(None),
             syncs: AtomicU64::new(0),
             synced_appends: AtomicU64::new(0),
+            metrics,
         }
     }
 
@@ -206,6 +211,7 @@ impl Commit {
         drop(state);
         if first {
             tracing::error!(shard = %self.label, error = %reason, "shard stopped accepting writes");
+            self.metrics.poisoned();
         }
         wake_all(everyone);
         self.work.notify_all();
@@ -302,6 +308,7 @@ impl Commit {
         );
         state.durable = durable;
         self.durable.store(durable, Release);
+        self.metrics.durable(durable, self.on_commit);
     }
 
     /// Records that everything below `offset` is durable (a seal synced
@@ -424,7 +431,7 @@ impl Commit {
             // latency for a lone appender.
             let (upto, epoch, handle) = Self::begin_sync(self, &mut state);
             drop(state);
-            let result = handle.sync_data();
+            let result = self.metrics.sync(|| handle.sync_data());
             match self.finish_sync(upto, epoch, result) {
                 Ok(()) => {}
                 // Another failure got there first: it covered these records.

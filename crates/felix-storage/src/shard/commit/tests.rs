@@ -21,7 +21,13 @@ fn writer(dir: &std::path::Path) -> SegmentWriter {
 fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
-    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    let commit = Commit::new(
+        "t".into(),
+        true,
+        0,
+        writer.sync_handle(),
+        Default::default(),
+    );
     commit.set_written(10);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
@@ -47,7 +53,13 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 fn finish_sync_after_a_poison_leaves_durable_frozen() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
-    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    let commit = Commit::new(
+        "t".into(),
+        true,
+        0,
+        writer.sync_handle(),
+        Default::default(),
+    );
     commit.set_written(4);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
