@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, contract, felix, limits};
+use felix_bench::{Args, Measurement, contract, felix, limits, scrub};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -26,7 +26,10 @@ follow          felix      a consumer follows a producer's --records appends wit
                   wait_readable + read: empty reads and wake-up latency
                   --durability none|on_commit --batch N [--interval-us N]
 shards-du       felix      --shards N shards of one record each, closed: bytes
-                  allocated on disk [--preallocate off|stepped|whole]";
+                  allocated on disk [--preallocate off|stepped|whole]
+scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
+                  of uncached sealed segments at full speed [--scrub false]
+                  (drops the page cache: needs root)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();
@@ -52,6 +55,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("crash-open", "felix") => felix::crash_open(args),
         ("follow", "felix") => contract::follow(args),
         ("shards-du", "felix") => contract::shards_du(args),
+        ("scrub-append", "felix") => scrub::scrub_append(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
     }
 }

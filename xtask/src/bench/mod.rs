@@ -17,6 +17,7 @@ use serde_json::Value;
 
 mod report;
 mod scenarios;
+mod scrub_row;
 mod sizes;
 
 use scenarios::{
@@ -360,6 +361,7 @@ mod tests {
                     "append-commit-t1",
                     "append-commit-t8",
                     "append-commit-t64",
+                    "scrub-append",
                     "scan",
                     "index-rebuild",
                     "seq-read",

@@ -116,7 +116,7 @@ pub(super) struct Scenario {
 
 /// The words of `head`, then `dir` as one argument (a path may hold
 /// spaces), then the words of `tail`.
-fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
+pub(super) fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
     let words = |text: &str| {
         text.split_whitespace()
             .map(String::from)
@@ -129,7 +129,7 @@ fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
 }
 
 /// felix-bench with `args`, labelled `label`.
-fn bench(label: &str, args: Vec<String>) -> Run {
+pub(super) fn bench(label: &str, args: Vec<String>) -> Run {
     Run {
         label: label.to_string(),
         program: Program::Bench,
@@ -152,7 +152,7 @@ fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
         .collect()
 }
 
-fn ratio(
+pub(super) fn ratio(
     figure: &'static str,
     against: Against,
     bound: Bound,
@@ -168,7 +168,7 @@ fn ratio(
 
 const RPS: &str = "records_per_second";
 const BPS: &str = "bytes_per_second";
-const P50: &str = "latency_p50_us";
+pub(super) const P50: &str = "latency_p50_us";
 const ELAPSED: &str = "elapsed_seconds";
 
 /// The scenarios, in table order, with their data under `data`.
@@ -300,6 +300,9 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
             targets,
         ));
     }
+
+    // On-commit appends while a scrub reads uncached sealed segments.
+    out.push(super::scrub_row::scrub_append(s, d("scrub")));
 
     // Recovery scan and index rebuild of one newest segment.
     let seg = d("segment");
