@@ -77,22 +77,25 @@ mod clock;
 mod config;
 mod error;
 mod lock;
+mod loom;
 mod maintenance;
+mod pool;
 mod shard;
 mod stats;
 mod store;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{
-    ConfigError, ConfigField, Durability, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
-    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
-    Preallocation, Retention, StoreConfig,
+    ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, Durability, MAX_APPENDS_IN_FLIGHT,
+    MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL,
+    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
+    default_sync_threads,
 };
 pub use error::{Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
-    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
-    Shard, ShardOptions, Tail,
+    AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, ReplicatedRecord,
+    RetentionOutcome, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store};

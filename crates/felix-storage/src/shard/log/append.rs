@@ -241,7 +241,7 @@ impl Core {
             view.active_limit = state.writer.read_limit();
             view.active_index = state.writer.active_index();
         }
-        self.commit.lock().handle = state.writer.sync_handle();
+        self.commit.set_handle(state.writer.sync_handle());
         // Sealing synced everything before the new segment.
         self.commit.advance_durable(base);
         Counters::add(&self.counters.rolls, 1);

@@ -1,0 +1,163 @@
+//! One turn of group commit on a pool worker: when a shard asks for a
+//! sync, and what a sync does once it returns.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::settle::{Deferred, Settle};
+use super::{Commit, CommitState, SyncData};
+use crate::error::{Result, StorageError};
+use crate::pool::{SyncJob, SyncPool};
+
+impl Commit {
+    /// Whether a sync would help: something written is not durable, and a
+    /// waiter needs it (one whose batch is still queued for the combining
+    /// leader waits for the leader's poke) or writeback asked.
+    fn sync_wanted(&self, state: &CommitState) -> bool {
+        !state.stop
+            && self.poison.get().is_none()
+            && self.written() > state.durable
+            && (state.writeback || state.waiters.needs_sync(state.durable))
+    }
+
+    /// Marks the shard queued when it needs a sync and has none in flight
+    /// or queued; the caller then submits it ([`Commit::submit`]) once the
+    /// commit lock is released.
+    #[must_use = "a shard marked queued must be submitted"]
+    pub(super) fn schedule(&self, state: &mut CommitState) -> bool {
+        if state.syncing || state.queued || !self.sync_wanted(state) {
+            return false;
+        }
+        state.queued = true;
+        true
+    }
+
+    /// Queues the shard on its pool when [`Commit::schedule`] said so. If
+    /// no worker can take it (none could be started), the waiters that
+    /// needed the sync complete with that failure rather than wait forever;
+    /// nothing is lost, and the next wait tries again.
+    pub(super) fn submit(&self, submit: bool) {
+        if !submit {
+            return;
+        }
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        let Err(err) = self.pool.submit(me) else {
+            return;
+        };
+        let err = StorageError::Segment {
+            shard: Arc::clone(&self.label),
+            source: felix_io::IoError::new(
+                "start a sync thread",
+                std::path::Path::new(&*self.label),
+                err,
+            )
+            .into(),
+        };
+        tracing::error!(shard = %self.label, error = %err, "no sync thread");
+        let mut state = self.lock();
+        state.queued = false;
+        let waiting = state.waiters.take_durability();
+        let mut deferred = Deferred::default();
+        self.settle(&state, waiting, Settle::Error(&err), &mut deferred);
+        drop(state);
+        deferred.run(self);
+    }
+
+    /// Marks a sync as in flight and returns what it will cover: everything
+    /// written so far, in the current log.
+    pub(super) fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, Arc<dyn SyncData>) {
+        debug_assert!(!state.syncing, "one sync of a shard at a time");
+        state.syncing = true;
+        (self.written(), state.log_epoch, Arc::clone(&state.handle))
+    }
+
+    /// Records the outcome of a sync that covered everything below `upto`:
+    /// completes the waiters it covered and says whether to queue another,
+    /// or poisons the shard (a failed sync is never retried).
+    pub(super) fn finish_sync(
+        &self,
+        upto: u64,
+        epoch: u64,
+        result: felix_segment::Result<()>,
+    ) -> (Deferred, bool, Result<()>) {
+        match result {
+            Ok(()) => {
+                self.syncs.fetch_add(1, Relaxed);
+                let mut state = self.lock();
+                state.syncing = false;
+                // A sync that began before the log was cut proves nothing
+                // about what was written since; the next one will. Once
+                // poisoned, the durable offset stays where the waiters
+                // were told (they have been completed with the failure).
+                if state.log_epoch == epoch && self.poison.get().is_none() && upto > state.durable {
+                    self.set_durable(&mut state, upto);
+                }
+                let mut deferred = Deferred::default();
+                self.settle_covered(&mut state, &mut deferred);
+                let again = self.schedule(&mut state);
+                (deferred, again, Ok(()))
+            }
+            Err(source) => {
+                // In the same critical section: see `poison_locked`.
+                let mut state = self.lock();
+                state.syncing = false;
+                let (reason, own) = Self::reason_of(StorageError::Segment {
+                    shard: Arc::clone(&self.label),
+                    source,
+                });
+                let err = self.poison_locked(state, reason, own);
+                (Deferred::default(), false, Err(err))
+            }
+        }
+    }
+
+    /// Wakes the pool for waiters whose records someone who will not wait
+    /// for them (the combining leader) has just written.
+    pub(crate) fn poke(&self) {
+        let mut state = self.lock();
+        let submit = self.schedule(&mut state);
+        drop(state);
+        self.submit(submit);
+    }
+
+    /// Asks for one sync although nobody waits: appends that are not synced
+    /// as they go call this every so many bytes, so dirty data is written
+    /// back as it accumulates and sealing a segment (which syncs it) waits
+    /// for the last stretch only, not for a whole segment's worth. Only an
+    /// optimisation: when no sync thread can be started, the data is synced
+    /// at the next seal or explicit sync as without it.
+    pub(crate) fn request_writeback(&self) {
+        let mut state = self.lock();
+        state.writeback = true;
+        let submit = self.schedule(&mut state);
+        drop(state);
+        self.submit(submit);
+    }
+}
+
+impl SyncJob for Commit {
+    /// One sync of the shard, then its completions.
+    fn run(self: Arc<Self>, _pool: &SyncPool) {
+        let mut state = self.lock();
+        debug_assert!(state.queued, "a shard runs only when queued");
+        state.queued = false;
+        // An appender's own sync in flight queues the shard again when it
+        // finishes, if it must.
+        if state.syncing || !self.sync_wanted(&state) {
+            return;
+        }
+        state.writeback = false;
+        let (upto, epoch, handle) = self.begin_sync(&mut state);
+        drop(state);
+        let result = handle.sync_data();
+        let (deferred, again, _) = self.finish_sync(upto, epoch, result);
+        // Waking first lets the woken appenders write before the next sync
+        // begins, so it covers them: 64 threads, 29 → 45 appends per sync
+        // and 104 k → 113 k records/s (medians of three alternating runs)
+        // against queuing the next sync first.
+        deferred.run(&self);
+        self.submit(again);
+    }
+}
