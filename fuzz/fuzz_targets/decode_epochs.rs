@@ -15,6 +15,6 @@ fuzz_target!(|data: &[u8]| {
     }
     // The tolerant loader must take the same bytes without panicking.
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("epochs"), data).expect("write");
+    std::fs::write(dir.path().join(felix_format::EPOCHS_FILE_NAME), data).expect("write");
     let _ = felix_epochs::EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
 });

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_format::SegmentHeader;
+use felix_format::{FileKind, SegmentHeader, file_name};
 use felix_io::FileSystem;
 use felix_recovery::{
     IndexCheck, InspectOptions, OpenOptions, RepairPolicy, ShardLock, inspect, open_shard,
@@ -41,12 +41,24 @@ fuzz_target!(|data: &[u8]| {
         (first, &[][..])
     };
     seg0.extend_from_slice(seg0_body);
-    std::fs::write(dir.path().join("00000000000000000000.log"), &seg0).expect("write");
+    std::fs::write(
+        dir.path().join(file_name(0, FileKind::Segment).as_str()),
+        &seg0,
+    )
+    .expect("write");
     if flags & 4 != 0 {
-        std::fs::write(dir.path().join("00000000000000000000.index"), other).expect("write");
+        std::fs::write(
+            dir.path().join(file_name(0, FileKind::Index).as_str()),
+            other,
+        )
+        .expect("write");
     }
     if flags & 2 != 0 {
-        std::fs::write(dir.path().join("00000000000000000001.log"), second).expect("write");
+        std::fs::write(
+            dir.path().join(file_name(1, FileKind::Segment).as_str()),
+            second,
+        )
+        .expect("write");
     }
     if flags & 16 != 0 {
         let next0 = u64::from(flags >> 5);

@@ -1,5 +1,5 @@
-//! The crate stack, written down once and checked against every
-//! `crates/*/Cargo.toml`.
+//! The crate stack, written down once and checked against what `cargo
+//! metadata` says every crate under `crates/` depends on.
 //!
 //! Bytes flow up: felix-format and felix-io (0) < felix-segment (1) <
 //! felix-recovery (2) < felix-storage (3) < felix-cli (4) < felix-bench (5),
@@ -7,19 +7,24 @@
 //! felix-io, the file system interface, depends on nothing of ours and
 //! everything that touches files uses it. felix-epochs sits beside the stack
 //! on felix-format and felix-io alone, and only felix-storage, felix-cli and
-//! felix-bench may use it. A
+//! felix-bench may use it. Two crates to come sit at the top beside
+//! felix-cli: felix-raft (replication) and felix-tiered (tiered storage),
+//! each on felix-storage and below, and nothing may depend on them. A
 //! dependency of any kind (normal, dev, build, target-specific) on a crate
 //! that is not below is a violation: a dev-dependency cycle still lets a test
 //! of a lower crate lean on behaviour it must not know about. A crate missing
 //! from [`PLACES`] fails too, so a new crate gets placed on purpose rather
 //! than by whatever it happened to import first.
 //!
-//! Manifests are read line by line, which is enough for the TOML cargo
-//! manifests use and keeps xtask free of a TOML dependency.
+//! The dependencies come from `cargo metadata --format-version 1 --no-deps`
+//! (every package's dependencies with their kinds and targets, renames
+//! resolved to package names), so no manifest is parsed by hand.
 
 use std::fmt;
-use std::fs;
 use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
 
 /// Every placed crate, its level (for display), and the crates it may use.
 pub const PLACES: &[(&str, u8, &[&str])] = &[
@@ -55,6 +60,32 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
             "felix-epochs",
         ],
     ),
+    // Replication and tiered storage, to come: brokers' layers over a shard,
+    // on felix-storage and below, which nothing below or beside may use.
+    (
+        "felix-raft",
+        4,
+        &[
+            "felix-format",
+            "felix-io",
+            "felix-segment",
+            "felix-recovery",
+            "felix-storage",
+            "felix-epochs",
+        ],
+    ),
+    (
+        "felix-tiered",
+        4,
+        &[
+            "felix-format",
+            "felix-io",
+            "felix-segment",
+            "felix-recovery",
+            "felix-storage",
+            "felix-epochs",
+        ],
+    ),
     // The benchmark suite: it measures everything and nothing depends on it.
     (
         "felix-bench",
@@ -70,17 +101,14 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     ),
 ];
 
-/// The dependency kinds a manifest can declare, under `[...]` or
-/// `[target.'cfg(..)'.…]`.
-const KINDS: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
-
-/// One dependency of a manifest.
+/// One dependency of a crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dependency {
-    /// The package depended on (the `package = ".."` of a renamed one).
+    /// The package depended on (a renamed one's package name).
     pub name: String,
-    /// The section declaring it, as written: `dev-dependencies`,
-    /// `target.'cfg(unix)'.dependencies`.
+    /// The manifest section declaring it: `dependencies`,
+    /// `dev-dependencies`, `build-dependencies`, or one of those under a
+    /// target, `target.'cfg(unix)'.dev-dependencies`.
     pub section: String,
 }
 
@@ -188,158 +216,6 @@ fn place(krate: &str) -> Option<(u8, &'static [&'static str])> {
         .map(|&(_, level, allowed)| (level, allowed))
 }
 
-/// Splits `a.'b.c'.d` on dots outside quotes, keeping each piece as written.
-fn split_dotted(text: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut quote = None;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '.') => {
-                pieces.push(text[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    pieces.push(text[start..].trim());
-    pieces
-}
-
-fn unquote(text: &str) -> &str {
-    text.trim().trim_matches(|c| c == '"' || c == '\'')
-}
-
-/// The line without a trailing `# comment` (a `#` inside quotes is kept).
-fn strip_comment(line: &str) -> &str {
-    let mut quote = None;
-    for (i, c) in line.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '#') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
-/// `key` and `value` of a `key = value` line; `=` inside quotes does not count.
-fn key_value(line: &str) -> Option<(&str, &str)> {
-    let mut quote = None;
-    for (i, c) in line.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '=') => return Some((line[..i].trim(), line[i + 1..].trim())),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The string after `package =` in an inline table, if any.
-fn renamed_package(value: &str) -> Option<&str> {
-    let rest = value.split_once("package")?.1.trim_start();
-    let rest = rest.strip_prefix('=')?.trim_start();
-    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-    let rest = &rest[1..];
-    rest.split_once(quote).map(|(name, _)| name)
-}
-
-/// What a `[header]` line opens.
-enum Section {
-    Package,
-    /// A dependency table; `dotted` names the dependency of
-    /// `[dependencies.<name>]`.
-    Dependencies {
-        label: String,
-        dotted: Option<String>,
-    },
-    Other,
-}
-
-fn section(header: &str) -> Section {
-    let pieces = split_dotted(header);
-    let (kind_at, target) = match pieces.as_slice() {
-        ["package"] => return Section::Package,
-        [first, ..] if KINDS.contains(first) => (0, false),
-        ["target", _, kind, ..] if KINDS.contains(kind) => (2, true),
-        _ => return Section::Other,
-    };
-    let label = if target {
-        pieces[..=kind_at].join(".")
-    } else {
-        pieces[kind_at].to_string()
-    };
-    Section::Dependencies {
-        label,
-        dotted: pieces.get(kind_at + 1).map(|p| unquote(p).to_string()),
-    }
-}
-
-/// Reads the package name and every dependency from a manifest's text.
-pub fn parse_manifest(folder: &str, text: &str) -> Manifest {
-    let mut manifest = Manifest {
-        folder: folder.to_string(),
-        package: None,
-        dependencies: Vec::new(),
-    };
-    let mut current = Section::Other;
-    for raw in text.lines() {
-        let line = strip_comment(raw).trim();
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            current = section(header.trim_matches(|c| c == '[' || c == ']'));
-            if let Section::Dependencies {
-                label,
-                dotted: Some(name),
-            } = &current
-            {
-                manifest.dependencies.push(Dependency {
-                    name: name.clone(),
-                    section: label.clone(),
-                });
-            }
-            continue;
-        }
-        // Lines without `=` continue a multi-line array; nothing to read.
-        let Some((key, value)) = key_value(line) else {
-            continue;
-        };
-        match &current {
-            Section::Package if key == "name" => {
-                manifest.package = Some(unquote(value).to_string());
-            }
-            Section::Dependencies {
-                dotted: Some(_), ..
-            } if key == "package" => {
-                if let Some(last) = manifest.dependencies.last_mut() {
-                    last.name = unquote(value).to_string();
-                }
-            }
-            Section::Dependencies {
-                label,
-                dotted: None,
-            } => {
-                // `felix-format.workspace = true` names felix-format.
-                let name = split_dotted(key).first().map_or(key, |k| unquote(k));
-                let name = renamed_package(value).unwrap_or(name).to_string();
-                let dependency = Dependency {
-                    name,
-                    section: label.clone(),
-                };
-                if !manifest.dependencies.contains(&dependency) {
-                    manifest.dependencies.push(dependency);
-                }
-            }
-            _ => {}
-        }
-    }
-    manifest
-}
-
 /// Every violation in `manifests`, in manifest then dependency order.
 pub fn check(manifests: &[Manifest]) -> Vec<Violation> {
     let mut violations = Vec::new();
@@ -386,22 +262,74 @@ pub fn check(manifests: &[Manifest]) -> Vec<Violation> {
     violations
 }
 
-/// Reads every `crates/*/Cargo.toml` under `root`, sorted by folder.
+/// The crates under `root/crates/` and their dependencies, as `cargo
+/// metadata` reports them, sorted by folder.
 pub fn read_workspace(root: &Path) -> Result<Vec<Manifest>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(&cargo)
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .map_err(|e| format!("run {cargo} metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{cargo} metadata failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    parse_metadata(&String::from_utf8_lossy(&output.stdout), root)
+}
+
+/// The crates under `root/crates/` in `cargo metadata --format-version 1`
+/// output, sorted by folder: each package whose manifest is
+/// `root/crates/<folder>/Cargo.toml`, with every dependency of every kind.
+pub fn parse_metadata(json: &str, root: &Path) -> Result<Vec<Manifest>, String> {
+    let metadata: Value =
+        serde_json::from_str(json).map_err(|e| format!("cargo metadata is not JSON: {e}"))?;
+    let packages = metadata
+        .get("packages")
+        .and_then(Value::as_array)
+        .ok_or("cargo metadata lists no packages")?;
     let crates = root.join("crates");
-    let entries =
-        fs::read_dir(&crates).map_err(|e| format!("read dir {}: {e}", crates.display()))?;
     let mut manifests = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("read dir {}: {e}", crates.display()))?;
-        let path = entry.path().join("Cargo.toml");
-        if !path.is_file() {
+    for package in packages {
+        let text = |key: &str| package.get(key).and_then(Value::as_str);
+        let manifest_path = Path::new(text("manifest_path").unwrap_or_default());
+        let Some(folder) = manifest_path
+            .parent()
+            .filter(|dir| dir.parent() == Some(crates.as_path()))
+            .and_then(Path::file_name)
+        else {
             continue;
-        }
-        let text =
-            fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
-        let folder = entry.file_name().to_string_lossy().into_owned();
-        manifests.push(parse_manifest(&folder, &text));
+        };
+        let dependencies = package
+            .get("dependencies")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|dep| {
+                let field = |key: &str| dep.get(key).and_then(Value::as_str);
+                let kind = match field("kind") {
+                    Some("dev") => "dev-dependencies",
+                    Some("build") => "build-dependencies",
+                    _ => "dependencies",
+                };
+                Dependency {
+                    name: field("name").unwrap_or_default().to_string(),
+                    section: match field("target") {
+                        Some(target) => format!("target.'{target}'.{kind}"),
+                        None => kind.to_string(),
+                    },
+                }
+            })
+            .collect();
+        manifests.push(Manifest {
+            folder: folder.to_string_lossy().into_owned(),
+            package: text("name").map(String::from),
+            dependencies,
+        });
     }
     manifests.sort_by(|a, b| a.folder.cmp(&b.folder));
     Ok(manifests)
@@ -473,20 +401,43 @@ mod tests {
         }
     }
 
+    /// A dependency: its name, kind (`dev`, `build`) and target.
+    type Dep<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+    /// A crate: its folder, its package name, its dependencies.
+    type Crate<'a> = (&'a str, &'a str, &'a [Dep<'a>]);
+
+    /// `cargo metadata` output for crates under `/w/crates/`.
+    fn metadata(crates: &[Crate<'_>]) -> String {
+        let packages: Vec<Value> = crates
+            .iter()
+            .map(|(folder, name, deps)| {
+                serde_json::json!({
+                    "name": name,
+                    "manifest_path": format!("/w/crates/{folder}/Cargo.toml"),
+                    "dependencies": deps.iter().map(|(dep, kind, target)| serde_json::json!({
+                        "name": dep, "rename": null, "kind": kind, "target": target,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::json!({ "packages": packages, "version": 1 }).to_string()
+    }
+
+    fn checked(crates: &[Crate<'_>]) -> Vec<Violation> {
+        check(&parse_metadata(&metadata(crates), Path::new("/w")).unwrap())
+    }
+
     #[test]
     fn check_dev_dependency_on_higher_crate_is_reported_exactly() {
-        let text = r#"
-[package]
-name = "felix-segment"
-
-[dependencies]
-felix-format.workspace = true
-thiserror = { workspace = true } # not a felix crate
-
-[dev-dependencies]
-felix-storage = { path = "../felix-storage" }
-"#;
-        let violations = check(&[parse_manifest("felix-segment", text)]);
+        let violations = checked(&[(
+            "felix-segment",
+            "felix-segment",
+            &[
+                ("felix-format", None, None),
+                ("thiserror", None, None),
+                ("felix-storage", Some("dev"), None),
+            ],
+        )]);
         assert_eq!(
             violations,
             [upward("felix-segment", "felix-storage", "dev-dependencies")]
@@ -499,43 +450,48 @@ felix-storage = { path = "../felix-storage" }
     }
 
     #[test]
-    fn parse_manifest_every_section_shape_is_read() {
-        let text = r#"
-[package]
-name = "felix-recovery"
-
-[features]
-std = ["felix-format/std"]
-
-[dependencies]
-seg = { package = "felix-segment", path = "../felix-segment" }
-felix-format = { workspace = true, features = [
-    "std",
-] }
-
-[target.'cfg(unix)'.dev-dependencies]
-felix-cli.workspace = true
-
-[build-dependencies.helper]
-package = "felix-storage"
-"#;
-        let manifest = parse_manifest("felix-recovery", text);
-        let deps: Vec<(&str, &str)> = manifest
-            .dependencies
-            .iter()
-            .map(|d| (d.name.as_str(), d.section.as_str()))
-            .collect();
+    fn parse_metadata_every_kind_and_target_is_read() {
+        let json = metadata(&[(
+            "felix-recovery",
+            "felix-recovery",
+            &[
+                ("felix-segment", None, None),
+                ("felix-cli", Some("dev"), Some("cfg(unix)")),
+                ("felix-storage", Some("build"), None),
+            ],
+        )]);
+        // xtask and anything else outside crates/ is not checked.
+        let mut value: Value = serde_json::from_str(&json).unwrap();
+        value["packages"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "name": "xtask", "manifest_path": "/w/xtask/Cargo.toml", "dependencies": [],
+            }));
+        let manifests = parse_metadata(&value.to_string(), Path::new("/w")).unwrap();
         assert_eq!(
-            deps,
-            [
-                ("felix-segment", "dependencies"),
-                ("felix-format", "dependencies"),
-                ("felix-cli", "target.'cfg(unix)'.dev-dependencies"),
-                ("felix-storage", "build-dependencies"),
-            ]
+            manifests,
+            [Manifest {
+                folder: "felix-recovery".into(),
+                package: Some("felix-recovery".into()),
+                dependencies: vec![
+                    Dependency {
+                        name: "felix-segment".into(),
+                        section: "dependencies".into()
+                    },
+                    Dependency {
+                        name: "felix-cli".into(),
+                        section: "target.'cfg(unix)'.dev-dependencies".into()
+                    },
+                    Dependency {
+                        name: "felix-storage".into(),
+                        section: "build-dependencies".into()
+                    },
+                ],
+            }]
         );
         assert_eq!(
-            check(&[manifest]),
+            check(&manifests),
             [
                 upward(
                     "felix-recovery",
@@ -549,13 +505,22 @@ package = "felix-storage"
 
     #[test]
     fn check_epochs_beside_the_stack_allows_only_its_edges() {
-        let epochs = "[package]\nname = \"felix-epochs\"\n[dependencies]\nfelix-segment = \"*\"\n";
-        let segment = "[package]\nname = \"felix-segment\"\n[dependencies]\nfelix-epochs = \"*\"\n";
-        let storage = "[package]\nname = \"felix-storage\"\n[dependencies]\nfelix-epochs = \"*\"\n";
-        let violations = check(&[
-            parse_manifest("felix-epochs", epochs),
-            parse_manifest("felix-segment", segment),
-            parse_manifest("felix-storage", storage),
+        let violations = checked(&[
+            (
+                "felix-epochs",
+                "felix-epochs",
+                &[("felix-segment", None, None)],
+            ),
+            (
+                "felix-segment",
+                "felix-segment",
+                &[("felix-epochs", None, None)],
+            ),
+            (
+                "felix-storage",
+                "felix-storage",
+                &[("felix-epochs", None, None)],
+            ),
         ]);
         assert_eq!(
             violations,
@@ -567,20 +532,60 @@ package = "felix-storage"
     }
 
     #[test]
+    fn check_raft_and_tiered_sit_on_storage_and_nothing_uses_them() {
+        let violations = checked(&[
+            (
+                "felix-raft",
+                "felix-raft",
+                &[
+                    ("felix-storage", None, None),
+                    ("felix-epochs", None, None),
+                    ("felix-tiered", Some("dev"), None),
+                ],
+            ),
+            (
+                "felix-tiered",
+                "felix-tiered",
+                &[("felix-storage", None, None), ("felix-cli", None, None)],
+            ),
+            ("felix-cli", "felix-cli", &[("felix-raft", None, None)]),
+            (
+                "felix-bench",
+                "felix-bench",
+                &[("felix-tiered", Some("dev"), None)],
+            ),
+            (
+                "felix-storage",
+                "felix-storage",
+                &[("felix-raft", Some("dev"), None)],
+            ),
+        ]);
+        // In folder order.
+        assert_eq!(
+            violations,
+            [
+                upward("felix-bench", "felix-tiered", "dev-dependencies"),
+                upward("felix-cli", "felix-raft", "dependencies"),
+                upward("felix-raft", "felix-tiered", "dev-dependencies"),
+                upward("felix-storage", "felix-raft", "dev-dependencies"),
+                upward("felix-tiered", "felix-cli", "dependencies"),
+            ]
+        );
+    }
+
+    #[test]
     fn check_unknown_felix_crates_are_reported() {
-        let wire = "[package]\nname = \"felix-wire\"\n";
-        let cli =
-            "[package]\nname = \"felix-cli\"\n[dependencies]\nfelix-wire = \"*\"\nserde = \"1\"\n";
-        let violations = check(&[
-            parse_manifest("felix-wire", wire),
-            parse_manifest("cli", cli),
+        let violations = checked(&[
+            ("felix-wire", "felix-wire", &[]),
+            (
+                "cli",
+                "felix-cli",
+                &[("felix-wire", None, None), ("serde", None, None)],
+            ),
         ]);
         assert_eq!(
             violations,
             [
-                Violation::Unplaced {
-                    krate: "felix-wire".into()
-                },
                 Violation::FolderName {
                     folder: "cli".into(),
                     package: "felix-cli".into()
@@ -589,6 +594,9 @@ package = "felix-storage"
                     krate: "felix-cli".into(),
                     dependency: "felix-wire".into(),
                     section: "dependencies".into()
+                },
+                Violation::Unplaced {
+                    krate: "felix-wire".into()
                 },
             ]
         );

@@ -1,5 +1,6 @@
 //! The smallest reader that can say what a fixture decodes as, built only
-//! from `felix-format`'s decoders.
+//! from `felix-format`'s decoders and its record cursor (the walk every
+//! reader of the project shares).
 //!
 //! Generation uses it to prove each damaged fixture fails with the variant
 //! and at the byte it was built for, and the README and manifest quote its
@@ -9,7 +10,8 @@
 use std::fmt;
 
 use felix_format::{
-    CorruptionKind, IndexView, SEGMENT_HEADER_LEN, SegmentHeader, decode_record, parse_index,
+    CorruptionKind, IndexView, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader,
+    SliceRecords, parse_index,
 };
 
 /// A segment that decoded end to end.
@@ -55,24 +57,27 @@ impl fmt::Display for Scan {
     }
 }
 
-/// Decodes the header and every record, stopping at the first failure the
-/// way a reader does; offsets must ascend by one from the base offset.
+/// Decodes the header and walks every record in full, stopping at the first
+/// failure the way a reader does; offsets must ascend by one from the base
+/// offset.
 pub(crate) fn scan_segment(bytes: &[u8]) -> Result<Scan, Failure> {
     let header = SegmentHeader::decode(bytes).map_err(|kind| Failure { position: 0, kind })?;
-    let mut position = SEGMENT_HEADER_LEN;
-    let mut expected = header.base_offset;
-    while position < bytes.len() {
-        let record = decode_record(&bytes[position..], Some(expected)).map_err(|kind| Failure {
-            position: position as u64,
-            kind,
+    let cursor = RecordCursor::new(
+        SEGMENT_HEADER_LEN as u64,
+        header.base_offset,
+        bytes.len() as u64,
+        ScanDepth::Full,
+    );
+    let mut walk = SliceRecords::new(bytes, cursor);
+    for step in walk.by_ref() {
+        step.map_err(|damage| Failure {
+            position: damage.position,
+            kind: damage.kind,
         })?;
-        // A verified record's length fits in memory: it was read from it.
-        position += usize::try_from(record.encoded_len()).unwrap_or(usize::MAX);
-        expected += 1;
     }
     Ok(Scan {
         base_offset: header.base_offset,
-        records: expected - header.base_offset,
+        records: walk.cursor().next_offset() - header.base_offset,
     })
 }
 

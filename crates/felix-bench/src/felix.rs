@@ -281,7 +281,13 @@ pub fn segment_paths(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(err)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            matches!(
+                felix_format::ShardFileName::parse(&name),
+                felix_format::ShardFileName::Segment(_)
+            )
+        })
         .collect();
     logs.sort();
     Ok(logs)

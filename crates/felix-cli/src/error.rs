@@ -11,6 +11,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
 use felix_storage::StorageError;
@@ -42,15 +43,9 @@ pub(crate) enum CliError {
     /// The arguments make no sense together, or a path is not what the
     /// subcommand needs.
     Usage(String),
-    /// A file-system call failed.
-    Io {
-        /// What was being done, e.g. `"read directory"`.
-        op: &'static str,
-        /// The path it was done to.
-        path: PathBuf,
-        /// Why it failed.
-        source: io::Error,
-    },
+    /// A file-system call failed (what was being done, e.g. `"read
+    /// directory"`, the path, and why).
+    Io(IoError),
     /// A segment operation failed (its message names the path).
     Segment(SegmentError),
     /// Recovery could not read or write the shard (its message names the
@@ -65,11 +60,7 @@ pub(crate) enum CliError {
 impl CliError {
     /// An [`CliError::Io`] for `op` on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Self::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::new(op, path.into(), source))
     }
 }
 
@@ -77,12 +68,18 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Usage(message) => f.write_str(message),
-            Self::Io { op, path, source } => write!(f, "{op} {}: {source}", path.display()),
+            Self::Io(err) => write!(f, "{err}"),
             Self::Segment(err) => write!(f, "{err}"),
             Self::Recovery(err) => write!(f, "{err}"),
             Self::Storage(err) => write!(f, "{err}"),
             Self::Output(err) => write!(f, "write to stdout: {err}"),
         }
+    }
+}
+
+impl From<IoError> for CliError {
+    fn from(err: IoError) -> Self {
+        Self::Io(err)
     }
 }
 

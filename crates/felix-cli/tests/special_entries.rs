@@ -131,3 +131,45 @@ fn verify_notes_what_an_open_does_with_temporaries_and_names_that_are_not_files(
     assert!(dir.join("clean-shutdown").is_dir());
     insta::assert_snapshot!(transcript(&["verify", s(&dir)], root.path()));
 }
+
+#[test]
+fn dump_index_with_a_fifo_named_like_an_index_reports_it_without_blocking() {
+    let (_root, dir) = fixture_copy("small-shard");
+    let index = dir.join("00000000000000000000.index");
+    std::fs::remove_file(&index).unwrap();
+    mkfifo(&index);
+    let problem = "a FIFO, not a regular file: never opened; an open rebuilds the index in memory from its segment and does not write it there";
+    let dump = run_in_time(felix_store(&["dump", "--index", "--json", s(&dir)]));
+    assert_eq!((dump.code, dump.stderr.as_str()), (0, ""));
+    assert_eq!(
+        dump.json_lines(),
+        [serde_json::json!({
+            "type": "index", "segment": 0, "len": null, "base_offset": null,
+            "entries": [], "torn_bytes": 0, "valid": false, "problem": problem,
+            "rebuilt_on_open": true,
+        })]
+    );
+    let human = run_in_time(felix_store(&["dump", "--index", s(&dir)]));
+    assert_eq!(
+        (human.code, human.stdout),
+        (0, format!("index 00000000000000000000.index: {problem}\n"))
+    );
+    // Named directly, it is refused as what it is, as every command does.
+    let direct = run_in_time(felix_store(&["dump", "--index", s(&index)]));
+    assert_eq!(
+        (direct.code, direct.stderr),
+        (
+            2,
+            format!(
+                "felix-store: {} is a FIFO, not a regular file: neither a segment file nor a shard directory; it was not opened\n",
+                index.display()
+            )
+        )
+    );
+    assert!(
+        std::fs::symlink_metadata(&index)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+}

@@ -105,239 +105,218 @@ fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
-/// What verify must report for one damaged shard.
-struct Expect {
+/// One kind of damage at one place, and what verify must report for it:
+/// the single finding's kind, segment, position and repair class (the exit
+/// status follows from the class).
+struct Case {
+    name: &'static str,
+    /// `verify --full`: every sealed segment scanned in full.
+    full: bool,
+    /// Damages the shard; returns the segment and byte the finding names.
+    damage: fn(&Path, &[Rec]) -> (u64, u64),
     kind: &'static str,
-    segment: u64,
-    position: u64,
     repair: &'static str,
-}
-
-/// Damages a fresh shard with `damage`, runs verify (with `--full` when
-/// asked) and checks the single finding, the exit status and that no byte
-/// changed.
-fn check(name: &str, full: bool, damage: impl FnOnce(&Path, &[Rec]) -> Expect) {
-    let (root, dir, records) = build_shard();
-    let expect = damage(&dir, &records);
-    let before = files(root.path());
-    let mut args = vec!["verify", "--json"];
-    if full {
-        args.push("--full");
-    }
-    args.push(s(&dir));
-    let result = run(&args);
-    assert_eq!(files(root.path()), before, "{name}: verify modified a file");
-    let line = &result.json_lines()[0];
-    let findings = line["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1, "{name}: {line}");
-    let f = &findings[0];
-    assert_eq!(
-        (
-            f["kind"].as_str().unwrap(),
-            f["segment"].as_u64().unwrap(),
-            f["position"].as_u64().unwrap(),
-            f["repair"].as_str().unwrap()
-        ),
-        (expect.kind, expect.segment, expect.position, expect.repair),
-        "{name}: {line}"
-    );
-    let expected_code = i32::from(expect.repair != "default");
-    assert_eq!(result.code, expected_code, "{name}: {line}");
 }
 
 fn last(records: &[Rec]) -> &Rec {
     records.last().unwrap()
 }
 
-#[test]
-fn verify_newest_segment_torn_tail_is_truncated_default() {
-    check("torn tail", false, |dir, records| {
-        let path = segment_path(dir, 2);
-        set_len(&path, file_len(&path) - 10);
-        Expect {
-            kind: "Truncated",
-            segment: 2,
-            position: last(records).position,
-            repair: "default",
-        }
-    });
+fn record(records: &[Rec], offset: u64) -> &Rec {
+    records.iter().find(|r| r.offset == offset).unwrap()
 }
 
-#[test]
-fn verify_newest_segment_torn_header_is_truncated_default() {
-    check("torn header", false, |dir, records| {
-        let path = segment_path(dir, 2);
-        set_len(&path, last(records).position + 10);
-        Expect {
+/// Every case, one row each.
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "newest segment: torn tail",
+            full: false,
+            damage: |dir, records| {
+                let path = segment_path(dir, 2);
+                set_len(&path, file_len(&path) - 10);
+                (2, last(records).position)
+            },
             kind: "Truncated",
-            segment: 2,
-            position: last(records).position,
             repair: "default",
-        }
-    });
-}
-
-#[test]
-fn verify_newest_segment_rotten_length_is_record_header_checksum_opt_in() {
-    check("header rot", false, |dir, records| {
-        flip(&segment_path(dir, 2), last(records).position + 3);
-        Expect {
+        },
+        Case {
+            name: "newest segment: torn header",
+            full: false,
+            damage: |dir, records| {
+                set_len(&segment_path(dir, 2), last(records).position + 10);
+                (2, last(records).position)
+            },
+            kind: "Truncated",
+            repair: "default",
+        },
+        Case {
+            name: "newest segment: rotten length",
+            full: false,
+            damage: |dir, records| {
+                flip(&segment_path(dir, 2), last(records).position + 3);
+                (2, last(records).position)
+            },
             kind: "RecordHeaderChecksum",
-            segment: 2,
-            position: last(records).position,
             repair: "opt_in",
-        }
-    });
-}
-
-#[test]
-fn verify_newest_segment_rotten_payload_is_record_checksum_opt_in() {
-    check("payload rot", false, |dir, records| {
-        flip(&segment_path(dir, 2), last(records).position + 28 + 50);
-        Expect {
+        },
+        Case {
+            name: "newest segment: rotten payload",
+            full: false,
+            damage: |dir, records| {
+                flip(&segment_path(dir, 2), last(records).position + 28 + 50);
+                (2, last(records).position)
+            },
             kind: "RecordChecksum",
-            segment: 2,
-            position: last(records).position,
             repair: "opt_in",
-        }
-    });
-}
-
-#[test]
-fn verify_newest_segment_resealed_wrong_offset_is_offset_out_of_order_opt_in() {
-    check("offset gap in record", false, |dir, records| {
-        let rec = last(records);
-        let header =
-            felix_format::encode_record_header(rec.offset + 1, rec.timestamp_micros, &rec.payload)
+        },
+        Case {
+            name: "newest segment: wrong offset, header resealed",
+            full: false,
+            damage: |dir, records| {
+                let rec = last(records);
+                let header = felix_format::encode_record_header(
+                    rec.offset + 1,
+                    rec.timestamp_micros,
+                    &rec.payload,
+                )
                 .unwrap();
-        write_at(&segment_path(dir, 2), rec.position, &header);
-        Expect {
+                write_at(&segment_path(dir, 2), rec.position, &header);
+                (2, rec.position)
+            },
             kind: "OffsetOutOfOrder",
-            segment: 2,
-            position: rec.position,
             repair: "opt_in",
-        }
-    });
-}
-
-#[test]
-fn verify_newest_segment_resealed_impossible_length_is_record_too_large_opt_in() {
-    check("too large", false, |dir, records| {
-        let path = segment_path(dir, 2);
-        let rec = last(records);
-        let mut header = read_at(&path, rec.position, 28);
-        header[..4].copy_from_slice(&(felix_format::MAX_PAYLOAD_BYTES + 1).to_be_bytes());
-        let crc = crc32fast::hash(&header[..20]);
-        header[20..24].copy_from_slice(&crc.to_be_bytes());
-        write_at(&path, rec.position, &header);
-        Expect {
+        },
+        Case {
+            name: "newest segment: impossible length, header resealed",
+            full: false,
+            damage: |dir, records| {
+                let path = segment_path(dir, 2);
+                let rec = last(records);
+                let mut header = read_at(&path, rec.position, 28);
+                header[..4].copy_from_slice(&(felix_format::MAX_PAYLOAD_BYTES + 1).to_be_bytes());
+                let crc = crc32fast::hash(&header[..20]);
+                header[20..24].copy_from_slice(&crc.to_be_bytes());
+                write_at(&path, rec.position, &header);
+                (2, rec.position)
+            },
             kind: "RecordTooLarge",
-            segment: 2,
-            position: rec.position,
             repair: "opt_in",
-        }
-    });
-}
-
-#[test]
-fn verify_newest_segment_rot_followed_by_intact_record_is_never() {
-    check("rot before intact", false, |dir, records| {
-        let rec = records
-            .iter()
-            .find(|r| r.segment == 2 && r.offset == 32)
-            .unwrap();
-        flip(&segment_path(dir, 2), rec.position + 28 + 5);
-        Expect {
+        },
+        Case {
+            name: "newest segment: rot followed by an intact record",
+            full: false,
+            damage: |dir, records| {
+                let rec = record(records, 32);
+                assert_eq!(rec.segment, 2);
+                flip(&segment_path(dir, 2), rec.position + 28 + 5);
+                (2, rec.position)
+            },
             kind: "RecordChecksum",
-            segment: 2,
-            position: rec.position,
             repair: "never",
-        }
-    });
-}
-
-#[test]
-fn verify_sealed_segment_last_header_rot_is_never() {
-    check("sealed header rot", false, |dir, records| {
-        let rec = records.iter().rfind(|r| r.segment == 0).unwrap();
-        flip(&segment_path(dir, 0), rec.position + 6);
-        Expect {
+        },
+        Case {
+            name: "sealed segment: its last record's header rotten",
+            full: false,
+            damage: |dir, records| {
+                let rec = records.iter().rfind(|r| r.segment == 0).unwrap();
+                flip(&segment_path(dir, 0), rec.position + 6);
+                (0, rec.position)
+            },
             kind: "RecordHeaderChecksum",
-            segment: 0,
-            position: rec.position,
             repair: "never",
-        }
-    });
-}
-
-#[test]
-fn verify_full_sealed_segment_payload_rot_is_never() {
-    check("sealed payload rot", true, |dir, records| {
-        let rec = records
-            .iter()
-            .find(|r| r.segment == 1 && r.offset == 20)
-            .unwrap();
-        flip(&segment_path(dir, 1), rec.position + 28 + 99);
-        Expect {
+        },
+        Case {
+            name: "sealed segment, --full: a payload rotten",
+            full: true,
+            damage: |dir, records| {
+                let rec = record(records, 20);
+                assert_eq!(rec.segment, 1);
+                flip(&segment_path(dir, 1), rec.position + 28 + 99);
+                (1, rec.position)
+            },
             kind: "RecordChecksum",
-            segment: 1,
-            position: rec.position,
             repair: "never",
-        }
-    });
-}
-
-#[test]
-fn verify_segment_magic_is_never_at_byte_0() {
-    check("magic", false, |dir, _| {
-        flip(&segment_path(dir, 1), 3);
-        Expect {
+        },
+        Case {
+            name: "segment magic",
+            full: false,
+            damage: |dir, _| {
+                flip(&segment_path(dir, 1), 3);
+                (1, 0)
+            },
             kind: "SegmentMagic",
-            segment: 1,
-            position: 0,
             repair: "never",
-        }
-    });
-}
-
-#[test]
-fn verify_segment_header_rot_is_segment_header_checksum_never() {
-    check("header crc", false, |dir, _| {
-        flip(&segment_path(dir, 0), 15);
-        Expect {
+        },
+        Case {
+            name: "segment header CRC",
+            full: false,
+            damage: |dir, _| {
+                flip(&segment_path(dir, 0), 15);
+                (0, 0)
+            },
             kind: "SegmentHeaderChecksum",
-            segment: 0,
-            position: 0,
             repair: "never",
-        }
-    });
-}
-
-#[test]
-fn verify_abandoned_newest_segment_is_removed_by_default() {
-    check("abandoned", false, |dir, _| {
-        std::fs::write(segment_path(dir, 3), [0u8; 10]).unwrap();
-        Expect {
+        },
+        Case {
+            name: "an abandoned newest segment is removed",
+            full: false,
+            damage: |dir, _| {
+                std::fs::write(segment_path(dir, 3), [0u8; 10]).unwrap();
+                (3, 0)
+            },
             kind: "Truncated",
-            segment: 3,
-            position: 0,
             repair: "default",
-        }
-    });
+        },
+        Case {
+            name: "a missing middle segment",
+            full: false,
+            damage: |dir, _| {
+                std::fs::remove_file(segment_path(dir, 1)).unwrap();
+                std::fs::remove_file(dir.join(format!("{:020}.index", 1))).unwrap();
+                (2, 0)
+            },
+            kind: "OffsetOutOfOrder",
+            repair: "never",
+        },
+    ]
 }
 
+/// For each case: damages a fresh shard, runs verify (with `--full` when
+/// asked) and checks the single finding, the exit status and that no byte
+/// changed.
 #[test]
-fn verify_missing_middle_segment_is_offset_out_of_order_never() {
-    check("gap", false, |dir, _| {
-        std::fs::remove_file(segment_path(dir, 1)).unwrap();
-        std::fs::remove_file(dir.join(format!("{:020}.index", 1))).unwrap();
-        Expect {
-            kind: "OffsetOutOfOrder",
-            segment: 2,
-            position: 0,
-            repair: "never",
+fn verify_reports_each_damage_with_its_kind_site_and_repair_class() {
+    for case in cases() {
+        let name = case.name;
+        let (root, dir, records) = build_shard();
+        let (segment, position) = (case.damage)(&dir, &records);
+        let before = files(root.path());
+        let mut args = vec!["verify", "--json"];
+        if case.full {
+            args.push("--full");
         }
-    });
+        args.push(s(&dir));
+        let result = run(&args);
+        assert_eq!(files(root.path()), before, "{name}: verify modified a file");
+        let line = &result.json_lines()[0];
+        let findings = line["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{name}: {line}");
+        let f = &findings[0];
+        assert_eq!(
+            (
+                f["kind"].as_str().unwrap(),
+                f["segment"].as_u64().unwrap(),
+                f["position"].as_u64().unwrap(),
+                f["repair"].as_str().unwrap()
+            ),
+            (case.kind, segment, position, case.repair),
+            "{name}: {line}"
+        );
+        // Only damage a default open refuses exits 1.
+        let expected_code = i32::from(case.repair != "default");
+        assert_eq!(result.code, expected_code, "{name}: {line}");
+    }
 }
 
 #[test]
@@ -350,13 +329,12 @@ fn verify_garbage_index_is_a_note_not_a_finding() {
     assert_eq!(result.code, 0);
     let line = &result.json_lines()[0];
     assert_eq!(line["findings"], Value::Array(vec![]));
-    let notes = line["notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{line}");
-    assert!(
-        notes[0]
-            .as_str()
-            .unwrap()
-            .contains("00000000000000000001.index is invalid"),
+    // 19 bytes: shorter than an index header.
+    assert_eq!(
+        line["notes"],
+        serde_json::json!([
+            "index 00000000000000000001.index is invalid (truncated: 24 bytes needed, 19 available); rebuilt from its segment"
+        ]),
         "{line}"
     );
     assert_eq!(

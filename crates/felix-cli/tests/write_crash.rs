@@ -248,7 +248,18 @@ fn bench_prints_the_reference_fields() {
         .map(|k| line["latency_us"][k].as_f64().unwrap())
         .collect();
     assert!(latency.windows(2).all(|w| w[0] <= w[1]), "{latency:?}");
-    assert!(line["records_per_second"].as_f64().unwrap() > 0.0);
+    // The rate is the measured records over the measured time (both as
+    // printed, so within the rounding of the time to a microsecond).
+    let (records, seconds) = (
+        line["records"].as_f64().unwrap(),
+        line["elapsed_seconds"].as_f64().unwrap(),
+    );
+    assert_eq!(records, 300.0);
+    let rate = line["records_per_second"].as_f64().unwrap();
+    assert!(
+        (rate * seconds - records).abs() <= records * 1e-6 / seconds + 0.1,
+        "{rate} records/s over {seconds} s is not {records} records"
+    );
     assert!(
         line["appends_per_sync"].as_f64().unwrap() >= 1.0,
         "on_commit syncs cover at least one append"

@@ -106,6 +106,17 @@ pub enum CorruptionKind {
         /// The offset stored in the record.
         found: u64,
     },
+    /// A record carries offset `u64::MAX`, which no record takes: the next
+    /// offset of a segment holding it could not be named. Only a crafted
+    /// record (or rot that kept its header CRC) carries it, since writers
+    /// refuse an append past `u64::MAX - 1`.
+    #[error(
+        "record offset {found} has no successor (no record takes u64::MAX, so that the offset after the last record can be named)"
+    )]
+    OffsetOverflow {
+        /// The offset stored in the record.
+        found: u64,
+    },
     /// An index file does not start with `FLSI`.
     #[error("index magic is {}, expected 0x464c5349 (FLSI){}", Magic(*.found), magic_hint(*.found))]
     IndexMagic {
@@ -169,6 +180,7 @@ impl CorruptionKind {
             Self::RecordChecksum { .. } => "RecordChecksum",
             Self::RecordTooLarge { .. } => "RecordTooLarge",
             Self::OffsetOutOfOrder { .. } => "OffsetOutOfOrder",
+            Self::OffsetOverflow { .. } => "OffsetOverflow",
             Self::IndexMagic { .. } => "IndexMagic",
             Self::IndexVersion { .. } => "IndexVersion",
             Self::IndexFlags { .. } => "IndexFlags",

@@ -1,9 +1,10 @@
 //! Byte layouts of the felix storage format, version 2.
 //!
 //! This crate is the single place where the on-disk format is written down in
-//! code: segment headers, records, sparse index files, the epochs file, the
-//! corruption vocabulary every layer above reports in, the one description of
-//! a segment's extent, and every name a shard directory may hold.
+//! code: segment headers, records, the one walk over a segment's records
+//! ([`RecordCursor`]), sparse index files, the epochs file, the corruption
+//! vocabulary every layer above reports in, the one description of a
+//! segment's extent, and every name a shard directory may hold.
 //! `docs/storage-format.md` describes the same bytes in prose; a change to
 //! one without the other is a bug.
 //!
@@ -48,6 +49,7 @@ mod bytes_be;
 mod checksum;
 pub mod clean;
 mod corruption;
+mod cursor;
 pub mod epochs;
 mod extent;
 mod index;
@@ -57,6 +59,7 @@ mod record;
 mod segment_header;
 
 pub use corruption::{CorruptionKind, CorruptionSite};
+pub use cursor::{CursorRecord, CursorStep, Damage, RecordCursor, ScanDepth, SliceRecords};
 pub use extent::SegmentExtent;
 pub use index::{
     INDEX_ENTRY_LEN, INDEX_HEADER_LEN, IndexEntry, IndexHeader, IndexView, encode_index_entry,

@@ -29,11 +29,13 @@ impl RecordHeader {
     ///
     /// This is how a reader steps to the next record without touching the
     /// payload.
+    #[inline]
     pub fn encoded_len(&self) -> u64 {
         record_encoded_len(self.payload_len)
     }
 
     /// Checks the record's offset against the one its position implies.
+    #[inline]
     pub fn check_offset(&self, expected: u64) -> Result<(), CorruptionKind> {
         if self.offset == expected {
             Ok(())
@@ -120,6 +122,7 @@ pub fn encode_record_header(
 /// (`RecordHeaderChecksum`, before any other field is used), and
 /// `payload_len <= MAX_PAYLOAD_BYTES` (`RecordTooLarge`). This is the step a
 /// headers-only scan takes per record.
+#[inline]
 pub fn decode_record_header(bytes: &[u8]) -> Result<RecordHeader, CorruptionKind> {
     let Some(raw) = bytes.first_chunk::<RECORD_HEADER_LEN>() else {
         return Err(CorruptionKind::Truncated {
@@ -180,6 +183,7 @@ pub fn decode_record(
 /// assert_eq!(check_record(header, &bytes, Some(7))?.payload, b"hi");
 /// # Ok::<(), felix_format::CorruptionKind>(())
 /// ```
+#[inline]
 pub fn check_record(
     header: RecordHeader,
     bytes: &[u8],

@@ -2,7 +2,7 @@
 //! arbitrary bytes never panic.
 
 use felix_format::SegmentExtent;
-use felix_format::clean::{decode_clean_shutdown, encode_clean_shutdown};
+use felix_format::clean::{CleanShutdownDecodeError, decode_clean_shutdown, encode_clean_shutdown};
 use proptest::prelude::*;
 
 /// A consistent list: ascending ids, offsets continuing, lengths at least a
@@ -53,6 +53,41 @@ proptest! {
         encode_clean_shutdown(&list, &mut bytes).unwrap();
         let i = at.index(bytes.len());
         bytes[i] ^= 1 << bit;
-        prop_assert!(decode_clean_shutdown(&bytes).is_err());
+        prop_assert_eq!(decode_clean_shutdown(&bytes), Err(flip_error(&bytes, i)));
+    }
+}
+
+/// What a valid file with byte `i` flipped must be rejected as, field by
+/// field in the decoder's order: magic, version, flags, count, then the CRC
+/// (over bytes 0..12 and the entries), which every other flip fails.
+fn flip_error(bytes: &[u8], i: usize) -> CleanShutdownDecodeError {
+    let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+    let u32_at = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    match i {
+        0..4 => CleanShutdownDecodeError::Magic { found: u32_at(0) },
+        4..6 => CleanShutdownDecodeError::Version { found: u16_at(4) },
+        6..8 => CleanShutdownDecodeError::Flags { found: u16_at(6) },
+        8..12 => {
+            let count = u32_at(8);
+            let max = felix_format::clean::MAX_CLEAN_SHUTDOWN_ENTRIES;
+            if count == 0 || count as usize > max {
+                CleanShutdownDecodeError::Count { count, max }
+            } else {
+                CleanShutdownDecodeError::CountMismatch {
+                    count,
+                    expected: count as usize * 32,
+                    found: bytes.len() - 16,
+                }
+            }
+        }
+        _ => {
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&bytes[..12]);
+            crc.update(&bytes[16..]);
+            CleanShutdownDecodeError::Checksum {
+                expected: u32_at(12),
+                found: crc.finalize(),
+            }
+        }
     }
 }

@@ -38,6 +38,7 @@ fn corruption_kind_display_text_for_every_variant() {
             expected: 10,
             found: 12,
         },
+        CorruptionKind::OffsetOverflow { found: u64::MAX },
         CorruptionKind::IndexMagic {
             found: u32::from_be_bytes(*b"FLSG"),
         },

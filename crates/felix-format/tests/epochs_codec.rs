@@ -72,11 +72,38 @@ fn decode_epochs_reports_each_reason() {
 
     let mut bad = good.clone();
     bad[27] ^= 1;
-    let err = decode_epochs(&bad).unwrap_err();
-    assert!(
-        matches!(err, EpochsDecodeError::BodyChecksum { .. }),
-        "{err:?}"
-    );
+    assert_eq!(decode_epochs(&bad).unwrap_err(), flip_error(&bad, 27));
+    assert!(matches!(
+        flip_error(&bad, 27),
+        EpochsDecodeError::BodyChecksum { .. }
+    ));
+}
+
+/// What a valid file with byte `i` flipped must be rejected as, field by
+/// field in the decoder's order: magic, version, count (too many, or not
+/// the entries present), then the body CRC, which the CRC field itself and
+/// every entry byte fail.
+fn flip_error(bytes: &[u8], i: usize) -> EpochsDecodeError {
+    let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+    match i {
+        0..4 => EpochsDecodeError::Magic {
+            found: u32::from_be_bytes(bytes[..4].try_into().unwrap()),
+        },
+        4..6 => EpochsDecodeError::Version { found: u16_at(4) },
+        6..8 if usize::from(u16_at(6)) > MAX_EPOCH_ENTRIES => EpochsDecodeError::TooManyEntries {
+            count: u16_at(6),
+            max: MAX_EPOCH_ENTRIES,
+        },
+        6..8 => EpochsDecodeError::CountMismatch {
+            count: u16_at(6),
+            expected: usize::from(u16_at(6)) * 16,
+            found: bytes.len() - 12,
+        },
+        _ => EpochsDecodeError::BodyChecksum {
+            expected: u32::from_be_bytes(bytes[8..12].try_into().unwrap()),
+            found: crc32fast::hash(&bytes[12..]),
+        },
+    }
 }
 
 #[test]
@@ -115,7 +142,7 @@ proptest! {
         let bit = bit_seed % (bytes.len() * 8);
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
-        prop_assert!(decode_epochs(&flipped).is_err());
+        prop_assert_eq!(decode_epochs(&flipped).err(), Some(flip_error(&flipped, bit / 8)));
     }
 
     #[test]

@@ -70,11 +70,32 @@ fn decode_record_header_checksum_is_checked_before_length() {
     // A flipped length bit must never be mistaken for an unfinished write.
     let mut bytes = encode(1, 1, b"hello");
     bytes[3] ^= 0x40;
-    let result = decode_record(&bytes, Some(1));
-    assert!(
-        matches!(result, Err(CorruptionKind::RecordHeaderChecksum { .. })),
-        "{result:?}"
-    );
+    assert_eq!(decode_record(&bytes, Some(1)), Err(flip_error(&bytes)));
+    assert!(matches!(
+        flip_error(&bytes),
+        CorruptionKind::RecordHeaderChecksum { .. }
+    ));
+}
+
+/// What a record with one bit flipped must be rejected as: the header CRC
+/// (stored against computed) when the flip is in bytes 0..24, else the
+/// record CRC over bytes 0..24 and the payload.
+fn flip_error(flipped: &[u8]) -> CorruptionKind {
+    let u32_at = |at: usize| u32::from_be_bytes(flipped[at..at + 4].try_into().unwrap());
+    let header_crc = crc32fast::hash(&flipped[..20]);
+    if header_crc != u32_at(20) {
+        return CorruptionKind::RecordHeaderChecksum {
+            expected: u32_at(20),
+            found: header_crc,
+        };
+    }
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&flipped[..24]);
+    crc.update(&flipped[28..]);
+    CorruptionKind::RecordChecksum {
+        expected: u32_at(24),
+        found: crc.finalize(),
+    }
 }
 
 #[test]
@@ -86,9 +107,10 @@ fn decode_record_header_ignores_payload() {
         (header.offset, header.timestamp_micros, header.payload_len),
         (3, 4, 7)
     );
+    assert_eq!(decode_record(&bytes, None), Err(flip_error(&bytes)));
     assert!(matches!(
-        decode_record(&bytes, None),
-        Err(CorruptionKind::RecordChecksum { .. })
+        flip_error(&bytes),
+        CorruptionKind::RecordChecksum { .. }
     ));
 }
 
@@ -103,7 +125,11 @@ fn encode_record_header_over_limit_is_rejected() {
         })
     );
     let payload = &payload[..MAX_PAYLOAD_BYTES as usize];
-    assert!(encode_record_header(0, 0, payload).is_ok());
+    let header = encode_record_header(0, 0, payload).unwrap();
+    assert_eq!(
+        decode_record_header(&header).map(|h| h.payload_len),
+        Ok(MAX_PAYLOAD_BYTES)
+    );
 }
 
 #[test]
@@ -130,13 +156,12 @@ fn decode_record_every_bit_flip_is_detected_with_the_right_kind() {
         let byte = bit / 8;
         flipped[byte] ^= 1 << (bit % 8);
         let result = decode_record(&flipped, Some(9));
-        let ok = match byte {
-            // Bytes covered by the header CRC, and the CRC itself.
-            0..24 => matches!(result, Err(CorruptionKind::RecordHeaderChecksum { .. })),
-            // The record checksum field and the payload.
-            _ => matches!(result, Err(CorruptionKind::RecordChecksum { .. })),
-        };
-        assert!(ok, "flip of bit {bit} gave {result:?}");
+        assert_eq!(result, Err(flip_error(&flipped)), "flip of bit {bit}");
+        // Bytes covered by the header CRC, and the CRC itself, fail the
+        // header's check; the record checksum field and the payload, the
+        // record's.
+        let header_kind = matches!(result, Err(CorruptionKind::RecordHeaderChecksum { .. }));
+        assert_eq!(header_kind, byte < 24, "flip of bit {bit} gave {result:?}");
     }
 }
 
@@ -164,7 +189,7 @@ proptest! {
         let bit = bit_seed % (bytes.len() * 8);
         let mut flipped = bytes.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
-        prop_assert!(decode_record(&flipped, Some(42)).is_err());
+        prop_assert_eq!(decode_record(&flipped, Some(42)), Err(flip_error(&flipped)));
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! The dividing line is whether the damaged record's length is trustworthy
 //! and whether the damage is confined to the end of the newest segment —
 //! the only place a record can have been mid-write when the process died.
+//! Which segment that is, and what a damaged segment header means, are
+//! decided here too; where in the newest segment damage lies is
+//! [`crate::location`]'s decision. Pure: every input is a value.
 
 use felix_format::CorruptionKind;
 
@@ -151,6 +154,7 @@ pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> Re
                 // space does not explain these, so opt-in, as when confined.
                 CorruptionKind::RecordChecksum { .. }
                 | CorruptionKind::OffsetOutOfOrder { .. }
+                | CorruptionKind::OffsetOverflow { .. }
                 | CorruptionKind::RecordTooLarge { .. } => RepairClass::OptIn,
                 _ => RepairClass::Never,
             };
@@ -164,8 +168,53 @@ pub fn is_repairable_tail(kind: &CorruptionKind, location: DamageLocation) -> Re
         CorruptionKind::RecordHeaderChecksum { .. }
         | CorruptionKind::RecordChecksum { .. }
         | CorruptionKind::OffsetOutOfOrder { .. }
+        | CorruptionKind::OffsetOverflow { .. }
         | CorruptionKind::RecordTooLarge { .. } => RepairClass::OptIn,
         _ => RepairClass::Never,
+    }
+}
+
+/// A segment's place in the shard, as far as recovery is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Role {
+    /// The highest id: the only file that can be an abandoned creation.
+    pub(crate) last: bool,
+    /// The segment a writer continues: scanned in full, its confined tail
+    /// damage repairable.
+    pub(crate) newest: bool,
+    /// Whether a segment with a lower id exists.
+    pub(crate) older_exists: bool,
+}
+
+/// The role of segment `i` of `count`. When the last segment has the shape
+/// of an abandoned creation (`last_abandoned`) and an older one exists, the
+/// one before it is the newest: it is what a writer continues, so it is
+/// scanned in full and its damage classified as the newest segment's.
+pub(crate) fn role(i: usize, count: usize, last_abandoned: bool) -> Role {
+    let newest_at = if last_abandoned && count > 1 {
+        count - 2
+    } else {
+        count.saturating_sub(1)
+    };
+    Role {
+        last: i + 1 == count,
+        newest: i == newest_at,
+        older_exists: i > 0,
+    }
+}
+
+/// The class of damage to a segment's header. The last segment, shorter
+/// than its header or exactly a header's length of zeros (`abandoned`: its
+/// size reached the disk, its bytes did not), was being created when the
+/// process died: the header is synced before any record is written, so no
+/// record can live in it, and it is removed by default — when an older
+/// segment says where the shard goes on. A complete header with a bad field
+/// is damage, never an interrupted creation.
+pub(crate) fn header_damage_class(role: Role, abandoned: bool) -> RepairClass {
+    if role.last && abandoned && role.older_exists {
+        RepairClass::Default
+    } else {
+        RepairClass::Never
     }
 }
 
@@ -195,6 +244,58 @@ mod tests {
     }
 
     #[test]
+    fn role_table() {
+        // (i, count, last abandoned) → (last, newest, older exists)
+        #[rustfmt::skip]
+        let table = [
+            (0, 1, false, (true,  true,  false)),
+            (0, 1, true,  (true,  true,  false)), // the only segment stays the newest
+            (0, 2, false, (false, false, false)),
+            (1, 2, false, (true,  true,  true)),
+            (0, 2, true,  (false, true,  false)), // the one before an abandoned creation
+            (1, 2, true,  (true,  false, true)),
+            (2, 3, true,  (true,  false, true)),
+            (1, 3, true,  (false, true,  true)),
+        ];
+        for (i, count, abandoned, (last, newest, older_exists)) in table {
+            assert_eq!(
+                role(i, count, abandoned),
+                Role {
+                    last,
+                    newest,
+                    older_exists
+                },
+                "segment {i} of {count}, last abandoned {abandoned}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_damage_class_table() {
+        // (last, older exists, abandoned shape) → class
+        #[rustfmt::skip]
+        let table = [
+            (true,  true,  true,  Default),
+            (true,  false, true,  Never), // the shard's first offset is unknown
+            (true,  true,  false, Never), // a complete header with a bad field
+            (false, true,  true,  Never), // only the last can be a creation
+            (false, false, false, Never),
+        ];
+        for (last, older_exists, abandoned, class) in table {
+            let role = Role {
+                last,
+                newest: last,
+                older_exists,
+            };
+            assert_eq!(
+                header_damage_class(role, abandoned),
+                class,
+                "{role:?} abandoned {abandoned}"
+            );
+        }
+    }
+
+    #[test]
     fn is_repairable_tail_table() {
         use CorruptionKind as K;
         #[rustfmt::skip]
@@ -204,6 +305,7 @@ mod tests {
             (K::RecordHeaderChecksum { expected: 1, found: 2 },         [OptIn,   Default, Default, Never, Never]),
             (K::RecordChecksum { expected: 1, found: 2 },               [OptIn,   OptIn,   Default, Never, Never]),
             (K::OffsetOutOfOrder { expected: 1, found: 2 },             [OptIn,   OptIn,   OptIn,   Never, Never]),
+            (K::OffsetOverflow { found: u64::MAX },                     [OptIn,   OptIn,   OptIn,   Never, Never]),
             (K::RecordTooLarge { payload_len: u32::MAX, max: 1 },       [OptIn,   OptIn,   OptIn,   Never, Never]),
             (K::SegmentMagic { found: 0 },                              [Never,   Never,   Never,   Never, Never]),
             (K::SegmentVersion { found: 1 },                            [Never,   Never,   Never,   Never, Never]),

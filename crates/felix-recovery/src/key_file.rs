@@ -11,13 +11,12 @@
 use std::io;
 use std::path::Path;
 
-use felix_format::key_file::{
-    KeyFileDecodeError, MAX_KEY_FILE_LEN, decode_key_file, encode_key_file,
-};
+use felix_format::key_file::{MAX_KEY_FILE_LEN, decode_key_file, encode_key_file};
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
-use felix_io::{FileSystem, FileType, IoError, NotRegularFile, OpenMode, not_regular_file};
+use felix_io::{FileSystem, FileType, IoError, OpenMode, not_regular_file};
 
 use crate::error::RecoveryError;
+use crate::report::KeyFileProblem;
 
 /// What a shard directory's key file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,46 +28,6 @@ pub enum StoredKey {
     Key(ShardKey),
     /// A key file is there but cannot be used.
     Unusable(KeyFileProblem),
-}
-
-/// Why a key file could not be used.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyFileProblem {
-    /// Its bytes do not decode.
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(KeyFileDecodeError),
-    /// It is larger than any valid key file.
-    #[error("it is {len} bytes, larger than any valid one")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {0}")]
-    NotAFile(NotRegularFile),
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-impl KeyFileProblem {
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`KeyFileChecksum`, ...), or `KeyFileTooLarge`,
-    /// `KeyFileNotAFile`, `KeyFileUnreadable`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { .. } => "KeyFileTooLarge",
-            Self::NotAFile(_) => "KeyFileNotAFile",
-            Self::Unreadable { .. } => "KeyFileUnreadable",
-        }
-    }
 }
 
 /// Reads the key file of the shard directory `dir`. Never fails: a file

@@ -16,7 +16,12 @@
 //! * It writes nothing unless its caller chose a repair: [`inspect`] opens
 //!   every file read-only; only [`repair`] (and [`open_shard`], which calls
 //!   it) modifies the directory, and both require the directory's
-//!   [`ShardLock`], so no repair races a writer.
+//!   [`ShardLock`], so no repair races a writer. (A clean close's
+//!   [`write_clean_shutdown`] is the one other write.)
+//! * Data flows one way: the directory is listed, each segment measured
+//!   into facts (values, holding no file-system handle), the facts
+//!   classified and planned by pure code, and only then is anything
+//!   written.
 //! * Indexes are never trusted: a missing, invalid or stale index is rebuilt
 //!   from its segment and reported as a note, never as damage.
 //!
@@ -43,36 +48,50 @@
     clippy::indexing_slicing
 )]
 
-mod chunked;
+// The pipeline, in the order data flows. Each module uses only modules on
+// the lines above its own (checked with a grep of `use crate::`; see
+// ARCHITECTURE.md):
+//   classify, lock        the decisions' vocabulary and rules; the lock
+//   location              where damage lies (pure)
+//   report                findings, notes, actions: what is reported
+//   error, inspection     failures; options and the result
+//   listing, clean,       reading names, the clean-shutdown file,
+//   key_file, tail        the key file (and writing it), tails
+//   facts                 measured values, holding no file-system handle
+//   scan, plan, repair    measuring; deciding (pure); the only writer
+//   open                  inspect and open_shard, composing the above
 mod classify;
 mod clean;
 mod error;
-mod index_check;
-mod inspect;
+mod facts;
+mod inspection;
 mod key_file;
 mod listing;
+mod location;
 mod lock;
 mod open;
+mod plan;
 mod repair;
 mod report;
 mod scan;
-mod unwritten;
+mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
-pub use clean::{
-    CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, CleanShutdownUnused,
-    write_clean_shutdown,
-};
 pub use error::RecoveryError;
-pub use index_check::{IndexCheck, first_stale_entry};
-pub use inspect::{InspectOptions, Inspection, SegmentSummary, inspect};
-pub use key_file::{KeyFileProblem, StoredKey, read_key_file, write_key_file};
+/// The clean-shutdown file's names, as felix-format defines them, beside
+/// [`write_clean_shutdown`].
+pub use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
+/// The depth of a scan and the damage it met, as felix-format's cursor
+/// defines them.
+pub use felix_format::{Damage, ScanDepth};
+pub use inspection::{IndexCheck, InspectOptions, Inspection, SegmentSummary};
+pub use key_file::{StoredKey, read_key_file, write_key_file};
+pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock};
-pub use open::{NewestSegment, OpenOptions, RecoveredShard, open_shard};
-pub use repair::{Repaired, repair};
-pub use report::{Action, Finding, FindingContext, IndexProblem, Note, TemporaryKind};
-pub use scan::{
-    Damage, ScanDepth, ScanStart, SegmentScan, find_intact_record, range_is_zero, scan_segment,
-    search_start, tail_is_zero,
+pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
+pub use repair::{Repaired, repair, write_clean_shutdown};
+pub use report::{
+    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem, Note,
+    TemporaryKind,
 };
-pub use unwritten::{BLOCK_BYTES, UnwrittenBlocks};
+pub use scan::{ScanStart, SegmentScan, scan_segment};

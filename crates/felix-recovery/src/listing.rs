@@ -1,7 +1,8 @@
 //! What a shard directory holds, by name: segment ids in numeric order,
 //! orphan indexes, stray files, our temporaries, the files other layers
-//! own, entries under our names that are not regular files, and whether
-//! the last segment looks like an interrupted creation. Every name is
+//! own, and entries under our names that are not regular files. Nothing
+//! is opened: this is the first step of the pipeline, and only reads the
+//! directory itself. Every name is
 //! classified by felix-format's [`ShardFileName::parse`], the one place a
 //! shard directory's names are defined.
 //!
@@ -14,13 +15,14 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use felix_format::{SEGMENT_HEADER_LEN, ShardFileName};
-use felix_io::{FileSystem, FileType, IoError, NotRegularFile, OpenMode};
+use felix_format::ShardFileName;
+use felix_io::{FileSystem, FileType, IoError, NotRegularFile};
 
 use crate::error::RecoveryError;
 use crate::report::{Note, TemporaryKind};
 
 /// What a shard directory holds, by name.
+#[derive(Debug)]
 pub(crate) struct Listing {
     /// Segment ids, sorted numerically (not by name: iteration order is
     /// filesystem-defined).
@@ -175,22 +177,4 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
     listing.orphans = indexes.difference(&logs).copied().collect();
     listing.segments = logs.into_iter().collect();
     Ok(listing)
-}
-
-/// Whether the file at `path` has the shape of an interrupted creation:
-/// shorter than a header, or a header's length of zeros.
-pub(crate) fn looks_abandoned(fs: &FileSystem, path: &Path) -> bool {
-    match fs
-        .open(path, OpenMode::Read)
-        .and_then(|f| Ok((f.file_len()?, f)))
-    {
-        Ok((len, _)) if len < SEGMENT_HEADER_LEN as u64 => true,
-        Ok((len, file)) if len == SEGMENT_HEADER_LEN as u64 => {
-            let mut header = [0u8; SEGMENT_HEADER_LEN];
-            // An unreadable file is not assumed to be zeros: its damage is
-            // then reported, not removed.
-            file.read_exact_at(&mut header, 0).is_ok() && header.iter().all(|&b| b == 0)
-        }
-        _ => false,
-    }
 }

@@ -1,19 +1,73 @@
-//! Opening a shard directory after a crash: inspect, repair what the policy
-//! allows, and hand the writer what it needs to continue.
+//! The pipeline composed: [`inspect`] lists a shard directory, measures
+//! its segments and plans ([`crate::listing`] → [`crate::scan`] →
+//! [`crate::plan`], which decides with [`crate::classify`] and
+//! [`crate::location`]); [`open_shard`] then repairs what the policy allows
+//! ([`crate::repair`]) and hands the writer what it needs to continue.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_io::{FileSystem, IoError, OpenMode};
+use felix_io::{FileSystem, OpenMode};
 use felix_segment::{SegmentError, SegmentFile, SparseIndex};
 
 use crate::classify::{RepairClass, RepairPolicy};
 use crate::error::{RecoveryError, unexpected_segment_error};
-use crate::inspect::{InspectOptions, Inspection, inspect_with};
+use crate::inspection::{InspectOptions, Inspection};
+use crate::listing::list_dir;
 use crate::lock::ShardLock;
-use crate::repair::repair;
-use crate::report::{Action, Finding, FindingContext, TemporaryKind};
+use crate::repair::{remove_clean_shutdown, remove_temporaries, repair};
+use crate::report::{Action, CleanShutdownUnused, Finding, FindingContext, Note};
+use crate::scan::segment_path;
+
+/// Inspects the shard directory `dir` on the file system `fs`, reading but
+/// never writing: every descriptor opened is read-only, so an inspection is
+/// safe to run on a shard another process owns, and `felix-store verify`
+/// can promise that it changes nothing.
+///
+/// Lists `*.log` files and sorts them by the number in their names, checks
+/// every segment header, validates (or rebuilds in memory) every index,
+/// scans sealed segments' tails (or all of them with `full_verify`) and the
+/// newest segment in full, checks that offsets continue from segment to
+/// segment, and classifies every damage found.
+pub fn inspect(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &InspectOptions,
+) -> Result<Inspection, RecoveryError> {
+    inspect_with(fs, dir, shard, options, false)
+}
+
+/// [`inspect`], optionally trusting a clean-shutdown file that lists
+/// exactly the directory's segments for every segment but the newest (see
+/// `clean.rs` for why that is safe). The newest is always scanned in full.
+fn inspect_with(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &InspectOptions,
+    use_clean_shutdown: bool,
+) -> Result<Inspection, RecoveryError> {
+    let shard: Arc<str> = Arc::from(shard);
+    let listing = list_dir(fs, dir)?;
+    let last_id = listing.segments.last().copied();
+    let facts = crate::scan::gather(fs, dir, &shard, listing, options, use_clean_shutdown)?;
+    let trusted = facts.trusted_clean_shutdown;
+    let inspection = crate::plan::plan(dir, &shard, facts);
+    // A trusted record covers sealed segments only: if the segment it
+    // lists last is going (an interrupted creation), the one a writer would
+    // continue was never scanned, so everything is inspected instead.
+    let last_live = inspection.live_segments().last().map(|s| s.id);
+    if trusted && last_live != last_id {
+        let mut full = inspect_with(fs, dir, &shard, options, false)?;
+        full.notes.push(Note::CleanShutdownUnused {
+            reason: CleanShutdownUnused::NewestRemoved,
+        });
+        return Ok(full);
+    }
+    Ok(inspection)
+}
 
 /// What to do on open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,15 +130,15 @@ pub fn open_shard(
 ) -> Result<RecoveredShard, RecoveryError> {
     let mut inspection =
         inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
-    let repaired = repair(&inspection, options.repair_policy, lock)?;
+    let repaired = repair(fs, &inspection, options.repair_policy, lock)?;
     let actions = repaired.actions;
     inspection.notes.extend(repaired.notes);
     // The shard is about to be written: a clean-shutdown record would no
     // longer describe it. Its removal is durable before any write.
     if inspection.clean_shutdown_present {
-        crate::clean::remove_in(fs, dir)?;
+        remove_clean_shutdown(fs, dir, lock)?;
     }
-    remove_temporaries(&inspection)?;
+    remove_temporaries(fs, &inspection, lock)?;
     let live: Vec<_> = inspection.live_segments().cloned().collect();
     let mut sealed = Vec::with_capacity(live.len());
     let mut newest = None;
@@ -106,7 +160,7 @@ pub fn open_shard(
             continue;
         }
         let file = match SegmentFile::open(
-            &inspection.fs,
+            fs,
             dir,
             summary.id,
             Arc::clone(&inspection.shard),
@@ -157,29 +211,4 @@ pub fn open_shard(
         inspection,
         actions,
     })
-}
-
-/// Removes the temporaries the inspection found, except `epochs.tmp`, whose
-/// owner removes it. A segment's holds at most a header, never a record; a
-/// clean shutdown's only repeats what the segments say. Nothing needs the
-/// removals to be durable: a temporary that comes back is removed again.
-fn remove_temporaries(inspection: &Inspection) -> Result<(), RecoveryError> {
-    for (path, kind) in &inspection.temporaries {
-        if *kind == TemporaryKind::EpochsUpdate {
-            continue;
-        }
-        match inspection.fs.remove_file(path) {
-            Ok(()) => {
-                tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the temporary of an interrupted write");
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(IoError::new("remove", path, e).into()),
-        }
-    }
-    Ok(())
-}
-
-/// The path of segment `id`'s file in `dir`.
-fn segment_path(dir: &Path, id: u64) -> std::path::PathBuf {
-    dir.join(felix_format::file_name(id, felix_format::FileKind::Segment).as_str())
 }

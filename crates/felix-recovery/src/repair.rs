@@ -1,16 +1,26 @@
-//! Carrying out an inspection's plan: the only code in this crate that
-//! writes to a shard directory, and only when the caller chose to repair.
+//! The only module of this crate that writes to a shard directory:
+//! carrying out an inspection's plan when the caller chose to repair
+//! ([`repair`]), the removals an open for writing makes (the clean-shutdown
+//! file and our temporaries), and the clean-shutdown file a clean close
+//! writes ([`write_clean_shutdown`]). Repairs and removals take the
+//! directory's [`ShardLock`], so none can race a writer.
 
-use felix_format::{FileKind, file_name};
-use felix_io::{IoError, OpenMode};
+use std::io;
+use std::path::Path;
+
+use felix_format::clean::encode_clean_shutdown;
+use felix_format::{
+    CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, FileKind, SegmentExtent, file_name,
+};
+use felix_io::{FileSystem, FileType, IoError, OpenMode};
 use felix_segment::SegmentError;
 use felix_segment::fs::{open, sync_data, sync_dir};
 
 use crate::classify::RepairPolicy;
 use crate::error::RecoveryError;
-use crate::inspect::Inspection;
+use crate::inspection::Inspection;
 use crate::lock::ShardLock;
-use crate::report::{Action, Note};
+use crate::report::{Action, Note, TemporaryKind};
 
 /// What [`repair`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,9 +32,9 @@ pub struct Repaired {
     pub notes: Vec<Note>,
 }
 
-/// Carries out `inspection.plan`, if every finding is repairable under
-/// `policy`; otherwise fails with [`RecoveryError::Unrepairable`] having
-/// modified nothing.
+/// Carries out `inspection.plan` on the file system `fs`, if every finding
+/// is repairable under `policy`; otherwise fails with
+/// [`RecoveryError::Unrepairable`] having modified nothing.
 ///
 /// `lock` is the shard directory's lock: a repair must not race a writer,
 /// so it cannot be made without holding it.
@@ -39,6 +49,7 @@ pub struct Repaired {
 /// when it is next needed. It is left out of the actions and reported in
 /// the notes instead.
 pub fn repair(
+    fs: &FileSystem,
     inspection: &Inspection,
     policy: RepairPolicy,
     lock: &ShardLock,
@@ -48,6 +59,11 @@ pub fn repair(
         inspection.dir,
         "the lock held is the inspected directory's"
     );
+    debug_assert!(
+        only_newest_truncated(inspection),
+        "a plan truncates the newest segment only: {:?}",
+        inspection.plan
+    );
     let blocking = inspection.blocking(policy);
     if !blocking.is_empty() {
         return Err(RecoveryError::Unrepairable {
@@ -56,7 +72,6 @@ pub fn repair(
             policy,
         });
     }
-    let fs = &inspection.fs;
     let mut touched_dir = false;
     let mut repaired = Repaired::default();
     for action in &inspection.plan {
@@ -114,6 +129,129 @@ pub fn repair(
         sync_dir(fs, &inspection.dir)?;
     }
     Ok(repaired)
+}
+
+/// Whether every truncation in the plan is of the newest segment: sealed
+/// segments never change while their names exist (what a trusted
+/// clean-shutdown record relies on).
+fn only_newest_truncated(inspection: &Inspection) -> bool {
+    let newest = inspection.segments.iter().find(|s| s.newest).map(|s| s.id);
+    inspection.plan.iter().all(|action| match action {
+        Action::Truncate { segment, .. } => Some(*segment) == newest,
+        _ => true,
+    })
+}
+
+/// Removes the clean-shutdown file (a regular file, as the listing found
+/// it) and makes the removal durable: once a shard is open for writing, the
+/// record no longer describes it. Its temporary is removed with the other
+/// temporaries.
+pub(crate) fn remove_clean_shutdown(
+    fs: &FileSystem,
+    dir: &Path,
+    lock: &ShardLock,
+) -> Result<(), RecoveryError> {
+    debug_assert_eq!(lock.dir(), dir, "the lock held is the directory's");
+    let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
+    match fs.remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(IoError::new("remove", &path, e).into()),
+    }
+    fs.sync_dir(dir)
+        .map_err(|e| IoError::new("fsync directory", dir, e).into())
+}
+
+/// Removes the temporaries the inspection found, except `epochs.tmp`, whose
+/// owner removes it. A segment's holds at most a header, never a record; a
+/// clean shutdown's only repeats what the segments say. Nothing needs the
+/// removals to be durable: a temporary that comes back is removed again.
+pub(crate) fn remove_temporaries(
+    fs: &FileSystem,
+    inspection: &Inspection,
+    lock: &ShardLock,
+) -> Result<(), RecoveryError> {
+    debug_assert_eq!(
+        lock.dir(),
+        inspection.dir,
+        "the lock held is the directory's"
+    );
+    for (path, kind) in &inspection.temporaries {
+        if *kind == TemporaryKind::EpochsUpdate {
+            continue;
+        }
+        match fs.remove_file(path) {
+            Ok(()) => {
+                tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the temporary of an interrupted write");
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(IoError::new("remove", path, e).into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes the clean-shutdown file for `segments` (in id order, the active
+/// one last) into `dir`: temporary, `fsync`, rename, directory `fsync`, so
+/// a crash leaves either no file or a whole one.
+///
+/// Returns `Ok(false)`, having written nothing, when the file's name or its
+/// temporary's is taken by something that is not a regular file: that is
+/// not ours, so it is left alone (a rename would replace a FIFO and fail
+/// on a directory), and the next open inspects every segment instead.
+///
+/// ```
+/// use felix_format::SegmentExtent;
+/// use felix_io::FileSystem;
+/// use felix_format::CLEAN_SHUTDOWN_FILE_NAME;
+/// use felix_recovery::write_clean_shutdown;
+///
+/// let dir = tempfile::tempdir()?;
+/// let segments = [SegmentExtent { id: 0, base_offset: 0, next_offset: 0, len: 32 }];
+/// assert!(write_clean_shutdown(&FileSystem::os(), dir.path(), &segments)?);
+/// assert!(dir.path().join(CLEAN_SHUTDOWN_FILE_NAME).exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_clean_shutdown(
+    fs: &FileSystem,
+    dir: &Path,
+    segments: &[SegmentExtent],
+) -> Result<bool, RecoveryError> {
+    let temp_path = dir.join(CLEAN_SHUTDOWN_TEMP_FILE_NAME);
+    let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
+    let io_err =
+        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
+    for name in [&path, &temp_path] {
+        match fs.entry_type(name) {
+            Ok(None | Some(FileType::Regular)) => {}
+            Ok(Some(file_type)) => {
+                tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no clean-shutdown file written");
+                return Ok(false);
+            }
+            Err(e) => return Err(io_err("stat", name, e)),
+        }
+    }
+    let mut bytes = Vec::new();
+    // A shard's segments always form a valid list; a refusal here is a
+    // broken invariant, reported rather than written.
+    encode_clean_shutdown(segments, &mut bytes)
+        .map_err(|e| io_err("encode clean-shutdown", &temp_path, io::Error::other(e)))?;
+    let temp = fs
+        .open(&temp_path, OpenMode::CreateTruncate)
+        .map_err(|e| io_err("create", &temp_path, e))?;
+    temp.write_all_at(&bytes, 0)
+        .map_err(|e| io_err("write", &temp_path, e))?;
+    // The data must be durable before the name: otherwise a crash could
+    // leave the final name on a partial file (which would only be ignored,
+    // but then the work of closing cleanly is lost).
+    temp.sync_all()
+        .map_err(|e| io_err("fsync", &temp_path, e))?;
+    drop(temp);
+    fs.rename(&temp_path, &path)
+        .map_err(|e| io_err("rename", &temp_path, e))?;
+    fs.sync_dir(dir)
+        .map_err(|e| io_err("fsync directory", dir, e))?;
+    Ok(true)
 }
 
 /// The note for an index of `segment` that `error` kept from being written.

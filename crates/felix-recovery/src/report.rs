@@ -9,9 +9,11 @@ use felix_io::{FileType, NotRegularFile};
 use felix_format::{CorruptionKind, CorruptionSite, ShardFileName};
 use felix_segment::IndexLoadError;
 
+use felix_format::clean::CleanShutdownDecodeError;
+use felix_format::key_file::KeyFileDecodeError;
+
 use crate::classify::{DamageLocation, RepairClass};
-use crate::key_file::KeyFileProblem;
-use crate::unwritten::UnwrittenBlocks;
+use crate::location::UnwrittenBlocks;
 
 /// One piece of damage to segment data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,7 +257,7 @@ pub enum Note {
     /// inspected.
     CleanShutdownUnused {
         /// Why.
-        reason: crate::clean::CleanShutdownUnused,
+        reason: CleanShutdownUnused,
     },
     /// A temporary an interrupted write of ours left behind; an open
     /// removes it.
@@ -303,6 +305,89 @@ pub enum Note {
         /// When it failed because its name is not a regular file: what it is.
         not_regular: Option<NotRegularFile>,
     },
+}
+
+/// Why a clean-shutdown file present in a shard directory was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CleanShutdownUnused {
+    /// Its bytes do not decode.
+    #[error("it does not decode: {0}")]
+    Invalid(CleanShutdownDecodeError),
+    /// It is larger than any valid file.
+    #[error("it is {len} bytes, larger than any valid one")]
+    TooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// It could not be read.
+    #[error("it could not be read ({op}: {kind})")]
+    Unreadable {
+        /// What failed: open, stat or read.
+        op: &'static str,
+        /// How.
+        kind: io::ErrorKind,
+    },
+    /// The directory's segment files are not the ones it lists: the shard
+    /// was written after it.
+    #[error("the directory's {found} segment file(s) are not the {listed} it lists")]
+    Stale {
+        /// Segments it lists.
+        listed: usize,
+        /// Segment files in the directory.
+        found: usize,
+    },
+    /// Opening was asked to verify every segment.
+    #[error("every segment was asked to be verified")]
+    FullVerify,
+    /// Opening was asked to check every entry of every index
+    /// ([`IndexCheck::EveryEntry`](crate::IndexCheck::EveryEntry)), which
+    /// needs the sealed segments' records.
+    #[error("every index entry was asked to be checked")]
+    EveryIndexEntry,
+    /// The last segment it lists is an interrupted creation, so the segment
+    /// appends would continue in is one it describes without a scan.
+    #[error("the last segment it lists is being removed as an interrupted creation")]
+    NewestRemoved,
+}
+
+/// Why a key file could not be used.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyFileProblem {
+    /// Its bytes do not decode.
+    #[error("it does not decode ({}: {})", .0.name(), .0)]
+    Invalid(KeyFileDecodeError),
+    /// It is larger than any valid key file.
+    #[error("it is {len} bytes, larger than any valid one")]
+    TooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// Its name is not a regular file: never opened.
+    #[error("it is {0}")]
+    NotAFile(NotRegularFile),
+    /// It could not be read.
+    #[error("it could not be read ({op}: {kind})")]
+    Unreadable {
+        /// What failed: open, stat or read.
+        op: &'static str,
+        /// How.
+        kind: io::ErrorKind,
+    },
+}
+
+impl KeyFileProblem {
+    /// A stable name for the problem, for reports and scripts: the decode
+    /// error's name (`KeyFileChecksum`, ...), or `KeyFileTooLarge`,
+    /// `KeyFileNotAFile`, `KeyFileUnreadable`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Invalid(err) => err.name(),
+            Self::TooLarge { .. } => "KeyFileTooLarge",
+            Self::NotAFile(_) => "KeyFileNotAFile",
+            Self::Unreadable { .. } => "KeyFileUnreadable",
+        }
+    }
 }
 
 /// Whose temporary a [`Note::Temporary`] is.

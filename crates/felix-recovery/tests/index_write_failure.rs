@@ -47,7 +47,7 @@ fn repair_on_a_full_disk_reports_the_index_it_could_not_write_and_does_the_rest(
     let inspection = inspect(&fs, Path::new(DIR), "t", &Default::default()).unwrap();
     assert_eq!(inspection.plan.len(), 2, "{:?}", inspection.plan);
     let lock = ShardLock::acquire(&fs, Path::new(DIR)).unwrap();
-    let repaired = repair(&inspection, RepairPolicy::Default, &lock).unwrap();
+    let repaired = repair(&fs, &inspection, RepairPolicy::Default, &lock).unwrap();
     assert_eq!(
         repaired.notes,
         [Note::IndexNotWritten {

@@ -7,10 +7,12 @@ use std::path::Path;
 
 use felix_format::{IndexEntry, RECORD_HEADER_LEN, decode_record_header, encode_record_header};
 use felix_recovery::{
-    Action, IndexCheck, IndexProblem, InspectOptions, Note, RepairPolicy, ShardLock,
-    first_stale_entry, inspect, repair,
+    Action, IndexCheck, IndexProblem, InspectOptions, Note, RepairPolicy, ShardLock, inspect,
+    repair,
 };
-use felix_segment::{Record, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex};
+use felix_segment::{
+    Record, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex, first_stale_entry,
+};
 
 const SPACING: u64 = 128;
 const LABEL: &str = "embedded";
@@ -225,7 +227,13 @@ fn repair_every_entry_rebuilds_the_writers_index_byte_for_byte() {
     )
     .unwrap();
     let lock = ShardLock::acquire(&felix_io::FileSystem::os(), dir.path()).unwrap();
-    let repaired = repair(&inspection, RepairPolicy::Default, &lock).unwrap();
+    let repaired = repair(
+        &felix_io::FileSystem::os(),
+        &inspection,
+        RepairPolicy::Default,
+        &lock,
+    )
+    .unwrap();
     assert_eq!(
         (repaired.actions, repaired.notes),
         (inspection.plan.clone(), vec![])

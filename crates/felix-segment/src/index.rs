@@ -53,8 +53,13 @@ impl SparseIndex {
         }
     }
 
-    /// An index from entries the caller built by scanning the segment.
+    /// An index from entries the caller built by scanning the segment
+    /// (strictly ascending by offset and by position).
     pub fn from_entries(base_offset: u64, entries: Vec<IndexEntry>) -> Self {
+        debug_assert!(
+            ascending(&entries),
+            "index entries ascend strictly: {entries:?}"
+        );
         Self {
             base_offset,
             entries,
@@ -154,6 +159,14 @@ impl SparseIndex {
             .map_err(|e| SegmentError::io("write", path, e))?;
         Ok(sync_data(&*file, path)?)
     }
+}
+
+/// Whether `entries` ascend strictly by offset and by position, as every
+/// index must (a seek's search assumes it).
+fn ascending(entries: &[IndexEntry]) -> bool {
+    entries
+        .windows(2)
+        .all(|pair| matches!(pair, [a, b] if a.offset < b.offset && a.position < b.position))
 }
 
 /// The greatest of `entries` at or below `offset`, or the first record of a
@@ -308,7 +321,15 @@ impl IndexBuilder {
             self.spacing_bytes,
         );
         if due {
-            self.entries.push(IndexEntry { offset, position });
+            let entry = IndexEntry { offset, position };
+            debug_assert!(
+                self.entries
+                    .last()
+                    .is_none_or(|last| ascending(&[*last, entry])),
+                "records are observed in order: {entry:?} after {:?}",
+                self.entries.last()
+            );
+            self.entries.push(entry);
         }
         due
     }
@@ -357,6 +378,10 @@ pub struct ActiveIndex {
 impl ActiveIndex {
     /// An index holding `entries` (ascending).
     pub fn new(entries: Vec<IndexEntry>) -> Self {
+        debug_assert!(
+            ascending(&entries),
+            "index entries ascend strictly: {entries:?}"
+        );
         Self {
             entries: Arc::new(std::sync::RwLock::new(entries)),
         }
@@ -370,12 +395,19 @@ impl ActiveIndex {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Appends an entry (the writer's call).
+    /// Appends an entry (the writer's call), after every entry already
+    /// there.
     pub fn push(&self, entry: IndexEntry) {
-        self.entries
+        let mut entries = self
+            .entries
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(entry);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        debug_assert!(
+            entries.last().is_none_or(|last| ascending(&[*last, entry])),
+            "index entries ascend: {entry:?} after {:?}",
+            entries.last()
+        );
+        entries.push(entry);
     }
 
     /// Number of entries.

@@ -25,12 +25,16 @@
 mod error;
 pub mod fs;
 mod index;
+mod reader;
 mod segment;
+mod walk;
 mod writer;
 
 pub use error::{Result, SegmentError};
 pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
+pub use reader::{CHUNK_BYTES, ChunkedReader};
 pub use segment::{ReadLimit, ReadRecord, SegmentFile};
+pub use walk::{RecordWalk, WalkStep, first_stale_entry};
 pub use writer::{
     Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SealedSegment, SegmentConfig, SegmentWriter,
     SyncHandle, segment_temp_name,

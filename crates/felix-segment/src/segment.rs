@@ -8,16 +8,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use felix_format::{
-    CorruptionKind, CorruptionSite, FileKind, IndexEntry, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
-    SegmentHeader, check_record, decode_record_header, file_name,
+    CorruptionKind, CorruptionSite, CursorStep, FileKind, IndexEntry, RECORD_HEADER_LEN,
+    RecordCursor, RecordHeader, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader, file_name,
 };
 
 use crate::error::{Result, SegmentError};
 use felix_io::{FileSystem, OpenMode, VfsFile};
 
 use crate::fs::{file_len, open, read_exact_at};
+use crate::reader::ChunkedReader;
 
 /// The first read of a scan covers at least this many bytes, so that a read
 /// starting at an index entry needs one `pread`: twice a 4 KiB index
@@ -25,11 +26,6 @@ use crate::fs::{file_len, open, read_exact_at};
 /// make every small read (one record by offset) copy and zero bytes it
 /// never looks at; the window grows geometrically when more is needed.
 const MIN_READ_BYTES: u64 = 8 * 1024;
-/// While skipping towards the first wanted record, bytes already passed are
-/// dropped once this many have accumulated, so a sparse index never makes a
-/// read hold more than this much memory for records it will not return.
-const SKIP_WINDOW_BYTES: usize = 64 * 1024;
-
 /// The smallest first `pread` of a read whose skip is guessed: a few
 /// hundred bytes cost the same system call as one header.
 const MIN_FIRST_READ: u64 = 512;
@@ -270,51 +266,71 @@ impl SegmentFile {
         let span = next_position
             .filter(|&next| next > start.position)
             .map(|next| next - start.position);
-        let mut window = Window::new(self, start.position, limit.end_position, max_bytes, span);
         let (skip, average) = self.estimate_skip(start, from, limit);
-        window.expect_skip(skip, average);
+        let mut reader = ChunkedReader::new(&*self.file, &self.path, limit.end_position)
+            .with_chunk_bytes(first_read_bytes(max_bytes, span, skip, average));
+        let mut cursor = RecordCursor::new(
+            start.position,
+            start.offset,
+            limit.end_position,
+            ScanDepth::Headers,
+        );
         // One record for a lookup by offset; a large read grows it.
-        let mut spans: Vec<(u64, u64, usize, usize)> = Vec::with_capacity(1);
+        let mut spans: Vec<(u64, u64, u64, usize)> = Vec::with_capacity(1);
         let mut collected: u64 = 0;
-        let mut expected = start.offset;
-        while expected < limit.next_offset {
-            let at = window.cursor_position();
-            let fail = |failure: ReadFailure| match failure {
-                ReadFailure::Kind(kind) => self.classify(start, expected, at, kind),
-                ReadFailure::Io(err) => err.into(),
+        while cursor.next_offset() < limit.next_offset {
+            let at = cursor.position();
+            let expected = cursor.next_offset();
+            let wanted = expected >= from;
+            cursor.set_depth(if wanted {
+                ScanDepth::Full
+            } else {
+                ScanDepth::Headers
+            });
+            // Always at least one record; then none that would pass the
+            // budget, declined before its payload is looked at.
+            let take = |h: &RecordHeader| {
+                !wanted || spans.is_empty() || collected + h.encoded_len() <= max_bytes
             };
-            let header = window
-                .ensure(RECORD_HEADER_LEN as u64)
-                .and_then(|bytes| Ok(decode_record_header(bytes)?))
-                .and_then(|header| Ok(header.check_offset(expected).map(|()| header)?))
-                .map_err(fail)?;
-            let total = header.encoded_len();
-            if expected >= from && !spans.is_empty() && collected + total > max_bytes {
-                break;
-            }
-            let payload_start = window.cursor + RECORD_HEADER_LEN;
-            let bytes = window.ensure(total).map_err(fail)?;
-            if expected >= from {
-                // The header verified above: only the rest is checked.
-                let record = check_record(header, bytes, Some(expected))
-                    .map_err(|kind| fail(kind.into()))?;
-                let payload_end = payload_start + record.payload.len();
-                spans.push((
-                    expected,
-                    record.header.timestamp_micros,
-                    payload_start,
-                    payload_end,
-                ));
-                collected += total;
-            }
-            window.advance(total, spans.is_empty());
-            expected += 1;
-            if collected >= max_bytes && !spans.is_empty() {
-                break;
+            match cursor.step_if(reader.buffered(at), take) {
+                CursorStep::NeedBytes { needed } => {
+                    if reader.get(at, needed)?.is_none() {
+                        return Err(reader.past_end(at).into());
+                    }
+                }
+                CursorStep::Record(record) => {
+                    let (total, timestamp) = (record.encoded_len(), record.header.timestamp_micros);
+                    // Only a wanted record was read in full.
+                    if let Some(len) = record.payload().map(<[u8]>::len) {
+                        if spans.is_empty() {
+                            // The returned payloads are slices of the buffer.
+                            reader.keep_from(at);
+                        }
+                        spans.push((expected, timestamp, at, len));
+                        collected += total;
+                        if collected >= max_bytes {
+                            break;
+                        }
+                    }
+                }
+                CursorStep::Declined { .. } => break,
+                CursorStep::Damage(damage) => {
+                    return Err(self.classify(start, expected, damage.position, damage.kind));
+                }
+                // The limit promises records up to `next_offset`: the bytes
+                // ending first is a record missing where one must begin.
+                CursorStep::End => {
+                    let kind = CorruptionKind::Truncated {
+                        needed: RECORD_HEADER_LEN as u64,
+                        available: 0,
+                    };
+                    return Err(self.classify(start, expected, at, kind));
+                }
             }
         }
         let real_first_record =
             start.offset == self.base_offset() && start.position == SEGMENT_HEADER_LEN as u64;
+        let expected = cursor.next_offset();
         if check_past_entry
             && !real_first_record
             && expected == start.offset + 1
@@ -322,29 +338,39 @@ impl SegmentFile {
         {
             // Only the entry's own record was read: the next header is what
             // shows it was the segment's and not one embedded in a payload.
-            let at = window.cursor_position();
-            window
-                .ensure(RECORD_HEADER_LEN as u64)
-                .and_then(|bytes| Ok(decode_record_header(bytes)?))
-                .and_then(|header| Ok(header.check_offset(expected)?))
-                .map_err(|failure| match failure {
-                    ReadFailure::Kind(kind) => SegmentError::StaleIndex {
-                        entry: start,
-                        site: self.site(at),
-                        kind,
-                    },
-                    ReadFailure::Io(err) => err.into(),
-                })?;
+            let mut next = cursor;
+            next.set_depth(ScanDepth::Headers);
+            loop {
+                let at = next.position();
+                match next.step(reader.buffered(at)) {
+                    CursorStep::NeedBytes { needed } => {
+                        if reader.get(at, needed)?.is_none() {
+                            return Err(reader.past_end(at).into());
+                        }
+                    }
+                    CursorStep::Damage(damage) => {
+                        return Err(SegmentError::StaleIndex {
+                            entry: start,
+                            site: self.site(damage.position),
+                            kind: damage.kind,
+                        });
+                    }
+                    CursorStep::Record(_) | CursorStep::End | CursorStep::Declined { .. } => break,
+                }
+            }
         }
-        let base_position = window.base_position;
-        let buffer = window.buf.freeze();
+        let (base_position, buffer) = reader.into_bytes();
         Ok(spans
             .into_iter()
-            .map(|(offset, timestamp_micros, start, end)| ReadRecord {
-                offset,
-                timestamp_micros,
-                position: base_position + (start - RECORD_HEADER_LEN) as u64,
-                payload: buffer.slice(start..end),
+            .map(|(offset, timestamp_micros, position, len)| {
+                let from = usize::try_from(position - base_position).unwrap_or(usize::MAX)
+                    + RECORD_HEADER_LEN;
+                ReadRecord {
+                    offset,
+                    timestamp_micros,
+                    position,
+                    payload: buffer.slice(from..from + len),
+                }
             })
             .collect())
     }
@@ -393,122 +419,27 @@ impl SegmentFile {
     }
 }
 
-/// A growing window of the file read with `pread`, consumed front to back.
-struct Window<'a> {
-    segment: &'a SegmentFile,
-    /// File position of `buf[0]`.
-    base_position: u64,
-    buf: BytesMut,
-    /// Read cursor within `buf`.
-    cursor: usize,
-    end_position: u64,
-    first_read: u64,
-    /// What the caller's byte budget alone asks the first read to cover.
-    first_read_floor: u64,
-}
-
-impl<'a> Window<'a> {
-    /// `span`, when known, is how many bytes from `position` the wanted
-    /// record is known (if the index is right) to end within.
-    fn new(
-        segment: &'a SegmentFile,
-        position: u64,
-        end_position: u64,
-        max_bytes: u64,
-        span: Option<u64>,
-    ) -> Self {
-        Self {
-            segment,
-            base_position: position,
-            buf: BytesMut::new(),
-            cursor: 0,
-            end_position,
-            first_read: max_bytes
-                .saturating_add(RECORD_HEADER_LEN as u64)
-                .max(span.unwrap_or(MIN_READ_BYTES)),
-            first_read_floor: max_bytes.saturating_add(RECORD_HEADER_LEN as u64),
-        }
-    }
-
-    /// Shrinks a small read's first `pread`, when the wanted record is
-    /// expected about `skip` bytes in, to end a little past it instead of at
-    /// the next index entry: a random read of one record then copies half a
-    /// span less from the page cache on average (p50 2.4 → 2.0–2.2 µs on
-    /// the benchmark's 128-byte records; docs/performance.md).
-    fn expect_skip(&mut self, skip: u64, average: u64) {
-        // The wanted record at the average size, with slack of a sixteenth
-        // of the skip and a quarter record, keeps a second `pread` rare when
-        // sizes vary a little; when they vary a lot the window grows as
-        // before.
-        let guess = skip
-            .saturating_add(skip / 16)
-            .saturating_add(average)
-            .saturating_add(average / 4)
-            .max(MIN_FIRST_READ);
-        if guess < self.first_read {
-            self.first_read = guess.max(self.first_read_floor);
-        }
-    }
-
-    fn cursor_position(&self) -> u64 {
-        self.base_position + self.cursor as u64
-    }
-
-    /// Makes `n` bytes from the cursor available, reading more of the file
-    /// if needed. Running into the end of the readable range is `Truncated`
-    /// with the counts relative to the cursor.
-    fn ensure(&mut self, n: u64) -> std::result::Result<&[u8], ReadFailure> {
-        let have = (self.buf.len() - self.cursor) as u64;
-        if have < n {
-            let available_in_file = self.end_position.saturating_sub(self.cursor_position());
-            if available_in_file < n {
-                return Err(CorruptionKind::Truncated {
-                    needed: n,
-                    available: available_in_file,
-                }
-                .into());
-            }
-            let buffered_end = self.base_position + self.buf.len() as u64;
-            // Grow geometrically so a long run costs few reads, but never
-            // read less than the first read's size.
-            let want = (n - have).max(self.first_read).max(self.buf.len() as u64);
-            let read_len = want.min(self.end_position - buffered_end);
-            let old_len = self.buf.len();
-            let new_len = old_len + usize::try_from(read_len).unwrap_or(usize::MAX);
-            self.buf.resize(new_len, 0);
-            let target = self.buf.get_mut(old_len..).unwrap_or_default();
-            read_exact_at(
-                &*self.segment.file,
-                &self.segment.path,
-                target,
-                buffered_end,
-            )
-            .map_err(ReadFailure::Io)?;
-        }
-        let end = self.cursor + usize::try_from(n).unwrap_or(usize::MAX);
-        Ok(self.buf.get(self.cursor..end).unwrap_or_default())
-    }
-
-    /// Moves past a record. While nothing has been collected, drops what was
-    /// passed once it grows large, so skipping is bounded in memory.
-    fn advance(&mut self, n: u64, skipping: bool) {
-        self.cursor += usize::try_from(n).unwrap_or(usize::MAX);
-        if skipping && self.cursor >= SKIP_WINDOW_BYTES {
-            let _passed = self.buf.split_to(self.cursor);
-            self.base_position += self.cursor as u64;
-            self.cursor = 0;
-        }
-    }
-}
-
-/// Why a window could not supply bytes: damage, or the read itself failed.
-enum ReadFailure {
-    Kind(CorruptionKind),
-    Io(felix_io::IoError),
-}
-
-impl From<CorruptionKind> for ReadFailure {
-    fn from(kind: CorruptionKind) -> Self {
-        Self::Kind(kind)
+/// The size of a read's first `pread`: what the byte budget asks for (plus
+/// a header), or the span to the next index entry, or a fixed minimum —
+/// shrunk, for a small read whose wanted record is expected about `skip`
+/// bytes in (records of `average` bytes), to end a little past it: a random
+/// read of one record then copies half a span less from the page cache on
+/// average (p50 2.4 → 2.0–2.2 µs on the benchmark's 128-byte records;
+/// docs/performance.md). Later refills grow geometrically.
+fn first_read_bytes(max_bytes: u64, span: Option<u64>, skip: u64, average: u64) -> u64 {
+    let floor = max_bytes.saturating_add(RECORD_HEADER_LEN as u64);
+    let first = floor.max(span.unwrap_or(MIN_READ_BYTES));
+    // The wanted record at the average size, with slack of a sixteenth of
+    // the skip and a quarter record, keeps a second `pread` rare when sizes
+    // vary a little; when they vary a lot the buffer grows as before.
+    let guess = skip
+        .saturating_add(skip / 16)
+        .saturating_add(average)
+        .saturating_add(average / 4)
+        .max(MIN_FIRST_READ);
+    if guess < first {
+        guess.max(floor)
+    } else {
+        first
     }
 }

@@ -13,7 +13,7 @@
 //! [`SegmentWriter::persist_index`] or when the segment is sealed.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -103,9 +103,6 @@ pub struct Appended {
     /// The segment's length after the batch.
     pub end_position: u64,
 }
-
-/// Shared record of the failure that stopped a writer.
-type Poison = Arc<OnceLock<Arc<SegmentError>>>;
 
 /// The writer of the active segment.
 ///
@@ -345,6 +342,12 @@ impl SegmentWriter {
             position += record_encoded_len(record.payload.len() as u32);
             self.next_offset += 1;
         }
+        debug_assert_eq!(
+            position - self.len,
+            self.staging.len() as u64,
+            "the records counted are exactly the bytes written"
+        );
+        debug_assert_eq!(self.next_offset - first_offset, records.len() as u64);
         self.len = position;
         if self.staging.capacity() > STAGING_KEEP_BYTES {
             self.staging = Vec::new();
@@ -574,49 +577,6 @@ pub fn segment_temp_name(id: u64) -> felix_format::FileName {
         .unwrap_or_else(|| file_name(id, FileKind::Segment))
 }
 
-/// Records `err` as the writer's first failure and returns the error to give
-/// the caller: the failure itself to the call it happened to (it is that
-/// call's error, not an earlier one), `Poisoned` naming the first failure
-/// when another got there first.
-fn poison(cell: &Poison, path: &Path, err: SegmentError) -> SegmentError {
-    match cell.set(Arc::new(err.clone())) {
-        Ok(()) => {
-            tracing::error!(path = %path.display(), error = %err, "segment writer stopped");
-            err
-        }
-        Err(_) => SegmentError::Poisoned {
-            path: path.to_path_buf(),
-            original: cell.get().map_or_else(|| Arc::new(err), Arc::clone),
-        },
-    }
-}
-
-/// Syncs a segment from another thread; see [`SegmentWriter::sync_handle`].
-#[derive(Debug, Clone)]
-pub struct SyncHandle {
-    segment: Arc<SegmentFile>,
-    poison: Poison,
-}
-
-impl SyncHandle {
-    /// `fdatasync`s the segment. A failure stops the writer for good.
-    pub fn sync_data(&self) -> Result<()> {
-        if let Some(original) = self.poison.get() {
-            return Err(SegmentError::Poisoned {
-                path: self.segment.path().to_path_buf(),
-                original: Arc::clone(original),
-            });
-        }
-        sync_data(self.segment.file(), self.segment.path())
-            .map_err(|e| poison(&self.poison, self.segment.path(), e.into()))
-    }
-
-    /// The segment this handle syncs.
-    pub fn segment(&self) -> &Arc<SegmentFile> {
-        &self.segment
-    }
-}
-
 /// A segment that will not be written again.
 #[derive(Debug)]
 pub struct SealedSegment {
@@ -634,5 +594,9 @@ fn now_micros() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
+mod sync;
 #[cfg(test)]
 mod tests;
+
+pub use sync::SyncHandle;
+use sync::{Poison, poison};

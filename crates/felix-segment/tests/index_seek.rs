@@ -382,8 +382,13 @@ fn read_of_rotted_payload_at_a_correct_entry_is_corruption_not_stale_index() {
     bytes[at as usize] ^= 1;
     std::fs::write(segment.path(), &bytes).unwrap();
     let err = segment.read(entry, entry.offset, limit, 1).unwrap_err();
+    // What felix-format says of the record's bytes as they now are: the
+    // CRC stored in its header against the one they compute to.
+    let record = &bytes[entry.position as usize..(at + 1) as usize];
+    let kind = felix_format::decode_record(record, Some(entry.offset)).unwrap_err();
+    assert!(matches!(kind, CorruptionKind::RecordChecksum { .. }));
     assert!(
-        matches!(&err, SegmentError::Corrupt { site, kind: CorruptionKind::RecordChecksum { .. } } if site.position == entry.position),
+        matches!(&err, SegmentError::Corrupt { site, kind: k } if *site == segment.site(entry.position) && *k == kind),
         "{err:?}"
     );
 }

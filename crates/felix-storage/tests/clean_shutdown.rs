@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use felix_format::CLEAN_SHUTDOWN_FILE_NAME;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_recovery::{CLEAN_SHUTDOWN_FILE_NAME, InspectOptions, Note, inspect};
+use felix_recovery::{InspectOptions, Note, inspect};
 use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
 
 const DIR: &str = "/shard";

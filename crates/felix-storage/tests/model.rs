@@ -42,7 +42,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (any::<prop::sample::Index>(), 0u16..2000).prop_map(|(at, budget)| Op::Read { at, budget }),
         1 => any::<prop::sample::Index>().prop_map(|at| Op::TruncateTo { at }),
         1 => (0u16..500).prop_map(|delta| Op::ResetTo { delta }),
-        1 => (0u16..3000).prop_map(|max_bytes| Op::Retention { max_bytes }),
+        // From 1: a retention of 0 bytes is refused as an invalid config.
+        1 => (1u16..3000).prop_map(|max_bytes| Op::Retention { max_bytes }),
         1 => Just(Op::Reopen),
     ]
 }

@@ -3,16 +3,19 @@
 //! when asked, the payload — or, with `--index`, an index file's entries and
 //! whether they hold.
 //!
-//! Records are decoded with `felix-format`'s decoders in the order a scan
-//! checks them (header CRC and length bound, offset sequence, length against
-//! the file, record CRC), so `dump` stops at the same damage `verify` names,
-//! at the same byte. It reads sequentially through a large buffer, so a
-//! gigabyte segment costs a system call per mebibyte, and only ever holds
-//! one record's payload.
+//! Records are walked with the walk every reader shares
+//! (`felix_segment::RecordWalk`, felix-format's `RecordCursor` through a
+//! chunked reader), which checks them in the order a scan does (header CRC
+//! and length bound, offset sequence, length against the file, record CRC),
+//! so `dump` stops at the same damage `verify` names, at the same byte. It
+//! reads sequentially in large chunks, so a gigabyte segment costs a system
+//! call per mebibyte, and holds about a chunk and one record. Every file is
+//! read through the `Vfs`, which opens regular files only: nothing named
+//! like a segment or an index can make it block.
 //!
 //! Every segment is walked from its first record, even with `--from`: an
 //! index entry may point at a record header embedded in a payload, and only
-//! the walk from the start can tell (see `felix_recovery::first_stale_entry`),
+//! the walk from the start can tell (see `felix_segment::first_stale_entry`),
 //! so `dump` never prints a record the segment does not hold.
 //!
 //! Exit status follows what a default open does (README, "Exit status"):
@@ -20,18 +23,16 @@
 //! only damage a default open refuses exits 1. An index that is missing or
 //! wrong is never damage: indexes are rebuilt.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
-
-use felix_io::VfsFile;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use felix_format::{
-    CorruptionKind, CorruptionSite, FileKind, IndexEntry, RECORD_HEADER_LEN, RecordHeader,
-    SEGMENT_HEADER_LEN, decode_record, decode_record_header, file_name,
+    CorruptionKind, CorruptionSite, FileKind, RecordHeader, SEGMENT_HEADER_LEN, ScanDepth,
+    file_name,
 };
+use felix_io::{FileSystem, OpenMode};
 use felix_recovery::{InspectOptions, inspect};
-use felix_segment::{SegmentError, SegmentFile};
+use felix_segment::{RecordWalk, SegmentError, SegmentFile, WalkStep};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
@@ -45,8 +46,6 @@ mod index;
 const HEX_SHOWN_BYTES: usize = 64;
 /// Payload bytes shown per record as text in the human report.
 const TEXT_SHOWN_BYTES: usize = 256;
-/// Read-ahead of the sequential reader.
-const READ_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// How payloads are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -106,11 +105,13 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             (shard, vec![id], args.index || kind == FileKind::Index)
         }
     };
+    let fs = FileSystem::os();
     if index {
         let newest = segment_ids(&shard.dir)?.last().copied();
         let mut outcome = Outcome::Success;
         for id in ids {
             outcome = outcome.and(index::dump_index(
+                &fs,
                 out,
                 &shard,
                 id,
@@ -120,11 +121,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         }
         return Ok(outcome);
     }
-    Records::new(&args, &shard).dump(out, &ids)
+    Records::new(&fs, &args, &shard).dump(out, &ids)
 }
 
 /// State of a records dump across segments.
 struct Records<'a> {
+    fs: &'a FileSystem,
     args: &'a Args,
     shard: &'a ShardDir,
     label: Arc<str>,
@@ -145,8 +147,9 @@ enum SegmentEnd {
 }
 
 impl<'a> Records<'a> {
-    fn new(args: &'a Args, shard: &'a ShardDir) -> Self {
+    fn new(fs: &'a FileSystem, args: &'a Args, shard: &'a ShardDir) -> Self {
         Self {
+            fs,
             args,
             shard,
             label: Arc::from(shard.name.as_str()),
@@ -158,6 +161,8 @@ impl<'a> Records<'a> {
     fn dump(&mut self, out: &mut Out, ids: &[u64]) -> Result<Outcome, CliError> {
         let bar_on = !self.args.json && progress_beside_stream();
         // Bytes, not segments: one segment may be most of the work.
+        // Through the Vfs, which opens regular files only; a file that
+        // cannot be opened counts nothing (its open below says why).
         let total_bytes: u64 = ids
             .iter()
             .filter_map(|&id| {
@@ -165,7 +170,8 @@ impl<'a> Records<'a> {
                     .shard
                     .dir
                     .join(file_name(id, FileKind::Segment).as_str());
-                std::fs::metadata(path).ok().map(|m| m.len())
+                let file = self.fs.open(&path, OpenMode::Read).ok()?;
+                file.file_len().ok()
             })
             .sum();
         let bar = Progress::bytes(total_bytes, "dumping", bar_on);
@@ -176,11 +182,11 @@ impl<'a> Records<'a> {
             if self.args.from > 0
                 && let Some(&next_id) = ids.get(i + 1)
                 && let Ok((next, _)) = SegmentFile::open(
-                    &felix_io::FileSystem::os(),
+                    self.fs,
                     &self.shard.dir,
                     next_id,
                     Arc::clone(&self.label),
-                    felix_io::OpenMode::Read,
+                    OpenMode::Read,
                 )
                 && next.base_offset() <= self.args.from
             {
@@ -200,7 +206,7 @@ impl<'a> Records<'a> {
     /// verdict on the whole shard, as `verify` gives it.
     fn verdict(&self) -> Result<Verdict, CliError> {
         let inspection = inspect(
-            &felix_io::FileSystem::os(),
+            self.fs,
             &self.shard.dir,
             &self.shard.name,
             &InspectOptions::default(),
@@ -239,11 +245,11 @@ impl<'a> Records<'a> {
     fn segment(&mut self, out: &mut Out, id: u64, bar: &Progress) -> Result<SegmentEnd, CliError> {
         let json = self.args.json;
         let (segment, file_len) = match SegmentFile::open(
-            &felix_io::FileSystem::os(),
+            self.fs,
             &self.shard.dir,
             id,
             Arc::clone(&self.label),
-            felix_io::OpenMode::Read,
+            OpenMode::Read,
         ) {
             Ok(opened) => opened,
             Err(SegmentError::Corrupt { site, kind }) => {
@@ -273,43 +279,44 @@ impl<'a> Records<'a> {
             ))?;
         }
         // The first record, never an index entry: see the module's doc.
-        let start = IndexEntry {
-            offset: segment.base_offset(),
-            position: SEGMENT_HEADER_LEN as u64,
-        };
-        let mut cursor = Cursor::new(&segment, file_len, start)?;
-        bar.inc(start.position);
+        let mut walk = RecordWalk::from_first_record(&segment, file_len, ScanDepth::Headers);
+        bar.inc(SEGMENT_HEADER_LEN as u64);
         loop {
-            let full = cursor.offset >= self.args.from;
-            let at = cursor.position;
-            let step = cursor.step(full)?;
-            bar.inc(cursor.position - at);
-            match step {
-                Step::End => break,
-                Step::Skipped => {}
-                Step::Damage { kind, position } => {
-                    return self.damage(out, &kind, &segment.site(position));
+            // Records before `--from` are stepped over by their headers.
+            let wanted = walk.cursor().next_offset() >= self.args.from;
+            walk.set_depth(if wanted {
+                ScanDepth::Full
+            } else {
+                ScanDepth::Headers
+            });
+            match walk.step()? {
+                WalkStep::End => break,
+                WalkStep::Damage(damage) => {
+                    return self.damage(out, &damage.kind, &segment.site(damage.position));
                 }
-                Step::Record { header, position } => {
-                    self.print_record(out, id, &header, position, cursor.payload())?;
-                    self.printed += 1;
-                    if self.printed >= self.limit {
-                        return Ok(SegmentEnd::CountReached);
+                WalkStep::Record(record) => {
+                    bar.inc(record.encoded_len());
+                    if let Some(payload) = record.payload() {
+                        self.print_record(out, id, &record.header, record.position, payload)?;
+                        self.printed += 1;
+                        if self.printed >= self.limit {
+                            return Ok(SegmentEnd::CountReached);
+                        }
                     }
                 }
             }
         }
+        let (next_offset, end_position) = (walk.cursor().next_offset(), walk.cursor().position());
         if json {
             out.json(&json!({
                 "type": "segment_end",
                 "segment": id,
-                "next_offset": cursor.offset,
-                "end_position": cursor.position,
+                "next_offset": next_offset,
+                "end_position": end_position,
             }))?;
         } else {
             out.line(format!(
-                "  end of segment: next offset {}, records end at byte {} (the end of the file)",
-                cursor.offset, cursor.position
+                "  end of segment: next offset {next_offset}, records end at byte {end_position} (the end of the file)"
             ))?;
         }
         Ok(SegmentEnd::Complete)
@@ -376,161 +383,6 @@ impl<'a> Records<'a> {
             _ => format!("\"{}\"", escape_text(&String::from_utf8_lossy(head))),
         };
         out.line(format!("      payload: {body}{more}"))
-    }
-}
-
-/// What one step of a cursor met.
-enum Step {
-    /// The end of the file, exactly at a record boundary.
-    End,
-    /// A record before `--from`, stepped over by its header.
-    Skipped,
-    /// A verified record; its payload is [`Cursor::payload`].
-    Record { header: RecordHeader, position: u64 },
-    /// Damage to the record beginning at `position`.
-    Damage { kind: CorruptionKind, position: u64 },
-}
-
-/// `Read` and `Seek` over a file that only offers positioned reads, so a
-/// `BufReader` can read ahead in large chunks.
-struct PositionedReader<'a> {
-    file: &'a dyn VfsFile,
-    position: u64,
-}
-
-impl Read for PositionedReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let len = self.file.file_len()?;
-        let available = usize::try_from(len.saturating_sub(self.position)).unwrap_or(usize::MAX);
-        let n = buf.len().min(available);
-        let Some(target) = buf.get_mut(..n) else {
-            return Ok(0);
-        };
-        if n > 0 {
-            self.file.read_exact_at(target, self.position)?;
-            self.position += n as u64;
-        }
-        Ok(n)
-    }
-}
-
-impl Seek for PositionedReader<'_> {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let invalid = || {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "seek before the start of the file",
-            )
-        };
-        self.position = match to {
-            SeekFrom::Start(position) => position,
-            SeekFrom::Current(delta) => self
-                .position
-                .checked_add_signed(delta)
-                .ok_or_else(invalid)?,
-            SeekFrom::End(delta) => self
-                .file
-                .file_len()?
-                .checked_add_signed(delta)
-                .ok_or_else(invalid)?,
-        };
-        Ok(self.position)
-    }
-}
-
-/// A sequential reader of one segment's records.
-struct Cursor<'a> {
-    reader: BufReader<PositionedReader<'a>>,
-    path: &'a Path,
-    file_len: u64,
-    /// Where the next record begins.
-    position: u64,
-    /// The offset the next record must carry.
-    offset: u64,
-    /// The last record read in full, header and payload.
-    buf: Vec<u8>,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(segment: &'a SegmentFile, file_len: u64, start: IndexEntry) -> Result<Self, CliError> {
-        let file = PositionedReader {
-            file: segment.file(),
-            position: start.position,
-        };
-        let reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
-        Ok(Self {
-            reader,
-            path: segment.path(),
-            file_len,
-            position: start.position,
-            offset: start.offset,
-            buf: Vec::new(),
-        })
-    }
-
-    fn payload(&self) -> &[u8] {
-        self.buf.get(RECORD_HEADER_LEN..).unwrap_or_default()
-    }
-
-    /// Reads the next record: in full (both checksums) when `full`, else by
-    /// its header only.
-    fn step(&mut self, full: bool) -> Result<Step, CliError> {
-        let position = self.position;
-        let available = self.file_len - position;
-        if available == 0 {
-            return Ok(Step::End);
-        }
-        let damage = |kind| Ok(Step::Damage { kind, position });
-        if available < RECORD_HEADER_LEN as u64 {
-            return damage(CorruptionKind::Truncated {
-                needed: RECORD_HEADER_LEN as u64,
-                available,
-            });
-        }
-        self.buf.resize(RECORD_HEADER_LEN, 0);
-        self.read_into(0)?;
-        let header = match decode_record_header(&self.buf)
-            .and_then(|h| h.check_offset(self.offset).map(|()| h))
-        {
-            Ok(header) => header,
-            Err(kind) => return damage(kind),
-        };
-        let total = header.encoded_len();
-        if total > available {
-            return damage(CorruptionKind::Truncated {
-                needed: total,
-                available,
-            });
-        }
-        let payload_len = u64::from(header.payload_len);
-        if full {
-            // The header verified and the length is within MAX_PAYLOAD_BYTES,
-            // so this allocation is bounded.
-            self.buf
-                .resize(RECORD_HEADER_LEN + header.payload_len as usize, 0);
-            self.read_into(RECORD_HEADER_LEN)?;
-            if let Err(kind) = decode_record(&self.buf, Some(self.offset)) {
-                return damage(kind);
-            }
-        } else {
-            self.reader
-                .seek_relative(payload_len as i64)
-                .map_err(|e| CliError::io("seek", self.path, e))?;
-        }
-        self.position += total;
-        self.offset += 1;
-        Ok(if full {
-            Step::Record { header, position }
-        } else {
-            Step::Skipped
-        })
-    }
-
-    fn read_into(&mut self, from: usize) -> Result<(), CliError> {
-        let target = self.buf.get_mut(from..).unwrap_or_default();
-        self.reader
-            .read_exact(target)
-            .map_err(|e| CliError::io("read", self.path, e))
     }
 }
 

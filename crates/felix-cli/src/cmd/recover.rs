@@ -132,7 +132,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         (Ending::Clean, Vec::new())
     } else if let Some(lock) = &lock {
         spinner.set_message(format!("repairing {}", shard.dir.display()));
-        let repaired = repair(&inspection, policy, lock)?;
+        let repaired = repair(&fs, &inspection, policy, lock)?;
         // An index that could not be written is reported, not a failure:
         // the shard opens all the same.
         inspection.notes.extend(repaired.notes);

@@ -1,11 +1,15 @@
 //! `felix-store dump --index`: an index file's entries, and whether the
 //! records of its segment place each entry's offset where it says.
+//!
+//! The file is read through the `Vfs`, which opens regular files only: an
+//! index name taken by a FIFO (or anything else) is reported as what it is,
+//! never opened, so `dump` cannot block on it.
 
 use std::sync::Arc;
 
 use felix_format::{FileKind, IndexHeader, file_name, parse_index};
-use felix_recovery::first_stale_entry;
-use felix_segment::SegmentFile;
+use felix_io::{FileSystem, IoError, OpenMode};
+use felix_segment::{SegmentFile, first_stale_entry};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
@@ -18,6 +22,7 @@ use crate::target::ShardDir;
 /// whether `id` is the shard's newest segment, whose index an open checks
 /// entry by entry.
 pub(super) fn dump_index(
+    fs: &FileSystem,
     out: &mut Out,
     shard: &ShardDir,
     id: u64,
@@ -26,31 +31,24 @@ pub(super) fn dump_index(
 ) -> Result<Outcome, CliError> {
     let name = file_name(id, FileKind::Index);
     let path = shard.dir.join(name.as_str());
-    let bytes = match std::fs::read(&path) {
+    let bytes = match read_index(fs, &path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let problem = "missing; it is rebuilt from its segment on open";
-            if json {
-                out.json(&json!({
-                    "type": "index", "segment": id, "len": Value::Null, "base_offset": Value::Null,
-                    "entries": [], "torn_bytes": 0, "valid": false, "problem": problem, "rebuilt_on_open": true,
-                }))?;
-            } else {
-                out.line(format!("index {name}: {problem}"))?;
-            }
+            print_unread(out, id, &name, problem, json)?;
             return Ok(Outcome::Success);
         }
-        Err(e) => return Err(CliError::io("read", &path, e)),
+        Err(e) if let Some(what) = e.not_regular_file() => {
+            let problem = format!(
+                "{what}: never opened; an open rebuilds the index in memory from its segment and does not write it there"
+            );
+            print_unread(out, id, &name, &problem, json)?;
+            return Ok(Outcome::Success);
+        }
+        Err(e) => return Err(e.into()),
     };
     let label: Arc<str> = Arc::from(shard.name.as_str());
-    let segment = SegmentFile::open(
-        &felix_io::FileSystem::os(),
-        &shard.dir,
-        id,
-        label,
-        felix_io::OpenMode::Read,
-    )
-    .ok();
+    let segment = SegmentFile::open(fs, &shard.dir, id, label, OpenMode::Read).ok();
     // Without a readable segment the entries can only be checked against
     // the index's own header.
     let parsed = match &segment {
@@ -80,8 +78,7 @@ pub(super) fn dump_index(
     let mut rebuilt_on_open = true;
     if problem.is_none()
         && let Some((seg, len)) = &segment
-        && let Some((number, entry)) =
-            first_stale_entry(seg, *len, &entries).map_err(|e| CliError::Recovery(e.into()))?
+        && let Some((number, entry)) = first_stale_entry(seg, *len, &entries)?
     {
         problem = Some(format!(
             "entry {number} (offset {}, position {}) is not where the segment's records place offset {}",
@@ -147,4 +144,33 @@ pub(super) fn dump_index(
         out.line(format!("  {verdict}"))?;
     }
     Ok(Outcome::Success)
+}
+
+/// The whole index file at `path`, read through the `Vfs` (which refuses
+/// anything but a regular file without opening it).
+fn read_index(fs: &FileSystem, path: &std::path::Path) -> Result<Vec<u8>, IoError> {
+    let file = felix_segment::fs::open(fs, path, OpenMode::Read)?;
+    let len = felix_segment::fs::file_len(&*file, path)?;
+    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
+    felix_segment::fs::read_exact_at(&*file, path, &mut bytes, 0)?;
+    Ok(bytes)
+}
+
+/// Prints an index that could not be read as a file: missing, or not a
+/// regular file. Either way an open rebuilds it.
+fn print_unread(
+    out: &mut Out,
+    id: u64,
+    name: &felix_format::FileName,
+    problem: &str,
+    json: bool,
+) -> Result<(), CliError> {
+    if json {
+        out.json(&json!({
+            "type": "index", "segment": id, "len": Value::Null, "base_offset": Value::Null,
+            "entries": [], "torn_bytes": 0, "valid": false, "problem": problem, "rebuilt_on_open": true,
+        }))
+    } else {
+        out.line(format!("index {name}: {problem}"))
+    }
 }

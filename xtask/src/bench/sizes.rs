@@ -1,0 +1,61 @@
+//! How much data a full and a quick run of the suite move.
+
+use super::MIB;
+
+/// Sizes of a full or a quick run.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sizes {
+    pub(super) rounds: usize,
+    pub(super) append_b1: u64,
+    pub(super) append_b16: u64,
+    pub(super) append_b256: u64,
+    pub(super) commit_1: u64,
+    pub(super) commit_8: u64,
+    pub(super) commit_64: u64,
+    pub(super) segment_bytes: u64,
+    pub(super) read_records: u64,
+    pub(super) random_reads: u64,
+    pub(super) sealed_segments: u64,
+    pub(super) crash_segment_bytes: u64,
+    pub(super) crash_newest: [u64; 3],
+    pub(super) crash_sealed: [u64; 3],
+    pub(super) memory_bytes: [u64; 2],
+}
+
+/// `cargo xtask bench`.
+pub(super) const FULL: Sizes = Sizes {
+    rounds: 5,
+    append_b1: 2_000_000,
+    append_b16: 8_000_000,
+    append_b256: 16_000_000,
+    commit_1: 3_000,
+    commit_8: 24_000,
+    commit_64: 64_000,
+    segment_bytes: 1 << 30,
+    read_records: 10_000_000,
+    random_reads: 200_000,
+    sealed_segments: 10_000,
+    crash_segment_bytes: 256 * MIB,
+    crash_newest: [64 * MIB, 256 * MIB, 1024 * MIB],
+    crash_sealed: [0, 4, 16],
+    memory_bytes: [512 * MIB, 2048 * MIB],
+};
+
+/// `cargo xtask bench --quick`.
+pub(super) const QUICK: Sizes = Sizes {
+    rounds: 5,
+    append_b1: 300_000,
+    append_b16: 1_000_000,
+    append_b256: 2_000_000,
+    commit_1: 800,
+    commit_8: 4_000,
+    commit_64: 12_800,
+    segment_bytes: 128 * MIB,
+    read_records: 1_000_000,
+    random_reads: 50_000,
+    sealed_segments: 10_000,
+    crash_segment_bytes: 64 * MIB,
+    crash_newest: [16 * MIB, 64 * MIB, 256 * MIB],
+    crash_sealed: [0, 4, 16],
+    memory_bytes: [128 * MIB, 512 * MIB],
+};
