@@ -72,6 +72,7 @@ impl Commit {
             let target = offset.min(self.assigned());
             if state.syncing
                 || state.queued
+                || state.paused
                 || state.waiters.has_durability_waiters()
                 || self.written() < target
             {

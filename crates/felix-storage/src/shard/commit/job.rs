@@ -15,6 +15,7 @@ impl Commit {
     /// leader waits for the leader's poke) or writeback asked.
     fn sync_wanted(&self, state: &CommitState) -> bool {
         !state.stop
+            && !state.paused
             && self.poison.get().is_none()
             && self.written() > state.durable
             && (state.writeback || state.waiters.needs_sync(state.durable))
@@ -86,7 +87,7 @@ impl Commit {
             Ok(()) => {
                 self.syncs.fetch_add(1, Relaxed);
                 let mut state = self.lock();
-                state.syncing = false;
+                self.end_sync(&mut state);
                 // A sync that began before the log was cut proves nothing
                 // about what was written since; the next one will. Once
                 // poisoned, the durable offset stays where the waiters
@@ -102,7 +103,7 @@ impl Commit {
             Err(source) => {
                 // In the same critical section: see `poison_locked`.
                 let mut state = self.lock();
-                state.syncing = false;
+                self.end_sync(&mut state);
                 let (reason, own) = Self::reason_of(StorageError::Segment {
                     shard: Arc::clone(&self.label),
                     source,
@@ -110,6 +111,14 @@ impl Commit {
                 let err = self.poison_locked(state, reason, own);
                 (Deferred::default(), false, Err(err))
             }
+        }
+    }
+
+    /// Marks the sync in flight finished, and tells a roll waiting for it.
+    fn end_sync(&self, state: &mut CommitState) {
+        state.syncing = false;
+        if state.paused {
+            self.idle.notify_all();
         }
     }
 

@@ -60,7 +60,7 @@ use felix_segment::{SegmentError, SyncHandle};
 
 use crate::error::{Result, StorageError};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use crate::loom::sync::{Mutex, MutexGuard};
+use crate::loom::sync::{Condvar, Mutex, MutexGuard};
 use crate::pool::SyncPool;
 use in_flight::InFlight;
 use settle::{Deferred, Settle};
@@ -102,6 +102,9 @@ pub(crate) struct CommitState {
     /// A background sync was asked for although nobody waits (see
     /// [`Commit::request_writeback`]).
     writeback: bool,
+    /// No sync may begin: the writer is rolling to a new segment (see
+    /// [`Commit::pause_syncs`]).
+    paused: bool,
 }
 
 /// Group commit's shared half: the shard, the pool's workers and the
@@ -128,6 +131,8 @@ pub(crate) struct Commit {
     /// consumer only when someone watches the written offset.
     tail_written: AtomicUsize,
     state: Mutex<CommitState>,
+    /// Signalled when a sync finishes while syncs are paused.
+    idle: Condvar,
     /// The failure that stopped writes. Set under the commit lock, so that
     /// it and the durable offset it froze are seen together.
     poison: OnceLock<Arc<StorageError>>,
@@ -169,7 +174,9 @@ impl Commit {
                 log_epoch: 0,
                 stop: false,
                 writeback: false,
+                paused: false,
             }),
+            idle: Condvar::new(),
             poison: OnceLock::new(),
             closed: AtomicBool::new(false),
             pool,
@@ -424,6 +431,29 @@ impl Commit {
         let submit = self.schedule(&mut state);
         drop(state);
         deferred.run(self);
+        self.submit(submit);
+    }
+
+    /// Waits for a sync in flight to finish and keeps any other from
+    /// beginning until [`Commit::resume_syncs`]: called with the writer lock
+    /// held by a roll, whose own seal syncs the segment.
+    pub(crate) fn pause_syncs(&self) {
+        let mut state = self.lock();
+        state.paused = true;
+        while state.syncing {
+            state = self
+                .idle
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Lets syncs begin again, queuing one if a waiter needs it.
+    pub(crate) fn resume_syncs(&self) {
+        let mut state = self.lock();
+        state.paused = false;
+        let submit = self.schedule(&mut state);
+        drop(state);
         self.submit(submit);
     }
 
