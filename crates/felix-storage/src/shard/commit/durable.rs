@@ -83,8 +83,10 @@ impl Commit {
             // latency for a lone appender.
             let (upto, epoch, handle) = self.begin_sync(&mut state);
             drop(state);
+            let started = std::time::Instant::now();
             let result = handle.sync_data();
-            let (deferred, again, outcome) = self.finish_sync(upto, epoch, result);
+            let (deferred, again, outcome) =
+                self.finish_sync(upto, epoch, result, started.elapsed());
             self.submit(again);
             deferred.run(self);
             match outcome {

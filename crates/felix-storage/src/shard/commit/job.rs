@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 use super::settle::{Deferred, Settle};
 use super::{Commit, CommitState, SyncData};
 use crate::error::{Result, StorageError};
+use crate::loom::sync::MutexGuard;
 use crate::pool::{SyncJob, SyncPool};
 
 impl Commit {
@@ -26,6 +28,9 @@ impl Commit {
     /// commit lock is released.
     #[must_use = "a shard marked queued must be submitted"]
     pub(super) fn schedule(&self, state: &mut CommitState) -> bool {
+        if state.lingering && state.waiters.durability() >= state.woken_last {
+            self.idle.notify_all();
+        }
         if state.syncing || state.queued || !self.sync_wanted(state) {
             return false;
         }
@@ -82,12 +87,14 @@ impl Commit {
         upto: u64,
         epoch: u64,
         result: felix_segment::Result<()>,
+        took: Duration,
     ) -> (Deferred, bool, Result<()>) {
         match result {
             Ok(()) => {
                 self.syncs.fetch_add(1, Relaxed);
                 let mut state = self.lock();
                 self.end_sync(&mut state);
+                state.last_sync = took;
                 // A sync that began before the log was cut proves nothing
                 // about what was written since; the next one will. Once
                 // poisoned, the durable offset stays where the waiters
@@ -97,6 +104,7 @@ impl Commit {
                 }
                 let mut deferred = Deferred::default();
                 self.settle_covered(&mut state, &mut deferred);
+                state.woken_last = deferred.permits();
                 let again = self.schedule(&mut state);
                 (deferred, again, Ok(()))
             }
@@ -146,22 +154,76 @@ impl Commit {
     }
 }
 
+impl Commit {
+    /// Before a sync under load, waits briefly for the appenders the last
+    /// sync woke to append again, so that this sync covers them too rather
+    /// than the next: without it, `n` appends kept in flight settle into
+    /// two halves, one syncing while the other is written, and each sync
+    /// covers `n / 2` (and a write to the page being written back may
+    /// wait for it). The wait ends as soon as as many appends wait as the
+    /// last sync completed, and after half the last sync's duration (at
+    /// most [`MAX_LINGER`]) whatever happened. Only appends with a future
+    /// or a callback count: blocking appenders are threads that must be
+    /// scheduled first, and waiting for them measured slower (64 threads:
+    /// 110 k records/s with it, 113 k without, medians of three alternating
+    /// runs), so a shard whose last sync completed at most one such append
+    /// does not wait. One thread, 64 futures in flight: 32 → 63 appends per
+    /// sync, 130 k → 150 k records/s; 8 in flight: 4.5 → 8, 27 k → 39 k.
+    /// Only a delay: nothing depends on it for correctness (under loom,
+    /// which has no timed wait, it is skipped).
+    fn linger<'a>(&self, mut state: MutexGuard<'a, CommitState>) -> MutexGuard<'a, CommitState> {
+        let want = state.woken_last;
+        if cfg!(loom) || want <= 1 || state.waiters.durability() >= want {
+            return state;
+        }
+        let deadline = Instant::now() + (state.last_sync / 2).min(MAX_LINGER);
+        state.lingering = true;
+        while state.waiters.durability() < want
+            && !state.stop
+            && !state.paused
+            && self.poison.get().is_none()
+        {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = self
+                .idle
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        state.lingering = false;
+        state
+    }
+}
+
+/// The longest a worker lingers before a sync (see `Commit::linger`).
+pub(super) const MAX_LINGER: Duration = Duration::from_micros(500);
+
 impl SyncJob for Commit {
     /// One sync of the shard, then its completions.
     fn run(self: Arc<Self>, _pool: &SyncPool) {
         let mut state = self.lock();
         debug_assert!(state.queued, "a shard runs only when queued");
-        state.queued = false;
         // An appender's own sync in flight queues the shard again when it
         // finishes, if it must.
+        if state.syncing || !self.sync_wanted(&state) {
+            state.queued = false;
+            return;
+        }
+        // Still queued while it lingers: no appender syncs inline meanwhile.
+        let mut state = self.linger(state);
+        state.queued = false;
         if state.syncing || !self.sync_wanted(&state) {
             return;
         }
         state.writeback = false;
         let (upto, epoch, handle) = self.begin_sync(&mut state);
         drop(state);
+        let started = Instant::now();
         let result = handle.sync_data();
-        let (deferred, again, _) = self.finish_sync(upto, epoch, result);
+        let (deferred, again, _) = self.finish_sync(upto, epoch, result, started.elapsed());
         // Waking first lets the woken appenders write before the next sync
         // begins, so it covers them: 64 threads, 29 → 45 appends per sync
         // and 104 k → 113 k records/s (medians of three alternating runs)

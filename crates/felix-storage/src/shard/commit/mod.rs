@@ -105,6 +105,13 @@ pub(crate) struct CommitState {
     /// No sync may begin: the writer is rolling to a new segment (see
     /// [`Commit::pause_syncs`]).
     paused: bool,
+    /// A worker waits for the appenders the last sync woke to append again
+    /// before it syncs (`job.rs`, `Commit::linger`).
+    lingering: bool,
+    /// Appends with a future or a callback the last sync completed.
+    woken_last: usize,
+    /// How long the last sync took.
+    last_sync: std::time::Duration,
 }
 
 /// Group commit's shared half: the shard, the pool's workers and the
@@ -131,7 +138,8 @@ pub(crate) struct Commit {
     /// consumer only when someone watches the written offset.
     tail_written: AtomicUsize,
     state: Mutex<CommitState>,
-    /// Signalled when a sync finishes while syncs are paused.
+    /// Signalled when a sync finishes while syncs are paused, and when
+    /// enough appenders came back for a lingering worker.
     idle: Condvar,
     /// The failure that stopped writes. Set under the commit lock, so that
     /// it and the durable offset it froze are seen together.
@@ -175,6 +183,9 @@ impl Commit {
                 stop: false,
                 writeback: false,
                 paused: false,
+                lingering: false,
+                woken_last: 0,
+                last_sync: std::time::Duration::ZERO,
             }),
             idle: Condvar::new(),
             poison: OnceLock::new(),

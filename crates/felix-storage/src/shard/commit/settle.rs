@@ -36,6 +36,12 @@ pub(super) struct Deferred {
 }
 
 impl Deferred {
+    /// In-flight places given back so far: appends with a future or a
+    /// callback completed.
+    pub(super) fn permits(&self) -> usize {
+        self.permits
+    }
+
     /// Wakes, runs and gives back what was collected. Called with no lock
     /// held: an unpark is a system call, and holding the commit lock across
     /// dozens of them stalls every appender that wants to register (64

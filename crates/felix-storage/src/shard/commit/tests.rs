@@ -36,7 +36,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
     commit.reset_log(5, None, writer.sync_handle());
-    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()));
+    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
     assert!(outcome.is_ok() && !again);
     let state = commit.lock();
     assert_eq!(
@@ -47,7 +47,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 
     // A sync begun after the cut counts.
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
-    let _ = commit.finish_sync(upto, epoch, Ok(()));
+    let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
     assert_eq!(commit.lock().durable, 5);
 }
 
@@ -70,7 +70,7 @@ fn finish_sync_after_a_poison_leaves_durable_frozen() {
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
     assert!(matches!(err, StorageError::EmptyBatch { .. }), "{err:?}");
-    let (_, _, outcome) = commit.finish_sync(upto, epoch, Ok(()));
+    let (_, _, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
     assert!(outcome.is_ok());
     assert_eq!((commit.lock().durable, commit.durable()), (0, 0));
     commit.advance_durable(4);

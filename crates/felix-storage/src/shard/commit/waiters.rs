@@ -151,6 +151,8 @@ pub(crate) struct Waiters {
     /// Waiters watching the written offset: appends only take the commit
     /// lock to wake someone when this is not zero.
     tail_written: usize,
+    /// Durability waiters on the list.
+    durability: usize,
 }
 
 impl Waiters {
@@ -158,8 +160,10 @@ impl Waiters {
     pub(crate) fn add(&mut self, watch: Watch, target: u64, notify: Notify, permit: bool) -> Token {
         let token = self.next_token;
         self.next_token += 1;
-        if watch == Watch::TailWritten {
-            self.tail_written += 1;
+        match watch {
+            Watch::TailWritten => self.tail_written += 1,
+            Watch::Durability => self.durability += 1,
+            Watch::TailDurable => {}
         }
         self.list.push(Waiter {
             token,
@@ -177,8 +181,10 @@ impl Waiters {
         // Order matters only among covered waiters, which are sorted when
         // taken; `remove` keeps the rest in registration order anyway.
         let waiter = self.list.remove(i);
-        if waiter.watch == Watch::TailWritten {
-            self.tail_written -= 1;
+        match waiter.watch {
+            Watch::TailWritten => self.tail_written -= 1,
+            Watch::Durability => self.durability -= 1,
+            Watch::TailDurable => {}
         }
         Some(waiter)
     }
@@ -197,11 +203,7 @@ impl Waiters {
         let (mut covered, rest): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.list).into_iter().partition(covers);
         self.list = rest;
-        self.tail_written = self
-            .list
-            .iter()
-            .filter(|w| w.watch == Watch::TailWritten)
-            .count();
+        self.recount();
         covered.sort_by_key(|w| w.target);
         covered
     }
@@ -211,6 +213,7 @@ impl Waiters {
     #[must_use = "the waiters must be completed"]
     pub(crate) fn take_all(&mut self) -> Vec<Waiter> {
         self.tail_written = 0;
+        self.durability = 0;
         let mut all = std::mem::take(&mut self.list);
         all.sort_by_key(|w| w.target);
         all
@@ -223,8 +226,27 @@ impl Waiters {
             .into_iter()
             .partition(|w| w.watch == Watch::Durability);
         self.list = rest;
+        self.durability = 0;
         taken.sort_by_key(|w| w.target);
         taken
+    }
+
+    fn recount(&mut self) {
+        self.tail_written = 0;
+        self.durability = 0;
+        for w in &self.list {
+            match w.watch {
+                Watch::TailWritten => self.tail_written += 1,
+                Watch::Durability => self.durability += 1,
+                Watch::TailDurable => {}
+            }
+        }
+    }
+
+    /// Durability waiters on the list (appends and `wait_durable`s whose
+    /// records the last sync did not cover).
+    pub(crate) fn durability(&self) -> usize {
+        self.durability
     }
 
     /// After a cut of the log to `end`: durability waits for records that
@@ -247,7 +269,7 @@ impl Waiters {
 
     /// Whether any appender waits for durability (so a sync is on its way).
     pub(crate) fn has_durability_waiters(&self) -> bool {
-        self.list.iter().any(|w| w.watch == Watch::Durability)
+        self.durability > 0
     }
 
     /// Waiters watching the written offset.
