@@ -40,8 +40,14 @@
 //! so the root opens again at once; handles to a shard the store closed
 //! fail with [`StorageError::Closed`] from then on.
 //!
-//! Everything is synchronous and thread-safe; no async runtime is needed (a
-//! broker on tokio calls it from blocking tasks).
+//! Everything is thread-safe, and every wait has a blocking form and two
+//! that hold no thread: a future ([`Shard::append_async`],
+//! [`Shard::wait_durable_async`], [`Shard::wait_readable_async`]; any
+//! executor polls them, and this crate depends on no runtime) and a
+//! callback ([`Shard::append_then`] and its kin, run on the sync pool's
+//! dispatch thread). Syncs are made by a pool of threads the [`Store`]
+//! owns for all its shards ([`StoreConfig::sync_threads`]); a shard opened
+//! alone has a small pool of its own.
 //!
 //! Invariants this crate keeps:
 //!

@@ -15,6 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod commit;
 mod report;
 mod scenarios;
 mod sizes;
@@ -360,6 +361,8 @@ mod tests {
                     "append-commit-t1",
                     "append-commit-t8",
                     "append-commit-t64",
+                    "append-commit-async8",
+                    "append-commit-async64",
                     "scan",
                     "index-rebuild",
                     "seq-read",
