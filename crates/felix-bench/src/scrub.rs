@@ -42,7 +42,13 @@ pub fn scrub_append(args: &Args) -> Result<Measurement> {
     // spends its time reading.
     let big = 64 << 10;
     let per_record = felix_format::record_encoded_len(big as u32);
-    fill(&dir, sealed_bytes / per_record + 1, big as usize, segment_bytes, 16)?;
+    fill(
+        &dir,
+        sealed_bytes / per_record + 1,
+        big as usize,
+        segment_bytes,
+        16,
+    )?;
     drop_page_cache()?;
     let config = StoreConfig {
         durability: Durability::OnCommit,
@@ -79,7 +85,8 @@ pub fn scrub_append(args: &Args) -> Result<Measurement> {
         let elapsed = started.elapsed();
         done.store(true, Ordering::Relaxed);
         let scrubbed = scrubber.map_or(Ok(()), |s| {
-            s.join().unwrap_or_else(|_| Err("scrub thread panicked".into()))
+            s.join()
+                .unwrap_or_else(|_| Err("scrub thread panicked".into()))
         });
         (elapsed, appended.and(scrubbed))
     });

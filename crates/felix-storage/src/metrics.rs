@@ -183,9 +183,9 @@ impl ShardMetrics {
         Self::default()
     }
     #[inline(always)]
-    pub(crate) fn sync<T, E>(&self, sync: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        sync()
-    }
+    pub(crate) fn sync_began(&self) {}
+    #[inline(always)]
+    pub(crate) fn synced(&self, _took: Duration, _ok: bool) {}
     #[inline(always)]
     pub(crate) fn append_durable(&self, _started: Timer) {}
     #[inline(always)]
@@ -253,8 +253,10 @@ mod imp {
         base: Gauge,
         readable: Gauge,
         durable: Gauge,
-        /// Appends written since the last sync began: what it covers.
+        /// Appends written since the last sync began: what the next covers.
         unsynced_appends: AtomicU64,
+        /// The appends the sync in flight covers.
+        covering: AtomicU64,
         /// Bytes of the sealed segments, for the size gauge.
         sealed_bytes: AtomicU64,
     }
@@ -290,6 +292,7 @@ mod imp {
                 readable: gauge!(READABLE_OFFSET, &l()),
                 durable: gauge!(DURABLE_OFFSET, &l()),
                 unsynced_appends: AtomicU64::new(0),
+                covering: AtomicU64::new(0),
                 sealed_bytes: AtomicU64::new(0),
             }
         }
@@ -308,17 +311,23 @@ mod imp {
             }
         }
 
-        /// Times a durability `fdatasync` and records the appends it covers
-        /// (those written before it began).
-        pub(crate) fn sync<T, E>(&self, sync: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-            let covered = self.inner.unsynced_appends.swap(0, Relaxed);
-            let started = Timer::start();
-            let result = sync();
-            self.inner.fdatasync.record(started.0.elapsed());
-            if result.is_ok() {
-                self.inner.appends_per_sync.record(f(covered));
+        /// A durability `fdatasync` begins: it covers the appends written
+        /// so far (one sync of a shard at a time, so one slot holds them).
+        pub(crate) fn sync_began(&self) {
+            let h = &self.inner;
+            h.covering
+                .store(h.unsynced_appends.swap(0, Relaxed), Relaxed);
+        }
+
+        /// The sync begun last took `took`: its latency, and, when it
+        /// succeeded, the appends it made durable.
+        pub(crate) fn synced(&self, took: Duration, ok: bool) {
+            let h = &self.inner;
+            h.fdatasync.record(took);
+            let covered = h.covering.swap(0, Relaxed);
+            if ok {
+                h.appends_per_sync.record(f(covered));
             }
-            result
         }
 
         pub(crate) fn append_durable(&self, started: Timer) {

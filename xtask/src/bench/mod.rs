@@ -15,6 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod commit;
 mod report;
 mod scenarios;
 mod scrub_row;
@@ -361,6 +362,8 @@ mod tests {
                     "append-commit-t1",
                     "append-commit-t8",
                     "append-commit-t64",
+                    "append-commit-async8",
+                    "append-commit-async64",
                     "scrub-append",
                     "scan",
                     "index-rebuild",

@@ -140,7 +140,7 @@ pub(super) fn bench(label: &str, args: Vec<String>) -> Run {
 
 /// `peers <scenario> <peer> --dir <dir> <tail>` for every peer, labelled by
 /// peer.
-fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
+pub(super) fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
     PEERS
         .iter()
         .map(|peer| Run {
@@ -166,10 +166,10 @@ pub(super) fn ratio(
     }
 }
 
-const RPS: &str = "records_per_second";
-const BPS: &str = "bytes_per_second";
+pub(super) const RPS: &str = "records_per_second";
+pub(super) const BPS: &str = "bytes_per_second";
 pub(super) const P50: &str = "latency_p50_us";
-const ELAPSED: &str = "elapsed_seconds";
+pub(super) const ELAPSED: &str = "elapsed_seconds";
 
 /// The scenarios, in table order, with their data under `data`.
 pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
@@ -242,64 +242,8 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         ));
     }
 
-    // On-commit appends from 1, 8, 64 threads; preallocation on and off.
-    for (threads, records) in [(1, s.commit_1), (8, s.commit_8), (64, s.commit_64)] {
-        let (dir, tail) = (
-            d("commit"),
-            format!("--durability on_commit --batch 1 --records {records} --threads {threads}"),
-        );
-        let mut runs = vec![bench("felix", argv("append felix", &dir, &tail))];
-        let mut limit = None;
-        let mut targets = Vec::new();
-        if threads == 1 {
-            for label in ["limit-fdatasync", "limit-fsync"] {
-                runs.push(bench(label, argv(&format!("append {label}"), &dir, &tail)));
-            }
-            let no_prealloc = argv("append felix", &dir, &tail);
-            // `--preallocate false` right after the implementation.
-            let no_prealloc = [
-                &no_prealloc[..2],
-                &["--preallocate".to_string(), "false".to_string()],
-                &no_prealloc[2..],
-            ]
-            .concat();
-            runs.push(bench("felix-no-prealloc", no_prealloc));
-            limit = Some("limit-fdatasync");
-            targets.push(ratio(
-                P50,
-                Against::Run("limit-fdatasync"),
-                Bound::AtMost(1.3),
-                |c| {
-                    format!(
-                        "p50 {:.0} µs = {:.2}× the write+fdatasync loop's {:.0} µs (target ≤ 1.3×)",
-                        c.own, c.ratio, c.reference
-                    )
-                },
-            ));
-        }
-        if threads == 64 {
-            targets.push(ratio(
-                RPS,
-                Against::Scenario("append-commit-t1"),
-                Bound::AtLeast(30.0),
-                |c| {
-                    format!(
-                        "{:.1}× the 1-thread records/s, {:.1} appends per sync (target ≥ 30×)",
-                        c.ratio, c.appends_per_sync
-                    )
-                },
-            ));
-        }
-        runs.extend(peers("append", &dir, &tail));
-        out.push(scenario(
-            format!("append-commit-t{threads}"),
-            format!("append, OnCommit, 128 B, batch 1, {threads} thread(s)"),
-            runs,
-            limit,
-            P50,
-            targets,
-        ));
-    }
+    // On-commit appends: threads, and futures from one thread.
+    out.extend(super::commit::scenarios(s, &d("commit")));
 
     // On-commit appends while a scrub reads uncached sealed segments.
     out.push(super::scrub_row::scrub_append(s, d("scrub")));

@@ -25,11 +25,16 @@ pub(super) fn scrub_append(s: &Sizes, dir: String) -> Scenario {
         limit: None,
         versus: P50,
         shows_time: false,
-        targets: vec![ratio(P50, Against::Run("no-scrub"), Bound::AtMost(1.2), |c| {
-            format!(
-                "p50 {:.0} µs = {:.2}× the {:.0} µs with no scrub (target ≤ 1.2×)",
-                c.own, c.ratio, c.reference
-            )
-        })],
+        targets: vec![ratio(
+            P50,
+            Against::Run("no-scrub"),
+            Bound::AtMost(1.2),
+            |c| {
+                format!(
+                    "p50 {:.0} µs = {:.2}× the {:.0} µs with no scrub (target ≤ 1.2×)",
+                    c.own, c.ratio, c.reference
+                )
+            },
+        )],
     }
 }

@@ -15,6 +15,7 @@
 
 mod bounds;
 mod commit;
+mod completions;
 mod core;
 mod generations;
 mod lifecycle;
@@ -34,6 +35,7 @@ use felix_segment::Record;
 
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
+use crate::pool::SyncPool;
 use crate::scrubber::Scrubber;
 use crate::stats::ShardStats;
 
@@ -41,6 +43,7 @@ pub(crate) use self::core::Core;
 use self::log::Synced;
 
 pub use bounds::{Offsets, ReadBound, Tail};
+pub use commit::{AppendFuture, DurableFuture, TailFuture};
 pub use log::{ReadRecord, SegmentInfo};
 pub use options::ShardOptions;
 pub use replace::SegmentCopy;
@@ -86,14 +89,21 @@ pub struct Shard {
     /// The shard's own background scrub, when configured (a store's
     /// shards use the store's).
     scrubber: Option<Scrubber>,
+    /// The shard's own sync pool, when opened alone (a store's shards use
+    /// the store's).
+    own_pool: Option<SyncPool>,
 }
 
 impl Drop for Shard {
     /// Stops the shard's threads; nothing is synced here (call
     /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
+    /// Every completion still pending fails with [`StorageError::Closed`].
     fn drop(&mut self) {
         self.stop_threads();
         self.core.commit.stop();
+        if let Some(pool) = &self.own_pool {
+            pool.shutdown();
+        }
     }
 }
 
@@ -118,11 +128,13 @@ impl Shard {
         core: Arc<Core>,
         maintenance: Option<Maintenance>,
         scrubber: Option<Scrubber>,
+        own_pool: Option<SyncPool>,
     ) -> Self {
         Self {
             core,
             maintenance,
             scrubber,
+            own_pool,
         }
     }
 
@@ -268,9 +280,10 @@ impl Shard {
     /// Waits until every record below `offset` is durable. Offsets beyond
     /// what was appended are clamped to it.
     ///
-    /// Group commit: the shard's flusher thread syncs back to back while
+    /// Group commit: the sync pool syncs the shard back to back while
     /// appends continue, and each sync wakes every waiter it covered, so N
-    /// concurrent appenders cost far fewer than N syncs.
+    /// concurrent appenders cost far fewer than N syncs. Without blocking a
+    /// thread: [`Shard::wait_durable_async`], [`Shard::wait_durable_then`].
     pub fn wait_durable(&self, offset: u64) -> Result<()> {
         self.core.check_open()?;
         self.core.commit.wait_durable(offset)
@@ -312,7 +325,12 @@ impl Shard {
     pub fn close(&self) -> Result<()> {
         // First, and outside every lock: the thread may be waiting for one.
         self.stop_threads();
-        self.core.close()
+        let closed = self.core.close();
+        // Pending callbacks run before this returns.
+        if let Some(pool) = &self.own_pool {
+            pool.shutdown();
+        }
+        closed
     }
 
     /// [`Shard::close`] as a store closes its shards: a shard already closed

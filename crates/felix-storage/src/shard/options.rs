@@ -21,6 +21,7 @@ use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
 use crate::maintenance::{Maintenance, Task};
 use crate::metrics::ShardMetrics;
+use crate::pool::SyncPool;
 use crate::scrubber::Scrubber;
 use crate::stats::Counters;
 
@@ -61,6 +62,8 @@ pub struct ShardOptions {
     create_if_missing: bool,
     clock: Arc<dyn Clock>,
     background: Background,
+    /// The store's sync pool; `None`: the shard makes its own.
+    pool: Option<SyncPool>,
 }
 
 impl ShardOptions {
@@ -74,6 +77,7 @@ impl ShardOptions {
             create_if_missing: true,
             clock: Arc::new(SystemClock),
             background: Background::Own,
+            pool: None,
         }
     }
 
@@ -129,6 +133,12 @@ impl ShardOptions {
         self
     }
 
+    /// Has the store's sync pool run the shard's syncs and callbacks.
+    pub(crate) fn sync_pool(mut self, pool: SyncPool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
     /// Opens the shard, running recovery.
     ///
     /// The configuration is checked first ([`StoreConfig::validate`], and
@@ -169,17 +179,45 @@ impl ShardOptions {
         })?;
         let lock = ShardLock::acquire(fs, dir)?;
         let background = self.background;
-        let core = Arc::new(self.recover(label, lock)?);
-        core.report_open();
-        let (maintenance, scrubber) = match background {
-            Background::Store => (None, None),
-            Background::Own => (start_maintenance(&core)?, start_scrubber(&core)?),
+        // A shard opened alone starts (at most) one sync thread: it has one
+        // sync in flight at a time.
+        let (pool, own_pool) = match self.pool.clone() {
+            Some(pool) => (pool, None),
+            None => {
+                let pool = SyncPool::new(format!("felix {label}"), self.config.sync_threads);
+                (pool.clone(), Some(pool))
+            }
         };
-        Ok(Shard::from_parts(core, maintenance, scrubber))
+        let core = match self.recover(label, lock, pool) {
+            Ok(core) => Arc::new(core),
+            Err(err) => {
+                if let Some(pool) = own_pool {
+                    pool.shutdown();
+                }
+                return Err(err);
+            }
+        };
+        core.report_open();
+        let threads = match background {
+            Background::Store => Ok((None, None)),
+            Background::Own => start_maintenance(&core)
+                .and_then(|maintenance| Ok((maintenance, start_scrubber(&core)?))),
+        };
+        let (maintenance, scrubber) = match threads {
+            Ok(threads) => threads,
+            Err(err) => {
+                core.commit.stop();
+                if let Some(pool) = own_pool {
+                    pool.shutdown();
+                }
+                return Err(err);
+            }
+        };
+        Ok(Shard::from_parts(core, maintenance, scrubber, own_pool))
     }
 
     /// Recovery, then the shard's state, with its directory locked.
-    fn recover(self, label: Arc<str>, lock: ShardLock) -> Result<Core> {
+    fn recover(self, label: Arc<str>, lock: ShardLock, pool: SyncPool) -> Result<Core> {
         let started = Instant::now();
         let Self {
             dir,
@@ -294,13 +332,15 @@ impl ShardOptions {
             active_index: writer.active_index(),
         };
         let metrics = ShardMetrics::new(&label);
-        let commit = Arc::new(Commit::new(
+        let commit = Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,
             next_offset,
             writer.sync_handle(),
+            pool,
+            config.max_appends_in_flight,
             metrics.clone(),
-        ));
+        );
         tracing::info!(
             base_offset = view.base_offset(),
             next_offset,

@@ -28,6 +28,7 @@ use felix_io::FileSystem;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
+use crate::pool::SyncPool;
 use crate::scrubber::Scrubber;
 use crate::shard::Shard;
 
@@ -42,7 +43,12 @@ pub use keys::ShardId;
 /// the same shared handle. [`Store::keys`] lists the exact key of every
 /// shard, read from the key file each shard directory keeps.
 /// Background work (periodic syncs, retention) runs on one thread the
-/// store owns.
+/// store owns, and every shard's syncs for durability on the store's sync
+/// pool: at most [`StoreConfig::sync_threads`] threads, started as syncs
+/// are needed, serving the shards in turn (a busy shard is synced back to
+/// back; no shard waits behind more than one sync of each other), plus one
+/// thread for completion callbacks, started on the first. No shard owns a
+/// thread.
 ///
 /// One shard can be closed ([`Store::close_shard`]), reopened with a fresh
 /// recovery ([`Store::reopen_shard`], the way back from a poisoned shard)
@@ -100,6 +106,8 @@ struct Inner {
     /// The open shards. Held while a shard is opened, closed or deleted, so
     /// that two calls for one key never overlap.
     shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
+    /// Every shard's syncs and completion callbacks.
+    pool: SyncPool,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
 }
@@ -125,6 +133,7 @@ impl Store {
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(HashMap::new()),
+            pool: SyncPool::new("felix-store".into(), config.sync_threads),
             stop: Mutex::new(false),
         });
         let shared = Arc::clone(&inner);
@@ -332,7 +341,9 @@ impl Store {
     /// [`StorageError::StoreClosed`].
     ///
     /// Every shard is closed even when one fails; the first failure is
-    /// returned (each is logged). Closing a closed store does nothing.
+    /// returned (each is logged). Then the sync pool stops: completion
+    /// callbacks still pending run before this returns, and every pending
+    /// future has completed. Closing a closed store does nothing.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
         let shards: Vec<_> = lock(&self.inner.shards).drain().map(|(_, s)| s).collect();
@@ -343,6 +354,7 @@ impl Store {
                 first_error.get_or_insert(err);
             }
         }
+        self.inner.pool.shutdown();
         first_error.map_or(Ok(()), Err)
     }
 
@@ -397,6 +409,7 @@ impl Store {
             .label(&name)
             .initial_offset(initial_offset)
             .background_by_store()
+            .sync_pool(self.inner.pool.clone())
             .open()?;
         Ok(Arc::new(shard))
     }
