@@ -31,6 +31,7 @@ shards-du       felix      --shards N shards of one record each, closed: bytes
                   allocated on disk [--preallocate off|stepped|whole]
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
                   of uncached sealed segments at full speed [--scrub false]
+                  [--scrub-nice N]
                   (drops the page cache: needs root)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
@@ -64,6 +65,16 @@ fn run(args: &Args) -> Result<Measurement, String> {
 }
 
 fn main() -> ExitCode {
+    // Built with the `metrics` feature: felix-storage records every metric
+    // into a recorder, as an application with an exporter would.
+    #[cfg(feature = "metrics")]
+    if metrics_util::debugging::DebuggingRecorder::new()
+        .install()
+        .is_err()
+    {
+        eprintln!("felix-bench: a metrics recorder was already installed");
+        return ExitCode::FAILURE;
+    }
     let args = match Args::from_env() {
         Ok(args) => args,
         Err(message) => {

@@ -1,21 +1,24 @@
 //! The scrub's row of the suite: on-commit batch-1 appends while a scrub
 //! reads uncached sealed segments at full speed, against the same appends
 //! with no scrub (felix-bench `scrub-append`, which drops the page cache
-//! and so needs root).
+//! and so needs root). The scrub thread runs at nice 19, as a bulk check
+//! should: at full speed it is CPU-bound (checksums), and at normal
+//! priority on a small machine it takes the appends' CPU, not their locks
+//! (docs/performance.md has both figures).
 
 use super::scenarios::{Against, Bound, P50, Scenario, Sizes, argv, bench, ratio};
 
 pub(super) fn scrub_append(s: &Sizes, dir: String) -> Scenario {
     let tail = |scrub: bool| {
         format!(
-            "--sealed-bytes {} --records {} --scrub {scrub}",
+            "--sealed-bytes {} --records {} --scrub {scrub} --scrub-nice 19",
             s.scrub_sealed_bytes, s.commit_1
         )
     };
     Scenario {
         key: "scrub-append".into(),
         title: format!(
-            "append, OnCommit, 128 B, batch 1, while a scrub reads {} MiB of uncached sealed segments",
+            "append, OnCommit, 128 B, batch 1, while a scrub (nice 19) reads {} MiB of uncached sealed segments",
             s.scrub_sealed_bytes >> 20
         ),
         runs: vec![
