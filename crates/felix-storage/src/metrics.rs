@@ -11,8 +11,8 @@
 //!
 //! Names follow the facade's conventions (Prometheus style: the unit as a
 //! suffix, `_total` on counters). They are listed in the crate docs and
-//! exported as constants under [`names`] (with the feature), and
-//! [`describe`] registers each with its unit and meaning.
+//! exported as constants under `names` (with the feature), and
+//! `describe` registers each with its unit and meaning.
 
 use std::sync::Arc;
 #[cfg(not(feature = "metrics"))]
@@ -24,8 +24,9 @@ pub mod names {
     /// Histogram, seconds: each `fdatasync` made for durability (group
     /// commits, explicit syncs, background writeback; seals not included).
     pub const FDATASYNC_SECONDS: &str = "felix_storage_fdatasync_seconds";
-    /// Histogram, seconds: from an on-commit `append` call to its return,
-    /// once durable.
+    /// Histogram, seconds: from a blocking on-commit `append` call to its
+    /// return, once durable (an async append's caller holds its future
+    /// and times it).
     pub const APPEND_DURABLE_SECONDS: &str = "felix_storage_append_durable_seconds";
     /// Histogram, records: the records of each append call.
     pub const APPEND_BATCH_RECORDS: &str = "felix_storage_append_batch_records";
