@@ -136,7 +136,7 @@ pub use shard::{
     RetentionOutcome, ScrubReport, SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
 };
 pub use stats::ShardStats;
-pub use store::{ShardId, Store};
+pub use store::{ShardId, Store, StoreOptions};
 
 // Types that appear in this crate's signatures, so that a user needs no
 // other felix crate to name them.

@@ -30,7 +30,11 @@ fn sync_pool_hot_shard_does_not_starve_cold_ones() {
         preallocate: felix_storage::Preallocation::Stepped,
         ..config(64 << 20, Durability::OnCommit)
     };
-    let store = Store::open_in(&fs.handle(), root.path(), config).unwrap();
+    let store = Store::options(root.path())
+        .config(config)
+        .file_system(fs.handle())
+        .open()
+        .unwrap();
     let hot = store
         .create_shard(&ShardKey::new("t", "d", "hot", 0))
         .unwrap();

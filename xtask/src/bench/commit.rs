@@ -60,15 +60,30 @@ pub(super) fn scenarios(s: &Sizes, dir: &str) -> Vec<Scenario> {
         runs.extend(limits(dir, s.commit_1, threads == 1));
         let mut targets = Vec::new();
         if threads == 1 {
-            let no_prealloc = argv("append felix", dir, &tail);
-            // `--preallocate false` right after the implementation.
-            let no_prealloc = [
-                &no_prealloc[..2],
-                &["--preallocate".to_string(), "false".to_string()],
-                &no_prealloc[2..],
-            ]
-            .concat();
-            runs.push(bench("felix-no-prealloc", no_prealloc));
+            // `--preallocate off|whole` right after the implementation:
+            // no preallocation, and the whole segment up front (the bench
+            // variant the default's stepped preallocation is held to).
+            for (label, how) in [("felix-no-prealloc", "off"), ("felix-whole", "whole")] {
+                let args = argv("append felix", dir, &tail);
+                let args = [
+                    &args[..2],
+                    &["--preallocate".to_string(), how.to_string()],
+                    &args[2..],
+                ]
+                .concat();
+                runs.push(bench(label, args));
+            }
+            targets.push(ratio(
+                P50,
+                Against::Run("felix-whole"),
+                Bound::AtMost(1.05),
+                |c| {
+                    format!(
+                        "stepped preallocation: p50 {:.0} µs = {:.2}× whole-segment preallocation's {:.0} µs (target ≤ 1.05×)",
+                        c.own, c.ratio, c.reference
+                    )
+                },
+            ));
             targets.push(ratio(
                 P50,
                 Against::Run("limit-fdatasync"),

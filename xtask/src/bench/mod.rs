@@ -16,6 +16,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod commit;
+mod contract;
 mod report;
 mod scenarios;
 mod scrub_row;
@@ -87,8 +88,14 @@ fn figures(line: &Value) -> BTreeMap<String, f64> {
             }
         }
     }
-    if let Some(v) = line.pointer("/notes/rss_after_open_bytes").and_then(num) {
-        out.insert("rss_after_open_bytes".into(), v);
+    for note in [
+        "rss_after_open_bytes",
+        "empty_reads",
+        "allocated_bytes_per_shard",
+    ] {
+        if let Some(v) = line.pointer(&format!("/notes/{note}")).and_then(num) {
+            out.insert(note.into(), v);
+        }
     }
     out
 }
@@ -372,6 +379,10 @@ mod tests {
                     "open",
                     "crash-open",
                     "memory",
+                    "follow-none",
+                    "follow-paced",
+                    "follow-commit",
+                    "shards-du",
                 ]
             );
             for scenario in &scenarios {

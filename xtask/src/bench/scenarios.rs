@@ -421,6 +421,7 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         BPS,
         vec![Target::Curve(memory_does_not_grow_with_data)],
     ));
+    out.extend(super::contract::scenarios(s, &d("contract")));
     out
 }
 

@@ -17,6 +17,7 @@
 mod background;
 mod delete;
 mod keys;
+mod options;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use crate::scrubber::Scrubber;
 use crate::shard::Shard;
 
 pub use keys::ShardId;
+pub use options::StoreOptions;
 
 /// A root directory holding one directory per shard, and the shards it has
 /// open.
@@ -113,18 +115,29 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens the store at `root`, creating the directory (and any missing
-    /// ancestor) if missing, durably: each new directory is synced into its
-    /// parent before the store is used.
+    /// Opens the store at `root` with `config` on the operating system's
+    /// file system: the shorthand for
+    /// `Store::options(root).config(config).open()`.
     ///
-    /// Tombstones of deletes a crash interrupted are removed first (see
+    /// The root directory (and any missing ancestor) is created if missing,
+    /// durably: each new directory is synced into its parent before the
+    /// store is used. The configuration is checked first
+    /// ([`StorageError::InvalidConfig`], nothing created). Tombstones of
+    /// deletes a crash interrupted are removed (see
     /// [`Store::delete_shard`]). No shard is opened until asked for.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
-        Self::open_in(&FileSystem::os(), root, config)
+        Self::options(root).config(config).open()
     }
 
-    /// [`Store::open`] on the file system `fs`, which every shard uses.
-    pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+    /// How to open the store at `root`: its configuration and file system
+    /// ([`StoreOptions`], every default documented there).
+    pub fn options(root: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions::new(root.into())
+    }
+
+    fn open_with(options: StoreOptions) -> Result<Self> {
+        let StoreOptions { root, config, fs } = options;
+        let (fs, root) = (&fs, root.as_path());
         config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root)?;
         delete::remove_tombstones(fs, root)?;
