@@ -79,12 +79,14 @@
 //! [`metrics`](https://docs.rs/metrics) facade; the application installs
 //! the recorder (an exporter) it wants, and without one nothing is
 //! recorded. Every metric carries the label `shard` (the shard's label).
-//! See the [`metrics`](mod@metrics) module for each one's exact meaning.
+//! See the [`metrics`](mod@metrics) module for each one's exact meaning
+//! and how fresh it is (figures that change with every write are published
+//! in bulk, at most 64 writes apart).
 //!
 //! | name | kind | what |
 //! |---|---|---|
 //! | `felix_storage_fdatasync_seconds` | histogram | each `fdatasync` made for durability |
-//! | `felix_storage_append_durable_seconds` | histogram | a blocking on-commit [`Shard::append`], call to durable return |
+//! | `felix_storage_append_durable_seconds` | histogram | an on-commit append ([`Shard::append`], [`Shard::append_async`], [`Shard::append_then`]), call to durable |
 //! | `felix_storage_append_batch_records` | histogram | records per append call |
 //! | `felix_storage_appends_per_sync` | histogram | append calls one durability sync covered |
 //! | `felix_storage_open_seconds` | histogram | each open, recovery included |

@@ -3,8 +3,12 @@
 //! recorded by `metrics-util`'s debugging recorder.
 #![cfg(feature = "metrics")]
 
-use std::path::Path;
+mod common;
 
+use std::path::Path;
+use std::sync::mpsc;
+
+use common::exec::block_on;
 use felix_format::{FileKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, file_name};
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
@@ -209,5 +213,143 @@ fn metrics_each_moves_when_its_event_happens() {
         assert!(poisoned.append(&[record(1)]).is_err());
         let seen = Seen::take(&snapshotter, "m-3");
         assert_eq!(seen.counter(POISONS_TOTAL), 1);
+    });
+}
+
+#[test]
+fn append_durable_seconds_is_sampled_for_each_on_commit_append_form() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = Shard::options(dir.path())
+            .label("d-0")
+            .config(config())
+            .open()
+            .unwrap();
+        Seen::take(&snapshotter, "d-0");
+
+        // Blocking.
+        shard.append(&[record(0)]).unwrap();
+        let seen = Seen::take(&snapshotter, "d-0");
+        assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
+
+        // A future: sampled when the sync settles it, before it resolves.
+        let future = shard.append_async(&[record(1)]).unwrap();
+        assert_eq!(block_on(future).unwrap().last_offset, 1);
+        let seen = Seen::take(&snapshotter, "d-0");
+        assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
+        assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [1.0]);
+
+        // A callback: sampled before it runs.
+        let (tx, rx) = mpsc::channel();
+        shard
+            .append_then(&[record(2), record(3)], move |outcome| {
+                tx.send(outcome.map(|r| r.last_offset)).unwrap();
+            })
+            .unwrap();
+        assert!(matches!(rx.recv().unwrap(), Ok(3)));
+        let seen = Seen::take(&snapshotter, "d-0");
+        assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
+        assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [2.0]);
+
+        // The try_ forms too.
+        block_on(shard.try_append_async(&[record(4)]).unwrap()).unwrap();
+        let seen = Seen::take(&snapshotter, "d-0");
+        assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
+
+        // A wait that is not an append is not sampled.
+        block_on(shard.wait_durable_async(5)).unwrap();
+        let seen = Seen::take(&snapshotter, "d-0");
+        assert!(seen.samples(APPEND_DURABLE_SECONDS).is_empty());
+        drop(shard);
+
+        // An async append whose sync fails is not sampled.
+        let sim = SimFs::new();
+        let failing = Shard::options(Path::new("/f"))
+            .file_system(FileSystem::new(sim.clone()))
+            .label("d-1")
+            .config(config())
+            .open()
+            .unwrap();
+        sim.inject(Fault {
+            op: FaultOp::SyncFile,
+            path_contains: ".log".into(),
+            skip: 0,
+            effect: FaultEffect::Errno(5),
+        });
+        let future = failing.append_async(&[record(0)]).unwrap();
+        assert!(matches!(
+            block_on(future),
+            Err(felix_storage::StorageError::Segment { .. })
+        ));
+        let seen = Seen::take(&snapshotter, "d-1");
+        assert!(seen.samples(APPEND_DURABLE_SECONDS).is_empty());
+        assert_eq!(seen.counter(POISONS_TOTAL), 1);
+    });
+}
+
+#[test]
+fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_and_drop() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = Shard::options(dir.path())
+            .label("b-0")
+            .config(StoreConfig {
+                segment_size_bytes: 1 << 20,
+                durability: Durability::None,
+                writeback_bytes: None,
+                ..config()
+            })
+            .open()
+            .unwrap();
+        Seen::take(&snapshotter, "b-0");
+        let header = SEGMENT_HEADER_LEN as u64;
+
+        // 63 writes nobody syncs: held back by the writer.
+        for offset in 0..63 {
+            shard.append(&[record(offset)]).unwrap();
+        }
+        let seen = Seen::take(&snapshotter, "b-0");
+        assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 0);
+        assert!(seen.samples(APPEND_BATCH_RECORDS).is_empty());
+        assert_eq!(seen.gauge(READABLE_OFFSET), 0.0);
+
+        // The 64th publishes all of them.
+        shard.append(&[record(63)]).unwrap();
+        let seen = Seen::take(&snapshotter, "b-0");
+        assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 64);
+        assert_eq!(seen.counter(APPENDED_BYTES_TOTAL), 64 * RECORD);
+        assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [1.0; 64]);
+        assert_eq!(seen.gauge(READABLE_OFFSET), 64.0);
+        assert_eq!(seen.gauge(SHARD_BYTES), (header + 64 * RECORD) as f64);
+
+        // A read of the stats catches the counters and gauges up.
+        shard.append(&[record(64), record(65)]).unwrap();
+        shard.append(&[record(66), record(67)]).unwrap();
+        let stats = shard.stats();
+        let seen = Seen::take(&snapshotter, "b-0");
+        // The recorder's counters read as what was added since the last
+        // snapshot.
+        assert_eq!(stats.records_appended, 68);
+        assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 4);
+        assert_eq!(seen.gauge(READABLE_OFFSET), 68.0);
+        assert_eq!(seen.gauge(SHARD_BYTES), (header + 68 * RECORD) as f64);
+        assert!(seen.samples(APPEND_BATCH_RECORDS).is_empty());
+
+        // An explicit sync, the batch sizes too (one sample per call).
+        shard.sync().unwrap();
+        let seen = Seen::take(&snapshotter, "b-0");
+        assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [2.0, 2.0]);
+        assert_eq!(seen.samples(APPENDS_PER_SYNC), [66.0]);
+
+        // Dropping the shard delivers what was held back.
+        shard.append(&[record(68), record(69), record(70)]).unwrap();
+        drop(shard);
+        let seen = Seen::take(&snapshotter, "b-0");
+        assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 3);
+        assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [3.0]);
     });
 }

@@ -40,7 +40,7 @@ use crate::clock::Clock;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
-use crate::metrics::ShardMetrics;
+use crate::metrics::{Layout, ShardMetrics};
 use crate::stats::{Counters, ShardStats};
 
 /// One shard's state: the log (writer and readers' view), group commit,
@@ -145,6 +145,8 @@ impl Core {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        // A read of the stats is a point where the metrics catch up.
+        self.metrics.catch_up(self.commit.written());
         self.counters.snapshot(
             self.recovery_time,
             self.recovery_actions.clone(),
@@ -168,9 +170,8 @@ impl Core {
         self.metrics
             .opened(self.recovery_time, self.recovery_actions.len());
         self.report_layout();
-        let on_commit = self.commit.on_commit();
-        self.metrics.written(self.commit.written(), on_commit);
-        self.metrics.durable(self.commit.durable(), on_commit);
+        self.metrics
+            .durable(self.commit.durable(), self.commit.on_commit());
     }
 
     /// Reports the segments' layout to the metrics: after an open, a roll,
@@ -178,12 +179,13 @@ impl Core {
     pub(crate) fn report_layout(&self) {
         let view = self.view();
         let sealed_bytes = view.sealed.iter().map(|s| s.extent.len).sum();
-        self.metrics.layout(
-            view.base_offset(),
+        self.metrics.layout(Layout {
+            base: view.base_offset(),
             sealed_bytes,
-            view.active_limit.end_position,
-            view.sealed.len() + 1,
-        );
+            active_len: view.active_limit.end_position,
+            segments: view.sealed.len() + 1,
+            written: self.commit.written(),
+        });
     }
 
     /// Releases the shard directory's lock (at close), so the directory

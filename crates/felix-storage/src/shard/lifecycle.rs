@@ -22,6 +22,8 @@ impl Core {
                 tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
                 Counters::add(&self.counters.index_write_failures, 1);
             }
+            // An explicit sync brings the metrics up to date too.
+            self.metrics.catch_up_exclusive(self.commit.written());
         }
         self.commit.wait_durable(u64::MAX)
     }
@@ -58,6 +60,7 @@ impl Core {
                 self.commit.wait_durable(u64::MAX)
             })
             .and_then(|()| self.record_clean_shutdown(&mut state));
+        self.metrics.catch_up_exclusive(self.commit.written());
         self.commit.close();
         drop(state);
         self.release_lock();

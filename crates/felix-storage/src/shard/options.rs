@@ -331,7 +331,7 @@ impl ShardOptions {
             active_limit: writer.read_limit(),
             active_index: writer.active_index(),
         };
-        let metrics = ShardMetrics::new(&label);
+        let metrics = ShardMetrics::new(&label, config.durability == crate::Durability::OnCommit);
         let commit = Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,

@@ -312,6 +312,8 @@ impl Core {
                 run_bytes = 0;
                 run_batches = 0;
             }
+            // Each batch is one append call for the batch-size histogram.
+            self.metrics.batch(batch.len());
             run_bytes += bytes;
             run_batches += 1;
             start = end;

@@ -103,7 +103,7 @@ impl Commit {
         let done = Completion::Slot(Arc::clone(&slot));
         let token = state
             .waiters
-            .add(Watch::Durability, target, Notify::Durable(done), false);
+            .add(Watch::Durability, target, Notify::Durable(done), None);
         let submit = self.schedule(&mut state);
         drop(state);
         self.submit(submit);
@@ -141,11 +141,17 @@ impl Commit {
         let mut state = self.lock();
         if let Some(outcome) = self.settled_now(&state, offset, accepted) {
             drop(state);
+            if outcome.is_ok()
+                && let Some(admission) = &admission
+            {
+                // Durable already (a sync raced ahead): settled now.
+                self.metrics.settled_durable(admission.started());
+            }
             drop(admission);
             return self.deliver_now(done, outcome);
         }
         let target = offset.min(self.assigned());
-        let permit = admission.map(Admission::keep).is_some();
+        let permit = admission.map(Admission::keep);
         state
             .waiters
             .add(Watch::Durability, target, Notify::Durable(done), permit);

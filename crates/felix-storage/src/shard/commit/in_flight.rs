@@ -11,6 +11,7 @@ use crate::error::{Result, StorageError};
 use crate::loom::lock;
 use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::{Condvar, Mutex};
+use crate::metrics::{Started, Timer};
 
 #[derive(Debug)]
 pub(super) struct InFlight {
@@ -31,12 +32,22 @@ pub(super) struct InFlight {
 pub(crate) struct Admission<'a> {
     commit: &'a Commit,
     held: bool,
+    /// When the append asked for its place: the start of its
+    /// append-to-durable latency (a wait for a place included).
+    started: Started,
 }
 
 impl Admission<'_> {
-    /// The place now belongs to a waiter on the list.
-    pub(super) fn keep(mut self) {
+    /// The place now belongs to a waiter on the list; the append's start
+    /// goes with it.
+    pub(super) fn keep(mut self) -> Started {
         self.held = false;
+        self.started
+    }
+
+    /// When the append asked for its place.
+    pub(super) fn started(&self) -> Started {
+        self.started
     }
 }
 
@@ -73,7 +84,12 @@ impl InFlight {
     /// Takes a place, waiting for one when `wait` (until the shard closes
     /// or stops), or failing with [`StorageError::InFlightFull`].
     pub(super) fn admit<'a>(&self, commit: &'a Commit, wait: bool) -> Result<Admission<'a>> {
-        let admitted = |held| Admission { commit, held };
+        let started = Started::append(Timer::start());
+        let admitted = |held| Admission {
+            commit,
+            held,
+            started,
+        };
         if self.try_take() {
             return Ok(admitted(true));
         }

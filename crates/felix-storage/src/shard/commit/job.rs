@@ -76,7 +76,7 @@ impl Commit {
     pub(super) fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, Arc<dyn SyncData>) {
         debug_assert!(!state.syncing, "one sync of a shard at a time");
         state.syncing = true;
-        self.metrics.sync_began();
+        self.metrics.sync_began(self.written());
         (self.written(), state.log_epoch, Arc::clone(&state.handle))
     }
 

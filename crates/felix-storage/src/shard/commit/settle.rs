@@ -76,6 +76,9 @@ impl Commit {
                     let outcome = match why {
                         Settle::Covered => {
                             self.synced_appends.fetch_add(1, Relaxed);
+                            // An async append's latency, once durable (a
+                            // failed or closed one is not sampled).
+                            self.metrics.settled_durable(waiter.started);
                             Ok(())
                         }
                         Settle::Failed => Err(self.failure()),

@@ -86,7 +86,7 @@ impl Commit {
         let notify = Notify::Tail { from, bound, done };
         let token = state
             .waiters
-            .add(watch, from.saturating_add(1), notify, false);
+            .add(watch, from.saturating_add(1), notify, None);
         self.tail_written
             .store(state.waiters.tail_written(), SeqCst);
         // Reads the written offset after registering: see the module docs.

@@ -17,6 +17,7 @@ use std::task::{Context, Poll, Waker};
 use crate::error::Result;
 use crate::loom::lock;
 use crate::loom::sync::Mutex;
+use crate::metrics::Started;
 use crate::shard::bounds::{ReadBound, Tail};
 
 /// What a waiter waits for.
@@ -141,6 +142,9 @@ pub(crate) struct Waiter {
     /// Whether it holds one of the shard's in-flight places (an append's
     /// future or callback), given back once it completes.
     pub(crate) permit: bool,
+    /// When the append it completes began, for the append-to-durable
+    /// histogram (`Started::NONE` for anything else).
+    pub(crate) started: Started,
 }
 
 /// The waiters of one shard, under the commit lock.
@@ -156,8 +160,15 @@ pub(crate) struct Waiters {
 }
 
 impl Waiters {
-    /// Registers a waiter; it stays on the list until taken off.
-    pub(crate) fn add(&mut self, watch: Watch, target: u64, notify: Notify, permit: bool) -> Token {
+    /// Registers a waiter; it stays on the list until taken off. `permit`
+    /// is, for an append holding an in-flight place, when it began.
+    pub(crate) fn add(
+        &mut self,
+        watch: Watch,
+        target: u64,
+        notify: Notify,
+        permit: Option<Started>,
+    ) -> Token {
         let token = self.next_token;
         self.next_token += 1;
         match watch {
@@ -170,7 +181,8 @@ impl Waiters {
             watch,
             target,
             notify,
-            permit,
+            permit: permit.is_some(),
+            started: permit.unwrap_or(Started::NONE),
         });
         token
     }
@@ -307,10 +319,10 @@ mod tests {
     #[test]
     fn take_covered_takes_each_watch_by_its_own_offset_in_offset_order() {
         let mut waiters = Waiters::default();
-        let late = waiters.add(Watch::Durability, 5, slot(), false);
-        let early = waiters.add(Watch::Durability, 3, slot(), false);
-        let tail_durable = waiters.add(Watch::TailDurable, 7, tail(), false);
-        let tail_written = waiters.add(Watch::TailWritten, 7, tail(), false);
+        let late = waiters.add(Watch::Durability, 5, slot(), None);
+        let early = waiters.add(Watch::Durability, 3, slot(), None);
+        let tail_durable = waiters.add(Watch::TailDurable, 7, tail(), None);
+        let tail_written = waiters.add(Watch::TailWritten, 7, tail(), None);
         assert_eq!(waiters.tail_written(), 1);
         assert_eq!(tokens(&waiters.take_covered(5, 6)), [early, late]);
         assert_eq!(tokens(&waiters.take_covered(5, 7)), [tail_written]);
@@ -322,8 +334,8 @@ mod tests {
     #[test]
     fn clamp_durability_leaves_tail_waiters_alone() {
         let mut waiters = Waiters::default();
-        let append = waiters.add(Watch::Durability, 9, slot(), true);
-        let tail = waiters.add(Watch::TailDurable, 9, tail(), false);
+        let append = waiters.add(Watch::Durability, 9, slot(), Some(Started::NONE));
+        let tail = waiters.add(Watch::TailDurable, 9, tail(), None);
         waiters.clamp_durability(4);
         assert!(waiters.needs_sync(3));
         assert_eq!(tokens(&waiters.take_covered(4, 4)), [append]);

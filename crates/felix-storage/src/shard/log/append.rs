@@ -8,6 +8,7 @@ use felix_segment::{Record, SegmentWriter};
 use super::{Sealed, WriterState, next_reservation, segment_config};
 use crate::config::{Durability, Preallocation};
 use crate::error::{Result, StorageError};
+use crate::metrics::Wrote;
 use crate::shard::AppendReceipt;
 use crate::shard::core::Core;
 use crate::stats::Counters;
@@ -58,7 +59,6 @@ impl Core {
                 });
             }
         }
-        self.metrics.batch(records);
         Ok(())
     }
 
@@ -85,6 +85,7 @@ impl Core {
         {
             self.roll(state)?;
         }
+        self.metrics.batch(records.len());
         self.write_run(state, records, 1, batch_bytes, synced)
     }
 
@@ -125,10 +126,14 @@ impl Core {
         }
         Counters::add_exclusive(&self.counters.appends, batches);
         Counters::add_exclusive(&self.counters.writes, 1);
-        self.metrics
-            .appended(batches, records.len() as u64, bytes, state.writer.len());
-        self.metrics
-            .written(appended.last_offset + 1, self.on_commit());
+        self.metrics.wrote(Wrote {
+            appends: batches,
+            records: records.len() as u64,
+            bytes,
+            active_len: state.writer.len(),
+            written: appended.last_offset + 1,
+            by_caller: synced == Synced::ByCaller,
+        });
         Ok(AppendReceipt {
             first_offset: appended.first_offset,
             last_offset: appended.last_offset,
