@@ -106,4 +106,4 @@ pub use felix_format::key_file::KeyFileDecodeError;
 pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
 pub use felix_io::{FileSystem, IoError};
 pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};
-pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};
+pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError, TimestampHit};

@@ -49,6 +49,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             match kind {
                 felix_format::FileKind::Segment => "segment",
                 felix_format::FileKind::Index => "the index of segment",
+                felix_format::FileKind::TimeIndex => "the time index of segment",
             },
             shard.name
         ))?;
