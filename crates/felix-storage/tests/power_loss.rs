@@ -50,6 +50,15 @@ enum Op {
     Close,
     /// `Shard::close`, then reopen trusting the record.
     CloseReopen,
+    /// `Shard::delete_records_before` this many records below the readable
+    /// end (the log-start file).
+    DeleteBefore {
+        back: u64,
+    },
+    /// `Shard::reset_to` this far past the next offset.
+    Reset {
+        ahead: u64,
+    },
 }
 
 /// A small deterministic generator (xorshift64*), so every failure names a
@@ -111,7 +120,7 @@ const BLOCKS: Scale = Scale {
 fn workload(seed: u64, len: usize, scale: Scale) -> Vec<Op> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     (0..len)
-        .map(|_| match rng.below(13) {
+        .map(|_| match rng.below(15) {
             0..=5 => {
                 // (`SMALL` draws no extra number, so its workloads are the
                 // ones the sweep always ran.)
@@ -134,7 +143,11 @@ fn workload(seed: u64, len: usize, scale: Scale) -> Vec<Op> {
             9 => Op::Generation,
             10 => Op::Reopen,
             11 => Op::Close,
-            _ => Op::CloseReopen,
+            12 => Op::CloseReopen,
+            13 => Op::DeleteBefore { back: rng.below(4) },
+            _ => Op::Reset {
+                ahead: rng.below(3),
+            },
         })
         .collect()
 }
@@ -174,6 +187,9 @@ struct Model {
     /// Histories the epochs file may hold: the last one stored, and one
     /// whose store was interrupted.
     histories: Vec<EpochHistory>,
+    /// The log start a call that returned promised durable: a reopen
+    /// begins at or above it.
+    min_base: u64,
     /// Mutating file-system calls made before the power went out.
     calls: u64,
 }
@@ -286,6 +302,32 @@ fn run(fs: &SimFs, seed: u64, durability: Durability, ops: &[Op], scale: Scale) 
                 shard.begin_generation(generation).is_ok()
             }
             Op::Close => shard.close().is_ok(),
+            Op::DeleteBefore { back } => {
+                let offsets = shard.offsets();
+                let to = offsets.readable.saturating_sub(back).max(offsets.base);
+                // From the call on, records below `to` may be gone.
+                model.forget_below(to);
+                let result = shard.delete_records_before(to);
+                if let Ok(start) = result {
+                    model.min_base = model.min_base.max(start);
+                    let mut pruned = model.histories.last().cloned().unwrap_or_default();
+                    if pruned.truncate_before(start) > 0 {
+                        model.histories.push(pruned);
+                    }
+                }
+                result.is_ok()
+            }
+            Op::Reset { ahead } => {
+                let to = shard.next_offset() + ahead;
+                // From the call on, the whole log may be gone.
+                model.forget_below(to);
+                model.histories.push(EpochHistory::new());
+                let ok = shard.reset_to(to).is_ok();
+                if ok {
+                    model.min_base = model.min_base.max(to);
+                }
+                ok
+            }
             Op::CloseReopen | Op::Reopen => {
                 if matches!(op, Op::CloseReopen) {
                     if shard.close().is_err() {
@@ -475,6 +517,11 @@ fn power_loss_check_catches_each_skipped_sync_site() {
             "the epochs temporary before its rename",
             FaultOp::SyncFile,
             "epochs.tmp",
+        ),
+        (
+            "the log-start temporary before its rename",
+            FaultOp::SyncFile,
+            "log-start.tmp",
         ),
     ];
     for (site, op, path) in sites {
