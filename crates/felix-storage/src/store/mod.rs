@@ -17,6 +17,7 @@
 mod background;
 mod delete;
 mod keys;
+mod options;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,9 +29,11 @@ use felix_io::FileSystem;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
+use crate::pool::SyncPool;
 use crate::shard::Shard;
 
 pub use keys::ShardId;
+pub use options::StoreOptions;
 
 /// A root directory holding one directory per shard, and the shards it has
 /// open.
@@ -41,7 +44,12 @@ pub use keys::ShardId;
 /// the same shared handle. [`Store::keys`] lists the exact key of every
 /// shard, read from the key file each shard directory keeps.
 /// Background work (periodic syncs, retention) runs on one thread the
-/// store owns.
+/// store owns, and every shard's syncs for durability on the store's sync
+/// pool: at most [`StoreConfig::sync_threads`] threads, started as syncs
+/// are needed, serving the shards in turn (a busy shard is synced back to
+/// back; no shard waits behind more than one sync of each other), plus one
+/// thread for completion callbacks, started on the first. No shard owns a
+/// thread.
 ///
 /// One shard can be closed ([`Store::close_shard`]), reopened with a fresh
 /// recovery ([`Store::reopen_shard`], the way back from a poisoned shard)
@@ -96,23 +104,36 @@ struct Inner {
     /// The open shards. Held while a shard is opened, closed or deleted, so
     /// that two calls for one key never overlap.
     shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
+    /// Every shard's syncs and completion callbacks.
+    pool: SyncPool,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
 }
 
 impl Store {
-    /// Opens the store at `root`, creating the directory (and any missing
-    /// ancestor) if missing, durably: each new directory is synced into its
-    /// parent before the store is used.
+    /// Opens the store at `root` with `config` on the operating system's
+    /// file system: the shorthand for
+    /// `Store::options(root).config(config).open()`.
     ///
-    /// Tombstones of deletes a crash interrupted are removed first (see
+    /// The root directory (and any missing ancestor) is created if missing,
+    /// durably: each new directory is synced into its parent before the
+    /// store is used. The configuration is checked first
+    /// ([`StorageError::InvalidConfig`], nothing created). Tombstones of
+    /// deletes a crash interrupted are removed (see
     /// [`Store::delete_shard`]). No shard is opened until asked for.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
-        Self::open_in(&FileSystem::os(), root, config)
+        Self::options(root).config(config).open()
     }
 
-    /// [`Store::open`] on the file system `fs`, which every shard uses.
-    pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+    /// How to open the store at `root`: its configuration and file system
+    /// ([`StoreOptions`], every default documented there).
+    pub fn options(root: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions::new(root.into())
+    }
+
+    fn open_with(options: StoreOptions) -> Result<Self> {
+        let StoreOptions { root, config, fs } = options;
+        let (fs, root) = (&fs, root.as_path());
         config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root)?;
         delete::remove_tombstones(fs, root)?;
@@ -121,6 +142,7 @@ impl Store {
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(HashMap::new()),
+            pool: SyncPool::new("felix-store".into(), config.sync_threads),
             stop: Mutex::new(false),
         });
         let shared = Arc::clone(&inner);
@@ -306,7 +328,9 @@ impl Store {
     /// [`StorageError::StoreClosed`].
     ///
     /// Every shard is closed even when one fails; the first failure is
-    /// returned (each is logged). Closing a closed store does nothing.
+    /// returned (each is logged). Then the sync pool stops: completion
+    /// callbacks still pending run before this returns, and every pending
+    /// future has completed. Closing a closed store does nothing.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
         let shards: Vec<_> = lock(&self.inner.shards).drain().map(|(_, s)| s).collect();
@@ -317,6 +341,7 @@ impl Store {
                 first_error.get_or_insert(err);
             }
         }
+        self.inner.pool.shutdown();
         first_error.map_or(Ok(()), Err)
     }
 
@@ -371,6 +396,7 @@ impl Store {
             .label(&name)
             .initial_offset(initial_offset)
             .background_by_store()
+            .sync_pool(self.inner.pool.clone())
             .open()?;
         Ok(Arc::new(shard))
     }
