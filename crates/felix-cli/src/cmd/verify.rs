@@ -138,6 +138,9 @@ fn print_human(
     if let Some(key) = report::key_line(inspection) {
         out.line(key)?;
     }
+    if let Some(start) = report::start_line(inspection) {
+        out.line(start)?;
+    }
     for finding in &inspection.findings {
         out.line(report::finding_line(finding))?;
     }
