@@ -12,8 +12,6 @@ use std::fmt::Write as _;
 
 use felix_format::epochs::{EPOCH_ENTRY_LEN, EPOCHS_HEADER_LEN, decode_epochs};
 use felix_format::key_file::{KEY_FILE_HEADER_LEN, decode_key_file};
-use felix_format::log_start::{LOG_START_FILE_LEN, decode_log_start};
-use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 use felix_format::{
     CursorStep, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN,
     RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader,
@@ -21,6 +19,8 @@ use felix_format::{
 
 use crate::crc::{crc32, crc32_pair};
 use crate::shard;
+
+mod additions;
 
 /// Which layout a binary has, and so how to dump it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +60,8 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::Index => index(&mut d, segment.unwrap_or_default()),
         Layout::Epochs => epochs(&mut d),
         Layout::KeyFile => key_file(&mut d),
-        Layout::TimeIndex => time_index(&mut d),
-        Layout::LogStart => log_start(&mut d),
+        Layout::TimeIndex => additions::time_index(&mut d),
+        Layout::LogStart => additions::log_start(&mut d),
     }
     d.finish()
 }
@@ -526,88 +526,5 @@ fn key_file(d: &mut Dump<'_>) {
     match decode_key_file(d.bytes) {
         Ok(view) => d.note(format!("decode_key_file: ok, key {}", view.to_key())),
         Err(err) => d.note(format!("decode_key_file: {}: {err}", err.name())),
-    }
-}
-
-fn time_index(d: &mut Dump<'_>) {
-    let covered = d
-        .bytes
-        .get(..36)
-        .zip(d.bytes.get(TIME_INDEX_HEADER_LEN..))
-        .map(|(head, body)| crc32_pair(head, body));
-    let dumped = (|| {
-        d.blank();
-        d.note(format!("time index header ({TIME_INDEX_HEADER_LEN} bytes)"));
-        d.field(4, "magic", |raw| magic(raw, b"FLTI"))?;
-        d.field(2, "version", plain(1))?;
-        d.field(2, "flags", flags)?;
-        d.field(8, "base_offset", number)?;
-        d.field(8, "next_offset", number)?;
-        d.field(8, "segment_len", number)?;
-        d.field(4, "count", number)?;
-        d.field(4, "crc", |raw| {
-            crc_note(
-                be_u32(raw),
-                covered.unwrap_or_default(),
-                "bytes 0..36 and the entries",
-            )
-        })?;
-        for i in 0.. {
-            if d.rest().is_empty() {
-                break;
-            }
-            let at = d.pos;
-            d.blank();
-            d.note(format!(
-                "entry {i} at byte {at} (0x{at:04X}, {TIME_INDEX_ENTRY_LEN} bytes)"
-            ));
-            d.field(8, &format!("entry[{i}].timestamp_micros"), number)?;
-            d.field(8, &format!("entry[{i}].offset"), number)?;
-        }
-        Some(())
-    })();
-    if dumped.is_none() {
-        d.note("the file ends inside the field above");
-    }
-    d.blank();
-    match decode_time_index(d.bytes) {
-        Ok(view) => d.note(format!(
-            "decode_time_index: ok, {} entries, largest timestamp {:?}",
-            view.len(),
-            view.max_timestamp_micros()
-        )),
-        Err(err) => d.note(format!("decode_time_index: {}: {err}", err.name())),
-    }
-}
-
-fn log_start(d: &mut Dump<'_>) {
-    let covered = d.bytes.get(..24).map(crc32);
-    let dumped = (|| {
-        d.blank();
-        d.note(format!("log-start file ({LOG_START_FILE_LEN} bytes)"));
-        d.field(4, "magic", |raw| magic(raw, b"FLLS"))?;
-        d.field(2, "version", plain(1))?;
-        d.field(2, "flags", flags)?;
-        d.field(8, "start_offset", number)?;
-        d.field(8, "first_segment_id", number)?;
-        d.field(4, "crc", |raw| {
-            crc_note(be_u32(raw), covered.unwrap_or_default(), "bytes 0..24")
-        })?;
-        if !d.rest().is_empty() {
-            let extra = d.rest().len();
-            d.rows(extra, "trailing");
-        }
-        Some(())
-    })();
-    if dumped.is_none() {
-        d.note("the file ends inside the field above");
-    }
-    d.blank();
-    match decode_log_start(d.bytes) {
-        Ok(start) => d.note(format!(
-            "decode_log_start: ok, start_offset {}, first_segment_id {}",
-            start.start_offset, start.first_segment_id
-        )),
-        Err(err) => d.note(format!("decode_log_start: {}: {err}", err.name())),
     }
 }
