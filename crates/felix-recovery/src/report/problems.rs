@@ -95,7 +95,7 @@ impl KeyFileProblem {
     }
 }
 
-/// Whose temporary a [`Note::Temporary`] is.
+/// Whose temporary a [`Note::Temporary`](crate::Note::Temporary) is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TemporaryKind {
     /// `{id:020}.log.tmp`: a new segment's header, written and synced under
