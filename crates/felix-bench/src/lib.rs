@@ -23,6 +23,7 @@ pub mod felix;
 pub mod limits;
 pub mod nosync;
 pub mod report;
+pub mod time;
 
 pub use args::Args;
 pub use report::{Latencies, Measurement, peak_rss_bytes};

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, time};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -20,6 +20,8 @@ scan            felix, limit   full scan of the newest segment (felix: --depth f
 index-rebuild   felix      same as scan felix --depth headers
 seq-read        felix, limit   read the prepared shard from offset 0
 random-read     felix, limit   --reads N single-record reads at random offsets
+time-lookup     felix      --lookups N offset_for_timestamp calls at random
+                  timestamps, each beside a random read by offset
 prepare-sealed  felix      --segments N sealed segments
 open            felix, limit   open the prepared shard (limit: list its directory)
 prepare-crash   felix      --sealed N --segment-bytes B --newest-bytes B
@@ -48,6 +50,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("seq-read", "limit") => limits::seq_read(args),
         ("random-read", "felix") => felix::random_read(args),
         ("random-read", "limit") => limits::random_read(args),
+        ("time-lookup", "felix") => time::time_lookup(args),
         ("prepare-sealed", "felix") => felix::prepare_sealed(args),
         ("open", "felix") => felix::open(args),
         ("open", "limit") => limits::open(args),
