@@ -22,3 +22,13 @@ fn stat_verify_and_dump_show_the_log_start() {
     assert_eq!(files(root.path()), before, "a command modified a file");
     insta::assert_snapshot!(text.join("\n"));
 }
+
+#[test]
+fn verify_knows_the_time_index_file_and_reports_no_stray() {
+    let (root, dir) = fixture_copy("time-index");
+    assert!(dir.join("00000000000000000000.timeindex").exists());
+    let text = transcript(&["verify", s(&dir)], root.path());
+    assert!(text.contains("OK: opens cleanly"), "{text}");
+    assert!(!text.contains("stray"), "{text}");
+    assert!(!text.contains("note:"), "{text}");
+}
