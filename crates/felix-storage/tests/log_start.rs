@@ -256,3 +256,24 @@ fn delete_records_before_prunes_the_generation_history_below_the_start() {
     let shard = open(dir.path(), small());
     assert_eq!(shard.generations().len(), 3);
 }
+
+#[test]
+fn log_start_survives_a_clean_close_whose_record_does_not_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = filled(dir.path(), 20);
+    shard.delete_records_before(13).unwrap();
+    shard.close().unwrap();
+    // The clean-shutdown record lists segments only; the open that trusts
+    // it reads the log-start file all the same.
+    assert!(
+        dir.path()
+            .join(felix_format::CLEAN_SHUTDOWN_FILE_NAME)
+            .exists()
+    );
+    let shard = open(dir.path(), small());
+    assert_eq!(shard.base_offset(), 13);
+    assert!(matches!(
+        shard.read(12, 10),
+        Err(StorageError::Trimmed { oldest: 13, .. })
+    ));
+}
