@@ -277,3 +277,33 @@ fn log_start_survives_a_clean_close_whose_record_does_not_hold_it() {
         Err(StorageError::Trimmed { oldest: 13, .. })
     ));
 }
+
+#[test]
+fn generation_history_full_never_fails_an_append_and_deletion_prunes_it() {
+    // On a simulated disk: thousands of epochs stores cost no syncs.
+    let sim = felix_io::sim::SimFs::new();
+    let shard = Shard::options(Path::new("/shard"))
+        .file_system(felix_storage::FileSystem::new(sim))
+        .config(config(1 << 20, Durability::None))
+        .label("history")
+        .open()
+        .unwrap();
+    let max = felix_format::epochs::MAX_EPOCH_ENTRIES as u64;
+    for generation in 1..=max + 3 {
+        shard.begin_generation(generation).unwrap();
+        // Generation g begins at offset g - 1.
+        shard.append(&[Record::new(generation, "g")]).unwrap();
+    }
+    // Full: the oldest generations were dropped, never an append refused.
+    assert_eq!(shard.generations().len(), max as usize);
+    shard.delete_records_before(max).unwrap();
+    // Generations max + 1..=max + 3 began at max..max + 2.
+    let starts: Vec<u64> = shard
+        .generations()
+        .entries()
+        .iter()
+        .map(|e| e.start_offset)
+        .collect();
+    assert_eq!(starts, [max, max + 1, max + 2]);
+    shard.append(&[Record::new(1, "after")]).unwrap();
+}
