@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, time};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, time};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -30,7 +30,11 @@ follow          felix      a consumer follows a producer's --records appends wit
                   wait_readable + read: empty reads and wake-up latency
                   --durability none|on_commit --batch N [--interval-us N]
 shards-du       felix      --shards N shards of one record each, closed: bytes
-                  allocated on disk [--preallocate off|stepped|whole]";
+                  allocated on disk [--preallocate off|stepped|whole]
+scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
+                  of uncached sealed segments at full speed [--scrub false]
+                  [--scrub-nice N]
+                  (drops the page cache: needs root)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();
@@ -58,11 +62,22 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("crash-open", "felix") => felix::crash_open(args),
         ("follow", "felix") => contract::follow(args),
         ("shards-du", "felix") => contract::shards_du(args),
+        ("scrub-append", "felix") => scrub::scrub_append(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
     }
 }
 
 fn main() -> ExitCode {
+    // Built with the `metrics` feature: felix-storage records every metric
+    // into a recorder, as an application with an exporter would.
+    #[cfg(feature = "metrics")]
+    if metrics_util::debugging::DebuggingRecorder::new()
+        .install()
+        .is_err()
+    {
+        eprintln!("felix-bench: a metrics recorder was already installed");
+        return ExitCode::FAILURE;
+    }
     let args = match Args::from_env() {
         Ok(args) => args,
         Err(message) => {

@@ -59,7 +59,8 @@
 //   key_file, log_start,  the key and log-start files (and writing
 //   tail                  them), tails
 //   facts                 measured values, holding no file-system handle
-//   scan, plan, repair    measuring; deciding (pure); the only writer
+//   scan, scrub,          measuring (scrub: every checksum, read-only);
+//   plan, repair          deciding (pure); the only writer
 //   open                  inspect and open_shard, composing the above
 mod classify;
 mod clean;
@@ -76,6 +77,7 @@ mod plan;
 mod repair;
 mod report;
 mod scan;
+mod scrub;
 mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
@@ -98,3 +100,4 @@ pub use report::{
     LogStartProblem, Note, TemporaryKind, TimeIndexProblem,
 };
 pub use scan::{CheckedScan, ScanStart, SegmentScan, scan_segment, scan_segment_checking};
+pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};

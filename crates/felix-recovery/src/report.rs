@@ -429,6 +429,9 @@ impl fmt::Display for Note {
                     TemporaryKind::SegmentCreation(id) => {
                         format!("an interrupted creation of segment {id} (it holds no record)")
                     }
+                    TemporaryKind::SegmentReplacement(id) => format!(
+                        "an interrupted replacement of segment {id} (the segment itself is unchanged)"
+                    ),
                     TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),

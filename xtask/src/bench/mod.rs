@@ -19,6 +19,7 @@ mod commit;
 mod contract;
 mod report;
 mod scenarios;
+mod scrub_row;
 mod sizes;
 
 use scenarios::{
@@ -372,6 +373,7 @@ mod tests {
                     "append-commit-t64",
                     "append-commit-async8",
                     "append-commit-async64",
+                    "scrub-append",
                     "scan",
                     "index-rebuild",
                     "seq-read",

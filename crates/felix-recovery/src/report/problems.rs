@@ -101,6 +101,9 @@ pub enum TemporaryKind {
     /// `{id:020}.log.tmp`: a new segment's header, written and synced under
     /// this name before it is renamed into place; it never holds a record.
     SegmentCreation(u64),
+    /// `{id:020}.log.copy`: a verified copy of sealed segment `id`, before
+    /// it replaces the damaged segment (the old segment is still in place).
+    SegmentReplacement(u64),
     /// `epochs.tmp`: a new epochs file, before it replaces the old one.
     EpochsUpdate,
     /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.

@@ -176,6 +176,9 @@ impl Core {
             durable,
             state.writer.sync_handle(),
         );
+        drop(view);
+        self.metrics.truncated();
+        self.report_layout();
     }
     /// Discards the whole log and begins again at `offset`, with the writer
     /// lock held. The log-start file first records that the log begins at

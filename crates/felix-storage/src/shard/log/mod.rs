@@ -14,6 +14,7 @@ mod time;
 pub(crate) use append::Synced;
 pub use read::ReadRecord;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use felix_format::SegmentExtent;
@@ -44,6 +45,9 @@ pub(crate) struct Sealed {
     /// The time index, sealed, once loaded or built.
     pub(crate) time_index: Mutex<Option<Arc<TimeIndex>>>,
     pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
+    /// Set (before the rename) when a replacement swaps this segment's file
+    /// for a verified copy (`replace.rs`); the view then lists a new entry.
+    pub(crate) replaced: AtomicBool,
 }
 
 impl Sealed {
@@ -55,6 +59,7 @@ impl Sealed {
             time_file_trusted,
             time_index: Mutex::new(None),
             opened: Mutex::new(None),
+            replaced: AtomicBool::new(false),
         }
     }
 }

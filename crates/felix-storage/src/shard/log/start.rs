@@ -49,6 +49,7 @@ impl Core {
             first_segment_id,
         })?;
         self.view_mut().log_start = offset;
+        self.report_layout();
         self.update_history(|history| history.truncate_before(offset) > 0)?;
         tracing::info!(
             start_offset = offset,
