@@ -32,7 +32,7 @@ follow          felix      a consumer follows a producer's --records appends wit
 shards-du       felix      --shards N shards of one record each, closed: bytes
                   allocated on disk [--preallocate off|stepped|whole]
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
-                  of uncached sealed segments at full speed [--scrub false]
+                  of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]
                   (drops the page cache: needs root)";
 
