@@ -24,6 +24,7 @@ pub mod limits;
 pub mod nosync;
 pub mod report;
 pub mod scrub;
+pub mod time;
 
 pub use args::Args;
 pub use report::{Latencies, Measurement, peak_rss_bytes};

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, time};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -20,6 +20,8 @@ scan            felix, limit   full scan of the newest segment (felix: --depth f
 index-rebuild   felix      same as scan felix --depth headers
 seq-read        felix, limit   read the prepared shard from offset 0
 random-read     felix, limit   --reads N single-record reads at random offsets
+time-lookup     felix      --lookups N offset_for_timestamp calls at random
+                  timestamps, each beside a random read by offset
 prepare-sealed  felix      --segments N sealed segments
 open            felix, limit   open the prepared shard (limit: list its directory)
 prepare-crash   felix      --sealed N --segment-bytes B --newest-bytes B
@@ -30,7 +32,7 @@ follow          felix      a consumer follows a producer's --records appends wit
 shards-du       felix      --shards N shards of one record each, closed: bytes
                   allocated on disk [--preallocate off|stepped|whole]
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
-                  of uncached sealed segments at full speed [--scrub false]
+                  of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]
                   (drops the page cache: needs root)";
 
@@ -52,6 +54,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("seq-read", "limit") => limits::seq_read(args),
         ("random-read", "felix") => felix::random_read(args),
         ("random-read", "limit") => limits::random_read(args),
+        ("time-lookup", "felix") => time::time_lookup(args),
         ("prepare-sealed", "felix") => felix::prepare_sealed(args),
         ("open", "felix") => felix::open(args),
         ("open", "limit") => limits::open(args),

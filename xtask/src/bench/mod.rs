@@ -92,6 +92,8 @@ fn figures(line: &Value) -> BTreeMap<String, f64> {
         "rss_after_open_bytes",
         "empty_reads",
         "allocated_bytes_per_shard",
+        "read_p50_us",
+        "lookup_over_read_p50",
     ] {
         if let Some(v) = line.pointer(&format!("/notes/{note}")).and_then(num) {
             out.insert(note.into(), v);
@@ -376,6 +378,7 @@ mod tests {
                     "index-rebuild",
                     "seq-read",
                     "random-read",
+                    "time-lookup",
                     "open",
                     "crash-open",
                     "memory",
