@@ -17,6 +17,7 @@ prepare         felix      a shard of --records (or --bytes) records, --segment-
 scan            felix, limit   full scan of the newest segment (felix: --depth full|headers)
 index-rebuild   felix      same as scan felix --depth headers
 seq-read        felix, limit   read the prepared shard from offset 0
+seq-read-runs   felix, limit   the same through the run read (limit: the scan's limit over every segment)
 random-read     felix, limit   --reads N single-record reads at random offsets
 prepare-sealed  felix      --segments N sealed segments
 open            felix, limit   open the prepared shard (limit: list its directory)
@@ -43,6 +44,8 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("scan", "limit") => limits::scan(args),
         ("seq-read", "felix") => felix::seq_read(args),
         ("seq-read", "limit") => limits::seq_read(args),
+        ("seq-read-runs", "felix") => felix::seq_read_runs(args),
+        ("seq-read-runs", "limit") => limits::seq_read_scan(args),
         ("random-read", "felix") => felix::random_read(args),
         ("random-read", "limit") => limits::random_read(args),
         ("prepare-sealed", "felix") => felix::prepare_sealed(args),

@@ -26,6 +26,7 @@ mod error;
 pub mod fs;
 mod index;
 mod reader;
+mod run;
 mod segment;
 mod walk;
 mod writer;
@@ -33,7 +34,8 @@ mod writer;
 pub use error::{Result, SegmentError};
 pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
 pub use reader::{CHUNK_BYTES, ChunkedReader};
-pub use segment::{ReadLimit, ReadRecord, SegmentFile};
+pub use run::{ReadBuffers, RecordRun, RunIter, RunRecord};
+pub use segment::{ReadLimit, ReadRecord, ReadStart, SegmentFile};
 pub use walk::{RecordWalk, WalkStep, first_stale_entry};
 pub use writer::{
     Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SealedSegment, SegmentConfig, SegmentWriter,

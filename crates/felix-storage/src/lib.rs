@@ -91,8 +91,8 @@ pub use config::{
 pub use error::{Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
 pub use shard::{
-    AppendReceipt, Offsets, ReadBound, ReadRecord, ReplicatedRecord, RetentionOutcome, SegmentInfo,
-    Shard, ShardOptions, Tail,
+    AppendReceipt, Offsets, ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun,
+    RetentionOutcome, RunIter, RunRecord, SegmentInfo, Shard, ShardOptions, Tail,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store};

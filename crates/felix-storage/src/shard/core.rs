@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use felix_io::FileSystem;
 use felix_recovery::{Action, Note};
-use felix_segment::SegmentError;
+use felix_segment::{ReadBuffers, SegmentError};
 
 use super::bounds::{Offsets, ReadBound, readable_end};
 use super::commit::{Commit, Queue};
@@ -61,6 +61,9 @@ pub(crate) struct Core {
     pub(crate) notes: Mutex<Vec<Note>>,
     /// Held from open until close (or drop).
     pub(crate) lock: Mutex<Option<ShardLock>>,
+    /// Buffers large reads fill and reuse (the store's, shared by its
+    /// shards, or the shard's own).
+    pub(crate) read_buffers: Arc<ReadBuffers>,
 }
 
 impl Core {

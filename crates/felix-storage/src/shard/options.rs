@@ -8,7 +8,7 @@ use std::time::Instant;
 use felix_epochs::{EpochsFile, LoadStatus};
 use felix_io::{FileSystem, IoError};
 use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
-use felix_segment::SegmentWriter;
+use felix_segment::{ReadBuffers, SegmentWriter};
 
 use super::Shard;
 use super::commit::{Commit, MAX_LEAD_ROUNDS, Queue, Spare};
@@ -59,6 +59,7 @@ pub struct ShardOptions {
     create_if_missing: bool,
     clock: Arc<dyn Clock>,
     background: Background,
+    read_buffers: Option<Arc<ReadBuffers>>,
 }
 
 impl ShardOptions {
@@ -72,6 +73,7 @@ impl ShardOptions {
             create_if_missing: true,
             clock: Arc::new(SystemClock),
             background: Background::Own,
+            read_buffers: None,
         }
     }
 
@@ -124,6 +126,13 @@ impl ShardOptions {
     /// Leaves periodic syncs and retention passes to the store's thread.
     pub(crate) fn background_by_store(mut self) -> Self {
         self.background = Background::Store;
+        self
+    }
+
+    /// Fills large reads from `buffers` (a store's, shared by its shards)
+    /// instead of buffers of the shard's own.
+    pub(crate) fn read_buffers(mut self, buffers: Arc<ReadBuffers>) -> Self {
+        self.read_buffers = Some(buffers);
         self
     }
 
@@ -184,6 +193,7 @@ impl ShardOptions {
             fs,
             initial_offset,
             clock,
+            read_buffers,
             ..
         } = self;
         let options = OpenOptions {
@@ -327,6 +337,7 @@ impl ShardOptions {
             notes: Mutex::new(recovered.inspection.notes),
             label,
             lock: Mutex::new(Some(lock)),
+            read_buffers: read_buffers.unwrap_or_default(),
         })
     }
 }

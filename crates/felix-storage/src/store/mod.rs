@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use felix_format::ShardKey;
 use felix_io::FileSystem;
+use felix_segment::ReadBuffers;
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
@@ -98,6 +99,9 @@ struct Inner {
     shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
+    /// Buffers the shards' large reads fill and reuse: one pool for the
+    /// store, so its memory does not grow with the number of shards.
+    read_buffers: Arc<ReadBuffers>,
 }
 
 impl Store {
@@ -122,6 +126,7 @@ impl Store {
             config,
             shards: Mutex::new(HashMap::new()),
             stop: Mutex::new(false),
+            read_buffers: Arc::default(),
         });
         let shared = Arc::clone(&inner);
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
@@ -371,6 +376,7 @@ impl Store {
             .label(&name)
             .initial_offset(initial_offset)
             .background_by_store()
+            .read_buffers(Arc::clone(&self.inner.read_buffers))
             .open()?;
         Ok(Arc::new(shard))
     }
