@@ -27,6 +27,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         clean_shutdown_note,
         key,
         segments,
+        clean_newest,
         ..
     } = facts;
     let mut inspection = Inspection {
@@ -39,6 +40,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         key: None,
         rebuilt: BTreeMap::new(),
         clean_shutdown_present: listing.clean_shutdown,
+        clean_newest,
         temporaries: listing
             .temporaries
             .iter()

@@ -142,11 +142,14 @@ fn only_newest_truncated(inspection: &Inspection) -> bool {
     })
 }
 
-/// Removes the clean-shutdown file (a regular file, as the listing found
-/// it) and makes the removal durable: once a shard is open for writing, the
-/// record no longer describes it. Its temporary is removed with the other
-/// temporaries.
-pub(crate) fn remove_clean_shutdown(
+/// Removes the clean-shutdown file of `dir` (a regular file, as the listing
+/// found it; nothing when it is gone) and makes the removal durable: an open
+/// for writing does it before any write, or, when asked to keep the file
+/// ([`OpenOptions::keep_clean_shutdown`](crate::OpenOptions::keep_clean_shutdown)),
+/// its caller before the set of segments or a sealed one changes — past
+/// that the record would no longer describe the shard. Its temporary is
+/// removed with the other temporaries.
+pub fn remove_clean_shutdown(
     fs: &FileSystem,
     dir: &Path,
     lock: &ShardLock,

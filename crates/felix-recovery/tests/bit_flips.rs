@@ -255,6 +255,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                             inspect: full(),
                             repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
+                            keep_clean_shutdown: false,
                         }
                     ),
                     std::slice::from_ref(&expected),
@@ -287,6 +288,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                             inspect: quick(),
                             repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
+                            keep_clean_shutdown: false,
                         },
                         &common::lock(dir.path()),
                     )
@@ -330,6 +332,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                     inspect: full(),
                     repair_policy: felix_recovery::RepairPolicy::ChecksumTail,
                     use_clean_shutdown: false,
+                    keep_clean_shutdown: false,
                 };
                 if expected.repair == RepairClass::OptIn {
                     let r = record.unwrap();
@@ -489,6 +492,7 @@ fn open_shard_index_bit_flip_is_rebuilt_and_invisible_to_readers() {
                         inspect: full(),
                         repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
+                        keep_clean_shutdown: false,
                     },
                     &common::lock(dir.path()),
                 )
@@ -579,6 +583,7 @@ fn open_shard_default_options_index_bit_flip_never_reads_wrong_data() {
                         inspect: quick(),
                         repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
+                        keep_clean_shutdown: false,
                     },
                     &common::lock(dir.path()),
                 )

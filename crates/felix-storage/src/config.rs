@@ -175,6 +175,21 @@ pub struct StoreConfig {
     /// may be rot of an acknowledged record when it is confined to the
     /// newest segment's tail.
     pub repair_policy: RepairPolicy,
+    /// A [`Store`](crate::Store) keeps at most this many shards open: to
+    /// open one more it first closes the least recently used shard that no
+    /// caller holds a handle to (as [`Store::close_shard`] does: durable,
+    /// its clean-shutdown record left true, its descriptors and lock
+    /// released), and [`Store::open_shard`] opens it again when asked.
+    /// Shards callers hold are never closed this way, so the store holds
+    /// more while callers hold more. An open shard holds 3 descriptors (its
+    /// directory's lock, the older releases' lock file, the active
+    /// segment), plus one per sealed segment a read has opened and while a
+    /// sync or roll runs a few more. Ignored by a shard opened on its own.
+    /// Default 1,024. At least 1; no maximum.
+    ///
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::open_shard`]: crate::Store::open_shard
+    pub max_open_shards: u64,
 }
 
 impl Default for StoreConfig {
@@ -187,6 +202,7 @@ impl Default for StoreConfig {
             writeback_bytes: Some(64 << 20),
             retention: Retention::default(),
             repair_policy: RepairPolicy::Default,
+            max_open_shards: 1_024,
         }
     }
 }

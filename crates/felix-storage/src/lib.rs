@@ -89,7 +89,7 @@ pub use config::{
     Preallocation, Retention, StoreConfig,
 };
 pub use error::{Result, StorageError};
-pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
+pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
     AppendReceipt, Offsets, ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun,
     RetentionOutcome, RunIter, RunRecord, SegmentInfo, Shard, ShardOptions, Tail,

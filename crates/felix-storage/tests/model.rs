@@ -71,6 +71,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
             ..Retention::default()
         },
         repair_policy: felix_storage::RepairPolicy::Default,
+        ..StoreConfig::default()
     }
 }
 

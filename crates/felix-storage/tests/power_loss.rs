@@ -151,6 +151,7 @@ fn config(durability: Durability, retention_bytes: Option<u64>, scale: Scale) ->
             ..Retention::default()
         },
         repair_policy: felix_storage::RepairPolicy::Default,
+        ..StoreConfig::default()
     }
 }
 

@@ -32,6 +32,7 @@ fn config(retention_bytes: Option<u64>) -> StoreConfig {
             ..Retention::default()
         },
         repair_policy: felix_storage::RepairPolicy::Default,
+        ..StoreConfig::default()
     }
 }
 

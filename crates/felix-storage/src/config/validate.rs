@@ -44,6 +44,8 @@ pub enum ConfigField {
     RetentionMaxAge,
     /// [`Retention::interval`](crate::Retention::interval).
     RetentionInterval,
+    /// [`StoreConfig::max_open_shards`].
+    MaxOpenShards,
 }
 
 impl fmt::Display for ConfigField {
@@ -56,6 +58,7 @@ impl fmt::Display for ConfigField {
             Self::RetentionMaxBytes => "retention.max_bytes",
             Self::RetentionMaxAge => "retention.max_age",
             Self::RetentionInterval => "retention.interval",
+            Self::MaxOpenShards => "max_open_shards",
         })
     }
 }
@@ -64,7 +67,7 @@ impl fmt::Display for ConfigField {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// A size (in bytes) outside its range.
+    /// A size (in bytes, or a count) outside its range.
     #[error("{field} = {value} is out of range: {}", bytes_range(*min, *max))]
     SizeOutOfRange {
         /// The setting.
@@ -185,6 +188,7 @@ impl StoreConfig {
         if let Some(bytes) = self.writeback_bytes {
             size(F::WritebackBytes, bytes, MIN_WRITEBACK_BYTES, u64::MAX)?;
         }
+        size(F::MaxOpenShards, self.max_open_shards, 1, u64::MAX)?;
         let retention = &self.retention;
         if let Some(bytes) = retention.max_bytes {
             size(F::RetentionMaxBytes, bytes, 1, u64::MAX)?;

@@ -18,8 +18,8 @@
 //! 5. `history` — the generation history (see `generations.rs`).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -61,6 +61,11 @@ pub(crate) struct Core {
     pub(crate) notes: Mutex<Vec<Note>>,
     /// Held from open until close (or drop).
     pub(crate) lock: Mutex<Option<ShardLock>>,
+    /// Whether the clean-shutdown file the open found is still in the
+    /// directory (a store's shards keep it: `ShardOptions::keep_clean_shutdown`),
+    /// still true of the sealed segments; cleared, with the file removed,
+    /// before any roll, truncation or retention changes them.
+    pub(crate) clean_shutdown_kept: AtomicBool,
     /// Buffers large reads fill and reuse (the store's, shared by its
     /// shards, or the shard's own).
     pub(crate) read_buffers: Arc<ReadBuffers>,

@@ -1,7 +1,10 @@
 //! Syncing and closing.
 
 use felix_format::SegmentExtent;
-use felix_recovery::write_clean_shutdown;
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use felix_recovery::{remove_clean_shutdown, write_clean_shutdown};
 
 use super::core::Core;
 use crate::error::{Result, StorageError};
@@ -75,8 +78,33 @@ impl Core {
         }
     }
 
+    /// Removes the clean-shutdown file the open kept, durably, before the
+    /// set of segments or a sealed one changes; the caller holds the writer
+    /// lock. Nothing to do when none was kept or it is gone already.
+    ///
+    /// Until then the kept record stays true of the directory: it lists the
+    /// segments there are, and the sealed ones unchanged; only the newest,
+    /// which every open scans in full, has grown.
+    pub(crate) fn forget_clean_shutdown(&self) -> Result<()> {
+        if !self.clean_shutdown_kept.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(lock) = lock.as_ref() else {
+            return self.check_open();
+        };
+        // A failed directory sync may lose the removal later even if a retry
+        // succeeds: the shard stops writing instead.
+        remove_clean_shutdown(&self.fs, &self.dir, lock)
+            .map_err(|e| self.poison_with(StorageError::Recovery(e)))?;
+        self.clean_shutdown_kept.store(false, Ordering::Release);
+        Ok(())
+    }
+
     /// Writes the active segment's index and the clean-shutdown file, with
-    /// the writer lock held.
+    /// the writer lock held. A kept clean-shutdown file is still true
+    /// (`forget_clean_shutdown`) and is left as it is: the close then needs
+    /// no sync beyond the data's.
     fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
         if !state.writer.index_persisted()
             && let Err(err) = state.writer.persist_index()
@@ -85,6 +113,9 @@ impl Core {
             // of the newest segment it always makes.
             tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
             Counters::add(&self.counters.index_write_failures, 1);
+        }
+        if self.clean_shutdown_kept.load(Ordering::Acquire) {
+            return Ok(());
         }
         let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
         // Not written (`Ok(false)`, logged) when the name is not a regular

@@ -1,7 +1,7 @@
 //! The one way to open a shard: [`ShardOptions`], every default documented.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -60,6 +60,7 @@ pub struct ShardOptions {
     clock: Arc<dyn Clock>,
     background: Background,
     read_buffers: Option<Arc<ReadBuffers>>,
+    keep_clean_shutdown: bool,
 }
 
 impl ShardOptions {
@@ -74,6 +75,7 @@ impl ShardOptions {
             clock: Arc::new(SystemClock),
             background: Background::Own,
             read_buffers: None,
+            keep_clean_shutdown: false,
         }
     }
 
@@ -126,6 +128,16 @@ impl ShardOptions {
     /// Leaves periodic syncs and retention passes to the store's thread.
     pub(crate) fn background_by_store(mut self) -> Self {
         self.background = Background::Store;
+        self
+    }
+
+    /// Leaves a trusted clean-shutdown file in place at open, removing it
+    /// (durably) only before the set of segments or a sealed one changes
+    /// (`Core::forget_clean_shutdown`): a store reopening an idle shard
+    /// then makes no sync to open it, nor to close it again if only its
+    /// newest segment grew. See `felix_recovery::OpenOptions`.
+    pub(crate) fn keep_clean_shutdown(mut self) -> Self {
+        self.keep_clean_shutdown = true;
         self
     }
 
@@ -194,6 +206,7 @@ impl ShardOptions {
             initial_offset,
             clock,
             read_buffers,
+            keep_clean_shutdown,
             ..
         } = self;
         let options = OpenOptions {
@@ -206,6 +219,7 @@ impl ShardOptions {
             },
             repair_policy: config.repair_policy,
             use_clean_shutdown: true,
+            keep_clean_shutdown,
         };
         let recovered = open_shard(&fs, &dir, &label, &options, &lock)?;
         for finding in &recovered.inspection.findings {
@@ -252,8 +266,12 @@ impl ShardOptions {
                 .map_err(seg_err)?;
                 // What recovery left may still be only in the page cache (a
                 // process crash keeps it there); syncing it once makes
-                // `durable_offset` true from the start.
-                writer.sync_handle().sync_data().map_err(seg_err)?;
+                // `durable_offset` true from the start. Not needed when the
+                // shard is exactly as a clean close left it: that close
+                // made all of it durable.
+                if !recovered.as_closed {
+                    writer.sync_handle().sync_data().map_err(seg_err)?;
+                }
                 (writer, id.checked_add(1))
             }
             None => {
@@ -337,6 +355,7 @@ impl ShardOptions {
             notes: Mutex::new(recovered.inspection.notes),
             label,
             lock: Mutex::new(Some(lock)),
+            clean_shutdown_kept: AtomicBool::new(recovered.clean_shutdown_kept),
             read_buffers: read_buffers.unwrap_or_default(),
         })
     }

@@ -17,8 +17,8 @@
 mod background;
 mod delete;
 mod keys;
+mod open_shards;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -28,8 +28,11 @@ use felix_segment::ReadBuffers;
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
+use crate::lock::StoreLock;
 use crate::maintenance::Maintenance;
 use crate::shard::Shard;
+
+use self::open_shards::OpenShards;
 
 pub use keys::ShardId;
 
@@ -96,12 +99,15 @@ struct Inner {
     config: StoreConfig,
     /// The open shards. Held while a shard is opened, closed or deleted, so
     /// that two calls for one key never overlap.
-    shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
+    shards: Mutex<OpenShards>,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
     /// Buffers the shards' large reads fill and reuse: one pool for the
     /// store, so its memory does not grow with the number of shards.
     read_buffers: Arc<ReadBuffers>,
+    /// Held until [`Store::close`]: one store per root, even while every
+    /// shard is closed and none of their locks is held.
+    root_lock: Mutex<Option<StoreLock>>,
 }
 
 impl Store {
@@ -119,14 +125,16 @@ impl Store {
     pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
         config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root)?;
+        let root_lock = StoreLock::acquire(fs, root)?;
         delete::remove_tombstones(fs, root)?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
             root: root.to_path_buf(),
             config,
-            shards: Mutex::new(HashMap::new()),
+            shards: Mutex::new(OpenShards::default()),
             stop: Mutex::new(false),
             read_buffers: Arc::default(),
+            root_lock: Mutex::new(Some(root_lock)),
         });
         let shared = Arc::clone(&inner);
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
@@ -170,8 +178,9 @@ impl Store {
     pub fn open_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
         let mut shards = self.shards()?;
         if let Some(shard) = shards.get(key) {
-            return Ok(Arc::clone(shard));
+            return Ok(shard);
         }
+        self.make_room(&mut shards);
         let shard = self.open_existing(key)?;
         shards.insert(key.clone(), Arc::clone(&shard));
         Ok(shard)
@@ -231,6 +240,7 @@ impl Store {
                 dir,
             });
         }
+        self.make_room(&mut shards);
         let shard = self.open_dir(key, initial_offset)?;
         // The first segment is durable; now the name of what it holds.
         self.write_key_or_close(&shard, key)?;
@@ -297,6 +307,7 @@ impl Store {
         {
             tracing::warn!(shard = old.label(), error = %err, "closing the shard before reopening it failed; recovery decides what it held");
         }
+        self.make_room(&mut shards);
         let shard = self.open_existing(key)?;
         shards.insert(key.clone(), Arc::clone(&shard));
         Ok(shard)
@@ -314,7 +325,7 @@ impl Store {
     /// returned (each is logged). Closing a closed store does nothing.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
-        let shards: Vec<_> = lock(&self.inner.shards).drain().map(|(_, s)| s).collect();
+        let shards = lock(&self.inner.shards).drain();
         let mut first_error = None;
         for shard in shards {
             if let Err(err) = shard.close_for_store() {
@@ -322,11 +333,13 @@ impl Store {
                 first_error.get_or_insert(err);
             }
         }
+        // Last: every shard's lock is released by now.
+        lock(&self.inner.root_lock).take();
         first_error.map_or(Ok(()), Err)
     }
 
     /// The open shards, unless the store is closed.
-    fn shards(&self) -> Result<MutexGuard<'_, HashMap<ShardKey, Arc<Shard>>>> {
+    fn shards(&self) -> Result<MutexGuard<'_, OpenShards>> {
         let shards = lock(&self.inner.shards);
         if *lock(&self.inner.stop) {
             return Err(StorageError::StoreClosed {
@@ -334,6 +347,16 @@ impl Store {
             });
         }
         Ok(shards)
+    }
+
+    /// Closes idle shards (least recently used first, none a caller holds)
+    /// so that one more can open within
+    /// [`StoreConfig::max_open_shards`].
+    fn make_room(&self, shards: &mut OpenShards) {
+        let keep = usize::try_from(self.inner.config.max_open_shards)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(1);
+        shards.close_idle(keep);
     }
 
     /// The directory of `key`'s shard.
@@ -376,6 +399,7 @@ impl Store {
             .label(&name)
             .initial_offset(initial_offset)
             .background_by_store()
+            .keep_clean_shutdown()
             .read_buffers(Arc::clone(&self.inner.read_buffers))
             .open()?;
         Ok(Arc::new(shard))
