@@ -22,6 +22,7 @@ pub mod felix;
 pub mod limits;
 pub mod nosync;
 pub mod report;
+pub mod shards;
 
 pub use args::Args;
 pub use report::{Latencies, Measurement, peak_rss_bytes};

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, contract, felix, limits};
+use felix_bench::{Args, Measurement, contract, felix, limits, shards};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -27,7 +27,15 @@ follow          felix      a consumer follows a producer's --records appends wit
                   wait_readable + read: empty reads and wake-up latency
                   --durability none|on_commit --batch N [--interval-us N]
 shards-du       felix      --shards N shards of one record each, closed: bytes
-                  allocated on disk [--preallocate off|stepped|whole]";
+                  allocated on disk [--preallocate off|stepped|whole]
+prepare-shards  felix      a store of --shards N (10,000) one-record shards, closed, and
+                  the limit's files beside it
+shards-open     felix, limit   open the store and read one record of each shard
+                  (limit: list the root and each shard directory)
+shards-append   felix, limit   one on-commit append to each shard from --threads 64
+                  (limit: open, pwrite, fdatasync, close each file)
+shards-commit   felix, limit   --records on-commit appends from --threads 64 spread
+                  over --shards 1,000 (limit: write+fdatasync, a file per thread)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();
@@ -54,6 +62,13 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("prepare-crash", "felix") => felix::prepare_crash(args),
         ("crash-open", "felix") => felix::crash_open(args),
         ("follow", "felix") => contract::follow(args),
+        ("prepare-shards", "felix") => shards::prepare(args),
+        ("shards-open", "felix") => shards::open(args),
+        ("shards-open", "limit") => shards::open_limit(args),
+        ("shards-append", "felix") => shards::append(args),
+        ("shards-append", "limit") => shards::append_limit(args),
+        ("shards-commit", "felix") => shards::commit(args),
+        ("shards-commit", "limit") => shards::commit_limit(args),
         ("shards-du", "felix") => contract::shards_du(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
     }
