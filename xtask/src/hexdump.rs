@@ -4,16 +4,17 @@
 //! payloads in rows of 16, so a reviewer can check a fixture against the
 //! spec's byte tables without a hex editor. Every checksum is recomputed and
 //! marked as matching or not, and every structure ends with the verdict of
-//! the `felix-format` decoder, so the dump shows where the damage is and what
-//! a reader makes of it.
+//! the `felix-format` decoder (for records, the one record walk,
+//! [`RecordCursor`]), so the dump shows where the damage is and what a
+//! reader makes of it.
 
 use std::fmt::Write as _;
 
 use felix_format::epochs::{EPOCH_ENTRY_LEN, EPOCHS_HEADER_LEN, decode_epochs};
 use felix_format::key_file::{KEY_FILE_HEADER_LEN, decode_key_file};
 use felix_format::{
-    INDEX_ENTRY_LEN, INDEX_HEADER_LEN, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
-    SegmentHeader, decode_record,
+    CursorStep, INDEX_ENTRY_LEN, INDEX_HEADER_LEN, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN,
+    RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader,
 };
 
 use crate::crc::{crc32, crc32_pair};
@@ -277,11 +278,17 @@ fn segment_header(d: &mut Dump<'_>) -> Option<Header> {
 
 /// Dumps v2 records from the current position to the end of the file,
 /// stopping the structured view at the first record a reader rejects.
+///
+/// The verdict on each record is the record walk's ([`RecordCursor`]), the
+/// same one every reader of a segment takes; `expected` is the offset the
+/// first record must carry (`None` for a lone record: its own).
 fn records(d: &mut Dump<'_>, mut expected: Option<u64>) {
     while !d.rest().is_empty() {
         let start = d.pos;
         let rest = d.rest();
-        let verdict = decode_record(rest, expected);
+        let want = expected.unwrap_or_else(|| rest.get(4..12).map_or(0, be_u64));
+        let mut cursor = RecordCursor::new(0, want, rest.len() as u64, ScanDepth::Full);
+        let verdict = cursor.step(rest);
         d.blank();
         d.note(format!("record at byte {start} (0x{start:04X})"));
         let header_crc = rest.get(..20).map(crc32);
@@ -319,8 +326,17 @@ fn records(d: &mut Dump<'_>, mut expected: Option<u64>) {
             })
         })();
         let verdict_text = match &verdict {
-            Ok(record) => format!("decode_record: ok, offset {}", record.header.offset),
-            Err(kind) => format!("decode_record: {}: {kind}", kind.name()),
+            CursorStep::Record(record) => {
+                format!("record walk: ok, offset {}", record.header.offset)
+            }
+            CursorStep::Damage(damage) => {
+                format!("record walk: {}: {}", damage.kind.name(), damage.kind)
+            }
+            // The cursor was given every byte to the end, and there is at
+            // least one: neither can happen.
+            CursorStep::End | CursorStep::NeedBytes { .. } | CursorStep::Declined { .. } => {
+                format!("record walk: stopped ({verdict:?})")
+            }
         };
         if header.is_none() {
             d.note(verdict_text);
@@ -335,7 +351,7 @@ fn records(d: &mut Dump<'_>, mut expected: Option<u64>) {
         }
         d.rows(payload_len as usize, "payload");
         d.note(verdict_text);
-        if verdict.is_err() {
+        if !matches!(verdict, CursorStep::Record(_)) {
             if !d.rest().is_empty() {
                 d.note("a reader stops here");
                 let rest_len = d.rest().len();
@@ -343,7 +359,7 @@ fn records(d: &mut Dump<'_>, mut expected: Option<u64>) {
             }
             return;
         }
-        expected = expected.map(|e| e + 1);
+        expected = expected.map(|_| cursor.next_offset());
     }
 }
 

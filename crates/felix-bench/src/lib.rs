@@ -16,6 +16,7 @@
 //! writes the tables; see `docs/performance.md`.
 
 pub mod args;
+pub mod completions;
 pub mod contract;
 pub mod data;
 pub mod felix;

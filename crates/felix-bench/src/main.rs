@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, contract, felix, limits, shards};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, shards};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -13,6 +13,8 @@ scenario        impls
 append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsync
                   --durability none|on_commit --payload-bytes 128 --batch N
                   --threads N --records N [--preallocate off|stepped|whole] [--timed false]
+append-async    felix      on-commit appends from one thread, --in-flight N futures
+                  in flight, the oldest awaited each time (--records, --batch)
 prepare         felix      a shard of --records (or --bytes) records, --segment-bytes
 scan            felix, limit   full scan of the newest segment (felix: --depth full|headers)
 index-rebuild   felix      same as scan felix --depth headers
@@ -42,6 +44,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
     match (args.scenario.as_str(), imp) {
         ("append", "felix") => felix::append(args),
         ("append", _) if imp.starts_with("limit-") => limits::append(args),
+        ("append-async", "felix") => completions::append_async(args),
         ("prepare", "felix") => felix::prepare(args),
         ("scan", "felix") => felix::scan(args),
         ("index-rebuild", "felix") => {

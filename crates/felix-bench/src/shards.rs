@@ -81,7 +81,11 @@ pub fn prepare(args: &Args) -> Result<Measurement> {
     let root = root(args)?;
     crate::fresh_dir(&root).map_err(err)?;
     let started = Instant::now();
-    let store = Store::open_in(&NoSyncFs::handle(), &root, config(args)?).map_err(err)?;
+    let store = Store::options(&root)
+        .file_system(NoSyncFs::handle())
+        .config(config(args)?)
+        .open()
+        .map_err(err)?;
     let payload = bytes::Bytes::from(crate::data::xorshift_bytes(3, 128));
     for i in 0..shards {
         let shard = store.create_shard(&key(i)).map_err(err)?;

@@ -65,7 +65,20 @@ proptest! {
         let mut bytes = encoded(&key);
         let i = at.index(bytes.len());
         bytes[i] ^= 1 << bit;
-        prop_assert!(decode_key_file(&bytes).is_err());
+        let err = decode_key_file(&bytes).unwrap_err();
+        // Each header field is checked before the CRC; the CRC covers the
+        // length and the body, so a flip there is a checksum mismatch.
+        let kind_ok = match i {
+            0..4 => matches!(err, KeyFileDecodeError::Magic { .. }),
+            4..6 => matches!(err, KeyFileDecodeError::Version { .. }),
+            6..8 => matches!(err, KeyFileDecodeError::Flags { .. }),
+            8..12 => matches!(
+                err,
+                KeyFileDecodeError::BodyTooLong { .. } | KeyFileDecodeError::LengthMismatch { .. }
+            ),
+            _ => matches!(err, KeyFileDecodeError::Checksum { .. }),
+        };
+        prop_assert!(kind_ok, "flip of bit {} at byte {}: {:?}", bit, i, err);
     }
 }
 

@@ -8,9 +8,21 @@ use felix_recovery::RepairPolicy;
 mod validate;
 
 pub use validate::{
-    ConfigError, ConfigField, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES,
-    MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
+    ConfigError, ConfigField, MAX_APPENDS_IN_FLIGHT, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
+    MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES,
+    MIN_WRITEBACK_BYTES,
 };
+
+/// The default of [`StoreConfig::max_appends_in_flight`].
+pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
+
+/// The default of [`StoreConfig::sync_threads`]: twice the available
+/// parallelism (two syncs per core keep the device's queue fed while the
+/// other half wake their appenders), at least 2 and at most 16.
+pub fn default_sync_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    (2 * cores).clamp(2, 16)
+}
 
 /// When appended records become durable, and so when a read sees them
 /// (see [`ReadBound::Committed`](crate::ReadBound::Committed)).
@@ -175,6 +187,32 @@ pub struct StoreConfig {
     /// may be rot of an acknowledged record when it is confined to the
     /// newest segment's tail.
     pub repair_policy: RepairPolicy,
+    /// The most threads that run `fdatasync`s for durability. A
+    /// [`Store`](crate::Store) runs one pool of them for all its shards
+    /// (threads start as syncs are needed, up to this many); a shard
+    /// opened alone has a pool of its own with the same bound, of which it
+    /// starts one thread, since a shard has one sync in flight at a time.
+    /// Completion callbacks run on one more thread of the pool, started on
+    /// the first callback. Default [`default_sync_threads`]: twice the
+    /// available parallelism, at least 2 and at most 16. 1 to
+    /// [`MAX_SYNC_THREADS`].
+    pub sync_threads: usize,
+    /// The most appends of one shard whose completion (a future or a
+    /// callback, see [`Shard::append_async`](crate::Shard::append_async))
+    /// may be pending at once. Past it, [`Shard::append_async`] and
+    /// [`Shard::append_then`] wait for a completion to free a place, and
+    /// [`Shard::try_append_async`] and [`Shard::try_append_then`] fail at
+    /// once with [`StorageError::InFlightFull`], having written nothing.
+    /// Blocking appends are not counted: each holds its thread. Default
+    /// [`DEFAULT_APPENDS_IN_FLIGHT`] (4,096). 1 to
+    /// [`MAX_APPENDS_IN_FLIGHT`].
+    ///
+    /// [`Shard::append_async`]: crate::Shard::append_async
+    /// [`Shard::append_then`]: crate::Shard::append_then
+    /// [`Shard::try_append_async`]: crate::Shard::try_append_async
+    /// [`Shard::try_append_then`]: crate::Shard::try_append_then
+    /// [`StorageError::InFlightFull`]: crate::StorageError::InFlightFull
+    pub max_appends_in_flight: usize,
     /// A [`Store`](crate::Store) keeps at most this many shards open: to
     /// open one more it first closes the least recently used shard that no
     /// caller holds a handle to (as [`Store::close_shard`] does: durable,
@@ -202,6 +240,8 @@ impl Default for StoreConfig {
             writeback_bytes: Some(64 << 20),
             retention: Retention::default(),
             repair_policy: RepairPolicy::Default,
+            sync_threads: default_sync_threads(),
+            max_appends_in_flight: DEFAULT_APPENDS_IN_FLIGHT,
             max_open_shards: 1_024,
         }
     }

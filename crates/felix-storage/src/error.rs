@@ -190,6 +190,20 @@ pub enum StorageError {
         /// The shard.
         shard: Arc<str>,
     },
+    /// An append that does not wait for room found the shard's appends in
+    /// flight at their bound
+    /// ([`StoreConfig::max_appends_in_flight`](crate::StoreConfig::max_appends_in_flight)):
+    /// nothing was written. Await (or wait for) an earlier completion and
+    /// try again.
+    #[error(
+        "shard {shard}: {limit} appends are already waiting for durability, the most allowed; nothing was written"
+    )]
+    InFlightFull {
+        /// The shard.
+        shard: Arc<str>,
+        /// The bound.
+        limit: usize,
+    },
     /// The shard directory does not exist, and the open was told not to
     /// create it ([`ShardOptions::create_if_missing`](crate::ShardOptions::create_if_missing)).
     #[error("shard directory {} does not exist", dir.display())]

@@ -40,8 +40,14 @@
 //! so the root opens again at once; handles to a shard the store closed
 //! fail with [`StorageError::Closed`] from then on.
 //!
-//! Everything is synchronous and thread-safe; no async runtime is needed (a
-//! broker on tokio calls it from blocking tasks).
+//! Everything is thread-safe, and every wait has a blocking form and two
+//! that hold no thread: a future ([`Shard::append_async`],
+//! [`Shard::wait_durable_async`], [`Shard::wait_readable_async`]; any
+//! executor polls them, and this crate depends on no runtime) and a
+//! callback ([`Shard::append_then`] and its kin, run on the sync pool's
+//! dispatch thread). Syncs are made by a pool of threads the [`Store`]
+//! owns for all its shards ([`StoreConfig::sync_threads`]); a shard opened
+//! alone has a small pool of its own.
 //!
 //! Invariants this crate keeps:
 //!
@@ -77,25 +83,29 @@ mod clock;
 mod config;
 mod error;
 mod lock;
+mod loom;
 mod maintenance;
+mod pool;
 mod shard;
 mod stats;
 mod store;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{
-    ConfigError, ConfigField, Durability, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
-    MAX_SEGMENT_SIZE_BYTES, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
-    Preallocation, Retention, StoreConfig,
+    ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, Durability, MAX_APPENDS_IN_FLIGHT,
+    MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL,
+    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
+    default_sync_threads,
 };
 pub use error::{Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
-    AppendReceipt, Offsets, ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun,
-    RetentionOutcome, RunIter, RunRecord, SegmentInfo, Shard, ShardOptions, Tail,
+    AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, RecordRun,
+    ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord, SegmentInfo, Shard,
+    ShardOptions, Tail, TailFuture,
 };
 pub use stats::ShardStats;
-pub use store::{ShardId, Store};
+pub use store::{ShardId, Store, StoreOptions};
 
 // Types that appear in this crate's signatures, so that a user needs no
 // other felix crate to name them.

@@ -94,7 +94,7 @@ impl Counters {
     }
 
     /// The counters, with group commit's `(syncs, synced_appends)`, which
-    /// its flusher keeps.
+    /// its syncs keep.
     pub(crate) fn snapshot(
         &self,
         recovery_time: Duration,

@@ -61,7 +61,11 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
     let sim = disk();
     let root = Path::new("/data/felix/root");
     let key = ShardKey::new("acme", "default", "orders", 0);
-    let store = Store::open_in(&FileSystem::new(sim.clone()), root, config()).unwrap();
+    let store = Store::options(root)
+        .config(config())
+        .file_system(FileSystem::new(sim.clone()))
+        .open()
+        .unwrap();
     store
         .create_shard(&key)
         .unwrap()
@@ -69,7 +73,11 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
         .unwrap();
 
     let crashed = sim.crash(&CrashPlan::durable_only());
-    let store = Store::open_in(&FileSystem::new(crashed), root, config()).unwrap();
+    let store = Store::options(root)
+        .config(config())
+        .file_system(FileSystem::new(crashed))
+        .open()
+        .unwrap();
     assert_eq!(store.keys().unwrap(), [ShardId::Key(key.clone())]);
     assert_eq!(
         store.open_shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
@@ -102,7 +110,11 @@ fn store_open_failing_to_create_its_root_is_a_store_io_error_naming_the_call() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"").unwrap();
     let root = file.join("store");
-    let err = Store::open_in(&FileSystem::os(), &root, config()).unwrap_err();
+    let err = Store::options(&root)
+        .config(config())
+        .file_system(FileSystem::os())
+        .open()
+        .unwrap_err();
     // A store-level failure, not a segment error of some shard.
     match &err {
         felix_storage::StorageError::Io(io) => {

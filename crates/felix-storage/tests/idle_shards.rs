@@ -147,14 +147,22 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let root = Path::new("/store");
-    let store = Store::open_in(&fs, root, config(4)).unwrap();
+    let store = Store::options(root)
+        .file_system(fs.clone())
+        .config(config(4))
+        .open()
+        .unwrap();
     let shard = store.create_shard(&key(0)).unwrap();
     shard.append(&[Record::new(0, payload(0, 0))]).unwrap();
     drop(shard);
     store.close().unwrap();
     let clean = root.join(key(0).dir_name()).join(CLEAN_SHUTDOWN_FILE_NAME);
 
-    let store = Store::open_in(&fs, root, config(4)).unwrap();
+    let store = Store::options(root)
+        .file_system(fs.clone())
+        .config(config(4))
+        .open()
+        .unwrap();
     let before = syncs(&sim);
     let shard = store.open_shard(&key(0)).unwrap();
     assert_eq!(syncs(&sim), before, "opening syncs nothing");
@@ -181,7 +189,11 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
 
     // What a power loss now leaves: every record.
     let crashed = sim.crash(&felix_io::sim::CrashPlan::durable_only());
-    let store = Store::open_in(&FileSystem::new(crashed), root, config(4)).unwrap();
+    let store = Store::options(root)
+        .file_system(FileSystem::new(crashed))
+        .config(config(4))
+        .open()
+        .unwrap();
     let expected: Vec<Vec<u8>> = (0..4).map(|o| payload(0, o)).collect();
     assert_eq!(payloads(&store, 0), expected);
 }

@@ -107,7 +107,11 @@ fn append(
 fn run(fs: &SimFs) -> Model {
     let mut model = Model::default();
     let handle = FileSystem::new(fs.clone());
-    let Ok(store) = Store::open_in(&handle, Path::new(ROOT), config()) else {
+    let Ok(store) = Store::options(Path::new(ROOT))
+        .config(config())
+        .file_system(handle.clone())
+        .open()
+    else {
         return model;
     };
     let (Ok(old), Ok(kept)) = (store.create_shard(&doomed()), store.create_shard(&kept())) else {
@@ -184,7 +188,10 @@ fn whole(
 
 /// Opens a crashed disk as a store and holds it to the model.
 fn check(crashed: &SimFs, model: &Model) -> Result<(), String> {
-    let store = Store::open_in(&FileSystem::new(crashed.clone()), Path::new(ROOT), config())
+    let store = Store::options(Path::new(ROOT))
+        .config(config())
+        .file_system(FileSystem::new(crashed.clone()))
+        .open()
         .map_err(|e| format!("store open: {e}"))?;
     let leftovers: Vec<String> = crashed
         .list_dir(Path::new(ROOT))
@@ -269,7 +276,10 @@ fn sweep(faults: &[Fault]) -> Result<Swept, String> {
                 )
             })?;
             let handle = FileSystem::new(crashed);
-            if let Ok(store) = Store::open_in(&handle, Path::new(ROOT), config())
+            if let Ok(store) = Store::options(Path::new(ROOT))
+                .config(config())
+                .file_system(handle.clone())
+                .open()
                 && matches!(
                     store.open_shard(&doomed()),
                     Err(StorageError::NotFound { .. })

@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use felix_storage::{
-    Action, AppendReceipt, Clock, ConfigError, ConfigField, Divergence, Durability, EpochEntry,
-    EpochHistory, FileSystem, HistoryError, LeaderAnswer, MAX_PAYLOAD_BYTES, Note, Offsets,
-    Preallocation, ReadBound, ReadRecord, Record, Recorded, RecoveryError, ReplicatedRecord,
-    Retention, RetentionOutcome, SegmentError, SegmentInfo, Shard, ShardId, ShardKey, ShardLock,
-    ShardOptions, ShardStats, StorageError, Store, StoreConfig, SystemClock, Tail,
+    Action, AppendFuture, AppendReceipt, Clock, ConfigError, ConfigField, Divergence, Durability,
+    DurableFuture, EpochEntry, EpochHistory, FileSystem, HistoryError, LeaderAnswer,
+    MAX_PAYLOAD_BYTES, Note, Offsets, Preallocation, ReadBound, ReadRecord, Record, Recorded,
+    RecoveryError, ReplicatedRecord, Retention, RetentionOutcome, SegmentError, SegmentInfo, Shard,
+    ShardId, ShardKey, ShardLock, ShardOptions, ShardStats, StorageError, Store, StoreConfig,
+    SystemClock, Tail, TailFuture,
 };
 
 /// The signatures, spelled out: this compiles only if every type is there.
@@ -37,6 +38,9 @@ struct Signatures {
     store_shard: fn(&Store, &ShardKey) -> Result<Arc<Shard>, StorageError>,
     store_keys: fn(&Store) -> Result<Vec<ShardId>, StorageError>,
     validate: fn(&StoreConfig) -> Result<(), ConfigError>,
+    append_async: fn(&Shard, &[Record]) -> Result<AppendFuture, StorageError>,
+    wait_durable_async: fn(&Shard, u64) -> DurableFuture,
+    wait_readable_async: fn(&Shard, u64, ReadBound) -> TailFuture,
 }
 
 #[test]
@@ -61,6 +65,9 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         store_shard: Store::open_shard,
         store_keys: Store::keys,
         validate: StoreConfig::validate,
+        append_async: Shard::append_async,
+        wait_durable_async: Shard::wait_durable_async,
+        wait_readable_async: Shard::wait_readable_async,
     };
     // Types that appear inside other public types.
     let _: Option<(

@@ -146,7 +146,11 @@ fn store_reopen_shard_after_a_poison_recovers_it_and_leaves_the_others() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let root = Path::new("/root");
-    let store = Store::open_in(&fs, root, config(Durability::OnCommit)).unwrap();
+    let store = Store::options(root)
+        .config(config(Durability::OnCommit))
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     let sick = store.create_shard(&key(1)).unwrap();
     let well = store.create_shard(&key(2)).unwrap();
     sick.append(&[Record::new(1, "acked")]).unwrap();
@@ -202,7 +206,11 @@ fn store_close_of_a_poisoned_shard_still_releases_it_and_returns_the_failure() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let root = Path::new("/root");
-    let store = Store::open_in(&fs, root, config(Durability::OnCommit)).unwrap();
+    let store = Store::options(root)
+        .config(config(Durability::OnCommit))
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     let sick = store.create_shard(&key(1)).unwrap();
     sim.inject(Fault {
         op: FaultOp::Write,
@@ -215,6 +223,10 @@ fn store_close_of_a_poisoned_shard_still_releases_it_and_returns_the_failure() {
     let err = store.close().unwrap_err();
     assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
     assert_closed(&sick);
-    let again = Store::open_in(&fs, root, config(Durability::OnCommit)).unwrap();
+    let again = Store::options(root)
+        .config(config(Durability::OnCommit))
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     assert_eq!(again.open_shard(&key(1)).unwrap().next_offset(), 0);
 }

@@ -99,7 +99,11 @@ fn store_delete_shard_renames_durably_before_removing_anything() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let root = Path::new("/root");
-    let store = Store::open_in(&fs, root, config()).unwrap();
+    let store = Store::options(root)
+        .config(config())
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     let shard = store.create_shard(&key(0)).unwrap();
     for i in 0..10 {
         shard.append(&[Record::new(i, vec![b'x'; 40])]).unwrap();
@@ -183,16 +187,28 @@ fn store_open_leaves_a_tombstone_whose_delete_is_in_progress() {
     let sim = SimFs::new();
     let fs = FileSystem::new(sim.clone());
     let root = Path::new("/root");
-    Store::open_in(&fs, root, config()).unwrap();
+    Store::options(root)
+        .config(config())
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     let tombstone = root.join(tombstone_name(&key(0).dir_name()));
     sim.create_dir_all(&tombstone).unwrap();
     sim.write_file(&tombstone.join("00000000000000000000.log"), b"x")
         .unwrap();
     // Another store's delete holds its lock.
     let held = sim.try_lock_dir(&tombstone).unwrap().unwrap();
-    Store::open_in(&fs, root, config()).unwrap();
+    Store::options(root)
+        .config(config())
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     assert!(sim.is_dir(&tombstone));
     drop(held);
-    Store::open_in(&fs, root, config()).unwrap();
+    Store::options(root)
+        .config(config())
+        .file_system(fs.clone())
+        .open()
+        .unwrap();
     assert!(!sim.is_dir(&tombstone));
 }

@@ -15,6 +15,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod commit;
+mod contract;
 mod report;
 mod scenarios;
 mod sizes;
@@ -85,8 +87,14 @@ fn figures(line: &Value) -> BTreeMap<String, f64> {
             }
         }
     }
-    if let Some(v) = line.pointer("/notes/rss_after_open_bytes").and_then(num) {
-        out.insert("rss_after_open_bytes".into(), v);
+    for note in [
+        "rss_after_open_bytes",
+        "empty_reads",
+        "allocated_bytes_per_shard",
+    ] {
+        if let Some(v) = line.pointer(&format!("/notes/{note}")).and_then(num) {
+            out.insert(note.into(), v);
+        }
     }
     out
 }
@@ -360,6 +368,8 @@ mod tests {
                     "append-commit-t1",
                     "append-commit-t8",
                     "append-commit-t64",
+                    "append-commit-async8",
+                    "append-commit-async64",
                     "scan",
                     "index-rebuild",
                     "seq-read",
@@ -367,6 +377,10 @@ mod tests {
                     "open",
                     "crash-open",
                     "memory",
+                    "follow-none",
+                    "follow-paced",
+                    "follow-commit",
+                    "shards-du",
                 ]
             );
             for scenario in &scenarios {

@@ -116,7 +116,7 @@ pub(super) struct Scenario {
 
 /// The words of `head`, then `dir` as one argument (a path may hold
 /// spaces), then the words of `tail`.
-fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
+pub(super) fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
     let words = |text: &str| {
         text.split_whitespace()
             .map(String::from)
@@ -129,7 +129,7 @@ fn argv(head: &str, dir: &str, tail: &str) -> Vec<String> {
 }
 
 /// felix-bench with `args`, labelled `label`.
-fn bench(label: &str, args: Vec<String>) -> Run {
+pub(super) fn bench(label: &str, args: Vec<String>) -> Run {
     Run {
         label: label.to_string(),
         program: Program::Bench,
@@ -140,7 +140,7 @@ fn bench(label: &str, args: Vec<String>) -> Run {
 
 /// `peers <scenario> <peer> --dir <dir> <tail>` for every peer, labelled by
 /// peer.
-fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
+pub(super) fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
     PEERS
         .iter()
         .map(|peer| Run {
@@ -152,7 +152,7 @@ fn peers(scenario: &str, dir: &str, tail: &str) -> Vec<Run> {
         .collect()
 }
 
-fn ratio(
+pub(super) fn ratio(
     figure: &'static str,
     against: Against,
     bound: Bound,
@@ -166,10 +166,10 @@ fn ratio(
     }
 }
 
-const RPS: &str = "records_per_second";
-const BPS: &str = "bytes_per_second";
-const P50: &str = "latency_p50_us";
-const ELAPSED: &str = "elapsed_seconds";
+pub(super) const RPS: &str = "records_per_second";
+pub(super) const BPS: &str = "bytes_per_second";
+pub(super) const P50: &str = "latency_p50_us";
+pub(super) const ELAPSED: &str = "elapsed_seconds";
 
 /// The scenarios, in table order, with their data under `data`.
 pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
@@ -242,64 +242,8 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         ));
     }
 
-    // On-commit appends from 1, 8, 64 threads; preallocation on and off.
-    for (threads, records) in [(1, s.commit_1), (8, s.commit_8), (64, s.commit_64)] {
-        let (dir, tail) = (
-            d("commit"),
-            format!("--durability on_commit --batch 1 --records {records} --threads {threads}"),
-        );
-        let mut runs = vec![bench("felix", argv("append felix", &dir, &tail))];
-        let mut limit = None;
-        let mut targets = Vec::new();
-        if threads == 1 {
-            for label in ["limit-fdatasync", "limit-fsync"] {
-                runs.push(bench(label, argv(&format!("append {label}"), &dir, &tail)));
-            }
-            let no_prealloc = argv("append felix", &dir, &tail);
-            // `--preallocate false` right after the implementation.
-            let no_prealloc = [
-                &no_prealloc[..2],
-                &["--preallocate".to_string(), "false".to_string()],
-                &no_prealloc[2..],
-            ]
-            .concat();
-            runs.push(bench("felix-no-prealloc", no_prealloc));
-            limit = Some("limit-fdatasync");
-            targets.push(ratio(
-                P50,
-                Against::Run("limit-fdatasync"),
-                Bound::AtMost(1.3),
-                |c| {
-                    format!(
-                        "p50 {:.0} µs = {:.2}× the write+fdatasync loop's {:.0} µs (target ≤ 1.3×)",
-                        c.own, c.ratio, c.reference
-                    )
-                },
-            ));
-        }
-        if threads == 64 {
-            targets.push(ratio(
-                RPS,
-                Against::Scenario("append-commit-t1"),
-                Bound::AtLeast(30.0),
-                |c| {
-                    format!(
-                        "{:.1}× the 1-thread records/s, {:.1} appends per sync (target ≥ 30×)",
-                        c.ratio, c.appends_per_sync
-                    )
-                },
-            ));
-        }
-        runs.extend(peers("append", &dir, &tail));
-        out.push(scenario(
-            format!("append-commit-t{threads}"),
-            format!("append, OnCommit, 128 B, batch 1, {threads} thread(s)"),
-            runs,
-            limit,
-            P50,
-            targets,
-        ));
-    }
+    // On-commit appends: threads, and futures from one thread.
+    out.extend(super::commit::scenarios(s, &d("commit")));
 
     // Recovery scan and index rebuild of one newest segment.
     let seg = d("segment");
@@ -474,6 +418,7 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         BPS,
         vec![Target::Curve(memory_does_not_grow_with_data)],
     ));
+    out.extend(super::contract::scenarios(s, &d("contract")));
     out
 }
 

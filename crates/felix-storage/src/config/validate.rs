@@ -25,6 +25,11 @@ pub const MIN_WRITEBACK_BYTES: u64 = 4096;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// The longest background interval.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The most sync threads a store's pool may have: past a few per core they
+/// only queue in the kernel.
+pub const MAX_SYNC_THREADS: usize = 256;
+/// The most appends whose completion may be pending on one shard.
+pub const MAX_APPENDS_IN_FLIGHT: usize = 1 << 20;
 
 /// A setting of [`StoreConfig`], as named in an error.
 #[non_exhaustive]
@@ -44,6 +49,10 @@ pub enum ConfigField {
     RetentionMaxAge,
     /// [`Retention::interval`](crate::Retention::interval).
     RetentionInterval,
+    /// [`StoreConfig::sync_threads`].
+    SyncThreads,
+    /// [`StoreConfig::max_appends_in_flight`].
+    MaxAppendsInFlight,
     /// [`StoreConfig::max_open_shards`].
     MaxOpenShards,
 }
@@ -58,6 +67,8 @@ impl fmt::Display for ConfigField {
             Self::RetentionMaxBytes => "retention.max_bytes",
             Self::RetentionMaxAge => "retention.max_age",
             Self::RetentionInterval => "retention.interval",
+            Self::SyncThreads => "sync_threads",
+            Self::MaxAppendsInFlight => "max_appends_in_flight",
             Self::MaxOpenShards => "max_open_shards",
         })
     }
@@ -90,6 +101,18 @@ pub enum ConfigError {
         min: Duration,
         /// The longest allowed (`Duration::MAX`: no maximum).
         max: Duration,
+    },
+    /// A count (threads, appends) outside its range.
+    #[error("{field} = {value} is out of range: allowed {min} to {max}")]
+    CountOutOfRange {
+        /// The setting.
+        field: ConfigField,
+        /// The value given.
+        value: usize,
+        /// The smallest allowed.
+        min: usize,
+        /// The largest allowed.
+        max: usize,
     },
     /// A segment larger than the file system that is to hold it.
     #[error(
@@ -124,6 +147,19 @@ fn size(field: ConfigField, value: u64, min: u64, max: u64) -> Result<(), Config
         Ok(())
     } else {
         Err(ConfigError::SizeOutOfRange {
+            field,
+            value,
+            min,
+            max,
+        })
+    }
+}
+
+fn count(field: ConfigField, value: usize, min: usize, max: usize) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::CountOutOfRange {
             field,
             value,
             min,
@@ -207,6 +243,13 @@ impl StoreConfig {
                 return Err(ConfigError::RetentionIntervalWithoutRule { interval });
             }
         }
+        count(F::SyncThreads, self.sync_threads, 1, MAX_SYNC_THREADS)?;
+        count(
+            F::MaxAppendsInFlight,
+            self.max_appends_in_flight,
+            1,
+            MAX_APPENDS_IN_FLIGHT,
+        )?;
         Ok(())
     }
 

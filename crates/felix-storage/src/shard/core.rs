@@ -12,10 +12,15 @@
 //!    never across a system call, so a slow disk never blocks a reader.
 //! 4. `commit` — group commit's state and the waiter list (see
 //!    `commit/mod.rs`). Never held across `fdatasync`: the syncing thread
-//!    (the flusher, or a lone appender) releases it, so appenders keep
-//!    writing while a sync is in flight, and the next sync covers
-//!    everything they wrote.
+//!    (a sync pool worker, or a lone appender) releases it, so appenders
+//!    keep writing while a sync is in flight, and the next sync covers
+//!    everything they wrote. Under it, briefly: a completion's slot, and
+//!    the pool's dispatch queue (callbacks are queued in offset order).
 //! 5. `history` — the generation history (see `generations.rs`).
+//!
+//! Leaf locks taken with none of these held: the sync pool's queue (a
+//! shard queues itself after releasing `commit`) and a shard's in-flight
+//! room (appenders waiting for a place).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;

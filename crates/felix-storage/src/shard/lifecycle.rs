@@ -31,7 +31,7 @@ impl Core {
 
     /// Closes the shard: everything written becomes durable, the active
     /// segment's index is brought up to date, a clean-shutdown file records
-    /// the segments, the flusher stops and the directory's lock is
+    /// the segments, no more syncs are queued and the directory's lock is
     /// released. From then on every call fails with
     /// [`StorageError::Closed`].
     ///
@@ -56,7 +56,7 @@ impl Core {
                     tracing::warn!(shard = %self.label, error = %err, "could not flush the index");
                     Counters::add(&self.counters.index_write_failures, 1);
                 }
-                // Nothing waits for the writer lock here: the flusher (or
+                // Nothing waits for the writer lock here: the pool (or
                 // this thread) syncs without it.
                 self.commit.wait_durable(u64::MAX)
             })

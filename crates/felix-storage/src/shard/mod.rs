@@ -16,6 +16,7 @@
 
 mod bounds;
 mod commit;
+mod completions;
 mod core;
 mod generations;
 mod lifecycle;
@@ -33,12 +34,14 @@ use felix_segment::Record;
 
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
+use crate::pool::SyncPool;
 use crate::stats::ShardStats;
 
 use self::core::Core;
 use self::log::Synced;
 
 pub use bounds::{Offsets, ReadBound, Tail};
+pub use commit::{AppendFuture, DurableFuture, TailFuture};
 pub use felix_segment::{RecordRun, RunIter, RunRecord};
 pub use log::{ReadRecord, SegmentInfo};
 pub use options::ShardOptions;
@@ -80,16 +83,23 @@ pub struct Shard {
     /// The shard's own thread for periodic syncs and retention, when it
     /// has one (a store's shards use the store's).
     maintenance: Option<Maintenance>,
+    /// The shard's own sync pool, when opened alone (a store's shards use
+    /// the store's).
+    own_pool: Option<SyncPool>,
 }
 
 impl Drop for Shard {
     /// Stops the shard's threads; nothing is synced here (call
     /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
+    /// Every completion still pending fails with [`StorageError::Closed`].
     fn drop(&mut self) {
         if let Some(maintenance) = &self.maintenance {
             maintenance.stop();
         }
         self.core.commit.stop();
+        if let Some(pool) = &self.own_pool {
+            pool.shutdown();
+        }
     }
 }
 
@@ -110,8 +120,16 @@ impl Shard {
         ShardOptions::new(dir.into())
     }
 
-    fn from_parts(core: Arc<Core>, maintenance: Option<Maintenance>) -> Self {
-        Self { core, maintenance }
+    fn from_parts(
+        core: Arc<Core>,
+        maintenance: Option<Maintenance>,
+        own_pool: Option<SyncPool>,
+    ) -> Self {
+        Self {
+            core,
+            maintenance,
+            own_pool,
+        }
     }
 
     #[cfg(test)]
@@ -237,9 +255,10 @@ impl Shard {
     /// Waits until every record below `offset` is durable. Offsets beyond
     /// what was appended are clamped to it.
     ///
-    /// Group commit: the shard's flusher thread syncs back to back while
+    /// Group commit: the sync pool syncs the shard back to back while
     /// appends continue, and each sync wakes every waiter it covered, so N
-    /// concurrent appenders cost far fewer than N syncs.
+    /// concurrent appenders cost far fewer than N syncs. Without blocking a
+    /// thread: [`Shard::wait_durable_async`], [`Shard::wait_durable_then`].
     pub fn wait_durable(&self, offset: u64) -> Result<()> {
         self.core.check_open()?;
         self.core.commit.wait_durable(offset)
@@ -283,7 +302,12 @@ impl Shard {
         if let Some(maintenance) = &self.maintenance {
             maintenance.stop();
         }
-        self.core.close()
+        let closed = self.core.close();
+        // Pending callbacks run before this returns.
+        if let Some(pool) = &self.own_pool {
+            pool.shutdown();
+        }
+        closed
     }
 
     /// [`Shard::close`] as a store closes its shards: a shard already closed

@@ -20,6 +20,7 @@ use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
 use crate::maintenance::{Maintenance, Task};
+use crate::pool::SyncPool;
 use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.
@@ -61,6 +62,8 @@ pub struct ShardOptions {
     background: Background,
     read_buffers: Option<Arc<ReadBuffers>>,
     keep_clean_shutdown: bool,
+    /// The store's sync pool; `None`: the shard makes its own.
+    pool: Option<SyncPool>,
 }
 
 impl ShardOptions {
@@ -76,6 +79,7 @@ impl ShardOptions {
             background: Background::Own,
             read_buffers: None,
             keep_clean_shutdown: false,
+            pool: None,
         }
     }
 
@@ -148,6 +152,12 @@ impl ShardOptions {
         self
     }
 
+    /// Has the store's sync pool run the shard's syncs and callbacks.
+    pub(crate) fn sync_pool(mut self, pool: SyncPool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
     /// Opens the shard, running recovery.
     ///
     /// The configuration is checked first ([`StoreConfig::validate`], and
@@ -188,16 +198,42 @@ impl ShardOptions {
         })?;
         let lock = ShardLock::acquire(fs, dir)?;
         let background = self.background;
-        let core = Arc::new(self.recover(label, lock)?);
+        // A shard opened alone starts (at most) one sync thread: it has one
+        // sync in flight at a time.
+        let (pool, own_pool) = match self.pool.clone() {
+            Some(pool) => (pool, None),
+            None => {
+                let pool = SyncPool::new(format!("felix {label}"), self.config.sync_threads);
+                (pool.clone(), Some(pool))
+            }
+        };
+        let core = match self.recover(label, lock, pool) {
+            Ok(core) => Arc::new(core),
+            Err(err) => {
+                if let Some(pool) = own_pool {
+                    pool.shutdown();
+                }
+                return Err(err);
+            }
+        };
         let maintenance = match background {
             Background::Store => None,
-            Background::Own => start_maintenance(&core)?,
+            Background::Own => match start_maintenance(&core) {
+                Ok(maintenance) => maintenance,
+                Err(err) => {
+                    core.commit.stop();
+                    if let Some(pool) = own_pool {
+                        pool.shutdown();
+                    }
+                    return Err(err);
+                }
+            },
         };
-        Ok(Shard::from_parts(core, maintenance))
+        Ok(Shard::from_parts(core, maintenance, own_pool))
     }
 
     /// Recovery, then the shard's state, with its directory locked.
-    fn recover(self, label: Arc<str>, lock: ShardLock) -> Result<Core> {
+    fn recover(self, label: Arc<str>, lock: ShardLock, pool: SyncPool) -> Result<Core> {
         let started = Instant::now();
         let Self {
             dir,
@@ -317,12 +353,14 @@ impl ShardOptions {
             active_limit: writer.read_limit(),
             active_index: writer.active_index(),
         };
-        let commit = Arc::new(Commit::new(
+        let commit = Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,
             next_offset,
             writer.sync_handle(),
-        ));
+            pool,
+            config.max_appends_in_flight,
+        );
         tracing::info!(
             base_offset = view.base_offset(),
             next_offset,

@@ -18,6 +18,7 @@ mod background;
 mod delete;
 mod keys;
 mod open_shards;
+mod options;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,11 +31,13 @@ use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::StoreLock;
 use crate::maintenance::Maintenance;
+use crate::pool::SyncPool;
 use crate::shard::Shard;
 
 use self::open_shards::OpenShards;
 
 pub use keys::ShardId;
+pub use options::StoreOptions;
 
 /// A root directory holding one directory per shard, and the shards it has
 /// open.
@@ -45,7 +48,12 @@ pub use keys::ShardId;
 /// the same shared handle. [`Store::keys`] lists the exact key of every
 /// shard, read from the key file each shard directory keeps.
 /// Background work (periodic syncs, retention) runs on one thread the
-/// store owns.
+/// store owns, and every shard's syncs for durability on the store's sync
+/// pool: at most [`StoreConfig::sync_threads`] threads, started as syncs
+/// are needed, serving the shards in turn (a busy shard is synced back to
+/// back; no shard waits behind more than one sync of each other), plus one
+/// thread for completion callbacks, started on the first. No shard owns a
+/// thread.
 ///
 /// One shard can be closed ([`Store::close_shard`]), reopened with a fresh
 /// recovery ([`Store::reopen_shard`], the way back from a poisoned shard)
@@ -100,6 +108,8 @@ struct Inner {
     /// The open shards. Held while a shard is opened, closed or deleted, so
     /// that two calls for one key never overlap.
     shards: Mutex<OpenShards>,
+    /// Every shard's syncs and completion callbacks.
+    pool: SyncPool,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
     /// Buffers the shards' large reads fill and reuse: one pool for the
@@ -111,18 +121,29 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens the store at `root`, creating the directory (and any missing
-    /// ancestor) if missing, durably: each new directory is synced into its
-    /// parent before the store is used.
+    /// Opens the store at `root` with `config` on the operating system's
+    /// file system: the shorthand for
+    /// `Store::options(root).config(config).open()`.
     ///
-    /// Tombstones of deletes a crash interrupted are removed first (see
+    /// The root directory (and any missing ancestor) is created if missing,
+    /// durably: each new directory is synced into its parent before the
+    /// store is used. The configuration is checked first
+    /// ([`StorageError::InvalidConfig`], nothing created). Tombstones of
+    /// deletes a crash interrupted are removed (see
     /// [`Store::delete_shard`]). No shard is opened until asked for.
     pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
-        Self::open_in(&FileSystem::os(), root, config)
+        Self::options(root).config(config).open()
     }
 
-    /// [`Store::open`] on the file system `fs`, which every shard uses.
-    pub fn open_in(fs: &FileSystem, root: &Path, config: StoreConfig) -> Result<Self> {
+    /// How to open the store at `root`: its configuration and file system
+    /// ([`StoreOptions`], every default documented there).
+    pub fn options(root: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions::new(root.into())
+    }
+
+    fn open_with(options: StoreOptions) -> Result<Self> {
+        let StoreOptions { root, config, fs } = options;
+        let (fs, root) = (&fs, root.as_path());
         config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root)?;
         let root_lock = StoreLock::acquire(fs, root)?;
@@ -132,6 +153,7 @@ impl Store {
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(OpenShards::default()),
+            pool: SyncPool::new("felix-store".into(), config.sync_threads),
             stop: Mutex::new(false),
             read_buffers: Arc::default(),
             root_lock: Mutex::new(Some(root_lock)),
@@ -322,7 +344,9 @@ impl Store {
     /// [`StorageError::StoreClosed`].
     ///
     /// Every shard is closed even when one fails; the first failure is
-    /// returned (each is logged). Closing a closed store does nothing.
+    /// returned (each is logged). Then the sync pool stops: completion
+    /// callbacks still pending run before this returns, and every pending
+    /// future has completed. Closing a closed store does nothing.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
         let shards = lock(&self.inner.shards).drain();
@@ -333,6 +357,7 @@ impl Store {
                 first_error.get_or_insert(err);
             }
         }
+        self.inner.pool.shutdown();
         // Last: every shard's lock is released by now.
         lock(&self.inner.root_lock).take();
         first_error.map_or(Ok(()), Err)
@@ -401,6 +426,7 @@ impl Store {
             .background_by_store()
             .keep_clean_shutdown()
             .read_buffers(Arc::clone(&self.inner.read_buffers))
+            .sync_pool(self.inner.pool.clone())
             .open()?;
         Ok(Arc::new(shard))
     }

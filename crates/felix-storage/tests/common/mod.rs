@@ -1,6 +1,9 @@
 //! Helpers shared by the storage tests.
 #![allow(dead_code)]
 
+pub(crate) mod exec;
+pub(crate) mod gated;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,44 +1,83 @@
-//! Group commit: a flusher thread that syncs back to back while appends
-//! continue, waking exactly the waiters each sync covered.
+//! Group commit: syncs run by the sync pool back to back while appends
+//! continue, completing exactly the waiters each sync covered.
 //!
-//! An `OnCommit` appender writes its batch (under the writer lock, or
-//! through the write-combining queue, `combine.rs`), registers the offset
-//! it needs durable and parks. The flusher, started on the shard's first
-//! wait, takes the commit lock only to read how far the log is written,
-//! releases it, runs one `fdatasync`, and then wakes every waiter the sync
-//! covered. Appends that arrive while a sync is in flight are covered by
-//! the next one, so a hundred concurrent appenders cost a handful of syncs,
-//! and no appender ever waits on another appender's turn at the disk.
+//! Who does what:
 //!
-//! Consumers waiting for the tail (`tail.rs`) are on the same waiter list
-//! (`waiters.rs`) and are woken by the same sync or append.
+//! - An appender writes its batch (under the writer lock, or through the
+//!   write-combining queue, `combine.rs`) and registers what it needs
+//!   durable on the shard's one waiter list (`waiters.rs`): a blocking
+//!   append parks its thread, an append's future or callback returns at
+//!   once (`durable.rs`, `completion.rs`). A lone blocking appender on an
+//!   idle shard syncs inline instead (two thread switches less latency).
+//! - When a waiter needs a sync and none is in flight or queued, the shard
+//!   queues itself once on its sync pool (`crate::pool`, the store's, or a
+//!   lone shard's own). A pool worker runs one sync (`job.rs`): it reads
+//!   how far the log is written under the commit lock, releases it, runs
+//!   one `fdatasync`, and under the lock again moves the durable offset and
+//!   completes every waiter it covered, in offset order (`settle.rs`).
+//! - The worker then unparks the threads and wakes the wakers it completed
+//!   (with no lock held), and, if more waiters need a sync, queues the
+//!   shard again at the back: a busy shard is synced back to back, and
+//!   shards take turns. Callbacks run on the pool's dispatch thread.
+//!
+//! Appends that arrive while a sync is in flight are covered by the next
+//! one, so a hundred concurrent appenders cost a handful of syncs.
+//! Consumers waiting for the tail (`tail.rs`) are on the same list and are
+//! completed by the same sync or append.
 //!
 //! A failed sync is never retried: it poisons the shard. Every waiter that
-//! was waiting then (the appends the failed sync covered) wakes to the
-//! original error; every call made afterwards gets
+//! was waiting then (the appends the failed sync covered) completes with
+//! the original error; every call made afterwards gets
 //! [`StorageError::Poisoned`]. Poisoning freezes the durable offset, so
-//! what readers are served stays what was acknowledged.
+//! what readers are served stays what was acknowledged. A close or a drop
+//! completes every waiter left with [`StorageError::Closed`]: none is left
+//! hanging.
+//!
+//! The protocol is model-checked with loom (`loom_tests.rs`).
 //!
 //! Invariants (asserted in debug builds): `durable ≤ written ≤ assigned`;
-//! `durable` only moves back when the log is cut.
+//! `durable` only moves back when the log is cut; a shard is queued on its
+//! pool at most once, and never while a sync of it is in flight.
 
 mod combine;
-mod flusher;
+mod completion;
+mod durable;
+mod in_flight;
+mod job;
+mod settle;
 mod tail;
 mod waiters;
 
 pub(crate) use combine::{MAX_LEAD_ROUNDS, Queue, Spare, WriterGuard};
-pub(crate) use waiters::{Wake, Watch, wake_all};
+pub use completion::{AppendFuture, DurableFuture, TailFuture};
+pub(crate) use in_flight::Admission;
+pub(crate) use waiters::Completion;
 
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicU64 as StatCounter;
+use std::sync::{Arc, OnceLock, Weak};
 
 use felix_segment::{SegmentError, SyncHandle};
 
 use crate::error::{Result, StorageError};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use crate::loom::sync::{Condvar, Mutex, MutexGuard};
+use crate::pool::SyncPool;
+use in_flight::InFlight;
+use settle::{Deferred, Settle};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release, SeqCst};
 use waiters::Waiters;
+
+/// What a sync makes durable: the active segment's data.
+pub(crate) trait SyncData: Send + Sync + std::fmt::Debug {
+    /// One `fdatasync`.
+    fn sync_data(&self) -> felix_segment::Result<()>;
+}
+
+impl SyncData for SyncHandle {
+    fn sync_data(&self) -> felix_segment::Result<()> {
+        SyncHandle::sync_data(self)
+    }
+}
 
 /// What group commit knows, under the commit lock.
 #[derive(Debug)]
@@ -46,30 +85,41 @@ pub(crate) struct CommitState {
     /// One past the last offset a completed sync covers.
     durable: u64,
     /// Syncs the active segment.
-    pub(crate) handle: SyncHandle,
+    handle: Arc<dyn SyncData>,
     /// Appenders and consumers waiting for the log to move.
     waiters: Waiters,
-    /// Whether an `fdatasync` is in flight (the flusher's, or an idle
+    /// Whether an `fdatasync` is in flight (a pool worker's, or an idle
     /// shard's appender's own).
     syncing: bool,
-    /// Whether the flusher is waiting on `work`: only then is it worth a
-    /// `futex` wake (a condition variable's notify is a system call even
-    /// when nobody waits, and appenders register by the dozen per sync).
-    flusher_idle: bool,
+    /// Whether the shard is in its pool's queue, waiting for a worker.
+    queued: bool,
     /// Bumped whenever the log is cut or replaced: a sync that began before
     /// may cover offsets that no longer hold the records it wrote, so its
     /// completion must not advance `durable`.
     log_epoch: u64,
-    /// Set when the shard closes or is dropped: the flusher exits.
+    /// Set when the shard closes or is dropped: no more syncs are queued.
     stop: bool,
     /// A background sync was asked for although nobody waits (see
     /// [`Commit::request_writeback`]).
     writeback: bool,
+    /// No sync may begin: the writer is rolling to a new segment (see
+    /// [`Commit::pause_syncs`]).
+    paused: bool,
+    /// A worker waits for the appenders the last sync woke to append again
+    /// before it syncs (`job.rs`, `Commit::linger`).
+    lingering: bool,
+    /// Appends with a future or a callback the last sync completed.
+    woken_last: usize,
+    /// How long the last sync took.
+    last_sync: std::time::Duration,
 }
 
-/// Group commit's shared half: the shard and its flusher thread both hold it.
+/// Group commit's shared half: the shard, the pool's workers and the
+/// shard's futures hold it.
 #[derive(Debug)]
 pub(crate) struct Commit {
+    /// This commit, for queuing itself on the pool from `&self`.
+    me: Weak<Commit>,
     label: Arc<str>,
     /// Whether reads end at the durable offset (`OnCommit`).
     on_commit: bool,
@@ -88,18 +138,22 @@ pub(crate) struct Commit {
     /// consumer only when someone watches the written offset.
     tail_written: AtomicUsize,
     state: Mutex<CommitState>,
-    /// Wakes the flusher when a waiter needs a sync, or at shutdown.
-    work: Condvar,
+    /// Signalled when a sync finishes while syncs are paused, and when
+    /// enough appenders came back for a lingering worker.
+    idle: Condvar,
     /// The failure that stopped writes. Set under the commit lock, so that
     /// it and the durable offset it froze are seen together.
     poison: OnceLock<Arc<StorageError>>,
     /// Set under the commit lock when the shard closes.
     closed: AtomicBool,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// Runs this shard's syncs and callbacks.
+    pool: SyncPool,
+    /// Appends whose completion is pending, and their bound.
+    in_flight: InFlight,
     /// `fdatasync`s made for durability.
-    pub(crate) syncs: AtomicU64,
+    pub(crate) syncs: StatCounter,
     /// Waits that were satisfied.
-    pub(crate) synced_appends: AtomicU64,
+    pub(crate) synced_appends: StatCounter,
 }
 
 impl Commit {
@@ -107,9 +161,12 @@ impl Commit {
         label: Arc<str>,
         on_commit: bool,
         next_offset: u64,
-        handle: SyncHandle,
-    ) -> Self {
-        Self {
+        handle: impl SyncData + 'static,
+        pool: SyncPool,
+        max_in_flight: usize,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             label,
             on_commit,
             written: AtomicU64::new(next_offset),
@@ -118,30 +175,36 @@ impl Commit {
             tail_written: AtomicUsize::new(0),
             state: Mutex::new(CommitState {
                 durable: next_offset,
-                handle,
+                handle: Arc::new(handle),
                 waiters: Waiters::default(),
                 syncing: false,
-                flusher_idle: false,
+                queued: false,
                 log_epoch: 0,
                 stop: false,
                 writeback: false,
+                paused: false,
+                lingering: false,
+                woken_last: 0,
+                last_sync: std::time::Duration::ZERO,
             }),
-            work: Condvar::new(),
+            idle: Condvar::new(),
             poison: OnceLock::new(),
             closed: AtomicBool::new(false),
-            flusher: Mutex::new(None),
-            syncs: AtomicU64::new(0),
-            synced_appends: AtomicU64::new(0),
-        }
+            pool,
+            in_flight: InFlight::new(max_in_flight),
+            syncs: StatCounter::new(0),
+            synced_appends: StatCounter::new(0),
+        })
     }
 
-    /// The commit state. A panic while holding the lock cannot leave it
-    /// inconsistent (each update is a few assignments), so a poisoned lock
-    /// is recovered rather than propagated.
+    /// The commit state (see [`crate::loom::lock`] on poisoned locks).
     pub(crate) fn lock(&self) -> MutexGuard<'_, CommitState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::loom::lock(&self.state)
+    }
+
+    /// The shard's label, as errors name it.
+    pub(crate) fn label(&self) -> &Arc<str> {
+        &self.label
     }
 
     /// The failure that stopped writes, if any.
@@ -169,25 +232,36 @@ impl Commit {
         self.closed.load(Acquire)
     }
 
+    fn closed_error(&self) -> StorageError {
+        StorageError::Closed {
+            shard: Arc::clone(&self.label),
+        }
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {
-            return Err(StorageError::Closed {
-                shard: Arc::clone(&self.label),
-            });
+            return Err(self.closed_error());
         }
         Ok(())
     }
 
     /// Stops writes for good, keeping the first failure as the reason, and
-    /// wakes every waiter to see it. Returns the error for the caller: its
-    /// own failure when it is the first (it is this call's error), else
+    /// completes every waiter with it. Returns the error for the caller:
+    /// its own failure when it is the first (it is this call's error), else
     /// `Poisoned` naming the first.
     ///
     /// A segment writer that refuses work because an earlier failure
     /// stopped it answers with its own "poisoned" error; the reason kept is
     /// the failure underneath, so no message ever nests one stop in another.
     pub(crate) fn poison_with(&self, err: StorageError) -> StorageError {
-        let (reason, own) = match err {
+        let (reason, own) = Self::reason_of(err);
+        self.poison_locked(self.lock(), reason, own)
+    }
+
+    /// The reason to keep for `err`, and whether it is the caller's own
+    /// failure (see [`Commit::poison_with`]).
+    fn reason_of(err: StorageError) -> (StorageError, bool) {
+        match err {
             StorageError::Segment {
                 shard,
                 source: SegmentError::Poisoned { original, .. },
@@ -199,16 +273,30 @@ impl Commit {
                 false,
             ),
             other => (other, true),
-        };
-        let state = self.lock();
+        }
+    }
+
+    /// [`Commit::poison_with`] with the commit lock held since whatever
+    /// failed: a failed sync marks itself finished and poisons the shard in
+    /// one critical section, so that no other sync can begin in between
+    /// and report durable what the failed one may have dropped.
+    fn poison_locked(
+        &self,
+        mut state: MutexGuard<'_, CommitState>,
+        reason: StorageError,
+        own: bool,
+    ) -> StorageError {
         let first = self.poison.set(Arc::new(reason.clone())).is_ok();
-        let everyone = state.waiters.wake_everyone();
+        let mut deferred = Deferred::default();
+        let everyone = state.waiters.take_all();
+        self.tail_written.store(0, SeqCst);
+        self.settle(&state, everyone, Settle::Failed, &mut deferred);
         drop(state);
         if first {
             tracing::error!(shard = %self.label, error = %reason, "shard stopped accepting writes");
         }
-        wake_all(everyone);
-        self.work.notify_all();
+        deferred.run(self);
+        self.in_flight.wake_all();
         if first && own {
             return reason;
         }
@@ -227,23 +315,36 @@ impl Commit {
     fn failure(&self) -> StorageError {
         match self.poison.get() {
             Some(original) => (**original).clone(),
-            None => StorageError::Closed {
-                shard: Arc::clone(&self.label),
-            },
+            None => self.closed_error(),
         }
     }
 
-    /// Marks the shard closed: every waiter wakes and fails with
-    /// [`StorageError::Closed`], the flusher exits. Called with the writer
-    /// lock held, after everything was made durable.
+    /// Marks the shard closed: every waiter left completes with
+    /// [`StorageError::Closed`], and no more syncs are queued. Called with
+    /// the writer lock held, after everything was made durable.
     pub(crate) fn close(&self) {
-        let mut state = self.lock();
+        let state = self.lock();
         self.closed.store(true, Release);
+        self.stop_locked(state);
+    }
+
+    /// Stops group commit at a drop: every waiter left completes with
+    /// [`StorageError::Closed`] (nothing is synced: the next open runs
+    /// recovery), no more syncs are queued. A sync in flight finishes on
+    /// its worker.
+    pub(crate) fn stop(&self) {
+        self.stop_locked(self.lock());
+    }
+
+    fn stop_locked(&self, mut state: MutexGuard<'_, CommitState>) {
         state.stop = true;
-        let everyone = state.waiters.wake_everyone();
+        let everyone = state.waiters.take_all();
+        self.tail_written.store(0, SeqCst);
+        let mut deferred = Deferred::default();
+        self.settle(&state, everyone, Settle::Closed, &mut deferred);
         drop(state);
-        wake_all(everyone);
-        self.stop();
+        deferred.run(self);
+        self.in_flight.wake_all();
     }
 
     /// One past the last offset written.
@@ -257,7 +358,7 @@ impl Commit {
     }
 
     /// Publishes how far the log is written. Called with the writer lock
-    /// held, after the bytes are in the file; wakes the consumers that
+    /// held, after the bytes are in the file; completes the consumers that
     /// watch the written offset.
     pub(crate) fn set_written(&self, written: u64) {
         // Sequentially consistent with the store and load in `tail.rs`:
@@ -272,9 +373,10 @@ impl Commit {
         }
         if self.tail_written.load(SeqCst) > 0 {
             let mut state = self.lock();
-            let covered = self.take_covered(&mut state);
+            let mut deferred = Deferred::default();
+            self.settle_covered(&mut state, &mut deferred);
             drop(state);
-            wake_all(covered);
+            deferred.run(self);
         }
     }
 
@@ -305,38 +407,18 @@ impl Commit {
     }
 
     /// Records that everything below `offset` is durable (a seal synced
-    /// it) and wakes the waiters that covers. Ignored once poisoned: the
-    /// durable offset is then frozen at what was acknowledged.
+    /// it) and completes the waiters that covers. Ignored once poisoned:
+    /// the durable offset is then frozen at what was acknowledged.
     pub(crate) fn advance_durable(&self, offset: u64) {
         let mut state = self.lock();
         if self.poison.get().is_some() || offset <= state.durable {
             return;
         }
         self.set_durable(&mut state, offset);
-        let covered = self.take_covered(&mut state);
+        let mut deferred = Deferred::default();
+        self.settle_covered(&mut state, &mut deferred);
         drop(state);
-        wake_all(covered);
-    }
-
-    /// Wakes an idle flusher when appenders are waiting: called after
-    /// queued batches were written by someone who will not wait for them.
-    pub(crate) fn poke(&self) {
-        let mut state = self.lock();
-        if state.flusher_idle && state.waiters.has_durability_waiters() {
-            state.flusher_idle = false;
-            drop(state);
-            self.work.notify_one();
-        }
-    }
-
-    /// Takes every waiter the durable and written offsets now cover, to be
-    /// woken with [`wake_all`] once the commit lock is released.
-    #[must_use = "the covered waiters must be woken"]
-    fn take_covered(&self, state: &mut CommitState) -> Vec<Wake> {
-        let covered = state.waiters.take_covered(state.durable, self.written());
-        self.tail_written
-            .store(state.waiters.tail_written(), SeqCst);
-        covered
+        deferred.run(self);
     }
 
     /// Points group commit at a log that was cut or replaced: what is
@@ -353,175 +435,51 @@ impl Commit {
         self.assigned.store(written, Release);
         let durable = durable.unwrap_or(state.durable).min(written);
         self.set_durable(&mut state, durable);
-        state.handle = handle;
+        state.handle = Arc::new(handle);
         state.waiters.clamp_durability(written);
-        let covered = self.take_covered(&mut state);
+        let mut deferred = Deferred::default();
+        self.settle_covered(&mut state, &mut deferred);
+        let submit = self.schedule(&mut state);
         drop(state);
-        wake_all(covered);
-        self.work.notify_all();
+        deferred.run(self);
+        self.submit(submit);
     }
 
-    /// Waits until every record below `offset` (clamped to what was
-    /// assigned) is durable. A call made after the shard was poisoned gets
-    /// [`StorageError::Poisoned`]; one that was waiting when the failure
-    /// happened gets the failure itself.
-    pub(crate) fn wait_durable(self: &Arc<Self>, offset: u64) -> Result<()> {
-        self.wait_durable_then(offset, false, &|| Ok(()))
-    }
-
-    /// [`Commit::wait_durable`] for an append whose records were accepted
-    /// before it waits (`accepted`): a failure that stops the shard before
-    /// the wait begins covered them too, and is this call's error itself
-    /// rather than `Poisoned`. Calls `on_wake` each time the waiter is
-    /// woken before it is covered (write combining hands its lead over that
-    /// way).
-    pub(crate) fn wait_durable_then(
-        self: &Arc<Self>,
-        offset: u64,
-        accepted: bool,
-        on_wake: &dyn Fn() -> Result<()>,
-    ) -> Result<()> {
+    /// Waits for a sync in flight to finish and keeps any other from
+    /// beginning until [`Commit::resume_syncs`]: called with the writer lock
+    /// held by a roll, whose own seal syncs the segment.
+    pub(crate) fn pause_syncs(&self) {
         let mut state = self.lock();
-        self.check_open()?;
-        if self.poison.get().is_some() {
-            // A failure stopped the shard before this wait began. An append
-            // whose records were accepted before it is acknowledged if a
-            // sync covered them, and otherwise gets the failure, which
-            // covered them; any other call is a later one.
-            if accepted && state.durable >= offset.min(self.assigned()) {
-                return Ok(());
-            }
-            return Err(if accepted {
-                self.failure()
-            } else {
-                self.check_poison().err().unwrap_or_else(|| self.failure())
-            });
-        }
-        loop {
-            // Clamped, so a target past the log end never keeps the flusher
-            // syncing for records that do not exist (and re-clamped on every
-            // check: a truncation may cut the log below `offset`). Checked
-            // before the poison: a sync that covered the records
-            // acknowledges them even if a later failure stopped the shard
-            // (the durable offset is frozen at that failure).
-            let target = offset.min(self.assigned());
-            if state.durable >= target {
-                self.synced_appends.fetch_add(1, Relaxed);
-                return Ok(());
-            }
-            self.check_open()?;
-            if self.poison.get().is_some() {
-                return Err(self.failure());
-            }
-            // Someone else is syncing or waiting, or the batch is still
-            // queued for the combining leader: hand off to the flusher,
-            // which the leader pokes once it has written.
-            if state.syncing || state.waiters.has_durability_waiters() || self.written() < target {
-                break;
-            }
-            // Nobody else is waiting or syncing: sync here rather than hand
-            // off to the flusher, which would cost two thread switches of
-            // latency for a lone appender.
-            let (upto, epoch, handle) = Self::begin_sync(self, &mut state);
-            drop(state);
-            let result = handle.sync_data();
-            match self.finish_sync(upto, epoch, result) {
-                Ok(()) => {}
-                // Another failure got there first: it covered these records.
-                Err(StorageError::Poisoned { .. }) => return Err(self.failure()),
-                Err(own) => return Err(own),
-            }
-            state = self.lock();
-        }
-        self.ensure_flusher()?;
-        let target = offset.min(self.assigned());
-        let token = state
-            .waiters
-            .add(Watch::Durability, target, Wake::current_thread());
-        if std::mem::take(&mut state.flusher_idle) {
-            drop(state);
-            self.work.notify_one();
-            state = self.lock();
-        }
-        loop {
-            drop(state);
-            // Woken once covered, or by a poison or a close; a spurious
-            // wake-up just checks again.
-            std::thread::park();
-            state = self.lock();
-            // Covered means taken off the list by whoever advanced
-            // `durable` past the target registered above, which is checked
-            // first: a sync that covered the records acknowledges them even
-            // if a later failure stopped the shard. Re-clamping the target
-            // to what is assigned now would be wrong: appends since then
-            // may have raised it, and a waiter that parked again after
-            // being taken off the list would never be woken.
-            if !state.waiters.contains(token) {
-                self.synced_appends.fetch_add(1, Relaxed);
-                return Ok(());
-            }
-            // Not covered, and the shard stopped or closed: the failure
-            // covered this wait's records, so it is this call's error.
-            if self.poison.get().is_some() {
-                state.waiters.remove(token);
-                return Err(self.failure());
-            }
-            if let Err(closed) = self.check_open() {
-                state.waiters.remove(token);
-                return Err(closed);
-            }
-            drop(state);
-            if let Err(err) = on_wake() {
-                self.lock().waiters.remove(token);
-                return Err(err);
-            }
-            state = self.lock();
+        state.paused = true;
+        while state.syncing {
+            state = self
+                .idle
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 
-    /// Marks a sync as in flight and returns what it will cover: everything
-    /// written so far, in the current log.
-    fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, SyncHandle) {
-        state.syncing = true;
-        (self.written(), state.log_epoch, state.handle.clone())
+    /// Lets syncs begin again, queuing one if a waiter needs it.
+    pub(crate) fn resume_syncs(&self) {
+        let mut state = self.lock();
+        state.paused = false;
+        let submit = self.schedule(&mut state);
+        drop(state);
+        self.submit(submit);
     }
 
-    /// Records the outcome of a sync that covered everything below `upto`:
-    /// wakes the waiters it covered and lets the flusher go on, or poisons
-    /// the shard (a failed sync is never retried).
-    fn finish_sync(&self, upto: u64, epoch: u64, result: felix_segment::Result<()>) -> Result<()> {
-        match result {
-            Ok(()) => {
-                self.syncs.fetch_add(1, Relaxed);
-                let mut state = self.lock();
-                state.syncing = false;
-                // A sync that began before the log was cut proves nothing
-                // about what was written since; the next one will. Once
-                // poisoned, the durable offset stays where the waiters
-                // were told (they have been woken to the failure).
-                if state.log_epoch == epoch && self.poison.get().is_none() && upto > state.durable {
-                    self.set_durable(&mut state, upto);
-                }
-                let covered = self.take_covered(&mut state);
-                // An appender's own sync may leave waiters for the flusher.
-                let wake_flusher = std::mem::take(&mut state.flusher_idle);
-                drop(state);
-                wake_all(covered);
-                if wake_flusher {
-                    self.work.notify_one();
-                }
-                Ok(())
-            }
-            Err(source) => {
-                self.lock().syncing = false;
-                Err(self.poison_with(StorageError::Segment {
-                    shard: Arc::clone(&self.label),
-                    source,
-                }))
-            }
-        }
+    /// Points syncs at a new active segment (after a roll).
+    pub(crate) fn set_handle(&self, handle: SyncHandle) {
+        self.lock().handle = Arc::new(handle);
+    }
+
+    /// The shard's in-flight bound: a place for one append's completion.
+    pub(crate) fn admit(&self, wait: bool) -> Result<Admission<'_>> {
+        self.in_flight.admit(self, wait)
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom_tests;
 #[cfg(test)]
 mod tests;

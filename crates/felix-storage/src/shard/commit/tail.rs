@@ -1,21 +1,27 @@
-//! Waiting for the tail: a consumer parks until records past its offset
-//! become readable, woken by the append or sync that makes them so.
+//! Waiting for the tail: a consumer waits until records past its offset
+//! become readable, completed by the append or sync that makes them so:
+//! a blocked thread (with a deadline), a future, or a callback.
 //!
 //! A consumer whose reads end at the durable offset waits on the sync that
 //! moves it; one whose reads end at what is written waits on the append
-//! that writes. Appends take the commit lock to wake someone only while a
-//! consumer watches the written offset (`Commit::tail_written`): the
-//! consumer registers before it looks at the offset, and the append
+//! that writes. Appends take the commit lock to complete someone only
+//! while a consumer watches the written offset (`Commit::tail_written`):
+//! the consumer registers before it looks at the offset, and the append
 //! publishes the offset before it looks for consumers, both sequentially
 //! consistent, so one of the two always sees the other and no wake-up is
 //! lost.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
-use super::{Commit, Wake, Watch};
+use super::Commit;
+use super::completion::thread_waker;
+use super::settle::Deferred;
+use super::waiters::{Completion, Notify, Slot, Token, Watch};
 use crate::error::Result;
-use crate::shard::bounds::{ReadBound, Tail, readable_end};
+use crate::loom::thread;
+use crate::shard::bounds::{ReadBound, Tail};
 
 impl Commit {
     /// Waits until a record at or past `from` is readable under `bound`,
@@ -29,62 +35,89 @@ impl Commit {
         bound: ReadBound,
         deadline: Option<Instant>,
     ) -> Result<Tail> {
-        if let ReadBound::Below(offset) = bound
-            && offset <= from
-        {
-            return Ok(Tail::BoundReached { bound: offset });
+        let slot = Slot::new(Some(thread_waker()));
+        let Some(token) = self.watch_tail(from, bound, Completion::Slot(Arc::clone(&slot))) else {
+            return slot.get().unwrap_or(Ok(Tail::TimedOut { end: from }));
+        };
+        loop {
+            if let Some(outcome) = slot.get() {
+                return outcome;
+            }
+            let now = Instant::now();
+            match deadline {
+                Some(deadline) if deadline <= now => {
+                    let mut state = self.lock();
+                    if self.forget_tail_locked(&mut state, token) {
+                        return Ok(self.tail_now(&state, from, bound));
+                    }
+                    // Completed just now: the slot was filled under the lock.
+                    drop(state);
+                    if let Some(outcome) = slot.get() {
+                        return outcome;
+                    }
+                }
+                Some(deadline) => thread::park_timeout(deadline - now),
+                None => thread::park(),
+            }
         }
+    }
+
+    /// Registers `done` to complete once a record at or past `from` is
+    /// readable under `bound` (or the shard is poisoned and everything
+    /// acknowledged lies below `from`, or it closes). Completes it at once,
+    /// returning `None`, when the answer is known now; otherwise returns
+    /// the registration, for [`Commit::forget_tail`].
+    pub(crate) fn watch_tail(
+        &self,
+        from: u64,
+        bound: ReadBound,
+        done: Completion<Result<Tail>>,
+    ) -> Option<Token> {
         let watch = match bound {
             ReadBound::Committed if self.on_commit => Watch::TailDurable,
             _ => Watch::TailWritten,
         };
-        let target = from.saturating_add(1);
-        let mut token = None;
         let mut state = self.lock();
-        let outcome = loop {
-            if let Err(err) = self.check_open() {
-                break Err(err);
-            }
-            if token.is_none() {
-                token = Some(state.waiters.add(watch, target, Wake::current_thread()));
-                self.tail_written
-                    .store(state.waiters.tail_written(), SeqCst);
-            }
-            // Read after registering: see the module docs.
-            let written = self.written.load(SeqCst);
-            let poisoned = self.poison.get().is_some();
-            let end = readable_end(bound, written, state.durable, self.on_commit, poisoned);
-            if end > from {
-                break Ok(Tail::Readable { end });
-            }
-            if poisoned {
-                break Ok(Tail::Poisoned { end });
-            }
-            let now = Instant::now();
-            let wait = match deadline {
-                Some(deadline) if deadline <= now => break Ok(Tail::TimedOut { end }),
-                Some(deadline) => Some(deadline - now),
-                None => None,
-            };
+        if self.is_closed() || state.stop {
             drop(state);
-            match wait {
-                Some(wait) => std::thread::park_timeout(wait),
-                None => std::thread::park(),
-            }
-            state = self.lock();
-            // Taken off the list when covered: register again if what was
-            // covered is still not readable (a cut of the log, say).
-            if let Some(t) = token
-                && !state.waiters.contains(t)
-            {
-                token = None;
-            }
-        };
-        if let Some(t) = token {
-            state.waiters.remove(t);
-            self.tail_written
-                .store(state.waiters.tail_written(), SeqCst);
+            self.deliver_now(done, Err(self.closed_error()));
+            return None;
         }
-        outcome
+        let notify = Notify::Tail { from, bound, done };
+        let token = state
+            .waiters
+            .add(watch, from.saturating_add(1), notify, false);
+        self.tail_written
+            .store(state.waiters.tail_written(), SeqCst);
+        // Reads the written offset after registering: see the module docs.
+        let tail = self.tail_now(&state, from, bound);
+        if matches!(tail, Tail::TimedOut { .. }) {
+            return Some(token);
+        }
+        let waiter = state.waiters.remove(token);
+        self.tail_written
+            .store(state.waiters.tail_written(), SeqCst);
+        let mut deferred = Deferred::default();
+        if let Some(waiter) = waiter
+            && let Notify::Tail { done, .. } = waiter.notify
+        {
+            self.deliver(done, Ok(tail), &mut deferred);
+        }
+        drop(state);
+        deferred.run(self);
+        None
+    }
+
+    /// Takes a tail wait off the list (its future was dropped, or its
+    /// deadline passed). Returns whether it was still waiting.
+    pub(crate) fn forget_tail(&self, token: Token) -> bool {
+        self.forget_tail_locked(&mut self.lock(), token)
+    }
+
+    fn forget_tail_locked(&self, state: &mut super::CommitState, token: Token) -> bool {
+        let removed = state.waiters.remove(token).is_some();
+        self.tail_written
+            .store(state.waiters.tail_written(), SeqCst);
+        removed
     }
 }

@@ -1,4 +1,7 @@
+#![cfg(not(loom))]
+
 use super::*;
+use crate::pool::SyncPool;
 use felix_io::FileSystem;
 use felix_segment::{SegmentConfig, SegmentWriter};
 
@@ -21,12 +24,20 @@ fn writer(dir: &std::path::Path) -> SegmentWriter {
 fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
-    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    let commit = Commit::new(
+        "t".into(),
+        true,
+        0,
+        writer.sync_handle(),
+        SyncPool::new("t".into(), 1),
+        16,
+    );
     commit.set_written(10);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
     commit.reset_log(5, None, writer.sync_handle());
-    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+    assert!(outcome.is_ok() && !again);
     let state = commit.lock();
     assert_eq!(
         (state.durable, commit.written(), state.syncing),
@@ -36,7 +47,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 
     // A sync begun after the cut counts.
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
-    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
     assert_eq!(commit.lock().durable, 5);
 }
 
@@ -47,12 +58,20 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 fn finish_sync_after_a_poison_leaves_durable_frozen() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
-    let commit = Commit::new("t".into(), true, 0, writer.sync_handle());
+    let commit = Commit::new(
+        "t".into(),
+        true,
+        0,
+        writer.sync_handle(),
+        SyncPool::new("t".into(), 1),
+        16,
+    );
     commit.set_written(4);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
     assert!(matches!(err, StorageError::EmptyBatch { .. }), "{err:?}");
-    commit.finish_sync(upto, epoch, Ok(())).unwrap();
+    let (_, _, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+    assert!(outcome.is_ok());
     assert_eq!((commit.lock().durable, commit.durable()), (0, 0));
     commit.advance_durable(4);
     assert_eq!(commit.durable(), 0);

@@ -98,6 +98,9 @@ impl Core {
         bytes: u64,
         synced: Synced,
     ) -> Result<AppendReceipt> {
+        // A sync on a pool worker may have failed since the caller took the
+        // writer lock: nothing is written after a failure.
+        self.check_poison()?;
         self.reserve_ahead(&mut state.writer, bytes);
         let appended = match state.writer.append(records) {
             Ok(appended) => appended,
@@ -179,6 +182,17 @@ impl Core {
     /// anything changes (a wrapped id would name segment 0 and break the
     /// offset order every open checks).
     pub(crate) fn roll(&self, state: &mut WriterState) -> Result<()> {
+        // No sync of the shard runs while it rolls: one in flight finishes
+        // first (and a failure of it stops the roll below), and none begins
+        // until the new segment is in place, so the seal, the creation and
+        // a background sync never interleave.
+        self.commit.pause_syncs();
+        let rolled = self.roll_paused(state);
+        self.commit.resume_syncs();
+        rolled
+    }
+
+    fn roll_paused(&self, state: &mut WriterState) -> Result<()> {
         let Some(next_id) = state.next_segment_id else {
             return Err(StorageError::SegmentIdsExhausted {
                 shard: Arc::clone(&self.label),
@@ -196,6 +210,9 @@ impl Core {
         if let Err(source) = state.writer.finish() {
             return Err(self.poison_with(self.segment_error(source)));
         }
+        // A background sync that failed before the pause stops the roll
+        // before the next segment is created.
+        self.check_poison()?;
         if !state.writer.index_persisted() {
             // Sealing wrote it, or tried once more and logged why it
             // failed: the segment is sealed without a usable index, which
@@ -243,7 +260,7 @@ impl Core {
             view.active_limit = state.writer.read_limit();
             view.active_index = state.writer.active_index();
         }
-        self.commit.lock().handle = state.writer.sync_handle();
+        self.commit.set_handle(state.writer.sync_handle());
         // Sealing synced everything before the new segment.
         self.commit.advance_durable(base);
         Counters::add(&self.counters.rolls, 1);

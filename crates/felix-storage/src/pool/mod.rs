@@ -1,0 +1,198 @@
+//! The sync pool: the threads that make shards durable, shared by every
+//! shard of a [`Store`](crate::Store) (a shard opened alone owns a small
+//! one), and the one thread that runs completion callbacks.
+//!
+//! A shard that needs an `fdatasync` (an appender or a future waits for
+//! records the last sync did not cover) queues itself here once; a worker
+//! takes the oldest queued shard, runs one sync of it, wakes the waiters it
+//! covered and, when more need a sync, queues it again at the back. So a
+//! shard under load is synced back to back (alone in the queue, it is
+//! taken again at once), and shards take turns, one sync each: no shard
+//! waits for more than one sync of every other queued shard, however hot.
+//!
+//! Workers start on demand, one at a time, up to the pool's size: a store
+//! whose shards never wait for durability owns no sync thread. Callbacks
+//! run on one dispatch thread (`dispatch.rs`), started on the first, so a
+//! slow callback delays other callbacks but never a sync.
+//!
+//! Invariants: a queued shard is in the queue once (`CommitState::queued`
+//! says so, under the shard's commit lock); a stopped pool runs what was
+//! queued before it stopped and nothing after.
+
+mod dispatch;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::loom::lock;
+use crate::loom::sync::{Condvar, Mutex, MutexGuard};
+use crate::loom::thread::{self, JoinHandle};
+
+pub(crate) use dispatch::Callback;
+use dispatch::Dispatch;
+
+/// What a worker runs: one turn of a shard's group commit (one sync, and
+/// the completions it covered).
+pub(crate) trait SyncJob: Send + Sync + fmt::Debug {
+    /// Runs one turn. A job that needs another queues itself again
+    /// ([`SyncPool::submit`]), at the back.
+    fn run(self: Arc<Self>, pool: &SyncPool);
+}
+
+/// A handle to a pool of sync workers; clones share the pool.
+#[derive(Clone)]
+pub(crate) struct SyncPool {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for SyncPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncPool")
+            .field("name", &self.inner.name)
+            .field("size", &self.inner.size)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    /// Threads are named `{name}-sync` and `{name}-callbacks`.
+    name: String,
+    /// At most this many workers.
+    size: usize,
+    state: Mutex<State>,
+    /// Wakes an idle worker when a job is queued, or every one at shutdown.
+    work: Condvar,
+    dispatch: Dispatch,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Arc<dyn SyncJob>>,
+    workers: Vec<JoinHandle<()>>,
+    /// Workers waiting on `work`.
+    idle: usize,
+    /// Of those, how many were notified and have not woken yet: a second
+    /// job then wakes a second worker instead of notifying the first again.
+    notified: usize,
+    stop: bool,
+}
+
+impl SyncPool {
+    /// A pool of at most `size` workers (at least one), none started yet.
+    pub(crate) fn new(name: String, size: usize) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                dispatch: Dispatch::new(format!("{name}-callbacks")),
+                name,
+                size: size.max(1),
+                state: Mutex::new(State::default()),
+                work: Condvar::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.inner.state)
+    }
+
+    /// Queues `job` at the back and makes sure a worker will take it: an
+    /// idle one is woken, or a new one started while the pool is below its
+    /// size. Fails only when the pool has stopped, or has no worker at all
+    /// and cannot start one; the job is then not queued.
+    pub(crate) fn submit(&self, job: Arc<dyn SyncJob>) -> std::io::Result<()> {
+        let mut state = self.lock();
+        if state.stop {
+            return Err(std::io::Error::other("the sync pool has stopped"));
+        }
+        state.queue.push_back(job);
+        if state.idle > state.notified {
+            state.notified += 1;
+            drop(state);
+            self.inner.work.notify_one();
+            return Ok(());
+        }
+        if state.workers.len() >= self.inner.size {
+            // Every worker is busy: the first to finish takes it.
+            return Ok(());
+        }
+        let pool = self.clone();
+        let spawned = thread::Builder::new()
+            .name(format!("{}-sync", self.inner.name))
+            .spawn(move || pool.work());
+        match spawned {
+            Ok(handle) => {
+                state.workers.push(handle);
+                Ok(())
+            }
+            // Busy workers will take it.
+            Err(_) if !state.workers.is_empty() => Ok(()),
+            Err(err) => {
+                state.queue.pop_back();
+                Err(err)
+            }
+        }
+    }
+
+    /// A worker: runs queued jobs, oldest first, until the pool stops.
+    fn work(&self) {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                drop(state);
+                job.run(self);
+                state = self.lock();
+                continue;
+            }
+            if state.stop {
+                return;
+            }
+            state.idle += 1;
+            state = self
+                .inner
+                .work
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.idle -= 1;
+            state.notified = state.notified.saturating_sub(1);
+        }
+    }
+
+    /// Runs `callback` on the pool's dispatch thread, after every callback
+    /// handed over before it. Returns it instead when the pool has stopped
+    /// (or no dispatch thread can be started): the caller runs it, once it
+    /// holds no lock.
+    #[must_use = "a returned callback must be run by the caller"]
+    pub(crate) fn dispatch(&self, callback: Callback) -> Option<Callback> {
+        self.inner.dispatch.push(callback)
+    }
+
+    /// Stops the pool: workers finish what is queued and exit, the dispatch
+    /// thread runs every callback handed to it and exits, and this waits
+    /// for them (except for the calling thread itself, when a callback or a
+    /// waker dropped the pool's last owner). Later submissions fail.
+    pub(crate) fn shutdown(&self) {
+        let workers = {
+            let mut state = self.lock();
+            state.stop = true;
+            std::mem::take(&mut state.workers)
+        };
+        self.inner.work.notify_all();
+        let me = thread::current().id();
+        for worker in workers {
+            if worker.thread().id() != me {
+                let _ = worker.join();
+            }
+        }
+        self.inner.dispatch.shutdown();
+    }
+
+    /// Threads the pool runs now: workers and the dispatch thread.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn threads(&self) -> usize {
+        self.lock().workers.len() + self.inner.dispatch.running()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,427 @@
+//! Completions: appends and waits that return at once and report later,
+//! through a future (run here on tokio and on a minimal executor) or a
+//! callback. Offset order, failures, the in-flight bound, which thread
+//! runs callbacks, and that a close or a drop leaves none pending.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use common::exec::{block_on, poll_once};
+use common::gated::GatedFs;
+use common::{config, read_all, records};
+use felix_io::OsFs;
+use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
+use felix_storage::{
+    AppendFuture, Durability, ReadBound, Shard, ShardKey, StorageError, Store, StoreConfig, Tail,
+};
+
+const EIO: i32 = 5;
+
+fn on_commit() -> StoreConfig {
+    config(1 << 20, Durability::OnCommit)
+}
+
+fn open_on(
+    fs: &GatedFs<impl felix_io::Vfs + Clone + 'static>,
+    dir: &std::path::Path,
+    config: StoreConfig,
+) -> Shard {
+    Shard::options(dir)
+        .config(config)
+        .file_system(fs.handle())
+        .label("test-shard")
+        .open()
+        .unwrap()
+}
+
+fn is_closed<T: std::fmt::Debug>(outcome: &Result<T, StorageError>) -> bool {
+    matches!(outcome, Err(StorageError::Closed { shard }) if &**shard == "test-shard")
+}
+
+#[test]
+fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = common::open(dir.path(), on_commit());
+    let pending: Vec<AppendFuture> = (0..100)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    for (i, append) in pending.into_iter().enumerate() {
+        assert_eq!(append.receipt().first_offset, i as u64);
+        let receipt = block_on(append).unwrap();
+        assert_eq!(
+            (receipt.first_offset, receipt.last_offset),
+            (i as u64, i as u64)
+        );
+        assert!(shard.durable_offset() > receipt.last_offset);
+    }
+    assert_eq!(read_all(&shard, 0).len(), 100);
+}
+
+/// Held at the gate, then released: whenever a future is seen ready, every
+/// earlier one is ready too (polled after it, newest first).
+#[test]
+fn append_async_completions_become_ready_in_offset_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let shard = open_on(&fs, dir.path(), on_commit());
+    fs.close_gate();
+    let mut pending: Vec<Option<AppendFuture>> = (0..64)
+        .map(|i| Some(shard.append_async(&records(i, 1, 16)).unwrap()))
+        .collect();
+    fs.await_waiting(1);
+    fs.open_gate();
+    let mut done = vec![false; pending.len()];
+    while done.iter().any(|d| !d) {
+        let mut later_ready = false;
+        for i in (0..pending.len()).rev() {
+            if let Some(append) = &mut pending[i]
+                && let Poll::Ready(outcome) = poll_once(append)
+            {
+                assert_eq!(outcome.unwrap().first_offset, i as u64);
+                done[i] = true;
+                pending[i] = None;
+            }
+            assert!(
+                done[i] || !later_ready,
+                "offset {i} pending after a later one was ready"
+            );
+            later_ready |= done[i];
+        }
+    }
+}
+
+#[test]
+fn append_then_callbacks_run_in_offset_order_on_the_dispatch_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = common::open(dir.path(), on_commit());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..200 {
+        let seen = Arc::clone(&seen);
+        let receipt = shard
+            .append_then(&records(i, 1, 16), move |outcome| {
+                let thread = std::thread::current().name().map(str::to_owned);
+                seen.lock()
+                    .unwrap()
+                    .push((outcome.unwrap().first_offset, thread));
+            })
+            .unwrap();
+        assert_eq!(receipt.first_offset, i);
+    }
+    // Pending callbacks run before the close returns.
+    shard.close().unwrap();
+    let seen = seen.lock().unwrap();
+    let offsets: Vec<u64> = seen.iter().map(|s| s.0).collect();
+    assert_eq!(offsets, (0..200).collect::<Vec<_>>());
+    for (_, thread) in seen.iter() {
+        let name = thread.as_deref().unwrap_or_default();
+        assert!(name.ends_with("-callbacks"), "{name}");
+    }
+}
+
+/// One shard's callback sleeps for a second on the store's dispatch
+/// thread; another shard's appends, blocking and async, are synced
+/// meanwhile as if it did not.
+#[test]
+fn slow_callback_delays_no_other_shards_sync() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::open(root.path(), on_commit()).unwrap();
+    let slow = store
+        .create_shard(&ShardKey::new("t", "d", "slow", 0))
+        .unwrap();
+    let fast = store
+        .create_shard(&ShardKey::new("t", "d", "fast", 0))
+        .unwrap();
+    let ran = Arc::new(Mutex::new(None));
+    let started = Instant::now();
+    {
+        let ran = Arc::clone(&ran);
+        slow.append_then(&records(0, 1, 16), move |outcome| {
+            std::thread::sleep(Duration::from_secs(1));
+            *ran.lock().unwrap() = Some(outcome.map(|r| r.first_offset));
+        })
+        .unwrap();
+    }
+    // Let the callback start sleeping.
+    std::thread::sleep(Duration::from_millis(50));
+    for i in 0..20 {
+        fast.append(&records(i, 1, 16)).unwrap();
+    }
+    let pending: Vec<_> = (20..40)
+        .map(|i| fast.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    for append in pending {
+        block_on(append).unwrap();
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(700),
+        "the other shard's syncs waited for the callback: {took:?}"
+    );
+    assert!(
+        ran.lock().unwrap().is_none(),
+        "the callback is still sleeping"
+    );
+    // Closing the store runs the callback to its end first.
+    store.close().unwrap();
+    assert!(matches!(*ran.lock().unwrap(), Some(Ok(0))));
+}
+
+#[test]
+fn dropping_an_append_future_keeps_the_write_and_it_becomes_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = common::open(dir.path(), on_commit());
+    let append = shard.append_async(&records(0, 3, 16)).unwrap();
+    assert_eq!(append.receipt().last_offset, 2);
+    drop(append);
+    // Nobody awaits it, yet the sync it asked for makes it readable.
+    let tail = shard
+        .wait_readable(0, ReadBound::Committed, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(tail, Tail::Readable { end: 3 });
+    assert_eq!(shard.durable_offset(), 3);
+    assert_eq!(read_all(&shard, 0).len(), 3);
+}
+
+/// Every kind of completion pending when the shard closes completes: the
+/// appends durable (the close syncs them), the waits for what will never
+/// come with `Closed`; callbacks have run when `close` returns.
+#[test]
+fn close_completes_every_pending_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let shard = Arc::new(open_on(&fs, dir.path(), on_commit()));
+    fs.close_gate();
+    let appends: Vec<_> = (0..5)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    let tail = shard.wait_readable_async(100, ReadBound::Committed);
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    {
+        let outcomes = Arc::clone(&outcomes);
+        shard.wait_readable_then(100, ReadBound::Written, move |outcome| {
+            outcomes.lock().unwrap().push(format!("tail {outcome:?}"));
+        });
+    }
+    {
+        let outcomes = Arc::clone(&outcomes);
+        shard.wait_durable_then(5, move |outcome| {
+            outcomes
+                .lock()
+                .unwrap()
+                .push(format!("durable {outcome:?}"));
+        });
+    }
+    fs.await_waiting(1);
+    let closer = {
+        let shard = Arc::clone(&shard);
+        std::thread::spawn(move || shard.close())
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    fs.open_gate();
+    closer.join().unwrap().unwrap();
+    let outcomes = outcomes.lock().unwrap().clone();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    assert!(
+        outcomes.contains(&"durable Ok(())".to_string()),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().any(|o| o.starts_with("tail Err(Closed")),
+        "{outcomes:?}"
+    );
+    for append in appends {
+        assert!(block_on(append).is_ok());
+    }
+    assert!(is_closed(&block_on(tail)));
+    // After the close, a new completion fails at once.
+    assert!(is_closed(&block_on(shard.wait_durable_async(1))));
+    assert!(is_closed(&shard.append_async(&records(5, 1, 16)).map(drop)));
+}
+
+/// A shard dropped with appends waiting for a sync (held at the gate) and
+/// a consumer waiting: every completion fails with `Closed` (nothing is
+/// synced at a drop), before the sync in flight returns.
+#[test]
+fn drop_fails_every_pending_completion_with_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let shard = open_on(&fs, dir.path(), on_commit());
+    fs.close_gate();
+    let appends: Vec<_> = (0..3)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    let tail = shard.wait_readable_async(3, ReadBound::Committed);
+    fs.await_waiting(1);
+    // The drop waits for the sync in flight to return: on another thread.
+    let dropper = std::thread::spawn(move || drop(shard));
+    for append in appends {
+        assert!(is_closed(&block_on(append)));
+    }
+    assert!(is_closed(&block_on(tail)));
+    fs.open_gate();
+    dropper.join().unwrap();
+}
+
+#[test]
+fn append_past_the_in_flight_bound_fails_fast_or_waits_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let config = StoreConfig {
+        max_appends_in_flight: 4,
+        ..on_commit()
+    };
+    let shard = Arc::new(open_on(&fs, dir.path(), config));
+    fs.close_gate();
+    let mut appends: Vec<_> = (0..4)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    fs.await_waiting(1);
+    let full = shard.try_append_async(&records(4, 1, 16)).map(drop);
+    assert!(
+        matches!(&full, Err(StorageError::InFlightFull { shard, limit: 4 }) if &**shard == "test-shard"),
+        "{full:?}"
+    );
+    let ran = Arc::new(Mutex::new(false));
+    let flag = Arc::clone(&ran);
+    let full = shard.try_append_then(&records(4, 1, 16), move |_| *flag.lock().unwrap() = true);
+    assert!(
+        matches!(full, Err(StorageError::InFlightFull { limit: 4, .. })),
+        "{full:?}"
+    );
+    assert_eq!(shard.next_offset(), 4, "nothing was written");
+    // A blocking append is not counted.
+    let waiting = {
+        let shard = Arc::clone(&shard);
+        std::thread::spawn(move || block_on(shard.append_async(&records(4, 1, 16)).unwrap()))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!waiting.is_finished(), "the fifth append waits for a place");
+    assert_eq!(shard.next_offset(), 4);
+    fs.open_gate();
+    assert_eq!(waiting.join().unwrap().unwrap().first_offset, 4);
+    for append in appends.drain(..) {
+        block_on(append).unwrap();
+    }
+    assert!(!*ran.lock().unwrap(), "a refused callback never runs");
+}
+
+/// The sync held at the gate fails when released: every completion pending
+/// then gets the I/O error itself; every one asked for afterwards gets
+/// `Poisoned`, and a consumer is told the shard stopped.
+#[test]
+fn failed_sync_fails_pending_completions_with_the_error_and_later_ones_poisoned() {
+    let sim = SimFs::new();
+    let fs = GatedFs::new(sim.clone());
+    let shard = open_on(&fs, std::path::Path::new("/shard"), on_commit());
+    fs.close_gate();
+    let appends: Vec<_> = (0..3)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    shard.wait_durable_then(3, move |outcome| tx.send(outcome).unwrap());
+    fs.await_waiting(1);
+    sim.inject(Fault {
+        op: FaultOp::SyncFile,
+        path_contains: ".log".into(),
+        skip: 0,
+        effect: FaultEffect::SyncFailKeep(EIO),
+    });
+    fs.open_gate();
+    let is_eio = |outcome: &Result<(), StorageError>| match outcome {
+        Err(StorageError::Segment { source, .. }) => {
+            source.io_kind().is_some() && format!("{source}").contains("Input/output error")
+        }
+        _ => false,
+    };
+    for append in appends {
+        let outcome = block_on(append).map(drop);
+        assert!(is_eio(&outcome), "{outcome:?}");
+    }
+    let outcome = rx.recv().unwrap();
+    assert!(is_eio(&outcome), "{outcome:?}");
+    assert!(matches!(
+        shard.append_async(&records(3, 1, 16)).map(drop),
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert!(matches!(
+        block_on(shard.wait_durable_async(3)),
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert_eq!(
+        block_on(shard.wait_readable_async(0, ReadBound::Committed)).unwrap(),
+        Tail::Poisoned { end: 0 }
+    );
+    assert_eq!(shard.durable_offset(), 0);
+}
+
+/// Under a policy that does not sync appends, an append's future resolves
+/// at once, and `wait_durable_async` syncs.
+#[test]
+fn wait_durable_async_syncs_under_durability_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = common::open(dir.path(), config(1 << 20, Durability::None));
+    let append = shard.append_async(&records(0, 4, 16)).unwrap();
+    assert!(matches!(poll_once(&mut { append }), Poll::Ready(Ok(_))));
+    assert_eq!(shard.durable_offset(), 0);
+    block_on(shard.wait_durable_async(4)).unwrap();
+    assert_eq!(shard.durable_offset(), 4);
+}
+
+/// A broker's shape on tokio: 100 producer tasks append through futures
+/// while a consumer task follows the tail, all on two runtime threads.
+#[test]
+fn futures_on_tokio_produce_and_follow_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Arc::new(common::open(dir.path(), on_commit()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let consumed = runtime.block_on(async {
+        let producers: Vec<_> = (0..100)
+            .map(|p| {
+                let shard = Arc::clone(&shard);
+                tokio::spawn(async move {
+                    for i in 0..10 {
+                        shard
+                            .append_async(&records(p * 10 + i, 1, 16))
+                            .unwrap()
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let consumer = {
+            let shard = Arc::clone(&shard);
+            tokio::spawn(async move {
+                let mut next = 0;
+                let mut empty_reads = 0;
+                while next < 1000 {
+                    // A timeout drops the future, which leaves the list.
+                    let wait = shard.wait_readable_async(next, ReadBound::Committed);
+                    match tokio::time::timeout(Duration::from_millis(100), wait).await {
+                        Err(_elapsed) => continue,
+                        Ok(tail) => assert!(matches!(tail.unwrap(), Tail::Readable { .. })),
+                    }
+                    let batch = shard.read(next, 1 << 20).unwrap();
+                    empty_reads += usize::from(batch.is_empty());
+                    for record in batch {
+                        assert_eq!(record.offset, next);
+                        next += 1;
+                    }
+                }
+                (next, empty_reads)
+            })
+        };
+        for producer in producers {
+            producer.await.unwrap();
+        }
+        consumer.await.unwrap()
+    });
+    assert_eq!(consumed, (1000, 0));
+}
