@@ -24,6 +24,7 @@ pub mod limits;
 pub mod nosync;
 pub mod report;
 pub mod shards;
+pub mod shards_async;
 
 pub use args::Args;
 pub use report::{Latencies, Measurement, peak_rss_bytes};

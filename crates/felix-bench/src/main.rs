@@ -34,10 +34,12 @@ prepare-shards  felix      a store of --shards N (10,000) one-record shards, clo
                   the limit's files beside it
 shards-open     felix, limit   open the store and read one record of each shard
                   (limit: list the root and each shard directory)
-shards-append   felix, limit   one on-commit append to each shard from --threads 64
-                  (limit: open, pwrite, fdatasync, close each file)
-shards-commit   felix, limit   --records on-commit appends from --threads 64 spread
-                  over --shards 1,000 (limit: write+fdatasync, a file per thread)";
+shards-append   felix, limit   one on-commit append to each shard, --in-flight 64 from one
+                  thread (--form futures) or from --threads 64 (--form threads)
+                  (limit: open, pwrite, fdatasync, close each file from 64 threads)
+shards-commit   felix, limit   --records on-commit appends spread over --shards 1,000,
+                  --in-flight 64 (--form futures) or --threads 64 (--form threads)
+                  (limit: write+fdatasync, a file per thread, 64 threads)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();

@@ -19,12 +19,12 @@ use crate::felix::Result;
 use crate::nosync::NoSyncFs;
 use crate::report::{Latencies, Measurement, rss_bytes};
 
-fn err(what: impl std::fmt::Display) -> String {
+pub(crate) fn err(what: impl std::fmt::Display) -> String {
     what.to_string()
 }
 
 /// The store root under `--dir`.
-fn root(args: &Args) -> Result<PathBuf> {
+pub(crate) fn root(args: &Args) -> Result<PathBuf> {
     Ok(args.dir()?.join("store"))
 }
 
@@ -39,7 +39,7 @@ pub fn key(i: u64) -> ShardKey {
 }
 
 /// The store's configuration: `--durability` (on_commit).
-fn config(args: &Args) -> Result<StoreConfig> {
+pub(crate) fn config(args: &Args) -> Result<StoreConfig> {
     Ok(StoreConfig {
         durability: crate::args::durability(&args.text("durability", "on_commit"))?,
         ..StoreConfig::default()
@@ -60,6 +60,16 @@ pub fn raise_nofile() -> u64 {
         return limit.maximum.unwrap_or(u64::MAX);
     }
     limit.current.unwrap_or(u64::MAX)
+}
+
+/// Whether `--form` (`futures`, the default, or `threads`) asks for the
+/// blocking appends from `--threads` threads.
+fn threads_form(args: &Args) -> Result<bool> {
+    match args.text("form", "futures").as_str() {
+        "futures" => Ok(false),
+        "threads" => Ok(true),
+        other => Err(format!("--form {other}: futures or threads")),
+    }
 }
 
 /// Descriptors the process holds now.
@@ -178,6 +188,9 @@ pub fn open_limit(args: &Args) -> Result<Measurement> {
 /// `--max-open-shards`, default the store's), the append, the handle
 /// dropped; each timed. Reports the most descriptors and threads seen.
 pub fn append(args: &Args) -> Result<Measurement> {
+    if !threads_form(args)? {
+        return crate::shards_async::append(args);
+    }
     let shards: u64 = args.get("shards", 10_000u64)?;
     let threads: u64 = args.get("threads", 64u64)?.max(1);
     let nofile = raise_nofile();
@@ -311,6 +324,9 @@ pub fn append_limit(args: &Args) -> Result<Measurement> {
 /// `(t + 64 k) mod shards`, so the appends in flight are spread over the
 /// shards. Reports the threads and resident memory at the end.
 pub fn commit(args: &Args) -> Result<Measurement> {
+    if !threads_form(args)? {
+        return crate::shards_async::commit(args);
+    }
     let shards: u64 = args.get("shards", 1_000u64)?;
     let threads: u64 = args.get("threads", 64u64)?.max(1);
     let records: u64 = args.get("records", 64_000u64)?;

@@ -89,7 +89,9 @@ pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
-pub use repair::{Repaired, remove_clean_shutdown, repair, write_clean_shutdown};
+pub use repair::{
+    Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
+};
 pub use report::{
     Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem, Note,
     TemporaryKind,

@@ -19,9 +19,15 @@ pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
 /// The default of [`StoreConfig::sync_threads`]: twice the available
 /// parallelism (two syncs per core keep the device's queue fed while the
 /// other half wake their appenders), at least 2 and at most 16.
+/// Asked once per process: the standard library reads the cgroup's files
+/// each time, and every `StoreConfig::default()` (each shard's options
+/// begin with one) would pay for it.
 pub fn default_sync_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    (2 * cores).clamp(2, 16)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        (2 * cores).clamp(2, 16)
+    })
 }
 
 /// When appended records become durable, and so when a read sees them

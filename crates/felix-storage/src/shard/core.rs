@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use felix_format::SegmentExtent;
 use felix_io::FileSystem;
 use felix_recovery::{Action, Note};
 use felix_segment::{ReadBuffers, SegmentError};
@@ -71,6 +72,9 @@ pub(crate) struct Core {
     /// still true of the sealed segments; cleared, with the file removed,
     /// before any roll, truncation or retention changes them.
     pub(crate) clean_shutdown_kept: AtomicBool,
+    /// The newest segment as the kept clean-shutdown record lists it, when
+    /// known to be so (the open found it so).
+    pub(crate) clean_record_newest: Mutex<Option<SegmentExtent>>,
     /// Buffers large reads fill and reuse (the store's, shared by its
     /// shards, or the shard's own).
     pub(crate) read_buffers: Arc<ReadBuffers>,

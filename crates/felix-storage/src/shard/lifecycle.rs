@@ -4,7 +4,7 @@ use felix_format::SegmentExtent;
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
-use felix_recovery::{remove_clean_shutdown, write_clean_shutdown};
+use felix_recovery::{remove_clean_shutdown, write_clean_shutdown, write_clean_shutdown_unsynced};
 
 use super::core::Core;
 use crate::error::{Result, StorageError};
@@ -102,9 +102,8 @@ impl Core {
     }
 
     /// Writes the active segment's index and the clean-shutdown file, with
-    /// the writer lock held. A kept clean-shutdown file is still true
-    /// (`forget_clean_shutdown`) and is left as it is: the close then needs
-    /// no sync beyond the data's.
+    /// the writer lock held; a kept one without syncs, so the close needs
+    /// none beyond the data's.
     fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
         if !state.writer.index_persisted()
             && let Err(err) = state.writer.persist_index()
@@ -114,14 +113,29 @@ impl Core {
             tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        if self.clean_shutdown_kept.load(Ordering::Acquire) {
+        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
+        let kept = self.clean_shutdown_kept.load(Ordering::Acquire);
+        if kept
+            && *self
+                .clean_record_newest
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                == segments.last().copied()
+        {
+            // The kept record says exactly this already.
             return Ok(());
         }
-        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
         // Not written (`Ok(false)`, logged) when the name is not a regular
         // file: everything is durable all the same; only the quick next
-        // open is lost.
-        write_clean_shutdown(&self.fs, &self.dir, &segments)
+        // open is lost. A kept record is rewritten without syncs: only the
+        // newest segment's end has changed, and the next open trusts the
+        // new end (and skips its sync) only if the record reached the disk.
+        let write = if kept {
+            write_clean_shutdown_unsynced
+        } else {
+            write_clean_shutdown
+        };
+        write(&self.fs, &self.dir, &segments)
             .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
@@ -138,12 +152,7 @@ impl Core {
             })
             .collect();
         out.push(super::SegmentInfo {
-            extent: SegmentExtent {
-                id: view.active.id(),
-                base_offset: view.active.base_offset(),
-                next_offset: view.active_limit.next_offset,
-                len: view.active_limit.end_position,
-            },
+            extent: view.active_extent(),
             active: true,
         });
         out

@@ -353,6 +353,10 @@ impl ShardOptions {
             active_limit: writer.read_limit(),
             active_index: writer.active_index(),
         };
+        // The kept record's newest segment is the one found, so a close
+        // with nothing appended need not write it again.
+        let record_newest =
+            (recovered.clean_shutdown_kept && recovered.as_closed).then(|| view.active_extent());
         let commit = Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,
@@ -394,6 +398,7 @@ impl ShardOptions {
             label,
             lock: Mutex::new(Some(lock)),
             clean_shutdown_kept: AtomicBool::new(recovered.clean_shutdown_kept),
+            clean_record_newest: Mutex::new(record_newest),
             read_buffers: read_buffers.unwrap_or_default(),
         })
     }

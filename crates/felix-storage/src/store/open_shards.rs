@@ -2,7 +2,7 @@
 //! [`StoreConfig::max_open_shards`](crate::StoreConfig::max_open_shards):
 //! the least recently used that no caller holds a handle to.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use felix_format::ShardKey;
@@ -13,6 +13,8 @@ use crate::shard::Shard;
 #[derive(Debug, Default)]
 pub(super) struct OpenShards {
     shards: HashMap<ShardKey, Entry>,
+    /// The open shards by `used`, least recently used first.
+    by_use: BTreeMap<u64, ShardKey>,
     /// Counts hand-outs: a shard's `used` is the count at its last one.
     clock: u64,
 }
@@ -26,9 +28,11 @@ struct Entry {
 impl OpenShards {
     /// The open shard of `key`, marked as used now.
     pub(super) fn get(&mut self, key: &ShardKey) -> Option<Arc<Shard>> {
-        self.clock += 1;
         let entry = self.shards.get_mut(key)?;
+        self.clock += 1;
+        self.by_use.remove(&entry.used);
         entry.used = self.clock;
+        self.by_use.insert(self.clock, key.clone());
         Some(Arc::clone(&entry.shard))
     }
 
@@ -40,15 +44,21 @@ impl OpenShards {
     pub(super) fn insert(&mut self, key: ShardKey, shard: Arc<Shard>) {
         self.clock += 1;
         let used = self.clock;
-        self.shards.insert(key, Entry { shard, used });
+        self.by_use.insert(used, key.clone());
+        if let Some(old) = self.shards.insert(key, Entry { shard, used }) {
+            self.by_use.remove(&old.used);
+        }
     }
 
     pub(super) fn remove(&mut self, key: &ShardKey) -> Option<Arc<Shard>> {
-        self.shards.remove(key).map(|e| e.shard)
+        let entry = self.shards.remove(key)?;
+        self.by_use.remove(&entry.used);
+        Some(entry.shard)
     }
 
     /// Every open shard, removed.
     pub(super) fn drain(&mut self) -> Vec<Arc<Shard>> {
+        self.by_use.clear();
         self.shards.drain().map(|(_, e)| e.shard).collect()
     }
 
@@ -69,13 +79,16 @@ impl OpenShards {
     pub(super) fn close_idle(&mut self, keep: usize) -> usize {
         let mut closed = 0;
         while self.shards.len() > keep {
-            let Some(key) = self
-                .shards
-                .iter()
-                .filter(|(_, e)| Arc::strong_count(&e.shard) == 1)
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone())
-            else {
+            let idle = self
+                .by_use
+                .values()
+                .find(|key| {
+                    self.shards
+                        .get(*key)
+                        .is_some_and(|e| Arc::strong_count(&e.shard) == 1)
+                })
+                .cloned();
+            let Some(key) = idle else {
                 break;
             };
             let Some(shard) = self.remove(&key) else {

@@ -62,6 +62,16 @@ impl View {
             .first()
             .map_or(self.active.base_offset(), |s| s.extent.base_offset)
     }
+
+    /// The active segment as far as readers see it.
+    pub(crate) fn active_extent(&self) -> SegmentExtent {
+        SegmentExtent {
+            id: self.active.id(),
+            base_offset: self.active.base_offset(),
+            next_offset: self.active_limit.next_offset,
+            len: self.active_limit.end_position,
+        }
+    }
 }
 
 /// The writer's side, under the writer lock.
