@@ -19,6 +19,7 @@ mod commit;
 mod contract;
 mod report;
 mod scenarios;
+mod shards;
 mod sizes;
 
 use scenarios::{
@@ -374,6 +375,10 @@ mod tests {
                     "index-rebuild",
                     "seq-read",
                     "random-read",
+                    "seq-read-runs",
+                    "shards-open",
+                    "shards-append",
+                    "shards-commit",
                     "open",
                     "crash-open",
                     "memory",
