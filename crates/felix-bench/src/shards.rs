@@ -38,11 +38,14 @@ pub fn key(i: u64) -> ShardKey {
     ShardKey::new("bench", "default", "many", i as u32)
 }
 
-/// The store's configuration: `--durability` (on_commit).
+/// The store's configuration: `--durability` (on_commit), `--sync-threads`
+/// (the store's default).
 pub(crate) fn config(args: &Args) -> Result<StoreConfig> {
+    let default = StoreConfig::default();
     Ok(StoreConfig {
         durability: crate::args::durability(&args.text("durability", "on_commit"))?,
-        ..StoreConfig::default()
+        sync_threads: args.get("sync-threads", default.sync_threads)?,
+        ..default
     })
 }
 
