@@ -172,7 +172,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
-fn append_n(
+pub(crate) fn append_n(
     shard: &Shard,
     pool: &[Bytes],
     records: u64,

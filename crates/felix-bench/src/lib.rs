@@ -23,6 +23,7 @@ pub mod felix;
 pub mod limits;
 pub mod nosync;
 pub mod report;
+pub mod scrub;
 pub mod shards;
 pub mod shards_async;
 

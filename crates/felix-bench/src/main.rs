@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, shards};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, shards};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -39,7 +39,11 @@ shards-append   felix, limit   one on-commit append to each shard, --in-flight 6
                   (limit: open, pwrite, fdatasync, close each file from 64 threads)
 shards-commit   felix, limit   --records on-commit appends spread over --shards 1,000,
                   --in-flight 64 (--form futures) or --threads 64 (--form threads)
-                  (limit: write+fdatasync, a file per thread, 64 threads)";
+                  (limit: write+fdatasync, a file per thread, 64 threads)
+scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
+                  of uncached sealed segments at full speed [--scrub false]
+                  [--scrub-nice N]
+                  (drops the page cache: needs root)";
 
 fn run(args: &Args) -> Result<Measurement, String> {
     let imp = args.implementation.as_str();
@@ -75,11 +79,22 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("shards-commit", "felix") => shards::commit(args),
         ("shards-commit", "limit") => shards::commit_limit(args),
         ("shards-du", "felix") => contract::shards_du(args),
+        ("scrub-append", "felix") => scrub::scrub_append(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),
     }
 }
 
 fn main() -> ExitCode {
+    // Built with the `metrics` feature: felix-storage records every metric
+    // into a recorder, as an application with an exporter would.
+    #[cfg(feature = "metrics")]
+    if metrics_util::debugging::DebuggingRecorder::new()
+        .install()
+        .is_err()
+    {
+        eprintln!("felix-bench: a metrics recorder was already installed");
+        return ExitCode::FAILURE;
+    }
     let args = match Args::from_env() {
         Ok(args) => args,
         Err(message) => {

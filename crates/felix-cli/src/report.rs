@@ -18,6 +18,11 @@ pub(crate) enum Verdict {
     /// Only damage repaired by default: opens after truncating an
     /// unfinished write (or removing an abandoned segment).
     NeedsRepair,
+    /// A default open succeeds (cleanly or after its repairs), but records
+    /// of sealed segments that it does not read in full failed their
+    /// checksums (`verify`'s checks, or the damage `dump` stopped at):
+    /// reads of them fail.
+    Rot,
     /// Damage repaired only on request (`--repair-checksum-tail`), none
     /// that is never repaired: a default open refuses.
     RefusedByDefault,
@@ -26,7 +31,17 @@ pub(crate) enum Verdict {
 }
 
 impl Verdict {
-    /// The verdict for `inspection`.
+    /// What a default open does with `inspection`'s findings, given
+    /// whether other checks found rot an open does not look for: a shard
+    /// an open accepts is [`Self::Rot`] then.
+    pub(crate) fn with_rot(inspection: &Inspection, rot: bool) -> Self {
+        match Self::of(inspection) {
+            Self::Ok | Self::NeedsRepair if rot => Self::Rot,
+            open => open,
+        }
+    }
+
+    /// The verdict for `inspection`: what a default open does.
     pub(crate) fn of(inspection: &Inspection) -> Self {
         let worst = inspection.findings.iter().map(|f| f.repair).max();
         match worst {
@@ -42,6 +57,7 @@ impl Verdict {
         match self {
             Self::Ok => "ok",
             Self::NeedsRepair => "needs_repair",
+            Self::Rot => "rot",
             Self::RefusedByDefault => "refused_by_default",
             Self::Refused => "refused",
         }
@@ -51,7 +67,17 @@ impl Verdict {
     pub(crate) fn outcome(self) -> Outcome {
         match self {
             Self::Ok | Self::NeedsRepair => Outcome::Success,
-            Self::RefusedByDefault | Self::Refused => Outcome::Damage,
+            Self::Rot | Self::RefusedByDefault | Self::Refused => Outcome::Damage,
+        }
+    }
+
+    /// What a default open does, as the words after "an open would: ".
+    pub(crate) fn open_would(self) -> &'static str {
+        match self {
+            Self::Ok | Self::Rot => "open the shard as it is",
+            Self::NeedsRepair => "repair the shard and open it",
+            Self::RefusedByDefault => "refuse the shard unless asked to drop its damaged tail",
+            Self::Refused => "refuse the shard",
         }
     }
 
@@ -64,6 +90,7 @@ impl Verdict {
             Self::NeedsRepair => format!(
                 "needs repair: run `felix-store recover {dir}` (opening the shard repairs it the same way)"
             ),
+            Self::Rot => "DAMAGED: records of sealed segments failed their checksums; a default open does not read them and opens the shard, but reads of them fail: replace each damaged segment with a replica's copy of it, or restore the shard from a replica".to_owned(),
             Self::RefusedByDefault => format!(
                 "REFUSED: a default open fails; the damaged records may have been acknowledged, so restore the shard from a replica, or drop them with `felix-store recover --repair-checksum-tail {dir}`"
             ),

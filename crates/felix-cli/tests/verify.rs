@@ -28,7 +28,7 @@ fn verify_fixtures_human_and_json_match_snapshots() {
         let text = [
             transcript(&["verify", s(&dir)], root.path()),
             transcript(&["verify", "--json", s(&dir)], root.path()),
-            transcript(&["verify", "--full", s(&dir)], root.path()),
+            transcript(&["verify", "--quick", s(&dir)], root.path()),
         ]
         .join("\n");
         assert_eq!(files(root.path()), before, "{case}: verify modified a file");

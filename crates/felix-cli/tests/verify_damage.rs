@@ -110,8 +110,9 @@ fn file_len(path: &Path) -> u64 {
 /// status follows from the class).
 struct Case {
     name: &'static str,
-    /// `verify --full`: every sealed segment scanned in full.
-    full: bool,
+    /// Rot only the checksums of every record find (a default open does
+    /// not read it): reported under `rot`, not as a finding.
+    rot: bool,
     /// Damages the shard; returns the segment and byte the finding names.
     damage: fn(&Path, &[Rec]) -> (u64, u64),
     kind: &'static str,
@@ -131,7 +132,7 @@ fn cases() -> Vec<Case> {
     vec![
         Case {
             name: "newest segment: torn tail",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 let path = segment_path(dir, 2);
                 set_len(&path, file_len(&path) - 10);
@@ -142,7 +143,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: torn header",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 set_len(&segment_path(dir, 2), last(records).position + 10);
                 (2, last(records).position)
@@ -152,7 +153,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: rotten length",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 flip(&segment_path(dir, 2), last(records).position + 3);
                 (2, last(records).position)
@@ -162,7 +163,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: rotten payload",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 flip(&segment_path(dir, 2), last(records).position + 28 + 50);
                 (2, last(records).position)
@@ -172,7 +173,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: wrong offset, header resealed",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 let rec = last(records);
                 let header = felix_format::encode_record_header(
@@ -189,7 +190,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: impossible length, header resealed",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 let path = segment_path(dir, 2);
                 let rec = last(records);
@@ -205,7 +206,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "newest segment: rot followed by an intact record",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 let rec = record(records, 32);
                 assert_eq!(rec.segment, 2);
@@ -217,7 +218,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "sealed segment: its last record's header rotten",
-            full: false,
+            rot: false,
             damage: |dir, records| {
                 let rec = records.iter().rfind(|r| r.segment == 0).unwrap();
                 flip(&segment_path(dir, 0), rec.position + 6);
@@ -227,8 +228,8 @@ fn cases() -> Vec<Case> {
             repair: "never",
         },
         Case {
-            name: "sealed segment, --full: a payload rotten",
-            full: true,
+            name: "sealed segment: a payload rotten",
+            rot: true,
             damage: |dir, records| {
                 let rec = record(records, 20);
                 assert_eq!(rec.segment, 1);
@@ -240,7 +241,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "segment magic",
-            full: false,
+            rot: false,
             damage: |dir, _| {
                 flip(&segment_path(dir, 1), 3);
                 (1, 0)
@@ -250,7 +251,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "segment header CRC",
-            full: false,
+            rot: false,
             damage: |dir, _| {
                 flip(&segment_path(dir, 0), 15);
                 (0, 0)
@@ -260,7 +261,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "an abandoned newest segment is removed",
-            full: false,
+            rot: false,
             damage: |dir, _| {
                 std::fs::write(segment_path(dir, 3), [0u8; 10]).unwrap();
                 (3, 0)
@@ -270,7 +271,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "a missing middle segment",
-            full: false,
+            rot: false,
             damage: |dir, _| {
                 std::fs::remove_file(segment_path(dir, 1)).unwrap();
                 std::fs::remove_file(dir.join(format!("{:020}.index", 1))).unwrap();
@@ -282,9 +283,10 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// For each case: damages a fresh shard, runs verify (with `--full` when
-/// asked) and checks the single finding, the exit status and that no byte
-/// changed.
+/// For each case: damages a fresh shard, runs verify and checks the single
+/// finding (or, for rot a default open does not read, the single rot
+/// entry), the exit status and that no byte changed; then `verify --quick`,
+/// which checks what an open checks and so does not see the rot.
 #[test]
 fn verify_reports_each_damage_with_its_kind_site_and_repair_class() {
     for case in cases() {
@@ -292,30 +294,43 @@ fn verify_reports_each_damage_with_its_kind_site_and_repair_class() {
         let (root, dir, records) = build_shard();
         let (segment, position) = (case.damage)(&dir, &records);
         let before = files(root.path());
-        let mut args = vec!["verify", "--json"];
-        if case.full {
-            args.push("--full");
-        }
-        args.push(s(&dir));
-        let result = run(&args);
+        let result = run(["verify", "--json", s(&dir)]);
         assert_eq!(files(root.path()), before, "{name}: verify modified a file");
         let line = &result.json_lines()[0];
-        let findings = line["findings"].as_array().unwrap();
-        assert_eq!(findings.len(), 1, "{name}: {line}");
-        let f = &findings[0];
+        let (found, other) = if case.rot {
+            (&line["rot"], &line["findings"])
+        } else {
+            (&line["findings"], &line["rot"])
+        };
+        let found = found.as_array().unwrap();
+        assert_eq!(found.len(), 1, "{name}: {line}");
+        assert_eq!(other, &serde_json::json!([]), "{name}: {line}");
+        let f = &found[0];
         assert_eq!(
             (
                 f["kind"].as_str().unwrap(),
                 f["segment"].as_u64().unwrap(),
                 f["position"].as_u64().unwrap(),
-                f["repair"].as_str().unwrap()
             ),
-            (case.kind, segment, position, case.repair),
+            (case.kind, segment, position),
             "{name}: {line}"
         );
-        // Only damage a default open refuses exits 1.
-        let expected_code = i32::from(case.repair != "default");
+        // Damage a default open refuses, and rot, exit 1.
+        let expected_code = i32::from(case.rot || case.repair != "default");
         assert_eq!(result.code, expected_code, "{name}: {line}");
+        if case.rot {
+            assert_eq!(
+                (f["offset"].as_u64(), &line["verdict"], &line["open_would"]),
+                (Some(20), &"rot".into(), &"ok".into()),
+                "{name}: {line}"
+            );
+            let quick = run(["verify", "--json", "--quick", s(&dir)]);
+            let quick_line = &quick.json_lines()[0];
+            assert_eq!(quick.code, 0, "{name}: {quick_line}");
+            assert_eq!(quick_line["rot"], Value::Null, "{name}: {quick_line}");
+        } else {
+            assert_eq!(f["repair"], case.repair, "{name}: {line}");
+        }
     }
 }
 
@@ -341,4 +356,45 @@ fn verify_garbage_index_is_a_note_not_a_finding() {
         (line["next_offset"].as_u64(), line["records"].as_u64()),
         (Some(40), Some(40))
     );
+}
+
+/// Rot in the middle of a sealed segment: a default open accepts the shard
+/// (it does not read sealed payloads), so `verify` says so on a line of its
+/// own, reports the rot, and exits 1; `--full` is the same check, `--quick`
+/// only what an open checks (exit 0); `dump` stops at the rot and exits as
+/// `verify` does.
+#[test]
+fn verify_sealed_rot_reports_what_an_open_would_do_and_exits_1() {
+    let (root, dir, records) = build_shard();
+    let rec = record(&records, 20);
+    flip(
+        &dir.join(format!("{:020}.log", rec.segment)),
+        rec.position + 28 + 3,
+    );
+    let before = files(root.path());
+    let text = [
+        common::transcript(&["verify", s(&dir)], root.path()),
+        common::transcript(&["verify", "--full", s(&dir)], root.path()),
+        common::transcript(&["verify", "--quick", s(&dir)], root.path()),
+        common::transcript(
+            &["dump", "--from", "20", "--count", "1", s(&dir)],
+            root.path(),
+        ),
+    ]
+    .join("\n");
+    assert_eq!(files(root.path()), before);
+    // The segment's creation time is the clock's.
+    let text: Vec<String> = text
+        .lines()
+        .map(|line| match line.split_once("created_at_micros ") {
+            Some((head, tail)) => {
+                let rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+                format!("{head}created_at_micros [TIME]{rest}")
+            }
+            None => line.to_owned(),
+        })
+        .collect();
+    insta::assert_snapshot!(text.join("\n"));
+    let both = run(["verify", "--quick", "--full", s(&dir)]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
 }

@@ -277,6 +277,56 @@ impl RecordCursor {
     }
 }
 
+impl RecordCursor {
+    /// Steps over the record at the cursor's position by its header alone,
+    /// without looking at its payload: what a scrub does after
+    /// [`CursorStep::Damage`] with [`CorruptionKind::RecordChecksum`], so
+    /// that it reports every rotted payload of a segment, not only the
+    /// first. The header is verified as [`Self::step`] verifies it (its own
+    /// CRC and length bound, the offset sequence, the length against the
+    /// end), so the length stepped by is the writer's.
+    ///
+    /// `bytes` are the file's bytes from [`Self::position`] on (at least a
+    /// record header's worth). Returns the header stepped over, or `None`
+    /// when the header itself does not verify (its length cannot be
+    /// trusted, so no walk can go on from here) or there are too few bytes;
+    /// the cursor then stays.
+    ///
+    /// ```
+    /// use felix_format::{CorruptionKind, CursorStep, RecordCursor, ScanDepth, encode_record_header};
+    ///
+    /// let mut file = vec![0u8; 32];
+    /// for (offset, payload) in [(0, &b"ab"[..]), (1, &b"cd"[..])] {
+    ///     file.extend_from_slice(&encode_record_header(offset, 0, payload)?);
+    ///     file.extend_from_slice(payload);
+    /// }
+    /// file[32 + 28] ^= 1; // rot in the first payload
+    /// let mut cursor = RecordCursor::new(32, 0, file.len() as u64, ScanDepth::Full);
+    /// let at = |c: &RecordCursor| &file[c.position() as usize..];
+    /// assert!(matches!(
+    ///     cursor.step(at(&cursor)),
+    ///     CursorStep::Damage(d) if matches!(d.kind, CorruptionKind::RecordChecksum { .. })
+    /// ));
+    /// assert_eq!(cursor.skip_damaged_payload(at(&cursor)).map(|h| h.offset), Some(0));
+    /// assert!(matches!(cursor.step(at(&cursor)), CursorStep::Record(r) if r.header.offset == 1));
+    /// # Ok::<(), felix_format::CorruptionKind>(())
+    /// ```
+    pub fn skip_damaged_payload(&mut self, bytes: &[u8]) -> Option<RecordHeader> {
+        let remaining = self.end - self.position;
+        let header = decode_record_header(bytes.get(..RECORD_HEADER_LEN)?).ok()?;
+        header.check_offset(self.next_offset).ok()?;
+        let total = header.encoded_len();
+        if header.offset == u64::MAX || total > remaining {
+            return None;
+        }
+        let position = self.position;
+        self.position += total;
+        self.next_offset = header.offset + 1;
+        debug_assert!(self.position > position && self.position <= self.end);
+        Some(header)
+    }
+}
+
 /// The records of a segment held whole in memory, as an iterator: each item
 /// is a verified record or the damage that ends the walk.
 ///

@@ -52,6 +52,10 @@ pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
 /// What a segment's temporary adds to the segment's name: a new segment's
 /// header is written and synced as `{id:020}.log.tmp`, then renamed.
 const TEMP_SUFFIX: &str = ".tmp";
+/// What a sealed segment's replacement adds to the segment's name: a
+/// verified copy is written and synced as `{id:020}.log.copy`, then renamed
+/// over the damaged segment.
+const COPY_SUFFIX: &str = ".copy";
 
 /// What an entry of a shard directory is, by its name alone.
 ///
@@ -63,6 +67,7 @@ const TEMP_SUFFIX: &str = ".tmp";
 /// use felix_format::ShardFileName;
 /// assert_eq!(ShardFileName::parse("00000000000000000007.log"), ShardFileName::Segment(7));
 /// assert_eq!(ShardFileName::parse("00000000000000000007.log.tmp"), ShardFileName::SegmentTemp(7));
+/// assert_eq!(ShardFileName::parse("00000000000000000007.log.copy"), ShardFileName::SegmentCopy(7));
 /// assert_eq!(ShardFileName::parse("epochs"), ShardFileName::Epochs);
 /// assert_eq!(ShardFileName::parse("operator-backup.log.tmp"), ShardFileName::Other);
 /// assert_eq!(ShardFileName::Index(7).file_name().unwrap().as_str(), "00000000000000000007.index");
@@ -77,6 +82,10 @@ pub enum ShardFileName {
     /// `{id:020}.log.tmp`: a new segment's header before its rename; it
     /// never holds a record.
     SegmentTemp(u64),
+    /// `{id:020}.log.copy`: a verified copy of sealed segment `id` before
+    /// it is renamed over the damaged segment (a replacement a crash
+    /// interrupted leaves the old segment in place, and this beside it).
+    SegmentCopy(u64),
     /// [`EPOCHS_FILE_NAME`]: the generation history.
     Epochs,
     /// [`EPOCHS_TEMP_FILE_NAME`]: the history's temporary.
@@ -116,6 +125,12 @@ impl ShardFileName {
                 _ => Self::Other,
             };
         }
+        if let Some(segment) = name.strip_suffix(COPY_SUFFIX) {
+            return match parse_id_name(segment) {
+                Some((id, FileKind::Segment)) => Self::SegmentCopy(id),
+                _ => Self::Other,
+            };
+        }
         match parse_id_name(name) {
             Some((id, FileKind::Segment)) => Self::Segment(id),
             Some((id, FileKind::Index)) => Self::Index(id),
@@ -132,6 +147,11 @@ impl ShardFileName {
             Self::SegmentTemp(id) => {
                 let mut name = file_name(id, FileKind::Segment);
                 name.push_str(TEMP_SUFFIX);
+                return Some(name);
+            }
+            Self::SegmentCopy(id) => {
+                let mut name = file_name(id, FileKind::Segment);
+                name.push_str(COPY_SUFFIX);
                 return Some(name);
             }
             Self::Epochs => EPOCHS_FILE_NAME,
@@ -152,14 +172,18 @@ impl ShardFileName {
     pub fn is_temporary(self) -> bool {
         matches!(
             self,
-            Self::SegmentTemp(_) | Self::EpochsTemp | Self::CleanShutdownTemp | Self::KeyTemp
+            Self::SegmentTemp(_)
+                | Self::SegmentCopy(_)
+                | Self::EpochsTemp
+                | Self::CleanShutdownTemp
+                | Self::KeyTemp
         )
     }
 }
 
 const ID_DIGITS: usize = 20;
-/// The longest name of ours: a segment's temporary, `{id:020}.log.tmp`.
-const MAX_NAME_LEN: usize = ID_DIGITS + ".log.tmp".len();
+/// The longest name of ours: a segment's copy, `{id:020}.log.copy`.
+const MAX_NAME_LEN: usize = ID_DIGITS + ".log.copy".len();
 
 /// A file name of a shard directory, built without allocating.
 ///

@@ -58,7 +58,8 @@
 //   listing, clean,       reading names, the clean-shutdown file,
 //   key_file, tail        the key file (and writing it), tails
 //   facts                 measured values, holding no file-system handle
-//   scan, plan, repair    measuring; deciding (pure); the only writer
+//   scan, scrub,          measuring (scrub: every checksum, read-only);
+//   plan, repair          deciding (pure); the only writer
 //   open                  inspect and open_shard, composing the above
 mod classify;
 mod clean;
@@ -74,6 +75,7 @@ mod plan;
 mod repair;
 mod report;
 mod scan;
+mod scrub;
 mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
@@ -97,3 +99,4 @@ pub use report::{
     TemporaryKind,
 };
 pub use scan::{ScanStart, SegmentScan, scan_segment};
+pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};

@@ -105,6 +105,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         let kind = ShardFileName::parse(&name);
         let temporary = match kind {
             ShardFileName::SegmentTemp(id) => Some(TemporaryKind::SegmentCreation(id)),
+            ShardFileName::SegmentCopy(id) => Some(TemporaryKind::SegmentReplacement(id)),
             ShardFileName::EpochsTemp => Some(TemporaryKind::EpochsUpdate),
             ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
             ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
@@ -165,6 +166,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::Epochs | ShardFileName::Lock => {}
             // Classified as temporaries above.
             ShardFileName::SegmentTemp(_)
+            | ShardFileName::SegmentCopy(_)
             | ShardFileName::EpochsTemp
             | ShardFileName::CleanShutdownTemp
             | ShardFileName::KeyTemp => {}

@@ -396,6 +396,9 @@ pub enum TemporaryKind {
     /// `{id:020}.log.tmp`: a new segment's header, written and synced under
     /// this name before it is renamed into place; it never holds a record.
     SegmentCreation(u64),
+    /// `{id:020}.log.copy`: a verified copy of sealed segment `id`, before
+    /// it replaces the damaged segment (the old segment is still in place).
+    SegmentReplacement(u64),
     /// `epochs.tmp`: a new epochs file, before it replaces the old one.
     EpochsUpdate,
     /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
@@ -517,6 +520,9 @@ impl fmt::Display for Note {
                     TemporaryKind::SegmentCreation(id) => {
                         format!("an interrupted creation of segment {id} (it holds no record)")
                     }
+                    TemporaryKind::SegmentReplacement(id) => format!(
+                        "an interrupted replacement of segment {id} (the segment itself is unchanged)"
+                    ),
                     TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),

@@ -132,6 +132,18 @@ impl SegmentFile {
         mode: OpenMode,
     ) -> Result<(Self, u64)> {
         let path = dir.join(file_name(id, FileKind::Segment).as_str());
+        Self::open_path(fs, path, id, shard, mode)
+    }
+
+    /// [`Self::open`] of the file at `path`, taken as segment `id`: a copy
+    /// of a segment under another name (a replacement before its rename).
+    pub fn open_path(
+        fs: &FileSystem,
+        path: PathBuf,
+        id: u64,
+        shard: Arc<str>,
+        mode: OpenMode,
+    ) -> Result<(Self, u64)> {
         let file = open(fs, &path, mode)?;
         let len = file_len(&*file, &path)?;
         let mut raw = [0u8; SEGMENT_HEADER_LEN];

@@ -119,6 +119,23 @@ impl<'a> RecordWalk<'a> {
     }
 }
 
+impl RecordWalk<'_> {
+    /// After [`WalkStep::Damage`] confined to a record's payload (a record
+    /// checksum mismatch: the header verified), steps over that record by
+    /// its verified header (see
+    /// [`RecordCursor::skip_damaged_payload`]), so a scrub goes on to the
+    /// records after it. `None` when the header itself is damaged: the
+    /// walk stays where it is.
+    pub fn skip_damaged_payload(&mut self) -> Result<Option<felix_format::RecordHeader>, IoError> {
+        let at = self.cursor.position();
+        let len = (felix_format::RECORD_HEADER_LEN as u64).min(self.cursor.end() - at);
+        let Some(bytes) = self.reader.get(at, len)? else {
+            return Ok(None);
+        };
+        Ok(self.cursor.skip_damaged_payload(bytes))
+    }
+}
+
 /// The first of `entries` that the records of `segment` do not vouch for,
 /// with its number in the index: walking record headers from the first
 /// record (header CRC, length bound, offset sequence, staying within

@@ -9,8 +9,8 @@ mod validate;
 
 pub use validate::{
     ConfigError, ConfigField, MAX_APPENDS_IN_FLIGHT, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
-    MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL, MIN_SEGMENT_SIZE_BYTES,
-    MIN_WRITEBACK_BYTES,
+    MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL, MIN_SCRUB_BYTES_PER_SECOND,
+    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
 };
 
 /// The default of [`StoreConfig::max_appends_in_flight`].
@@ -193,6 +193,19 @@ pub struct StoreConfig {
     /// may be rot of an acknowledged record when it is confined to the
     /// newest segment's tail.
     pub repair_policy: RepairPolicy,
+    /// Scrub the sealed segments in the background at this many bytes a
+    /// second: one thread (the store's for a store's shards, the shard's
+    /// own for a shard opened alone) reads every sealed segment of every
+    /// shard in turn with [`Shard::scrub`]'s checks, sleeping between
+    /// 1 MiB chunks to hold the rate, and begins again when it is through
+    /// (at most one pass a second). Damage is logged and counted in
+    /// [`ShardStats`](crate::ShardStats) (and the metrics). Default `None`:
+    /// no background scrub. At least
+    /// [`MIN_SCRUB_BYTES_PER_SECOND`](crate::MIN_SCRUB_BYTES_PER_SECOND)
+    /// (4 KiB/s); no maximum.
+    ///
+    /// [`Shard::scrub`]: crate::Shard::scrub
+    pub scrub_bytes_per_second: Option<u64>,
     /// The most threads that run `fdatasync`s for durability. A
     /// [`Store`](crate::Store) runs one pool of them for all its shards
     /// (threads start as syncs are needed, up to this many); a shard
@@ -246,6 +259,7 @@ impl Default for StoreConfig {
             writeback_bytes: Some(64 << 20),
             retention: Retention::default(),
             repair_policy: RepairPolicy::Default,
+            scrub_bytes_per_second: None,
             sync_threads: default_sync_threads(),
             max_appends_in_flight: DEFAULT_APPENDS_IN_FLIGHT,
             max_open_shards: 1_024,

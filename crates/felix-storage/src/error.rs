@@ -125,6 +125,32 @@ pub enum StorageError {
         /// The oldest offset held.
         oldest: u64,
     },
+    /// [`Shard::replace_sealed_segment`](crate::Shard::replace_sealed_segment)
+    /// named a segment that is not one of the shard's sealed segments (the
+    /// active segment is never replaced; retention may have deleted it).
+    #[error(
+        "shard {shard}: segment {segment} is not a sealed segment of the shard; only a sealed segment can be replaced"
+    )]
+    NotSealed {
+        /// The shard.
+        shard: Arc<str>,
+        /// The segment id asked for.
+        segment: u64,
+    },
+    /// A copy handed to
+    /// [`Shard::replace_sealed_segment`](crate::Shard::replace_sealed_segment)
+    /// did not verify; the damaged segment was left as it was.
+    #[error(
+        "shard {shard}: the copy of segment {segment} was refused ({problem}); the segment was left as it was"
+    )]
+    CopyRejected {
+        /// The shard.
+        shard: Arc<str>,
+        /// The segment the copy was for.
+        segment: u64,
+        /// What is wrong with the copy.
+        problem: CopyProblem,
+    },
     /// Another process (or another store in this process) holds the shard.
     #[error("shard directory {} is locked by another writer", dir.display())]
     Locked {
@@ -330,3 +356,40 @@ impl StorageError {
 
 /// Shorthand used across this crate.
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// Why a copy of a sealed segment was refused (see
+/// [`StorageError::CopyRejected`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CopyProblem {
+    /// The copy's segment header does not decode.
+    #[error("its segment header is damaged: {kind}")]
+    Header {
+        /// What is wrong with it.
+        kind: felix_format::CorruptionKind,
+    },
+    /// The copy begins at another offset than the segment it replaces.
+    #[error("it begins at offset {found}, the segment at {expected}")]
+    BaseOffset {
+        /// The segment's base offset.
+        expected: u64,
+        /// The copy's.
+        found: u64,
+    },
+    /// The copy's records end at another offset than the segment's.
+    #[error("its records end before offset {found}, the segment's before {expected}")]
+    NextOffset {
+        /// The segment's next offset.
+        expected: u64,
+        /// The copy's.
+        found: u64,
+    },
+    /// A record of the copy failed a check.
+    #[error("{kind} at byte {position}")]
+    Damaged {
+        /// What is wrong.
+        kind: felix_format::CorruptionKind,
+        /// Where the damaged record begins in the copy.
+        position: u64,
+    },
+}

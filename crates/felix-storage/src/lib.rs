@@ -72,6 +72,36 @@
 //! assert_eq!(reopened.next_offset(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Metrics
+//!
+//! With the optional `metrics` feature, every shard reports through the
+//! [`metrics`](https://docs.rs/metrics) facade; the application installs
+//! the recorder (an exporter) it wants, and without one nothing is
+//! recorded. Every metric carries the label `shard` (the shard's label).
+//! See the [`metrics`](mod@metrics) module for each one's exact meaning.
+//!
+//! | name | kind | what |
+//! |---|---|---|
+//! | `felix_storage_fdatasync_seconds` | histogram | each `fdatasync` made for durability |
+//! | `felix_storage_append_durable_seconds` | histogram | a blocking on-commit [`Shard::append`], call to durable return |
+//! | `felix_storage_append_batch_records` | histogram | records per append call |
+//! | `felix_storage_appends_per_sync` | histogram | append calls one durability sync covered |
+//! | `felix_storage_open_seconds` | histogram | each open, recovery included |
+//! | `felix_storage_appended_bytes_total` | counter | bytes of records appended |
+//! | `felix_storage_appended_records_total` | counter | records appended |
+//! | `felix_storage_rolls_total` | counter | segments rolled over |
+//! | `felix_storage_segments_deleted_total` | counter | segments retention deleted |
+//! | `felix_storage_truncations_total` | counter | truncations and resets |
+//! | `felix_storage_recovery_actions_total` | counter | actions recovery took on open |
+//! | `felix_storage_poisons_total` | counter | failures that stopped writes |
+//! | `felix_storage_scrub_damaged_records_total` | counter | damaged records scrubs found |
+//! | `felix_storage_scrubbed_bytes_total` | counter | bytes of sealed segments scrubbed |
+//! | `felix_storage_shard_bytes` | gauge | bytes of the shard's segment files |
+//! | `felix_storage_shard_segments` | gauge | segments, the active one included |
+//! | `felix_storage_base_offset` | gauge | oldest offset held |
+//! | `felix_storage_readable_offset` | gauge | end of what a committed read returns |
+//! | `felix_storage_durable_offset` | gauge | end of what is durable |
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -85,7 +115,9 @@ mod error;
 mod lock;
 mod loom;
 mod maintenance;
+pub mod metrics;
 mod pool;
+mod scrubber;
 mod shard;
 mod stats;
 mod store;
@@ -94,15 +126,15 @@ pub use clock::{Clock, SystemClock};
 pub use config::{
     ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, Durability, MAX_APPENDS_IN_FLIGHT,
     MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL,
-    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
-    default_sync_threads,
+    MIN_SCRUB_BYTES_PER_SECOND, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation,
+    Retention, StoreConfig, default_sync_threads,
 };
-pub use error::{Result, StorageError};
+pub use error::{CopyProblem, Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
     AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, RecordRun,
-    ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord, SegmentInfo, Shard,
-    ShardOptions, Tail, TailFuture,
+    ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord, ScrubReport,
+    SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store, StoreOptions};
@@ -113,7 +145,9 @@ pub use felix_epochs::{
     Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
 };
 pub use felix_format::key_file::KeyFileDecodeError;
-pub use felix_format::{MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey};
+pub use felix_format::{
+    CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
+};
 pub use felix_io::{FileSystem, IoError};
-pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy};
+pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy, ScrubDamage, SegmentScrub};
 pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};

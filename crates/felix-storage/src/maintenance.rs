@@ -77,9 +77,9 @@ impl Schedule {
     }
 }
 
-/// Tells a maintenance loop to stop.
+/// Tells a background loop (this one, or the scrubber's) to stop.
 #[derive(Debug, Default)]
-struct Stop {
+pub(crate) struct Stop {
     stopped: Mutex<bool>,
     wake: Condvar,
 }
@@ -87,7 +87,7 @@ struct Stop {
 impl Stop {
     /// Waits until `until` (forever for `None`) or until stopped; returns
     /// whether it was stopped.
-    fn wait(&self, until: Option<Instant>) -> bool {
+    pub(crate) fn wait(&self, until: Option<Instant>) -> bool {
         let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
         while !*stopped {
             let timeout = match until {
@@ -105,7 +105,7 @@ impl Stop {
         *stopped
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.wake.notify_all();
     }

@@ -36,6 +36,12 @@ pub struct ShardStats {
     /// the index is held in memory (or rebuilt when read), and the active
     /// segment's is written again at the next roll or close.
     pub index_write_failures: u64,
+    /// Bytes of sealed segments' records scrubbed
+    /// ([`Shard::scrub`](crate::Shard::scrub), or the background scrub).
+    pub scrubbed_bytes: u64,
+    /// Damaged records scrubs found (each time one is found: a damaged
+    /// record not yet replaced counts again at the next scrub).
+    pub scrub_damaged_records: u64,
     /// How long opening (recovery included) took.
     pub recovery_time: Duration,
     /// What recovery did on open.
@@ -79,6 +85,8 @@ pub(crate) struct Counters {
     pub(crate) rolls: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
     pub(crate) index_write_failures: AtomicU64,
+    pub(crate) scrubbed_bytes: AtomicU64,
+    pub(crate) scrub_damage: AtomicU64,
 }
 
 impl Counters {
@@ -113,6 +121,8 @@ impl Counters {
             rolls: self.rolls.load(Relaxed),
             segments_deleted: self.segments_deleted.load(Relaxed),
             index_write_failures: self.index_write_failures.load(Relaxed),
+            scrubbed_bytes: self.scrubbed_bytes.load(Relaxed),
+            scrub_damaged_records: self.scrub_damage.load(Relaxed),
             recovery_time,
             recovery_actions,
             notes,

@@ -19,6 +19,7 @@ mod commit;
 mod contract;
 mod report;
 mod scenarios;
+mod scrub_row;
 mod shards;
 mod sizes;
 
@@ -371,6 +372,7 @@ mod tests {
                     "append-commit-t64",
                     "append-commit-async8",
                     "append-commit-async64",
+                    "scrub-append",
                     "scan",
                     "index-rebuild",
                     "seq-read",

@@ -245,6 +245,9 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
     // On-commit appends: threads, and futures from one thread.
     out.extend(super::commit::scenarios(s, &d("commit")));
 
+    // On-commit appends while a scrub reads uncached sealed segments.
+    out.push(super::scrub_row::scrub_append(s, d("scrub")));
+
     // Recovery scan and index rebuild of one newest segment.
     let seg = d("segment");
     let mut runs = vec![

@@ -20,6 +20,8 @@ pub(super) struct Sizes {
     pub(super) crash_newest: [u64; 3],
     pub(super) crash_sealed: [u64; 3],
     pub(super) memory_bytes: [u64; 2],
+    /// Sealed segments a scrub reads while on-commit appends are measured.
+    pub(super) scrub_sealed_bytes: u64,
 }
 
 /// `cargo xtask bench`.
@@ -39,6 +41,7 @@ pub(super) const FULL: Sizes = Sizes {
     crash_newest: [64 * MIB, 256 * MIB, 1024 * MIB],
     crash_sealed: [0, 4, 16],
     memory_bytes: [512 * MIB, 2048 * MIB],
+    scrub_sealed_bytes: 1024 * MIB,
 };
 
 /// `cargo xtask bench --quick`.
@@ -58,4 +61,5 @@ pub(super) const QUICK: Sizes = Sizes {
     crash_newest: [16 * MIB, 64 * MIB, 256 * MIB],
     crash_sealed: [0, 4, 16],
     memory_bytes: [128 * MIB, 512 * MIB],
+    scrub_sealed_bytes: 256 * MIB,
 };

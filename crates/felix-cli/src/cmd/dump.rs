@@ -202,16 +202,22 @@ impl<'a> Records<'a> {
         Ok(Outcome::Success)
     }
 
-    /// What a default open makes of the damage `dump` stopped at: the
-    /// verdict on the whole shard, as `verify` gives it.
-    fn verdict(&self) -> Result<Verdict, CliError> {
+    /// What a default open makes of the damage `dump` stopped at at
+    /// `site`: the verdict on the whole shard, as `verify` gives it (rot
+    /// an open does not look for, when the open's findings do not include
+    /// it).
+    fn verdict(&self, site: &CorruptionSite) -> Result<Verdict, CliError> {
         let inspection = inspect(
             self.fs,
             &self.shard.dir,
             &self.shard.name,
             &InspectOptions::default(),
         )?;
-        Ok(Verdict::of(&inspection))
+        let seen = inspection
+            .findings
+            .iter()
+            .any(|f| f.site.segment == site.segment && f.site.position == site.position);
+        Ok(Verdict::with_rot(&inspection, !seen))
     }
 
     /// Prints the damage `dump` stopped at and what a default open does
@@ -222,7 +228,7 @@ impl<'a> Records<'a> {
         kind: &CorruptionKind,
         site: &CorruptionSite,
     ) -> Result<SegmentEnd, CliError> {
-        let verdict = self.verdict()?;
+        let verdict = self.verdict(site)?;
         if self.args.json {
             out.json(&json!({
                 "type": "damage",

@@ -25,6 +25,10 @@ pub const MIN_WRITEBACK_BYTES: u64 = 4096;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// The longest background interval.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The slowest background scrub: a page a second. A scrub reads a chunk
+/// (1 MiB) at a time and sleeps between chunks to hold its rate, so any
+/// rate down to this one holds on average.
+pub const MIN_SCRUB_BYTES_PER_SECOND: u64 = 4096;
 /// The most sync threads a store's pool may have: past a few per core they
 /// only queue in the kernel.
 pub const MAX_SYNC_THREADS: usize = 256;
@@ -49,6 +53,8 @@ pub enum ConfigField {
     RetentionMaxAge,
     /// [`Retention::interval`](crate::Retention::interval).
     RetentionInterval,
+    /// [`StoreConfig::scrub_bytes_per_second`].
+    ScrubBytesPerSecond,
     /// [`StoreConfig::sync_threads`].
     SyncThreads,
     /// [`StoreConfig::max_appends_in_flight`].
@@ -67,6 +73,7 @@ impl fmt::Display for ConfigField {
             Self::RetentionMaxBytes => "retention.max_bytes",
             Self::RetentionMaxAge => "retention.max_age",
             Self::RetentionInterval => "retention.interval",
+            Self::ScrubBytesPerSecond => "scrub_bytes_per_second",
             Self::SyncThreads => "sync_threads",
             Self::MaxAppendsInFlight => "max_appends_in_flight",
             Self::MaxOpenShards => "max_open_shards",
@@ -225,6 +232,14 @@ impl StoreConfig {
             size(F::WritebackBytes, bytes, MIN_WRITEBACK_BYTES, u64::MAX)?;
         }
         size(F::MaxOpenShards, self.max_open_shards, 1, u64::MAX)?;
+        if let Some(rate) = self.scrub_bytes_per_second {
+            size(
+                F::ScrubBytesPerSecond,
+                rate,
+                MIN_SCRUB_BYTES_PER_SECOND,
+                u64::MAX,
+            )?;
+        }
         let retention = &self.retention;
         if let Some(bytes) = retention.max_bytes {
             size(F::RetentionMaxBytes, bytes, 1, u64::MAX)?;

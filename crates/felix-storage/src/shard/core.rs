@@ -41,6 +41,7 @@ use crate::clock::Clock;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
+use crate::metrics::ShardMetrics;
 use crate::stats::{Counters, ShardStats};
 
 /// One shard's state: the log (writer and readers' view), group commit,
@@ -61,6 +62,8 @@ pub(crate) struct Core {
     pub(crate) commit: Arc<Commit>,
     pub(crate) generations: Generations,
     pub(crate) counters: Counters,
+    /// The shard's metric handles (empty without the `metrics` feature).
+    pub(crate) metrics: ShardMetrics,
     pub(crate) recovery_time: Duration,
     pub(crate) recovery_actions: Vec<Action>,
     /// Recovery's notes, then one per index a read found stale.
@@ -169,6 +172,30 @@ impl Core {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(note);
+    }
+
+    /// Reports an open to the metrics: its time, recovery's actions, and
+    /// where the log stands.
+    pub(crate) fn report_open(&self) {
+        self.metrics
+            .opened(self.recovery_time, self.recovery_actions.len());
+        self.report_layout();
+        let on_commit = self.commit.on_commit();
+        self.metrics.written(self.commit.written(), on_commit);
+        self.metrics.durable(self.commit.durable(), on_commit);
+    }
+
+    /// Reports the segments' layout to the metrics: after an open, a roll,
+    /// retention, a cut and a replacement.
+    pub(crate) fn report_layout(&self) {
+        let view = self.view();
+        let sealed_bytes = view.sealed.iter().map(|s| s.extent.len).sum();
+        self.metrics.layout(
+            view.base_offset(),
+            sealed_bytes,
+            view.active_limit.end_position,
+            view.sealed.len() + 1,
+        );
     }
 
     /// Releases the shard directory's lock (at close), so the directory

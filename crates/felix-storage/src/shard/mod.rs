@@ -23,8 +23,10 @@ mod lifecycle;
 mod log;
 mod options;
 mod reads;
+mod replace;
 mod replica;
 mod retention;
+mod scrub;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,9 +37,10 @@ use felix_segment::Record;
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
+use crate::scrubber::Scrubber;
 use crate::stats::ShardStats;
 
-use self::core::Core;
+pub(crate) use self::core::Core;
 use self::log::Synced;
 
 pub use bounds::{Offsets, ReadBound, Tail};
@@ -45,8 +48,10 @@ pub use commit::{AppendFuture, DurableFuture, TailFuture};
 pub use felix_segment::{RecordRun, RunIter, RunRecord};
 pub use log::{ReadRecord, SegmentInfo};
 pub use options::ShardOptions;
+pub use replace::SegmentCopy;
 pub use replica::{ReplicatedRecord, ReplicatedRun};
 pub use retention::RetentionOutcome;
+pub use scrub::ScrubReport;
 
 /// The offsets an append assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +88,9 @@ pub struct Shard {
     /// The shard's own thread for periodic syncs and retention, when it
     /// has one (a store's shards use the store's).
     maintenance: Option<Maintenance>,
+    /// The shard's own background scrub, when configured (a store's
+    /// shards use the store's).
+    scrubber: Option<Scrubber>,
     /// The shard's own sync pool, when opened alone (a store's shards use
     /// the store's).
     own_pool: Option<SyncPool>,
@@ -93,9 +101,7 @@ impl Drop for Shard {
     /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
     /// Every completion still pending fails with [`StorageError::Closed`].
     fn drop(&mut self) {
-        if let Some(maintenance) = &self.maintenance {
-            maintenance.stop();
-        }
+        self.stop_threads();
         self.core.commit.stop();
         if let Some(pool) = &self.own_pool {
             pool.shutdown();
@@ -123,12 +129,30 @@ impl Shard {
     fn from_parts(
         core: Arc<Core>,
         maintenance: Option<Maintenance>,
+        scrubber: Option<Scrubber>,
         own_pool: Option<SyncPool>,
     ) -> Self {
         Self {
             core,
             maintenance,
+            scrubber,
             own_pool,
+        }
+    }
+
+    /// The shard's state, for the store's background threads.
+    pub(crate) fn shared_core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// Stops the shard's own background threads (outside every lock: they
+    /// may be waiting for one).
+    fn stop_threads(&self) {
+        if let Some(maintenance) = &self.maintenance {
+            maintenance.stop();
+        }
+        if let Some(scrubber) = &self.scrubber {
+            scrubber.stop();
         }
     }
 
@@ -235,7 +259,10 @@ impl Shard {
             // Concurrent on-commit appends share a `write` as well as a sync
             // (see `commit/combine.rs`).
             core.check_batch(records.iter().map(|r| r.payload.len()))?;
-            return core.append_combined(records);
+            let started = crate::metrics::Timer::start();
+            let receipt = core.append_combined(records)?;
+            core.metrics.append_durable(started);
+            return Ok(receipt);
         }
         core.append_nowait(records, Synced::Later)
     }
@@ -299,9 +326,7 @@ impl Shard {
     /// ```
     pub fn close(&self) -> Result<()> {
         // First, and outside every lock: the thread may be waiting for one.
-        if let Some(maintenance) = &self.maintenance {
-            maintenance.stop();
-        }
+        self.stop_threads();
         let closed = self.core.close();
         // Pending callbacks run before this returns.
         if let Some(pool) = &self.own_pool {
@@ -313,9 +338,7 @@ impl Shard {
     /// [`Shard::close`] as a store closes its shards: a shard already closed
     /// is left as it is.
     pub(crate) fn close_for_store(&self) -> Result<()> {
-        if let Some(maintenance) = &self.maintenance {
-            maintenance.stop();
-        }
+        self.stop_threads();
         self.core.close_for_store()
     }
 
@@ -330,6 +353,67 @@ impl Shard {
     pub fn apply_retention(&self) -> Result<RetentionOutcome> {
         self.core.check_open()?;
         self.core.apply_retention()
+    }
+
+    /// Reads every sealed segment in full, checking every record checksum,
+    /// and reports each damaged record with its site (see [`ScrubReport`]):
+    /// the rot an open does not look for (an open checks sealed segments'
+    /// headers, indexes and tails, not their payloads), found before a
+    /// reader needs the records.
+    ///
+    /// Never modifies a file and never blocks appends or reads: it takes no
+    /// writer lock and reads through descriptors of its own, at full speed
+    /// (a store's background scrub, [`StoreConfig::scrub_bytes_per_second`],
+    /// paces itself). The active segment is not scrubbed: an open scans the
+    /// newest segment in full. Scrubbed bytes and damage are counted in
+    /// [`ShardStats`]. What to do with damage:
+    /// [`Shard::replace_sealed_segment`] with a replica's copy.
+    ///
+    /// [`StoreConfig::scrub_bytes_per_second`]: crate::StoreConfig::scrub_bytes_per_second
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig { segment_size_bytes: 100, ..StoreConfig::default() };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// for i in 0..10 {
+    ///     shard.append(&[Record::new(i, vec![7u8; 20])])?;
+    /// }
+    /// let report = shard.scrub()?;
+    /// assert!(report.is_clean() && report.finished);
+    /// assert_eq!(report.segments.len(), shard.segment_count() - 1);
+    /// assert_eq!(shard.stats().scrubbed_bytes, report.bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scrub(&self) -> Result<ScrubReport> {
+        self.core.check_open()?;
+        self.core
+            .scrub(&mut |_| std::ops::ControlFlow::Continue(()))
+    }
+
+    /// Replaces sealed segment `id` with `copy`, a verified copy of its
+    /// records (fetched from a replica): what a broker does with a segment
+    /// a scrub or a read found damaged. Returns the segment's new extent.
+    ///
+    /// The copy is written to a temporary beside the segment and synced,
+    /// then read back and checked in full — its header, every record's
+    /// checksums, the same base offset and next offset as the segment —
+    /// and refused with [`StorageError::CopyRejected`] (the segment left as
+    /// it was, the temporary removed) when anything differs. Only then is it
+    /// renamed over the segment (under the writer lock, held for the rename
+    /// and the directory sync, not for the copy's check) and its index
+    /// rebuilt. A power loss leaves the old segment or the new one; readers
+    /// see one or the other whole, never a mix. A segment that is not
+    /// sealed (the active one, or one retention deleted) is
+    /// [`StorageError::NotSealed`].
+    pub fn replace_sealed_segment(
+        &self,
+        id: u64,
+        copy: &SegmentCopy,
+    ) -> Result<felix_format::SegmentExtent> {
+        self.core.check_open()?;
+        self.core.replace_sealed_segment(id, copy)
     }
 
     /// Appends records copied from a leader. The first must have exactly

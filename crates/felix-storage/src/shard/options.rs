@@ -20,7 +20,9 @@ use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
 use crate::maintenance::{Maintenance, Task};
+use crate::metrics::ShardMetrics;
 use crate::pool::SyncPool;
+use crate::scrubber::Scrubber;
 use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.
@@ -216,20 +218,23 @@ impl ShardOptions {
                 return Err(err);
             }
         };
-        let maintenance = match background {
-            Background::Store => None,
-            Background::Own => match start_maintenance(&core) {
-                Ok(maintenance) => maintenance,
-                Err(err) => {
-                    core.commit.stop();
-                    if let Some(pool) = own_pool {
-                        pool.shutdown();
-                    }
-                    return Err(err);
-                }
-            },
+        core.report_open();
+        let threads = match background {
+            Background::Store => Ok((None, None)),
+            Background::Own => start_maintenance(&core)
+                .and_then(|maintenance| Ok((maintenance, start_scrubber(&core)?))),
         };
-        Ok(Shard::from_parts(core, maintenance, own_pool))
+        let (maintenance, scrubber) = match threads {
+            Ok(threads) => threads,
+            Err(err) => {
+                core.commit.stop();
+                if let Some(pool) = own_pool {
+                    pool.shutdown();
+                }
+                return Err(err);
+            }
+        };
+        Ok(Shard::from_parts(core, maintenance, scrubber, own_pool))
     }
 
     /// Recovery, then the shard's state, with its directory locked.
@@ -286,6 +291,7 @@ impl ShardOptions {
                     extent,
                     max_timestamp_micros: Mutex::new(None),
                     opened: Mutex::new(None),
+                    replaced: Default::default(),
                 })
             })
             .collect();
@@ -357,6 +363,7 @@ impl ShardOptions {
         // with nothing appended need not write it again.
         let record_newest =
             (recovered.clean_shutdown_kept && recovered.as_closed).then(|| view.active_extent());
+        let metrics = ShardMetrics::new(&label);
         let commit = Commit::new(
             Arc::clone(&label),
             config.durability == crate::Durability::OnCommit,
@@ -364,6 +371,7 @@ impl ShardOptions {
             writer.sync_handle(),
             pool,
             config.max_appends_in_flight,
+            metrics.clone(),
         );
         tracing::info!(
             base_offset = view.base_offset(),
@@ -392,6 +400,7 @@ impl ShardOptions {
                 index_write_failures: index_write_failures.into(),
                 ..Counters::default()
             },
+            metrics,
             recovery_time: started.elapsed(),
             recovery_actions: recovered.actions,
             notes: Mutex::new(recovered.inspection.notes),
@@ -424,6 +433,23 @@ fn start_maintenance(core: &Arc<Core>) -> Result<Option<Maintenance>> {
     started.map_err(|e| StorageError::Segment {
         shard: Arc::clone(&core.label),
         source: IoError::new("spawn background thread", &core.dir, e).into(),
+    })
+}
+
+/// The shard's own background scrub, when its configuration asks for one.
+fn start_scrubber(core: &Arc<Core>) -> Result<Option<Scrubber>> {
+    let Some(rate) = core.config.scrub_bytes_per_second else {
+        return Ok(None);
+    };
+    let shard = Arc::downgrade(core);
+    // A weak handle: the thread must not keep the shard's state alive.
+    Scrubber::spawn(format!("felix-scrub {}", core.label), rate, move || {
+        shard.upgrade().into_iter().collect()
+    })
+    .map(Some)
+    .map_err(|e| StorageError::Segment {
+        shard: Arc::clone(&core.label),
+        source: IoError::new("spawn scrub thread", &core.dir, e).into(),
     })
 }
 

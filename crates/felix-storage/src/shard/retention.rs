@@ -72,6 +72,8 @@ impl Core {
                 .map_err(|e| self.poison_with(e))?;
         }
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
+        self.metrics.segments_deleted(doomed.len());
+        self.report_layout();
         let base_offset = self.view().base_offset();
         self.update_history(|history| history.truncate_before(base_offset) > 0)?;
         tracing::info!(base_offset, "retention deleted segments");

@@ -32,6 +32,7 @@ use crate::error::{Result, StorageError};
 use crate::lock::StoreLock;
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
+use crate::scrubber::Scrubber;
 use crate::shard::Shard;
 
 use self::open_shards::OpenShards;
@@ -98,6 +99,9 @@ pub struct Store {
     /// configuration asks for either (shared with a lone shard's own
     /// thread: `maintenance.rs`).
     background: Option<Maintenance>,
+    /// The background scrub, when the configuration asks for one
+    /// (`scrubber.rs`).
+    scrubber: Option<Scrubber>,
 }
 
 #[derive(Debug)]
@@ -163,7 +167,30 @@ impl Store {
             background::run(&shared, task);
         })
         .map_err(|e| store_io("spawn background thread", root, e))?;
-        Ok(Self { inner, background })
+        let scrubber = match config.scrub_bytes_per_second {
+            None => None,
+            Some(rate) => {
+                let shared = Arc::downgrade(&inner);
+                let shards = move || {
+                    shared.upgrade().map_or_else(Vec::new, |inner| {
+                        lock(&inner.shards)
+                            .handles()
+                            .iter()
+                            .map(|s| Arc::clone(s.shared_core()))
+                            .collect()
+                    })
+                };
+                Some(
+                    Scrubber::spawn("felix-scrub".into(), rate, shards)
+                        .map_err(|e| store_io("spawn scrub thread", root, e))?,
+                )
+            }
+        };
+        Ok(Self {
+            inner,
+            background,
+            scrubber,
+        })
     }
 
     /// The store's root directory.
@@ -451,6 +478,9 @@ impl Store {
         *lock(&self.inner.stop) = true;
         if let Some(background) = &self.background {
             background.stop();
+        }
+        if let Some(scrubber) = &self.scrubber {
+            scrubber.stop();
         }
     }
 }

@@ -76,6 +76,7 @@ impl Commit {
     pub(super) fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, Arc<dyn SyncData>) {
         debug_assert!(!state.syncing, "one sync of a shard at a time");
         state.syncing = true;
+        self.metrics.sync_began();
         (self.written(), state.log_epoch, Arc::clone(&state.handle))
     }
 
@@ -89,6 +90,7 @@ impl Commit {
         result: felix_segment::Result<()>,
         took: Duration,
     ) -> (Deferred, bool, Result<()>) {
+        self.metrics.synced(took, result.is_ok());
         match result {
             Ok(()) => {
                 self.syncs.fetch_add(1, Relaxed);

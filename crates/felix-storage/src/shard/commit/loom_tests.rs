@@ -79,6 +79,7 @@ impl Shard {
             FakeSync(Arc::clone(&file)),
             pool.clone(),
             8,
+            Default::default(),
         );
         Arc::new(Self {
             commit,

@@ -61,6 +61,7 @@ use felix_segment::{SegmentError, SyncHandle};
 use crate::error::{Result, StorageError};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use crate::loom::sync::{Condvar, Mutex, MutexGuard};
+use crate::metrics::ShardMetrics;
 use crate::pool::SyncPool;
 use in_flight::InFlight;
 use settle::{Deferred, Settle};
@@ -154,6 +155,8 @@ pub(crate) struct Commit {
     pub(crate) syncs: StatCounter,
     /// Waits that were satisfied.
     pub(crate) synced_appends: StatCounter,
+    /// The shard's metric handles (`metrics.rs`).
+    pub(crate) metrics: ShardMetrics,
 }
 
 impl Commit {
@@ -164,6 +167,7 @@ impl Commit {
         handle: impl SyncData + 'static,
         pool: SyncPool,
         max_in_flight: usize,
+        metrics: ShardMetrics,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -194,6 +198,7 @@ impl Commit {
             in_flight: InFlight::new(max_in_flight),
             syncs: StatCounter::new(0),
             synced_appends: StatCounter::new(0),
+            metrics,
         })
     }
 
@@ -294,6 +299,7 @@ impl Commit {
         drop(state);
         if first {
             tracing::error!(shard = %self.label, error = %reason, "shard stopped accepting writes");
+            self.metrics.poisoned();
         }
         deferred.run(self);
         self.in_flight.wake_all();
@@ -404,6 +410,7 @@ impl Commit {
         );
         state.durable = durable;
         self.durable.store(durable, Release);
+        self.metrics.durable(durable, self.on_commit);
     }
 
     /// Records that everything below `offset` is durable (a seal synced

@@ -31,6 +31,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
         writer.sync_handle(),
         SyncPool::new("t".into(), 1),
         16,
+        Default::default(),
     );
     commit.set_written(10);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
@@ -65,6 +66,7 @@ fn finish_sync_after_a_poison_leaves_durable_frozen() {
         writer.sync_handle(),
         SyncPool::new("t".into(), 1),
         16,
+        Default::default(),
     );
     commit.set_written(4);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());

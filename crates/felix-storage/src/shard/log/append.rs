@@ -42,7 +42,8 @@ impl Core {
 
     /// Validates a batch before anything is written.
     pub(crate) fn check_batch(&self, lens: impl ExactSizeIterator<Item = usize>) -> Result<()> {
-        if lens.len() == 0 {
+        let records = lens.len();
+        if records == 0 {
             return Err(StorageError::EmptyBatch {
                 shard: Arc::clone(&self.label),
             });
@@ -57,6 +58,7 @@ impl Core {
                 });
             }
         }
+        self.metrics.batch(records);
         Ok(())
     }
 
@@ -123,6 +125,10 @@ impl Core {
         }
         Counters::add_exclusive(&self.counters.appends, batches);
         Counters::add_exclusive(&self.counters.writes, 1);
+        self.metrics
+            .appended(batches, records.len() as u64, bytes, state.writer.len());
+        self.metrics
+            .written(appended.last_offset + 1, self.on_commit());
         Ok(AppendReceipt {
             first_offset: appended.first_offset,
             last_offset: appended.last_offset,
@@ -252,6 +258,7 @@ impl Core {
             // needs them: keeping the index of every segment sealed by this
             // process would make memory grow with the data written.
             opened: std::sync::Mutex::new(None),
+            replaced: Default::default(),
         });
         {
             let mut view = self.view_mut();
@@ -264,6 +271,8 @@ impl Core {
         // Sealing synced everything before the new segment.
         self.commit.advance_durable(base);
         Counters::add(&self.counters.rolls, 1);
+        self.metrics.rolled();
+        self.report_layout();
         tracing::info!(base_offset = base, "rolled to a new segment");
         Ok(())
     }

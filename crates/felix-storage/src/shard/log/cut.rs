@@ -149,6 +149,9 @@ impl Core {
             durable,
             state.writer.sync_handle(),
         );
+        drop(view);
+        self.metrics.truncated();
+        self.report_layout();
     }
     /// Discards the whole log and begins again at `offset`, with the writer
     /// lock held: segments are removed newest first and a fresh segment is

@@ -12,6 +12,7 @@ mod read;
 pub(crate) use append::Synced;
 pub use read::ReadRecord;
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use felix_format::SegmentExtent;
@@ -33,6 +34,9 @@ pub(crate) struct Sealed {
     /// this process; read from the last record on demand otherwise).
     pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
     pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
+    /// Set (before the rename) when a replacement swaps this segment's file
+    /// for a verified copy (`replace.rs`); the view then lists a new entry.
+    pub(crate) replaced: AtomicBool,
 }
 
 /// A sealed segment's descriptor and index, once loaded.

@@ -1,0 +1,43 @@
+//! The scrub's row of the suite: on-commit batch-1 appends while a scrub
+//! reads uncached sealed segments at full speed, against the same appends
+//! with no scrub (felix-bench `scrub-append`, which drops the page cache
+//! and so needs root). The scrub thread runs at nice 19, as a bulk check
+//! should: at full speed it is CPU-bound (checksums), and at normal
+//! priority on a small machine it takes the appends' CPU, not their locks
+//! (docs/performance.md has both figures).
+
+use super::scenarios::{Against, Bound, P50, Scenario, Sizes, argv, bench, ratio};
+
+pub(super) fn scrub_append(s: &Sizes, dir: String) -> Scenario {
+    let tail = |scrub: bool| {
+        format!(
+            "--sealed-bytes {} --records {} --scrub {scrub} --scrub-nice 19",
+            s.scrub_sealed_bytes, s.commit_1
+        )
+    };
+    Scenario {
+        key: "scrub-append".into(),
+        title: format!(
+            "append, OnCommit, 128 B, batch 1, while a scrub (nice 19) reads {} MiB of uncached sealed segments",
+            s.scrub_sealed_bytes >> 20
+        ),
+        runs: vec![
+            bench("felix", argv("scrub-append felix", &dir, &tail(true))),
+            bench("no-scrub", argv("scrub-append felix", &dir, &tail(false))),
+        ],
+        limit: None,
+        versus: P50,
+        shows_time: false,
+        targets: vec![ratio(
+            P50,
+            Against::Run("no-scrub"),
+            Bound::AtMost(1.2),
+            |c| {
+                format!(
+                    "p50 {:.0} µs = {:.2}× the {:.0} µs with no scrub (target ≤ 1.2×)",
+                    c.own, c.ratio, c.reference
+                )
+            },
+        )],
+    }
+}
