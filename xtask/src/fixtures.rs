@@ -18,6 +18,8 @@ use std::path::Path;
 
 use felix_format::epochs::{EpochEntry, decode_epochs};
 use felix_format::key_file::decode_key_file;
+use felix_format::log_start::decode_log_start;
+use felix_format::time_index::decode_time_index;
 use felix_format::{
     IndexEntry, IndexHeader, SegmentHeader, decode_record, encode_index_entry, encode_record_header,
 };
@@ -28,7 +30,9 @@ use crate::shard::{self, Failure};
 
 mod cases;
 mod key_file;
+mod log_start;
 mod readme;
+mod time_index;
 
 /// Where the fixtures live, relative to the workspace root.
 pub const FIXTURES_DIR: &str = "fixtures/v2";
@@ -182,6 +186,15 @@ enum Expect {
     Clean,
     /// The key file fails with this variant (`KeyFileDecodeError::name`).
     KeyFile { variant: &'static str },
+    /// A time index file alone, for small-shard's segment: it fails to
+    /// decode with this
+    /// variant (`TimeIndexDecodeError::name`), or decodes and is
+    /// `TimeIndexStale` (another extent) or `TimeIndexWrong` (entries the
+    /// records do not give).
+    TimeIndex { variant: &'static str },
+    /// A log-start file alone: it fails with this variant
+    /// (`LogStartDecodeError::name`).
+    LogStart { variant: &'static str },
 }
 
 /// One directory of fixtures and what it is for.
@@ -219,6 +232,8 @@ pub fn generate() -> Result<FileSet, String> {
     let small = Segment::small()?;
     let mut cases = cases::all(&small)?;
     cases.extend(key_file::all()?);
+    cases.extend(time_index::all(&small)?);
+    cases.extend(log_start::all(&small)?);
     let mut files = FileSet::new();
     for case in &cases {
         verify(case)?;
@@ -277,6 +292,30 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::TimeIndex { variant } => {
+            let bytes = case.file(Layout::TimeIndex).unwrap_or_default();
+            let small = Segment::small()?;
+            let found = match decode_time_index(bytes) {
+                Err(err) => err.name(),
+                Ok(view) if view.header != time_index::golden_header(&small) => "TimeIndexStale",
+                Ok(view) if view.iter().ne(time_index::golden_entries(&small)) => "TimeIndexWrong",
+                Ok(_) => "ok",
+            };
+            if found == variant {
+                Ok(())
+            } else {
+                bug(format!("time index should be {variant}, is {found}"))
+            }
+        }
+        Expect::LogStart { variant } => {
+            let bytes = case.file(Layout::LogStart).unwrap_or_default();
+            match decode_log_start(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                decoded => bug(format!(
+                    "log-start file should fail with {variant}, decodes as {decoded:?}"
+                )),
+            }
+        }
         Expect::Clean => {
             for (name, bytes, layout) in &case.files {
                 let text = verdict(bytes, *layout, log);
@@ -318,6 +357,30 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
         },
         Layout::KeyFile => match decode_key_file(bytes) {
             Ok(view) => format!("ok: key {}", view.to_key()),
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::TimeIndex => match decode_time_index(bytes) {
+            Ok(view) => {
+                let entries: Vec<String> = view
+                    .iter()
+                    .map(|e| format!("({}, {})", e.timestamp_micros, e.offset))
+                    .collect();
+                format!(
+                    "ok: offsets {}..{} in {} bytes, {} entries [{}]",
+                    view.header.base_offset,
+                    view.header.next_offset,
+                    view.header.segment_len,
+                    entries.len(),
+                    entries.join(", ")
+                )
+            }
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::LogStart => match decode_log_start(bytes) {
+            Ok(start) => format!(
+                "ok: the log begins at offset {}, in segment {} or later",
+                start.start_offset, start.first_segment_id
+            ),
             Err(err) => format!("{}: {err}", err.name()),
         },
     }
@@ -483,86 +546,4 @@ pub fn write(root: &Path) -> Result<Diff, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use felix_format::epochs::encode_epochs;
-    use felix_format::{MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN};
-
-    fn set(files: &[(&str, &[u8])]) -> FileSet {
-        files
-            .iter()
-            .map(|(p, b)| (p.to_string(), b.to_vec()))
-            .collect()
-    }
-
-    #[test]
-    fn diff_changed_missing_and_extra_files_are_each_listed() {
-        let generated = set(&[("a.bin", b"1"), ("b.bin", b"2"), ("c.bin", b"3")]);
-        let on_disk = set(&[("a.bin", b"1"), ("b.bin", b"X"), ("d.bin", b"4")]);
-        let diff = Diff::between(&generated, &on_disk);
-        assert_eq!(
-            diff.to_string(),
-            "  differs fixtures/v2/b.bin\n  missing fixtures/v2/c.bin\n  extra   fixtures/v2/d.bin\n"
-        );
-    }
-
-    #[test]
-    fn generate_fixtures_twice_is_byte_identical() {
-        assert_eq!(generate().unwrap(), generate().unwrap());
-    }
-
-    #[test]
-    fn payload_small_shard_follows_interop_rule() {
-        let bytes = payload(4);
-        assert_eq!(bytes.len(), 58);
-        assert_eq!(&bytes[..34], b"felix-record-00000000000000000004-");
-        assert_eq!(bytes[34], 38);
-        assert_eq!(bytes[57], 61);
-    }
-
-    #[test]
-    fn index_entries_small_shard_follow_spacing() {
-        let small = Segment::small().unwrap();
-        let entries: Vec<(u64, u64)> = small
-            .index_entries()
-            .iter()
-            .map(|e| (e.offset, e.position))
-            .collect();
-        assert_eq!(entries, [(0, 32), (2, 162), (4, 316)]);
-        assert_eq!(small.bytes.len(), 402);
-    }
-
-    #[test]
-    fn encode_epochs_fixture_entries_round_trip() {
-        let mut bytes = Vec::new();
-        encode_epochs(&EPOCHS, &mut bytes).unwrap();
-        assert_eq!(decode_epochs(&bytes).unwrap().collect::<Vec<_>>(), EPOCHS);
-    }
-
-    #[test]
-    fn generate_record_fixture_is_spec_golden_vector() {
-        let files = generate().unwrap();
-        #[rustfmt::skip]
-        let golden: [u8; 30] = [
-            0x00, 0x00, 0x00, 0x02,
-            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07,
-            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09,
-            0xC6, 0x54, 0xDE, 0x27,
-            0x24, 0x02, 0x15, 0x2C,
-            0x68, 0x69,
-        ];
-        assert_eq!(files["record.bin"], golden);
-        assert_eq!(
-            files["segment-header.bin"][24..28],
-            [0x7A, 0x09, 0xE5, 0xB1]
-        );
-    }
-
-    #[test]
-    fn generate_max_payload_limit_is_what_too_large_fixture_exceeds() {
-        // The RecordTooLarge fixture writes MAX_PAYLOAD_BYTES + 1; pin the
-        // constant so a limit change regenerates that fixture knowingly.
-        assert_eq!(MAX_PAYLOAD_BYTES, 0x0400_0000);
-        assert_eq!(RECORD_HEADER_LEN, 28);
-    }
-}
+mod tests;

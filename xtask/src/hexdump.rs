@@ -20,6 +20,8 @@ use felix_format::{
 use crate::crc::{crc32, crc32_pair};
 use crate::shard;
 
+mod additions;
+
 /// Which layout a binary has, and so how to dump it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Layout {
@@ -35,6 +37,10 @@ pub(crate) enum Layout {
     Epochs,
     /// A shard directory's key file.
     KeyFile,
+    /// A sealed segment's time index file.
+    TimeIndex,
+    /// A shard directory's log-start file.
+    LogStart,
 }
 
 /// Renders `bytes` (the file at `path`) as an annotated dump. `segment` is
@@ -54,6 +60,8 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::Index => index(&mut d, segment.unwrap_or_default()),
         Layout::Epochs => epochs(&mut d),
         Layout::KeyFile => key_file(&mut d),
+        Layout::TimeIndex => additions::time_index(&mut d),
+        Layout::LogStart => additions::log_start(&mut d),
     }
     d.finish()
 }

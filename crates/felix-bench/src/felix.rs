@@ -345,7 +345,7 @@ pub fn scan(args: &Args) -> Result<Measurement> {
 }
 
 /// Opens the prepared shard in `dir` for reading (recovery is not timed).
-fn open_for_reads(dir: &Path) -> Result<Shard> {
+pub(crate) fn open_for_reads(dir: &Path) -> Result<Shard> {
     let config = StoreConfig {
         durability: Durability::None,
         ..StoreConfig::default()

@@ -26,6 +26,7 @@ pub mod report;
 pub mod scrub;
 pub mod shards;
 pub mod shards_async;
+pub mod time;
 
 pub use args::Args;
 pub use report::{Latencies, Measurement, peak_rss_bytes};

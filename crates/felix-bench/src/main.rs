@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, shards};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, shards, time};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -21,6 +21,8 @@ index-rebuild   felix      same as scan felix --depth headers
 seq-read        felix, limit   read the prepared shard from offset 0
 seq-read-runs   felix, limit   the same through the run read (limit: the scan's limit over every segment)
 random-read     felix, limit   --reads N single-record reads at random offsets
+time-lookup     felix      --lookups N offset_for_timestamp calls at random
+                  timestamps, each beside a random read by offset
 prepare-sealed  felix      --segments N sealed segments
 open            felix, limit   open the prepared shard (limit: list its directory)
 prepare-crash   felix      --sealed N --segment-bytes B --newest-bytes B
@@ -65,6 +67,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("seq-read-runs", "limit") => limits::seq_read_scan(args),
         ("random-read", "felix") => felix::random_read(args),
         ("random-read", "limit") => limits::random_read(args),
+        ("time-lookup", "felix") => time::time_lookup(args),
         ("prepare-sealed", "felix") => felix::prepare_sealed(args),
         ("open", "felix") => felix::open(args),
         ("open", "limit") => limits::open(args),

@@ -142,6 +142,17 @@ pub(crate) fn key_line(inspection: &Inspection) -> Option<String> {
     inspection.key.as_ref().map(|key| format!("  key: {key}"))
 }
 
+/// The report line saying where the log begins, when a log-start file
+/// records it (records were deleted before an offset, or the log reset).
+pub(crate) fn start_line(inspection: &Inspection) -> Option<String> {
+    inspection.log_start.map(|start| {
+        format!(
+            "  log start: {} (the log-start file; records below it are deleted)",
+            inspection.start_offset().unwrap_or(start.start_offset)
+        )
+    })
+}
+
 /// The fields every per-shard JSON line starts with.
 pub(crate) fn shard_fields(name: &str, inspection: &Inspection) -> serde_json::Map<String, Value> {
     let mut map = serde_json::Map::new();
@@ -178,10 +189,23 @@ pub(crate) fn summary_line(name: &str, inspection: &Inspection) -> String {
     format!(
         "shard {name}: {segments} segment{}, offsets {}..{}, {} records",
         if segments == 1 { "" } else { "s" },
-        opt_text(inspection.base_offset()),
+        opt_text(inspection.start_offset()),
         opt_text(inspection.next_offset()),
-        opt_text(inspection.records()),
+        opt_text(live_records(inspection)),
     )
+}
+
+/// The records a reader may read: from where the log begins (the log
+/// start, when a log-start file moved it into a segment) to its end.
+pub(crate) fn live_records(inspection: &Inspection) -> Option<u64> {
+    match (
+        inspection.log_start,
+        inspection.start_offset(),
+        inspection.next_offset(),
+    ) {
+        (Some(_), Some(start), Some(next)) => Some(next.saturating_sub(start)),
+        _ => inspection.records(),
+    }
 }
 
 /// Reports a shard that could not be inspected: a report line (or a JSON

@@ -20,6 +20,8 @@ pub enum FileKind {
     Segment,
     /// The sparse index file, `*.index`.
     Index,
+    /// The time index file, `*.timeindex` (see [`crate::time_index`]).
+    TimeIndex,
 }
 
 impl FileKind {
@@ -28,6 +30,7 @@ impl FileKind {
         match self {
             Self::Segment => "log",
             Self::Index => "index",
+            Self::TimeIndex => "timeindex",
         }
     }
 }
@@ -49,6 +52,11 @@ pub const CLEAN_SHUTDOWN_TEMP_FILE_NAME: &str = "clean-shutdown.tmp";
 pub const KEY_FILE_NAME: &str = "key";
 /// The temporary the key file is written to before its rename.
 pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
+/// Name of the file recording where the log begins when that is inside a
+/// segment or after a reset (see [`crate::log_start`]).
+pub const LOG_START_FILE_NAME: &str = "log-start";
+/// The temporary the log-start file is written to before its rename.
+pub const LOG_START_TEMP_FILE_NAME: &str = "log-start.tmp";
 /// What a segment's temporary adds to the segment's name: a new segment's
 /// header is written and synced as `{id:020}.log.tmp`, then renamed.
 const TEMP_SUFFIX: &str = ".tmp";
@@ -79,6 +87,8 @@ pub enum ShardFileName {
     Segment(u64),
     /// `{id:020}.index`: a segment's sparse index.
     Index(u64),
+    /// `{id:020}.timeindex`: a sealed segment's time index.
+    TimeIndex(u64),
     /// `{id:020}.log.tmp`: a new segment's header before its rename; it
     /// never holds a record.
     SegmentTemp(u64),
@@ -100,6 +110,10 @@ pub enum ShardFileName {
     Key,
     /// [`KEY_TEMP_FILE_NAME`]: its temporary.
     KeyTemp,
+    /// [`LOG_START_FILE_NAME`]: where the log begins.
+    LogStart,
+    /// [`LOG_START_TEMP_FILE_NAME`]: its temporary.
+    LogStartTemp,
     /// Any other name: not ours (a stray), never adopted.
     Other,
 }
@@ -117,6 +131,8 @@ impl ShardFileName {
             CLEAN_SHUTDOWN_TEMP_FILE_NAME => return Self::CleanShutdownTemp,
             KEY_FILE_NAME => return Self::Key,
             KEY_TEMP_FILE_NAME => return Self::KeyTemp,
+            LOG_START_FILE_NAME => return Self::LogStart,
+            LOG_START_TEMP_FILE_NAME => return Self::LogStartTemp,
             _ => {}
         }
         if let Some(segment) = name.strip_suffix(TEMP_SUFFIX) {
@@ -134,6 +150,7 @@ impl ShardFileName {
         match parse_id_name(name) {
             Some((id, FileKind::Segment)) => Self::Segment(id),
             Some((id, FileKind::Index)) => Self::Index(id),
+            Some((id, FileKind::TimeIndex)) => Self::TimeIndex(id),
             None => Self::Other,
         }
     }
@@ -144,6 +161,7 @@ impl ShardFileName {
         let fixed = match self {
             Self::Segment(id) => return Some(file_name(id, FileKind::Segment)),
             Self::Index(id) => return Some(file_name(id, FileKind::Index)),
+            Self::TimeIndex(id) => return Some(file_name(id, FileKind::TimeIndex)),
             Self::SegmentTemp(id) => {
                 let mut name = file_name(id, FileKind::Segment);
                 name.push_str(TEMP_SUFFIX);
@@ -161,6 +179,8 @@ impl ShardFileName {
             Self::CleanShutdownTemp => CLEAN_SHUTDOWN_TEMP_FILE_NAME,
             Self::Key => KEY_FILE_NAME,
             Self::KeyTemp => KEY_TEMP_FILE_NAME,
+            Self::LogStart => LOG_START_FILE_NAME,
+            Self::LogStartTemp => LOG_START_TEMP_FILE_NAME,
             Self::Other => return None,
         };
         let mut name = FileName::EMPTY;
@@ -177,13 +197,14 @@ impl ShardFileName {
                 | Self::EpochsTemp
                 | Self::CleanShutdownTemp
                 | Self::KeyTemp
+                | Self::LogStartTemp
         )
     }
 }
 
 const ID_DIGITS: usize = 20;
-/// The longest name of ours: a segment's copy, `{id:020}.log.copy`.
-const MAX_NAME_LEN: usize = ID_DIGITS + ".log.copy".len();
+/// The longest name of ours: a time index's, `{id:020}.timeindex`.
+const MAX_NAME_LEN: usize = ID_DIGITS + ".timeindex".len();
 
 /// A file name of a shard directory, built without allocating.
 ///
@@ -264,12 +285,12 @@ pub fn file_name(id: u64, kind: FileKind) -> FileName {
     name
 }
 
-/// Parses a segment or index file name back into its id and kind: the
-/// [`ShardFileName::Segment`] and [`ShardFileName::Index`] cases of
-/// [`ShardFileName::parse`].
+/// Parses a segment, index or time index file name back into its id and
+/// kind: the [`ShardFileName::Segment`], [`ShardFileName::Index`] and
+/// [`ShardFileName::TimeIndex`] cases of [`ShardFileName::parse`].
 ///
 /// Only the exact shape this crate writes is accepted (20 ASCII digits, a
-/// dot, `log` or `index`); anything else is a stray file for the caller to
+/// dot, `log`, `index` or `timeindex`); anything else is a stray file for the caller to
 /// report, never silently adopted.
 ///
 /// ```
@@ -282,16 +303,19 @@ pub fn parse_file_name(name: &str) -> Option<(u64, FileKind)> {
     match ShardFileName::parse(name) {
         ShardFileName::Segment(id) => Some((id, FileKind::Segment)),
         ShardFileName::Index(id) => Some((id, FileKind::Index)),
+        ShardFileName::TimeIndex(id) => Some((id, FileKind::TimeIndex)),
         _ => None,
     }
 }
 
-/// `{id:020}.log` or `{id:020}.index` as its id and kind.
+/// `{id:020}.log`, `{id:020}.index` or `{id:020}.timeindex` as its id and
+/// kind.
 fn parse_id_name(name: &str) -> Option<(u64, FileKind)> {
     let (digits, ext) = name.split_once('.')?;
     let kind = match ext {
         "log" => FileKind::Segment,
         "index" => FileKind::Index,
+        "timeindex" => FileKind::TimeIndex,
         _ => return None,
     };
     if digits.len() != ID_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {

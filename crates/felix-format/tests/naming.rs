@@ -72,7 +72,7 @@ fn shard_dir_name_long_component_is_cut_to_32_characters() {
 #[test]
 fn file_name_and_parse_round_trip_at_the_extremes() {
     for id in [0, 1, 7, 10, u64::MAX] {
-        for kind in [FileKind::Segment, FileKind::Index] {
+        for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
             let name = file_name(id, kind);
             assert_eq!(name.as_str().len(), 21 + kind.extension().len());
             assert_eq!(parse_file_name(name.as_str()), Some((id, kind)));
@@ -162,6 +162,8 @@ fn shard_file_name_every_kind_round_trips_through_its_name() {
         (N::Segment(7),             "00000000000000000007.log",              false),
         (N::Segment(u64::MAX),      "18446744073709551615.log",              false),
         (N::Index(7),               "00000000000000000007.index",            false),
+        (N::TimeIndex(7),           "00000000000000000007.timeindex",        false),
+        (N::TimeIndex(u64::MAX),    "18446744073709551615.timeindex",        false),
         (N::SegmentTemp(7),         "00000000000000000007.log.tmp",          true),
         (N::SegmentTemp(u64::MAX),  "18446744073709551615.log.tmp",          true),
         (N::SegmentCopy(7),         "00000000000000000007.log.copy",         true),
@@ -173,6 +175,8 @@ fn shard_file_name_every_kind_round_trips_through_its_name() {
         (N::CleanShutdownTemp,      "clean-shutdown.tmp",                    true),
         (N::Key,                    "key",                                   false),
         (N::KeyTemp,                "key.tmp",                               true),
+        (N::LogStart,               "log-start",                             false),
+        (N::LogStartTemp,           "log-start.tmp",                         true),
     ];
     for (kind, name, temporary) in table {
         assert_eq!(
@@ -204,6 +208,10 @@ fn shard_file_name_strays_are_other() {
         "lock.tmp",
         "clean-shutdown.bak",
         "keys",
+        "00000000000000000007.timeindex.tmp",
+        "00000000000000000007.TIMEINDEX",
+        "log-start.bak",
+        "logstart",
         "notes.txt",
     ] {
         assert_eq!(

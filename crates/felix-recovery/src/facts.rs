@@ -7,12 +7,14 @@
 //! ([`crate::plan`]) read facts only, so they can be tested with values.
 
 use felix_format::{CorruptionKind, Damage, IndexEntry, SegmentExtent};
+use felix_segment::TimeIndex;
 
 use crate::classify::Role;
 use crate::key_file::StoredKey;
 use crate::listing::Listing;
 use crate::location::TailFacts;
-use crate::report::{IndexProblem, Note};
+use crate::log_start::StoredLogStart;
+use crate::report::{IndexProblem, Note, TimeIndexProblem};
 
 /// Everything measured about a shard directory.
 #[derive(Debug)]
@@ -29,6 +31,8 @@ pub(crate) struct ShardFacts {
     pub(crate) clean_shutdown_note: Option<Note>,
     /// What the key file says, when the listing holds one (a regular file).
     pub(crate) key: Option<StoredKey>,
+    /// What the log-start file says.
+    pub(crate) log_start: StoredLogStart,
     /// One entry per segment, in id order.
     pub(crate) segments: Vec<SegmentFacts>,
 }
@@ -78,6 +82,9 @@ pub(crate) struct ScannedSegment {
     pub(crate) records: RecordFacts,
     /// Whether its index can be used as it is.
     pub(crate) index: IndexFacts,
+    /// Why its time index file cannot be used, when the walk could tell
+    /// and it cannot (see `scan::check_time_index`).
+    pub(crate) time_index: Option<TimeIndexProblem>,
     /// What follows the first damage, when there is damage.
     pub(crate) tail: Option<TailFacts>,
 }
@@ -92,6 +99,9 @@ pub(crate) struct RecordFacts {
     /// Index entries rebuilt from the records (every entry from the first
     /// record when the walk began there).
     pub(crate) entries: Vec<IndexEntry>,
+    /// The time index built on the way, when the walk began at the first
+    /// record.
+    pub(crate) time_index: Option<TimeIndex>,
     /// The first damage, if the walk did not reach the end cleanly.
     pub(crate) damage: Option<Damage>,
 }

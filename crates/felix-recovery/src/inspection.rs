@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_segment::SparseIndex;
+use felix_format::log_start::LogStart;
+use felix_segment::{SparseIndex, TimeIndex};
 
 use crate::classify::RepairPolicy;
 use crate::report::{Action, Finding, Note, TemporaryKind};
@@ -137,9 +138,21 @@ pub struct Inspection {
     /// (see [`Note::KeyFileUnusable`] and [`Note::KeyFileDisagrees`] for
     /// why it may be `None` with a file present).
     pub key: Option<felix_format::ShardKey>,
+    /// Where the log-start file says the log begins, when the directory has
+    /// a usable one (see [`Self::start_offset`] for where it begins).
+    pub log_start: Option<LogStart>,
     /// Rebuilt indexes by segment id, for the plan's `RebuildIndex` actions
     /// and for the newest segment.
     pub(crate) rebuilt: BTreeMap<u64, SparseIndex>,
+    /// Time indexes built from the records: the newest segment's (for its
+    /// writer) and, sealed, those the plan's `RebuildTimeIndex` writes.
+    pub(crate) time_indexes: BTreeMap<u64, TimeIndex>,
+    /// Whether a clean-shutdown record stood for the sealed segments.
+    pub(crate) trusted_clean_shutdown: bool,
+    /// An id above every segment the directory held and at or above the
+    /// log-start file's first segment id: a new first segment's, so that an
+    /// id is never used twice. `None` past `u64::MAX`.
+    pub(crate) next_segment_id: Option<u64>,
     /// Whether the directory holds a clean-shutdown file, which an open for
     /// writing removes.
     pub(crate) clean_shutdown_present: bool,
@@ -171,6 +184,26 @@ impl Inspection {
     /// The shard's first offset after the plan, if any segment remains.
     pub fn base_offset(&self) -> Option<u64> {
         self.live_segments().next()?.base_offset
+    }
+
+    /// Where the log begins after the plan: the log-start file's offset,
+    /// unless the first remaining segment begins later (or, without a
+    /// usable file, that segment's base offset). With no segment left, the
+    /// file's offset, where the open creates the first segment.
+    pub fn start_offset(&self) -> Option<u64> {
+        match (self.log_start, self.base_offset()) {
+            (Some(start), Some(base)) => Some(start.start_offset.max(base)),
+            (Some(start), None) if self.live_segments().next().is_none() => {
+                Some(start.start_offset)
+            }
+            (_, base) => base,
+        }
+    }
+
+    /// Whether a clean-shutdown record stood for the sealed segments (they
+    /// were taken as it lists them, not opened).
+    pub fn trusted_clean_shutdown(&self) -> bool {
+        self.trusted_clean_shutdown
     }
 
     /// The shard's next offset after the plan, if known.

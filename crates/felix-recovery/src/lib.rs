@@ -56,7 +56,8 @@
 //   report                findings, notes, actions: what is reported
 //   error, inspection     failures; options and the result
 //   listing, clean,       reading names, the clean-shutdown file,
-//   key_file, tail        the key file (and writing it), tails
+//   key_file, log_start,  the key and log-start files (and writing
+//   tail                  them), tails
 //   facts                 measured values, holding no file-system handle
 //   scan, scrub,          measuring (scrub: every checksum, read-only);
 //   plan, repair          deciding (pure); the only writer
@@ -70,6 +71,7 @@ mod key_file;
 mod listing;
 mod location;
 mod lock;
+mod log_start;
 mod open;
 mod plan;
 mod repair;
@@ -90,13 +92,14 @@ pub use inspection::{IndexCheck, InspectOptions, Inspection, SegmentSummary};
 pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
+pub use log_start::{StoredLogStart, read_log_start, write_log_start};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
 pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
 };
 pub use report::{
-    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem, Note,
-    TemporaryKind,
+    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem,
+    LogStartProblem, Note, TemporaryKind, TimeIndexProblem,
 };
-pub use scan::{ScanStart, SegmentScan, scan_segment};
+pub use scan::{CheckedScan, ScanStart, SegmentScan, scan_segment, scan_segment_checking};
 pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};

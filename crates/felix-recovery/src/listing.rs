@@ -29,6 +29,15 @@ pub(crate) struct Listing {
     pub(crate) segments: Vec<u64>,
     /// Ids of index files with no segment.
     pub(crate) orphans: Vec<u64>,
+    /// Ids of segments with a time index file (a regular file, or a link).
+    pub(crate) time_indexes: HashSet<u64>,
+    /// Ids of time index files with no segment.
+    pub(crate) orphan_time_indexes: Vec<u64>,
+    /// Segments whose time index name is taken by something that is not a
+    /// regular file (nor a link): none is written there.
+    pub(crate) unwritable_time_indexes: HashSet<u64>,
+    /// Whether a log-start file (a regular file) is present.
+    pub(crate) log_start: bool,
     /// Names that are neither ours nor known to other layers.
     pub(crate) strays: Vec<String>,
     /// Whether a clean-shutdown file (a regular file) is present.
@@ -59,6 +68,10 @@ impl Listing {
             .orphans
             .iter()
             .map(|&segment| Note::OrphanIndex { segment });
+        let time_orphans = self
+            .orphan_time_indexes
+            .iter()
+            .map(|&segment| Note::OrphanTimeIndex { segment });
         let temporaries = self.temporaries.iter().map(|(name, kind)| Note::Temporary {
             name: name.clone(),
             kind: *kind,
@@ -72,6 +85,7 @@ impl Listing {
             });
         strays
             .chain(orphans)
+            .chain(time_orphans)
             .chain(temporaries)
             .chain(not_files)
             .collect()
@@ -84,9 +98,14 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         .map_err(|e| IoError::new("list directory", dir, e))?;
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
+    let mut time_indexes = BTreeSet::new();
     let mut listing = Listing {
         segments: Vec::new(),
         orphans: Vec::new(),
+        time_indexes: HashSet::new(),
+        orphan_time_indexes: Vec::new(),
+        unwritable_time_indexes: HashSet::new(),
+        log_start: false,
         strays: Vec::new(),
         clean_shutdown: false,
         key_file: false,
@@ -109,6 +128,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::EpochsTemp => Some(TemporaryKind::EpochsUpdate),
             ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
             ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
+            ShardFileName::LogStartTemp => Some(TemporaryKind::LogStart),
             _ => None,
         };
         if let Some(kind) = temporary {
@@ -138,6 +158,24 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
                     listing.unwritable_indexes.insert(id);
                 }
                 indexes.insert(id);
+            }
+            ShardFileName::TimeIndex(id) => {
+                // Checked against its segment's records where a walk reads
+                // them; one that is not a file is never opened nor written.
+                if readable {
+                    listing.time_indexes.insert(id);
+                } else {
+                    listing.unwritable_time_indexes.insert(id);
+                }
+                time_indexes.insert(id);
+            }
+            ShardFileName::LogStart => {
+                // Read by the inspection only when it is a regular file.
+                if regular {
+                    listing.log_start = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
             }
             ShardFileName::CleanShutdown => {
                 // Only a regular file is ours: anything else is not read,
@@ -169,7 +207,8 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             | ShardFileName::SegmentCopy(_)
             | ShardFileName::EpochsTemp
             | ShardFileName::CleanShutdownTemp
-            | ShardFileName::KeyTemp => {}
+            | ShardFileName::KeyTemp
+            | ShardFileName::LogStartTemp => {}
             ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }
@@ -177,6 +216,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
     listing.temporaries.sort();
     listing.not_files.sort();
     listing.orphans = indexes.difference(&logs).copied().collect();
+    listing.orphan_time_indexes = time_indexes.difference(&logs).copied().collect();
     listing.segments = logs.into_iter().collect();
     Ok(listing)
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use felix_format::SegmentExtent;
 use felix_io::{FileSystem, OpenMode};
-use felix_segment::{SegmentError, SegmentFile, SparseIndex};
+use felix_segment::{SegmentError, SegmentFile, SparseIndex, TimeIndex};
 
 use crate::classify::{RepairClass, RepairPolicy};
 use crate::error::{RecoveryError, unexpected_segment_error};
@@ -101,6 +101,9 @@ pub struct NewestSegment {
     pub len: u64,
     /// Its index, rebuilt by the scan.
     pub index: SparseIndex,
+    /// Its time index, built by the same walk (not sealed: the writer goes
+    /// on from it).
+    pub time_index: TimeIndex,
 }
 
 /// A shard directory after recovery.
@@ -108,8 +111,21 @@ pub struct NewestSegment {
 pub struct RecoveredShard {
     /// Sealed segments in offset order, as recovery left them.
     pub sealed: Vec<SegmentExtent>,
-    /// The newest segment, or `None` for a directory without segments.
+    /// The newest segment, or `None` for a directory without segments (or
+    /// whose segments all lay below the log start).
     pub newest: Option<NewestSegment>,
+    /// Where the log begins ([`Inspection::start_offset`]): at or above the
+    /// first sealed segment's base offset; with no segment left, where the
+    /// first segment is to begin (`None`: at the caller's choice).
+    pub start_offset: Option<u64>,
+    /// The id a new first segment takes when `newest` is `None`: above every
+    /// id the directory held, so that none is used twice (`None` past
+    /// `u64::MAX`).
+    pub next_segment_id: Option<u64>,
+    /// Whether a clean-shutdown record stood for the sealed segments: their
+    /// files, and their time index files, were written by a shard that
+    /// closed cleanly and have not changed since (docs/storage-format.md).
+    pub clean_shutdown_trusted: bool,
     /// What was found.
     pub inspection: Inspection,
     /// What was done.
@@ -219,10 +235,16 @@ pub fn open_shard(
             .get(&summary.id)
             .cloned()
             .unwrap_or_else(|| SparseIndex::empty(file.base_offset()));
+        let time_index = inspection
+            .time_indexes
+            .get(&summary.id)
+            .cloned()
+            .unwrap_or_default();
         newest = Some(NewestSegment {
             next_offset: summary.next_offset.unwrap_or(file.base_offset()),
             len: summary.valid_len,
             index,
+            time_index,
             file: Arc::new(file),
         });
     }
@@ -235,6 +257,9 @@ pub fn open_shard(
     Ok(RecoveredShard {
         sealed,
         newest,
+        start_offset: inspection.start_offset(),
+        next_segment_id: inspection.next_segment_id,
+        clean_shutdown_trusted: inspection.trusted_clean_shutdown,
         inspection,
         actions,
         clean_shutdown_kept,

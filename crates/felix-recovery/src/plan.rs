@@ -11,6 +11,8 @@ use std::sync::Arc;
 use felix_format::{CorruptionKind, CorruptionSite, FileKind, ShardKey, file_name};
 use felix_segment::SparseIndex;
 
+use crate::log_start::StoredLogStart;
+
 use crate::classify::{RepairClass, header_damage_class, is_repairable_tail};
 use crate::facts::{ScannedSegment, SegmentFacts, SegmentState, ShardFacts};
 use crate::inspection::{Inspection, SegmentSummary};
@@ -24,12 +26,18 @@ use crate::report::{Action, Finding, FindingContext, Note};
 pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspection {
     let ShardFacts {
         listing,
+        trusted_clean_shutdown,
         clean_shutdown_note,
         key,
+        log_start,
         segments,
         clean_newest,
-        ..
     } = facts;
+    let next_segment_id = listing
+        .segments
+        .last()
+        .map_or(Some(0), |last| last.checked_add(1))
+        .map(|next| next.max(log_start.start().map_or(0, |s| s.first_segment_id)));
     let mut inspection = Inspection {
         dir: dir.to_path_buf(),
         shard: Arc::clone(shard),
@@ -38,7 +46,11 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         notes: Vec::new(),
         plan: Vec::new(),
         key: None,
+        log_start: log_start.start(),
         rebuilt: BTreeMap::new(),
+        time_indexes: BTreeMap::new(),
+        trusted_clean_shutdown,
+        next_segment_id,
         clean_shutdown_present: listing.clean_shutdown,
         clean_newest,
         temporaries: listing
@@ -54,10 +66,25 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         inspection.key = key;
         inspection.notes.extend(note);
     }
+    if let StoredLogStart::Unusable(problem) = log_start {
+        inspection.notes.push(Note::LogStartUnusable { problem });
+    }
+    // Segments below the one the log-start file names are not part of the
+    // log (a deletion of records or a reset left them): planned for removal,
+    // never judged against the segments after them.
+    let first_id = log_start.start().map(|s| s.first_segment_id);
+    let mut below = Vec::new();
     let mut previous: Option<(u64, Option<u64>)> = None;
     for segment in segments {
         let id = segment.id;
         let summary = plan_segment(&mut inspection, &listing, segment);
+        if first_id.is_some_and(|first| id < first) {
+            if !summary.removed {
+                below.push(id);
+            }
+            inspection.segments.push(summary);
+            continue;
+        }
         if let (Some((prev_id, Some(prev_next))), Some(base)) = (previous, summary.base_offset)
             && prev_next != base
         {
@@ -78,7 +105,62 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         }
         inspection.segments.push(summary);
     }
+    if let Some(start) = log_start.start() {
+        // A start past the records' end: a crash lost records written after
+        // them (or a reset was cut short). The log begins at the start,
+        // empty: everything left lies below it.
+        if let Some(next_offset) = inspection.next_offset()
+            && start.start_offset > next_offset
+        {
+            inspection.notes.push(Note::LogStartPastEnd {
+                start_offset: start.start_offset,
+                next_offset,
+            });
+            below.extend(inspection.live_segments().map(|s| s.id));
+        }
+        discard_below_start(&mut inspection, &below, start.start_offset);
+    }
     inspection
+}
+
+/// Plans the removal of the segments `ids`, which lie wholly below the log
+/// start: whatever else was found or planned for them no longer matters
+/// (their damage cannot block an open, their indexes are not rebuilt).
+fn discard_below_start(inspection: &mut Inspection, ids: &[u64], start_offset: u64) {
+    if ids.is_empty() {
+        return;
+    }
+    inspection
+        .findings
+        .retain(|f| !ids.contains(&f.site.segment));
+    inspection.plan.retain(|action| {
+        let segment = match action {
+            Action::Truncate { segment, .. }
+            | Action::RemoveSegment { segment, .. }
+            | Action::RebuildIndex { segment, .. }
+            | Action::RebuildTimeIndex { segment, .. }
+            | Action::RemoveBelowLogStart { segment, .. } => *segment,
+        };
+        !ids.contains(&segment)
+    });
+    for &id in ids {
+        inspection.rebuilt.remove(&id);
+        inspection.time_indexes.remove(&id);
+    }
+    let dir = inspection.dir.clone();
+    for summary in inspection
+        .segments
+        .iter_mut()
+        .filter(|s| ids.contains(&s.id))
+    {
+        summary.removed = true;
+        inspection.plan.push(Action::RemoveBelowLogStart {
+            segment: summary.id,
+            path: dir.join(file_name(summary.id, FileKind::Segment).as_str()),
+            len: summary.file_len,
+            start_offset,
+        });
+    }
 }
 
 /// The shard's key from what its key file says, and the note saying why
@@ -165,8 +247,15 @@ fn plan_segment(
                 file_len,
                 records,
                 index,
+                time_index,
                 tail,
             } = *scanned;
+            if let Some(reason) = time_index {
+                inspection.notes.push(Note::TimeIndexUnusable {
+                    segment: id,
+                    reason,
+                });
+            }
             if let Some(reason) = index.problem {
                 inspection.notes.push(Note::IndexUnusable {
                     segment: id,
@@ -221,6 +310,27 @@ fn plan_segment(
                 index_ok: index.usable,
                 removed: false,
             };
+            // The newest segment's time index goes to its writer; a sealed
+            // one whose file is wrong is written again (not where its name
+            // is not a regular file).
+            if let Some(built) = records
+                .time_index
+                .filter(|_| role.newest || time_index.is_some())
+            {
+                if !role.newest && !listing.unwritable_time_indexes.contains(&id) {
+                    let sealed = built.sealed();
+                    inspection.plan.push(Action::RebuildTimeIndex {
+                        segment: id,
+                        path: inspection
+                            .dir
+                            .join(file_name(id, FileKind::TimeIndex).as_str()),
+                        entries: sealed.entries().len(),
+                    });
+                    inspection.time_indexes.insert(id, sealed);
+                } else if role.newest {
+                    inspection.time_indexes.insert(id, built);
+                }
+            }
             // The newest segment's index goes to its writer; a rebuilt one
             // to disk.
             if role.newest || !index.usable {

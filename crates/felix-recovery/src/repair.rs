@@ -18,7 +18,7 @@ use felix_segment::fs::{open, sync_data, sync_dir};
 
 use crate::classify::RepairPolicy;
 use crate::error::RecoveryError;
-use crate::inspection::Inspection;
+use crate::inspection::{Inspection, SegmentSummary};
 use crate::lock::ShardLock;
 use crate::report::{Action, Note, TemporaryKind};
 
@@ -105,6 +105,38 @@ pub fn repair(
                 }
                 touched_dir = true;
                 tracing::warn!(shard = %inspection.shard, segment, "removed abandoned segment");
+            }
+            Action::RemoveBelowLogStart { path, segment, .. } => {
+                for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
+                    let file = path.with_file_name(file_name(*segment, kind).as_str());
+                    match fs.remove_file(&file) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(IoError::new("remove", &file, e).into()),
+                    }
+                }
+                // One removal durable at a time: should the log-start file
+                // be lost later, what is left is still a run of segments.
+                sync_dir(fs, &inspection.dir)?;
+                tracing::info!(shard = %inspection.shard, segment, "removed a segment below the log start");
+            }
+            Action::RebuildTimeIndex { segment, path, .. } => {
+                let extent = inspection
+                    .segments
+                    .iter()
+                    .find(|s| s.id == *segment)
+                    .and_then(SegmentSummary::extent);
+                let (Some(index), Some(extent)) = (inspection.time_indexes.get(segment), extent)
+                else {
+                    continue;
+                };
+                // Like an index, only an accelerator: a failure is a note.
+                if let Err(error) = index.write_file(fs, path, &extent) {
+                    tracing::warn!(shard = %inspection.shard, segment, %error, "time index not rewritten; it is built from the records when needed");
+                    repaired.notes.push(index_not_written(*segment, &error));
+                    continue;
+                }
+                touched_dir = true;
             }
             Action::RebuildIndex {
                 segment,

@@ -7,13 +7,16 @@ use std::path::PathBuf;
 use felix_io::{FileType, NotRegularFile};
 
 use felix_format::{CorruptionKind, CorruptionSite, ShardFileName};
-use felix_segment::IndexLoadError;
-
-use felix_format::clean::CleanShutdownDecodeError;
-use felix_format::key_file::KeyFileDecodeError;
 
 use crate::classify::{DamageLocation, RepairClass};
 use crate::location::UnwrittenBlocks;
+
+mod problems;
+
+pub use problems::{
+    CleanShutdownUnused, IndexProblem, KeyFileProblem, LogStartProblem, TemporaryKind,
+    TimeIndexProblem,
+};
 
 /// One piece of damage to segment data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +194,28 @@ pub enum Action {
         /// Its length.
         len: u64,
     },
+    /// A sealed segment's time index file was rewritten from its records.
+    RebuildTimeIndex {
+        /// Segment id.
+        segment: u64,
+        /// The time index file.
+        path: PathBuf,
+        /// Entries written.
+        entries: usize,
+    },
+    /// A segment lying wholly below the log start (left by a deletion of
+    /// records or a reset that a crash interrupted, or by a retention pass
+    /// yet to run) was removed, with its indexes.
+    RemoveBelowLogStart {
+        /// Segment id.
+        segment: u64,
+        /// The segment file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// Where the log begins.
+        start_offset: u64,
+    },
     /// An index was rebuilt from its segment.
     RebuildIndex {
         /// Segment id.
@@ -222,6 +247,19 @@ impl fmt::Display for Action {
             Self::RebuildIndex { path, entries, .. } => {
                 write!(f, "rebuild {} ({entries} entries)", path.display())
             }
+            Self::RebuildTimeIndex { path, entries, .. } => {
+                write!(f, "rewrite {} ({entries} entries)", path.display())
+            }
+            Self::RemoveBelowLogStart {
+                path,
+                len,
+                start_offset,
+                ..
+            } => write!(
+                f,
+                "remove {} ({len} bytes, wholly below the log start {start_offset})",
+                path.display()
+            ),
         }
     }
 }
@@ -294,6 +332,36 @@ pub enum Note {
         /// The directory's actual name.
         dir_name: String,
     },
+    /// A sealed segment's time index file cannot be used; the time index is
+    /// built from the segment's records instead (and `recover` rewrites the
+    /// file).
+    TimeIndexUnusable {
+        /// Segment id.
+        segment: u64,
+        /// Why.
+        reason: TimeIndexProblem,
+    },
+    /// A time index file with no segment beside it; left alone.
+    OrphanTimeIndex {
+        /// Segment id in its name.
+        segment: u64,
+    },
+    /// The log-start file cannot be used: the log begins at its first
+    /// segment's base offset, so records deleted before the recorded start
+    /// reappear (none vanish).
+    LogStartUnusable {
+        /// Why.
+        problem: LogStartProblem,
+    },
+    /// The log-start file records a start past the end of the log's records
+    /// (a crash lost the records written after them): the log begins at the
+    /// start, empty, and the next record gets that offset.
+    LogStartPastEnd {
+        /// The recorded start.
+        start_offset: u64,
+        /// One past the last record the segments hold.
+        next_offset: u64,
+    },
     /// A rebuilt index could not be written. Indexes only speed reads up,
     /// so the shard opens all the same: the index is held in memory (or
     /// rebuilt when the segment is read), and writing it is tried again.
@@ -305,165 +373,6 @@ pub enum Note {
         /// When it failed because its name is not a regular file: what it is.
         not_regular: Option<NotRegularFile>,
     },
-}
-
-/// Why a clean-shutdown file present in a shard directory was not used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CleanShutdownUnused {
-    /// Its bytes do not decode.
-    #[error("it does not decode: {0}")]
-    Invalid(CleanShutdownDecodeError),
-    /// It is larger than any valid file.
-    #[error("it is {len} bytes, larger than any valid one")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-    /// The directory's segment files are not the ones it lists: the shard
-    /// was written after it.
-    #[error("the directory's {found} segment file(s) are not the {listed} it lists")]
-    Stale {
-        /// Segments it lists.
-        listed: usize,
-        /// Segment files in the directory.
-        found: usize,
-    },
-    /// Opening was asked to verify every segment.
-    #[error("every segment was asked to be verified")]
-    FullVerify,
-    /// Opening was asked to check every entry of every index
-    /// ([`IndexCheck::EveryEntry`](crate::IndexCheck::EveryEntry)), which
-    /// needs the sealed segments' records.
-    #[error("every index entry was asked to be checked")]
-    EveryIndexEntry,
-    /// The last segment it lists is an interrupted creation, so the segment
-    /// appends would continue in is one it describes without a scan.
-    #[error("the last segment it lists is being removed as an interrupted creation")]
-    NewestRemoved,
-}
-
-/// Why a key file could not be used.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyFileProblem {
-    /// Its bytes do not decode.
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(KeyFileDecodeError),
-    /// It is larger than any valid key file.
-    #[error("it is {len} bytes, larger than any valid one")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {0}")]
-    NotAFile(NotRegularFile),
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-impl KeyFileProblem {
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`KeyFileChecksum`, ...), or `KeyFileTooLarge`,
-    /// `KeyFileNotAFile`, `KeyFileUnreadable`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { .. } => "KeyFileTooLarge",
-            Self::NotAFile(_) => "KeyFileNotAFile",
-            Self::Unreadable { .. } => "KeyFileUnreadable",
-        }
-    }
-}
-
-/// Whose temporary a [`Note::Temporary`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TemporaryKind {
-    /// `{id:020}.log.tmp`: a new segment's header, written and synced under
-    /// this name before it is renamed into place; it never holds a record.
-    SegmentCreation(u64),
-    /// `{id:020}.log.copy`: a verified copy of sealed segment `id`, before
-    /// it replaces the damaged segment (the old segment is still in place).
-    SegmentReplacement(u64),
-    /// `epochs.tmp`: a new epochs file, before it replaces the old one.
-    EpochsUpdate,
-    /// `clean-shutdown.tmp`: a clean-shutdown file, before its rename.
-    CleanShutdown,
-    /// `key.tmp`: a key file, before its rename.
-    KeyFile,
-}
-
-/// Why an index could not be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexProblem {
-    /// No index file.
-    Missing,
-    /// The file exists but could not be read (for example, its permissions
-    /// deny it): not the same as missing, so the error is kept.
-    Unreadable {
-        /// The operation that failed (`"open"`, `"read"`).
-        op: &'static str,
-        /// How it failed.
-        kind: io::ErrorKind,
-    },
-    /// The file failed validation.
-    Invalid(CorruptionKind),
-    /// It loaded, but a scan from its last entry did not reach the end of
-    /// the segment while a scan from the first record did.
-    Stale,
-    /// It loaded, but this entry is not where the segment's records place
-    /// its offset: a walk of record headers from the first record never
-    /// reaches a record there with that offset. (A record header embedded in
-    /// a payload can verify, so looking only at the bytes an entry names
-    /// cannot tell.)
-    StaleEntry {
-        /// The entry's number in the index, from 0.
-        number: u64,
-        /// The offset it claims.
-        offset: u64,
-        /// The position it claims.
-        position: u64,
-    },
-    /// Its name is not a regular file (or leads to something that is not):
-    /// it was never opened, and a rebuilt index is not written there.
-    NotAFile(NotRegularFile),
-}
-
-impl IndexProblem {
-    /// Why loading an index failed, as a problem to report.
-    pub fn of_load_error(err: &IndexLoadError) -> Self {
-        match err {
-            IndexLoadError::Missing { .. } => Self::Missing,
-            IndexLoadError::Invalid { kind, .. } => Self::Invalid(*kind),
-            IndexLoadError::Io(err) if let Some(what) = err.not_regular_file() => {
-                Self::NotAFile(what)
-            }
-            IndexLoadError::Io(err) => Self::Unreadable {
-                op: err.op(),
-                kind: err.kind(),
-            },
-            // Loading does nothing else that can fail; anything new is at
-            // least a failure to read the file, never proof it is missing.
-            _ => Self::Unreadable {
-                op: "read",
-                kind: io::ErrorKind::Other,
-            },
-        }
-    }
 }
 
 impl fmt::Display for Note {
@@ -526,6 +435,7 @@ impl fmt::Display for Note {
                     TemporaryKind::EpochsUpdate => "an interrupted epochs update".to_owned(),
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
+                    TemporaryKind::LogStart => "an interrupted log-start write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -550,6 +460,9 @@ impl fmt::Display for Note {
                     ShardFileName::Key => {
                         f.write_str("; the shard is known by its directory name only")
                     }
+                    ShardFileName::LogStart => f.write_str(
+                        "; the log begins at its first segment's base offset",
+                    ),
                     _ => Ok(()),
                 }
             }
@@ -564,6 +477,27 @@ impl fmt::Display for Note {
             } => write!(
                 f,
                 "key file names key {key}, whose directory is {expected_dir:?}, not {dir_name:?}; the key is not taken as this shard's"
+            ),
+            Self::TimeIndexUnusable { segment, reason } => write!(
+                f,
+                "time index {} cannot be used ({reason}); built from its segment's records",
+                felix_format::file_name(*segment, felix_format::FileKind::TimeIndex)
+            ),
+            Self::OrphanTimeIndex { segment } => write!(
+                f,
+                "time index {} has no segment beside it; left alone",
+                felix_format::file_name(*segment, felix_format::FileKind::TimeIndex)
+            ),
+            Self::LogStartUnusable { problem } => write!(
+                f,
+                "log-start file unusable: {problem}; the log begins at its first segment's base offset (records deleted before the recorded start reappear)"
+            ),
+            Self::LogStartPastEnd {
+                start_offset,
+                next_offset,
+            } => write!(
+                f,
+                "the log-start file records offset {start_offset}, past the records' end {next_offset} (a crash lost those written after them): the log begins at {start_offset}, empty"
             ),
             Self::IndexNotWritten {
                 segment,

@@ -17,12 +17,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use felix_format::time_index::TimeIndexEntry;
 use felix_format::{
     Damage, FileKind, IndexEntry, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, file_name,
 };
 use felix_io::{FileSystem, IoError, OpenMode};
 use felix_segment::{
-    IndexBuilder, RecordWalk, SegmentError, SegmentFile, SparseIndex, WalkStep, first_stale_entry,
+    IndexBuilder, RecordWalk, SegmentError, SegmentFile, SparseIndex, TimeIndex, TimeIndexBuilder,
+    TimeIndexCheck, TimeIndexLoadError, WalkStep, first_stale_entry, header_of,
 };
 
 use crate::classify::{Role, role};
@@ -32,7 +34,8 @@ use crate::facts::{
 };
 use crate::inspection::{IndexCheck, InspectOptions};
 use crate::listing::Listing;
-use crate::report::IndexProblem;
+use crate::report::{IndexProblem, TimeIndexProblem};
+use felix_format::time_index::TimeIndexHeader;
 
 /// What a scan of one segment saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +51,10 @@ pub struct SegmentScan {
     pub file_len: u64,
     /// Index entries rebuilt on the way (for a scan from the first record).
     pub index: Vec<IndexEntry>,
+    /// The time index built on the way, by the rule the writer follows (for
+    /// a scan from the first record; not sealed, see
+    /// [`TimeIndex::sealed`]).
+    pub time_index: TimeIndex,
     /// The first damage, if the scan did not reach the end cleanly.
     pub damage: Option<Damage>,
 }
@@ -75,7 +82,9 @@ impl ScanStart {
 /// Scans `segment` (of `file_len` bytes) from `start` to its end.
 ///
 /// Index entries are emitted every `index_spacing_bytes` as a writer would,
-/// so a scan from the first record rebuilds the segment's index exactly.
+/// and the time index is built in the same walk by the writer's rule, so a
+/// scan from the first record rebuilds both of the segment's indexes
+/// exactly.
 pub fn scan_segment(
     segment: &SegmentFile,
     file_len: u64,
@@ -83,30 +92,103 @@ pub fn scan_segment(
     depth: ScanDepth,
     index_spacing_bytes: u64,
 ) -> Result<SegmentScan, IoError> {
+    scan_segment_checking(
+        segment,
+        file_len,
+        start,
+        depth,
+        index_spacing_bytes,
+        &[],
+        &[],
+    )
+    .map(|checked| checked.scan)
+}
+
+/// What [`scan_segment_checking`] saw: the scan, and which loaded entries
+/// the records do not bear out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedScan {
+    /// The scan.
+    pub scan: SegmentScan,
+    /// The first offset index entry the walk found no record at (with its
+    /// offset), with its number, as [`first_stale_entry`] says.
+    pub stale_index_entry: Option<(u64, IndexEntry)>,
+    /// The number of the first time index entry the records do not bear
+    /// out (see [`TimeIndexCheck`]); meaningful for a walk of the whole
+    /// segment that met no damage.
+    pub wrong_time_entry: Option<usize>,
+}
+
+/// [`scan_segment`] from the first record, checking on the way the entries
+/// of an index file (`index_entries`) and of a time index file
+/// (`time_entries`) against the records: one walk where a check of every
+/// entry and a scan of the whole segment would otherwise be two or three.
+pub fn scan_segment_checking(
+    segment: &SegmentFile,
+    file_len: u64,
+    start: ScanStart,
+    depth: ScanDepth,
+    index_spacing_bytes: u64,
+    index_entries: &[IndexEntry],
+    time_entries: &[TimeIndexEntry],
+) -> Result<CheckedScan, IoError> {
+    let vouch = index_entries;
+    let mut time_check = TimeIndexCheck::new(time_entries);
     let cursor = RecordCursor::new(start.position, start.offset, file_len, depth);
     let mut walk = RecordWalk::new(segment, cursor);
     let mut index = IndexBuilder::new(index_spacing_bytes);
+    let mut time = TimeIndexBuilder::default();
     let mut records = 0u64;
+    let mut next_vouched = 0usize;
+    let mut stale = None;
     let damage = loop {
         match walk.step()? {
             WalkStep::Record(record) => {
-                index.observe(record.header.offset, record.position);
+                let (offset, position) = (record.header.offset, record.position);
+                let timestamp = record.header.timestamp_micros;
+                let due = index.observe(offset, position);
+                time.observe(due, offset, timestamp);
+                time_check.observe(offset, timestamp);
                 records += 1;
+                if stale.is_none()
+                    && let Some(&entry) = vouch.get(next_vouched)
+                    && entry.position <= position
+                {
+                    if entry.position == position && entry.offset == offset {
+                        next_vouched += 1;
+                    } else {
+                        // The walk passed the entry's position without a
+                        // record beginning there with its offset.
+                        stale = Some((next_vouched as u64, entry));
+                    }
+                }
             }
             WalkStep::End => break None,
             WalkStep::Damage(damage) => break Some(damage),
         }
     };
+    // An entry the walk never reached (damage or the end came first) is
+    // vouched for by nothing.
+    if stale.is_none()
+        && let Some(&entry) = vouch.get(next_vouched)
+    {
+        stale = Some((next_vouched as u64, entry));
+    }
     let cursor = walk.cursor();
     debug_assert!(cursor.position() <= file_len && cursor.position() >= start.position);
     debug_assert_eq!(cursor.next_offset() - start.offset, records);
-    Ok(SegmentScan {
-        records,
-        next_offset: cursor.next_offset(),
-        valid_len: cursor.position(),
-        file_len,
-        index: index.into_entries(),
-        damage,
+    Ok(CheckedScan {
+        scan: SegmentScan {
+            records,
+            next_offset: cursor.next_offset(),
+            valid_len: cursor.position(),
+            file_len,
+            index: index.into_entries(),
+            time_index: time.finish(),
+            damage,
+        },
+        stale_index_entry: stale,
+        wrong_time_entry: time_check.finish(),
     })
 }
 
@@ -130,6 +212,11 @@ pub(crate) fn gather(
     let key = listing
         .key_file
         .then(|| crate::key_file::read_key_file(fs, dir));
+    let log_start = if listing.log_start {
+        crate::log_start::read_log_start(fs, dir)
+    } else {
+        crate::log_start::StoredLogStart::Missing
+    };
     let ids = &listing.segments;
     let count = ids.len();
     // A trusted record lists the last segment as one the shard wrote, not
@@ -159,6 +246,7 @@ pub(crate) fn gather(
         clean_newest: trusted.as_ref().and_then(|t| t.last().copied()),
         clean_shutdown_note,
         key,
+        log_start,
         segments,
     })
 }
@@ -187,14 +275,36 @@ fn measure_segment(
             }
             Err(other) => return Err(segment_open_error(other, &path)),
         };
-    let (scan, index) = if role.newest {
+    // Only a sealed segment has a time index file, and only a walk of all
+    // its records can say whether it is right: loaded first, for the walk
+    // to check.
+    let checks_time =
+        !role.newest && (options.full_verify || options.index_check == IndexCheck::EveryEntry);
+    let loaded_time = checks_time.then(|| {
+        let most_records = file_len.saturating_sub(SEGMENT_HEADER_LEN as u64)
+            / felix_format::RECORD_HEADER_LEN as u64;
+        TimeIndex::load_any(fs, &segment.time_index_path(), most_records)
+    });
+    let time_entries = match &loaded_time {
+        Some(Ok((_, index))) => index.entries(),
+        _ => &[],
+    };
+    let (scan, index, wrong_time, whole) = if role.newest {
         let first = ScanStart::first_record(&segment);
         let spacing = options.index_spacing_bytes;
         let scan = scan_segment(&segment, file_len, first, ScanDepth::Full, spacing)?;
         let index = check_index(&segment, scan.valid_len)?;
-        (scan, index)
+        (scan, index, None, true)
     } else {
-        scan_sealed(&segment, file_len, options)?
+        let (scan, index, wrong) = scan_sealed(&segment, file_len, options, time_entries)?;
+        let whole = wrong.is_some();
+        (scan, index, wrong.flatten(), whole)
+    };
+    let time_index = match &loaded_time {
+        Some(loaded) if scan.damage.is_none() => {
+            time_index_problem(&segment, &scan, loaded, wrong_time)
+        }
+        _ => None,
     };
     let tail = match &scan.damage {
         Some(damage) => Some(crate::tail::measure(
@@ -212,9 +322,11 @@ fn measure_segment(
             next_offset: scan.next_offset,
             valid_len: scan.valid_len,
             entries: scan.index,
+            time_index: whole.then_some(scan.time_index),
             damage: scan.damage,
         },
         index,
+        time_index,
         tail,
     })))
 }
@@ -285,68 +397,116 @@ fn stale_entry(number: u64, entry: IndexEntry) -> IndexProblem {
 }
 
 /// Scans a sealed segment: its tail from the last index entry with headers
-/// only, or everything in full when asked. When the tail scan meets damage,
-/// the segment is rescanned from its first record before anything is called
-/// damage: a clean rescan means the index entry was stale, not the data.
-/// With [`IndexCheck::EveryEntry`] the entries are first vouched for by a
-/// walk from the first record up to the last entry, which the tail scan then
-/// continues, so the segment is still read once.
+/// only, or, when asked to check every index entry or every record, the
+/// whole segment from its first record in one walk that checks every entry
+/// of its index and of its time index (`time`, the file's, when it loaded)
+/// on the way. When the tail scan meets damage, the segment is rescanned
+/// from its first record before anything is called damage: a clean rescan
+/// means the index entry was stale, not the data.
+///
+/// Returns, for a walk that checked the time index, the first of its
+/// entries the records do not bear out (`Some(None)`: all do).
 fn scan_sealed(
     segment: &SegmentFile,
     file_len: u64,
     options: &InspectOptions,
-) -> Result<(SegmentScan, IndexFacts), RecoveryError> {
+    time: &[TimeIndexEntry],
+) -> Result<(SegmentScan, IndexFacts, Option<Option<usize>>), RecoveryError> {
     let first = ScanStart::first_record(segment);
     let spacing = options.index_spacing_bytes;
     if options.full_verify {
-        let scan = scan_segment(segment, file_len, first, ScanDepth::Full, spacing)?;
-        let index = check_index(segment, scan.valid_len)?;
-        return Ok((scan, index));
+        let checked = scan_segment_checking(
+            segment,
+            file_len,
+            first,
+            ScanDepth::Full,
+            spacing,
+            &[],
+            time,
+        )?;
+        let index = check_index(segment, checked.scan.valid_len)?;
+        return Ok((checked.scan, index, Some(checked.wrong_time_entry)));
     }
     let index = load_index(segment, file_len);
+    if options.index_check == IndexCheck::EveryEntry {
+        let entries = index.as_ref().map_or(&[][..], SparseIndex::entries);
+        let checked = scan_segment_checking(
+            segment,
+            file_len,
+            first,
+            ScanDepth::Headers,
+            spacing,
+            entries,
+            time,
+        )?;
+        let facts = match (index, checked.stale_index_entry) {
+            (Err(problem), _) => unusable(problem),
+            // Damage the walk met is reported as such and does not make the
+            // index stale.
+            (Ok(_), _) if checked.scan.damage.is_some() => usable(),
+            (Ok(_), Some((number, entry))) => unusable(stale_entry(number, entry)),
+            (Ok(_), None) => usable(),
+        };
+        return Ok((checked.scan, facts, Some(checked.wrong_time_entry)));
+    }
     if let Ok(index) = &index
         && let Some(&IndexEntry { offset, position }) = index.entries().last()
     {
-        // Damage found by the rescan from the first record is reported as
-        // such and does not make the index stale.
-        let rescan = |problem: IndexProblem| -> Result<(SegmentScan, IndexFacts), RecoveryError> {
-            let full = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
-            let facts = match full.damage {
-                None => unusable(problem),
-                Some(_) => IndexFacts {
-                    usable: true,
-                    problem: None,
-                },
-            };
-            Ok((full, facts))
-        };
-        if options.index_check == IndexCheck::EveryEntry
-            && let Some((number, entry)) = first_stale_entry(segment, file_len, index.entries())?
-        {
-            // The walk that failed to vouch for the entry may have met real
-            // damage: the rescan says which.
-            return rescan(stale_entry(number, entry));
-        }
         let tail_start = ScanStart { offset, position };
         let tail = scan_segment(segment, file_len, tail_start, ScanDepth::Headers, spacing)?;
         if tail.damage.is_none() {
-            let facts = IndexFacts {
-                usable: true,
-                problem: None,
-            };
-            return Ok((tail, facts));
+            return Ok((tail, usable(), None));
         }
-        return rescan(IndexProblem::Stale);
+        let full = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
+        // Damage found by the rescan from the first record is reported as
+        // such and does not make the index stale.
+        let facts = match full.damage {
+            None => unusable(IndexProblem::Stale),
+            Some(_) => usable(),
+        };
+        return Ok((full, facts, None));
     }
     let scan = scan_segment(segment, file_len, first, ScanDepth::Headers, spacing)?;
     let facts = match index {
-        Ok(_) => IndexFacts {
-            usable: true,
-            problem: None,
-        },
+        Ok(_) => usable(),
         Err(problem) => unusable(problem),
     };
-    Ok((scan, facts))
+    Ok((scan, facts, None))
+}
+
+fn usable() -> IndexFacts {
+    IndexFacts {
+        usable: true,
+        problem: None,
+    }
+}
+
+/// What is wrong with a sealed segment's time index file, as a walk of
+/// its whole segment that met no damage (`scan`) found it: `loaded` is the
+/// file as it decoded, `wrong` the first entry the records did not bear
+/// out. A missing file is no problem (the reference implementation writes
+/// none).
+fn time_index_problem(
+    segment: &SegmentFile,
+    scan: &SegmentScan,
+    loaded: &Result<(TimeIndexHeader, TimeIndex), TimeIndexLoadError>,
+    wrong: Option<usize>,
+) -> Option<TimeIndexProblem> {
+    let extent = felix_format::SegmentExtent {
+        id: segment.id(),
+        base_offset: segment.base_offset(),
+        next_offset: scan.next_offset,
+        len: scan.valid_len,
+    };
+    match loaded {
+        Err(err) => TimeIndexProblem::of_load_error(err),
+        Ok((header, _)) if *header != header_of(&extent) => {
+            Some(TimeIndexProblem::Stale { found: *header })
+        }
+        Ok(_) => wrong.map(|number| TimeIndexProblem::Wrong {
+            number: number as u64,
+        }),
+    }
 }
 
 /// Whether the file at `path` has the shape of an interrupted creation:

@@ -43,7 +43,11 @@ impl Shard {
         build_shard(dir.path(), 0, SEGMENTS, SPACING);
         let files = snapshot(dir.path());
         let layout = shard_layout(0, SEGMENTS);
-        assert_eq!(files.len(), 6, "three segments and three indexes");
+        assert_eq!(
+            files.len(),
+            8,
+            "three segments, three indexes, the sealed two's time indexes"
+        );
         for (id, records) in layout.iter().enumerate() {
             let id = id as u64;
             assert_eq!(

@@ -365,8 +365,16 @@ fn open_newest_torn_record_embedding_an_intact_record_is_confined_and_repaired_b
         index_spacing_bytes: SPACING,
         preallocate_bytes: None,
     };
-    let mut writer =
-        SegmentWriter::resume(Arc::new(file), 3, len, SparseIndex::empty(3), config).unwrap();
+    let mut writer = SegmentWriter::resume(
+        Arc::new(file),
+        3,
+        len,
+        SparseIndex::empty(3),
+        // The segment is empty from offset 3: no time index yet.
+        felix_segment::TimeIndex::default(),
+        config,
+    )
+    .unwrap();
     let inner_payload = common::payload(5);
     let mut inner = encode_record_header(5, 5, &inner_payload).unwrap().to_vec();
     inner.extend_from_slice(&inner_payload);
@@ -570,6 +578,7 @@ fn open_abandoned_newest_segment_with_older_segment_is_removed_by_default() {
             newest.next_offset,
             newest.len,
             newest.index,
+            newest.time_index,
             config,
         )
         .unwrap();
@@ -755,6 +764,8 @@ fn open_gap_between_segments_is_offset_out_of_order_never() {
     build_shard(dir.path(), 0, &[3, 3, 3], SPACING);
     std::fs::remove_file(seg_path(dir.path(), 1)).unwrap();
     std::fs::remove_file(index_path(dir.path(), 1)).unwrap();
+    // Its time index too, so only the gap is left to find.
+    std::fs::remove_file(dir.path().join(format!("{:020}.timeindex", 1))).unwrap();
     let expected = Finding {
         kind: CorruptionKind::OffsetOutOfOrder {
             expected: 3,

@@ -394,6 +394,7 @@ fn open_newest_segment_only_record_torn_leaves_empty_writable_segment() {
             newest.next_offset,
             newest.len,
             newest.index,
+            newest.time_index,
             config,
         )
         .unwrap();

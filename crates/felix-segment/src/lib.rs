@@ -1,5 +1,5 @@
-//! One felix segment file and its sparse index: create, append, read, seek,
-//! seal.
+//! One felix segment file, its sparse index and its time index: create,
+//! append, read, seek, look up by time, seal.
 //!
 //! A segment is a 32-byte header followed by records back to back (see
 //! `felix-format`). This crate writes and reads one segment the way a
@@ -25,17 +25,24 @@
 mod error;
 pub mod fs;
 mod index;
+mod lookup;
 mod reader;
 mod run;
 mod segment;
+mod time_index;
 mod walk;
 mod writer;
 
 pub use error::{Result, SegmentError};
 pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
+pub use lookup::TimestampHit;
 pub use reader::{CHUNK_BYTES, ChunkedReader};
 pub use run::{ReadBuffers, RecordRun, RunIter, RunRecord};
 pub use segment::{ReadLimit, ReadRecord, ReadStart, SegmentFile};
+pub use time_index::{
+    ActiveTimeIndex, TimeBounds, TimeIndex, TimeIndexBuilder, TimeIndexCheck, TimeIndexLoadError,
+    header_of, time_bounds,
+};
 pub use walk::{RecordWalk, WalkStep, first_stale_entry};
 pub use writer::{
     Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SealedSegment, SegmentConfig, SegmentWriter,

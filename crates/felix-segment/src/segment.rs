@@ -220,6 +220,12 @@ impl SegmentFile {
             .with_file_name(file_name(self.id, FileKind::Index).as_str())
     }
 
+    /// The path of this segment's time index file.
+    pub fn time_index_path(&self) -> PathBuf {
+        self.path
+            .with_file_name(file_name(self.id, FileKind::TimeIndex).as_str())
+    }
+
     /// The shard label errors carry.
     pub fn shard(&self) -> &Arc<str> {
         &self.shard
@@ -492,7 +498,7 @@ impl SegmentFile {
     /// needs no index to find, or the record there verified its header and
     /// offset and only its checksum failed. Damage met later is damage to
     /// the segment.
-    fn classify(
+    pub(crate) fn classify(
         &self,
         start: IndexEntry,
         expected: u64,

@@ -16,7 +16,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use felix_format::{
     FileKind, IndexEntry, MAX_PAYLOAD_BYTES, SegmentExtent, SegmentHeader, encode_record_header,
     file_name, record_encoded_len,
@@ -28,81 +27,12 @@ use felix_io::{FileSystem, OpenMode};
 use crate::fs::{open, sync_data, sync_dir};
 use crate::index::{ActiveIndex, IndexFile, SparseIndex, entry_due};
 use crate::segment::{ReadLimit, SegmentFile};
+use crate::time_index::{ActiveTimeIndex, TimeIndex};
+use felix_format::time_index::TimeIndexEntry;
 
 /// A staging buffer larger than this is released after its batch, so one
 /// huge batch does not pin its memory for the life of the segment.
 const STAGING_KEEP_BYTES: usize = 4 * 1024 * 1024;
-
-/// Default spacing of sparse index entries: one per 2 KiB of segment data.
-///
-/// A read by offset starts at the entry below it and verifies every header
-/// it passes, so the spacing sets how much a point read copies and checks:
-/// at 2 KiB a random read of a 128-byte record is 11 % faster than at 4 KiB
-/// (p50 2.19 → 1.94 µs on the benchmark's 10 M-record shard; see
-/// docs/performance.md), for 8 MiB of index per GiB of segment instead of
-/// 4 MiB (held in memory for the active segment).
-pub const DEFAULT_INDEX_SPACING_BYTES: u64 = 2048;
-
-/// How a segment is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentConfig {
-    /// An index entry is emitted for the first record and then every this
-    /// many bytes of segment data.
-    pub index_spacing_bytes: u64,
-    /// Disk space to reserve up front with `fallocate(FALLOC_FL_KEEP_SIZE)`,
-    /// normally the segment size; `None` grows the file as it is written.
-    pub preallocate_bytes: Option<u64>,
-}
-
-impl Default for SegmentConfig {
-    fn default() -> Self {
-        Self {
-            index_spacing_bytes: DEFAULT_INDEX_SPACING_BYTES,
-            preallocate_bytes: None,
-        }
-    }
-}
-
-/// One record to append: its publish time and payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// Publish time in microseconds.
-    pub timestamp_micros: u64,
-    /// The payload, at most [`MAX_PAYLOAD_BYTES`].
-    pub payload: Bytes,
-}
-
-impl Record {
-    /// A record from a timestamp and anything convertible to [`Bytes`].
-    pub fn new(timestamp_micros: u64, payload: impl Into<Bytes>) -> Self {
-        Self {
-            timestamp_micros,
-            payload: payload.into(),
-        }
-    }
-
-    /// A record stamped with the wall clock now (microseconds since the
-    /// Unix epoch; 0 for a clock set before it).
-    ///
-    /// ```
-    /// let record = felix_segment::Record::now("hello");
-    /// assert!(record.timestamp_micros > 1_600_000_000_000_000);
-    /// ```
-    pub fn now(payload: impl Into<Bytes>) -> Self {
-        Self::new(now_micros(), payload)
-    }
-}
-
-/// What an append did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Appended {
-    /// Offset of the batch's first record.
-    pub first_offset: u64,
-    /// Offset of the batch's last record.
-    pub last_offset: u64,
-    /// The segment's length after the batch.
-    pub end_position: u64,
-}
 
 /// The writer of the active segment.
 ///
@@ -131,6 +61,15 @@ pub struct SegmentWriter {
     index_spacing_bytes: u64,
     /// Position of the last entry, so deciding the next needs no lock.
     last_indexed: Option<u64>,
+    /// Where the running maximum timestamp grew at an index entry point;
+    /// shared with readers, written to a file when the segment is sealed.
+    time_index: ActiveTimeIndex,
+    /// The largest timestamp appended to the segment, if any.
+    max_timestamp: Option<u64>,
+    /// The running maximum at the last time index entry.
+    last_time_entry: Option<u64>,
+    /// Whether sealing wrote the time index file.
+    time_index_written: bool,
     /// The index file, extended as entries accumulate. `None` while it
     /// could not be written (a full disk, or a name that is not a regular
     /// file): the entries are then only in memory, and
@@ -205,6 +144,10 @@ impl SegmentWriter {
             index: ActiveIndex::default(),
             index_spacing_bytes: config.index_spacing_bytes.max(1),
             last_indexed: None,
+            time_index: ActiveTimeIndex::default(),
+            max_timestamp: None,
+            last_time_entry: None,
+            time_index_written: false,
             index_file,
             preallocated,
             reserved_end: match config.preallocate_bytes {
@@ -216,8 +159,10 @@ impl SegmentWriter {
     }
 
     /// Continues writing a segment that recovery has verified: its records
-    /// end at `len` and `next_offset`, and `index` holds the entries the
-    /// recovery scan rebuilt. The index file is rewritten from them; if
+    /// end at `len` and `next_offset`, and `index` and `time_index` hold
+    /// the entries the recovery scan rebuilt (the time index as built by the
+    /// walk, not sealed: the writer goes on observing from there). The
+    /// index file is rewritten from them; if
     /// that fails (see [`Self::index_persisted`]) the index is served from
     /// memory, and writing it is tried again at [`Self::persist_index`] and
     /// when the segment is sealed.
@@ -226,8 +171,15 @@ impl SegmentWriter {
         next_offset: u64,
         len: u64,
         index: SparseIndex,
+        time_index: TimeIndex,
         config: SegmentConfig,
     ) -> Result<Self> {
+        debug_assert!(
+            time_index
+                .last_offset()
+                .is_none_or(|last| last < next_offset),
+            "the time index observed records the segment holds"
+        );
         let index_file = IndexFile::try_create(&segment, index.entries());
         Ok(Self {
             segment,
@@ -237,6 +189,10 @@ impl SegmentWriter {
             last_indexed: index.entries().last().map(|e| e.position),
             index: ActiveIndex::new(index.entries().to_vec()),
             index_spacing_bytes: config.index_spacing_bytes.max(1),
+            last_time_entry: time_index.entries().last().map(|e| e.timestamp_micros),
+            max_timestamp: time_index.max_timestamp_micros(),
+            time_index: ActiveTimeIndex::new(time_index.entries().to_vec()),
+            time_index_written: false,
             index_file,
             // Space an earlier writer reserved past the records is not
             // known (nor trimmed) until this one reserves some.
@@ -332,12 +288,23 @@ impl SegmentWriter {
         let first_offset = self.next_offset;
         let mut position = self.len;
         for record in records {
+            let ts = record.timestamp_micros;
+            let max = self.max_timestamp.map_or(ts, |m| m.max(ts));
+            self.max_timestamp = Some(max);
             if entry_due(self.last_indexed, position, self.index_spacing_bytes) {
                 self.index.push(IndexEntry {
                     offset: self.next_offset,
                     position,
                 });
                 self.last_indexed = Some(position);
+                // The rule `TimeIndexBuilder::observe` follows for a walk.
+                if self.last_time_entry.is_none_or(|last| max > last) {
+                    self.time_index.push(TimeIndexEntry {
+                        timestamp_micros: max,
+                        offset: self.next_offset,
+                    });
+                    self.last_time_entry = Some(max);
+                }
             }
             position += record_encoded_len(record.payload.len() as u32);
             self.next_offset += 1;
@@ -438,8 +405,8 @@ impl SegmentWriter {
         }
     }
 
-    /// Finishes the segment: sync its data, write out the index, trim any
-    /// preallocation to the records' length, and fsync. The index is
+    /// Finishes the segment: sync its data, write out the index and the
+    /// time index, trim any preallocation to the records' length, and fsync. The index is
     /// written whole if it could not be written before; failing to write or
     /// sync it leaves the sealed segment without a usable one (its readers
     /// rebuild it) and the writer going (see [`Self::index_persisted`]).
@@ -468,6 +435,7 @@ impl SegmentWriter {
             {
                 self.drop_index_file(e);
             }
+            self.time_index_written = self.write_time_index();
             if self.preallocated {
                 self.segment
                     .file()
@@ -490,15 +458,12 @@ impl SegmentWriter {
     /// The sealed segment's description, once [`Self::finish`] succeeded.
     pub fn into_sealed(self) -> SealedSegment {
         let base_offset = self.segment.base_offset();
+        let time_index = self.time_index_so_far().sealed();
         SealedSegment {
-            extent: SegmentExtent {
-                id: self.segment.id(),
-                base_offset,
-                next_offset: self.next_offset,
-                len: self.len,
-            },
+            extent: self.extent(),
             segment: self.segment,
             index: SparseIndex::from_entries(base_offset, self.index.into_entries()),
+            time_index,
         }
     }
 
@@ -586,6 +551,9 @@ pub struct SealedSegment {
     pub extent: SegmentExtent,
     /// Its index.
     pub index: SparseIndex,
+    /// Its time index, sealed (its last entry holds the segment's largest
+    /// timestamp).
+    pub time_index: TimeIndex,
 }
 
 fn now_micros() -> u64 {
@@ -594,9 +562,12 @@ fn now_micros() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
+mod config;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod time;
 
+pub use config::{Appended, DEFAULT_INDEX_SPACING_BYTES, Record, SegmentConfig};
 pub use sync::SyncHandle;
 use sync::{Poison, poison};

@@ -97,14 +97,22 @@ pub struct Retention {
     /// segments only: the active segment is kept even when it alone is
     /// larger). Default `None`: no size limit. At least 1 byte; no maximum.
     pub max_bytes: Option<u64>,
-    /// Delete a sealed segment once its newest record is older than this.
+    /// Delete a sealed segment once every record in it is older than this:
+    /// once its *largest* record timestamp is, as Kafka's `retention.ms`
+    /// measures a segment. Timestamps are the producers' and need not
+    /// ascend, so this is the segment's maximum, not its last record's: a
+    /// segment whose last record carries an old clock but which holds a
+    /// recent record is kept. The maximum comes from the segment's time
+    /// index (written when the segment was sealed, or built from its record
+    /// headers on first need; see
+    /// [`SegmentInfo::max_timestamp_micros`](crate::SegmentInfo::max_timestamp_micros)).
     /// The age is measured on the records' own timestamps
     /// ([`Record::timestamp_micros`](crate::Record::timestamp_micros), the
     /// time the producer stamped, e.g. with
     /// [`Record::now`](crate::Record::now)) against the shard's clock
     /// ([`ShardOptions::clock`](crate::ShardOptions::clock), the wall clock
-    /// by default), not on file times. Default `None`: no age limit. At
-    /// least 1 µs; no maximum.
+    /// by default), not on file times; the active segment is never deleted.
+    /// Default `None`: no age limit. At least 1 µs; no maximum.
     pub max_age: Option<Duration>,
     /// Run retention at this interval on a background thread: the store's
     /// thread for a store's shards, the shard's own for a shard opened

@@ -115,7 +115,8 @@ pub enum StorageError {
         /// The offset given.
         found: u64,
     },
-    /// A truncation point below the shard's first offset.
+    /// A truncation point below the shard's first offset (its log start,
+    /// which records deleted before it moved up).
     #[error("shard {shard}: cannot truncate to {requested}, below the oldest offset {oldest}")]
     TruncateBelowBase {
         /// The shard.
@@ -124,6 +125,20 @@ pub enum StorageError {
         requested: u64,
         /// The oldest offset held.
         oldest: u64,
+    },
+    /// Records were to be deleted before an offset past the end of what a
+    /// reader may read (as Kafka refuses a DeleteRecords past the high
+    /// watermark). Nothing changed.
+    #[error(
+        "shard {shard}: cannot delete records before {requested}, past the readable end {readable_end}; nothing changed"
+    )]
+    DeletePastEnd {
+        /// The shard.
+        shard: Arc<str>,
+        /// The offset asked for.
+        requested: u64,
+        /// One past the last record a committed read returns.
+        readable_end: u64,
     },
     /// [`Shard::replace_sealed_segment`](crate::Shard::replace_sealed_segment)
     /// named a segment that is not one of the shard's sealed segments (the

@@ -150,4 +150,4 @@ pub use felix_format::{
 };
 pub use felix_io::{FileSystem, IoError};
 pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy, ScrubDamage, SegmentScrub};
-pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError};
+pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError, TimestampHit};

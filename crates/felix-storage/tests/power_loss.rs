@@ -16,6 +16,8 @@ mod exec;
 mod plans;
 #[path = "power_loss/residual.rs"]
 mod residual;
+#[path = "power_loss/workload.rs"]
+mod workload;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -31,117 +33,9 @@ use felix_storage::{
 use check::{Checked, check};
 use plans::plans;
 use residual::Residual;
+use workload::{BLOCKS, Op, Rng, SMALL, Scale, workload};
 
 const DIR: &str = "/shard";
-
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Append {
-        count: u64,
-        len: usize,
-    },
-    Sync,
-    Truncate {
-        back: u64,
-    },
-    Retention {
-        max_bytes: u64,
-    },
-    Generation,
-    Reopen,
-    /// `Shard::close` (a clean-shutdown file), then keep writing: the next
-    /// open meets a record the later writes made stale.
-    Close,
-    /// `Shard::close`, then reopen trusting the record.
-    CloseReopen,
-}
-
-/// A small deterministic generator (xorshift64*), so every failure names a
-/// seed that reproduces it.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-/// The sizes a workload works at.
-#[derive(Debug, Clone, Copy)]
-struct Scale {
-    segment_size_bytes: u64,
-    /// A batch holds up to this many records with payloads below
-    /// `small_payload` bytes...
-    max_batch: u64,
-    small_payload: u64,
-    /// ...or, one batch in `large_one_in`, up to three below this many.
-    large_payload: u64,
-    large_one_in: u64,
-    /// Retention budgets are drawn from `retention.0 + below(retention.1)`.
-    retention: (u64, u64),
-}
-
-/// Segments of 300 bytes: every write lies in one 4 KiB block, so the
-/// sweep is about operation order, tears and zero-filled writes.
-const SMALL: Scale = Scale {
-    segment_size_bytes: 300,
-    max_batch: 3,
-    small_payload: 60,
-    large_payload: 60,
-    large_one_in: 1,
-    retention: (300, 600),
-};
-
-/// Segments of 24 KiB with batches of up to 40 records of up to 150 bytes,
-/// or up to three of up to 5,000: writes span several 4 KiB blocks, so
-/// block tears and blocks persisted out of order meet headers (whole or
-/// cut by a block boundary), payloads and block boundaries in every mix.
-const BLOCKS: Scale = Scale {
-    segment_size_bytes: 24 * 1024,
-    max_batch: 40,
-    small_payload: 150,
-    large_payload: 5000,
-    large_one_in: 3,
-    retention: (24 * 1024, 48 * 1024),
-};
-
-fn workload(seed: u64, len: usize, scale: Scale) -> Vec<Op> {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    (0..len)
-        .map(|_| match rng.below(13) {
-            0..=5 => {
-                // (`SMALL` draws no extra number, so its workloads are the
-                // ones the sweep always ran.)
-                let large = scale.large_one_in > 1 && rng.below(scale.large_one_in) == 0;
-                let (max_count, max_len) = if large {
-                    (3, scale.large_payload)
-                } else {
-                    (scale.max_batch, scale.small_payload)
-                };
-                Op::Append {
-                    count: 1 + rng.below(max_count),
-                    len: rng.below(max_len) as usize,
-                }
-            }
-            6 => Op::Sync,
-            7 => Op::Truncate { back: rng.below(4) },
-            8 => Op::Retention {
-                max_bytes: scale.retention.0 + rng.below(scale.retention.1),
-            },
-            9 => Op::Generation,
-            10 => Op::Reopen,
-            11 => Op::Close,
-            _ => Op::CloseReopen,
-        })
-        .collect()
-}
 
 fn config(durability: Durability, retention_bytes: Option<u64>, scale: Scale) -> StoreConfig {
     StoreConfig {
@@ -179,6 +73,9 @@ struct Model {
     /// Histories the epochs file may hold: the last one stored, and one
     /// whose store was interrupted.
     histories: Vec<EpochHistory>,
+    /// The log start a call that returned promised durable: a reopen
+    /// begins at or above it.
+    min_base: u64,
     /// Mutating file-system calls made before the power went out.
     calls: u64,
 }
@@ -360,6 +257,32 @@ fn run(
                 shard.begin_generation(generation).is_ok()
             }
             Op::Close => shard.close().is_ok(),
+            Op::DeleteBefore { back } => {
+                let offsets = shard.offsets();
+                let to = offsets.readable.saturating_sub(back).max(offsets.base);
+                // From the call on, records below `to` may be gone.
+                model.forget_below(to);
+                let result = shard.delete_records_before(to);
+                if let Ok(start) = result {
+                    model.min_base = model.min_base.max(start);
+                    let mut pruned = model.histories.last().cloned().unwrap_or_default();
+                    if pruned.truncate_before(start) > 0 {
+                        model.histories.push(pruned);
+                    }
+                }
+                result.is_ok()
+            }
+            Op::Reset { ahead } => {
+                let to = shard.next_offset() + ahead;
+                // From the call on, the whole log may be gone.
+                model.forget_below(to);
+                model.histories.push(EpochHistory::new());
+                let ok = shard.reset_to(to).is_ok();
+                if ok {
+                    model.min_base = model.min_base.max(to);
+                }
+                ok
+            }
             Op::CloseReopen | Op::Reopen => {
                 if matches!(op, Op::CloseReopen) {
                     if shard.close().is_err() {
@@ -588,6 +511,11 @@ fn power_loss_check_catches_each_skipped_sync_site() {
             "the epochs temporary before its rename",
             FaultOp::SyncFile,
             "epochs.tmp",
+        ),
+        (
+            "the log-start temporary before its rename",
+            FaultOp::SyncFile,
+            "log-start.tmp",
         ),
     ];
     for (site, op, path) in sites {

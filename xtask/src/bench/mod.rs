@@ -93,6 +93,8 @@ fn figures(line: &Value) -> BTreeMap<String, f64> {
         "rss_after_open_bytes",
         "empty_reads",
         "allocated_bytes_per_shard",
+        "read_p50_us",
+        "lookup_over_read_p50",
     ] {
         if let Some(v) = line.pointer(&format!("/notes/{note}")).and_then(num) {
             out.insert(note.into(), v);
@@ -377,6 +379,7 @@ mod tests {
                     "index-rebuild",
                     "seq-read",
                     "random-read",
+                    "time-lookup",
                     "seq-read-runs",
                     "shards-open",
                     "shards-append",

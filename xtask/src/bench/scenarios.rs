@@ -332,6 +332,34 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         ));
     }
 
+    // Lookups by time on the same shard, each beside a random read by
+    // offset in the same run.
+    out.push(scenario(
+        "time-lookup".into(),
+        format!("offset for a timestamp (offset_for_timestamp), {records} M-record shard"),
+        vec![bench(
+            "felix",
+            argv(
+                "time-lookup felix",
+                &shard,
+                &format!("--lookups {}", s.random_reads),
+            ),
+        )],
+        None,
+        P50,
+        vec![ratio(
+            "lookup_over_read_p50",
+            Against::Value(2.0),
+            Bound::AtMost(1.0),
+            |c| {
+                format!(
+                    "p50 {:.2}× a random read by offset in the same run (target ≤ 2×)",
+                    c.own
+                )
+            },
+        )],
+    ));
+
     out.extend(super::shards::scenarios(s, &shard, &d("shards")));
 
     // Opening after a clean close, and after a crash (two curves).

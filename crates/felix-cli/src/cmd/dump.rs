@@ -175,6 +175,7 @@ impl<'a> Records<'a> {
             })
             .sum();
         let bar = Progress::bytes(total_bytes, "dumping", bar_on);
+        self.log_start(out)?;
         for (i, &id) in ids.iter().enumerate() {
             if self.printed >= self.limit {
                 break;
@@ -200,6 +201,27 @@ impl<'a> Records<'a> {
             }
         }
         Ok(Outcome::Success)
+    }
+
+    /// Says where the log begins when a log-start file records it: the
+    /// records below are still printed (their files remain until retention
+    /// or the next open removes them), but a read there is refused.
+    fn log_start(&self, out: &mut Out) -> Result<(), CliError> {
+        let Some(start) = felix_recovery::read_log_start(self.fs, &self.shard.dir).start() else {
+            return Ok(());
+        };
+        if self.args.json {
+            out.json(&json!({
+                "type": "log_start",
+                "start_offset": start.start_offset,
+                "first_segment_id": start.first_segment_id,
+            }))
+        } else {
+            out.line(format!(
+                "log start: {} (the log-start file; records below it are deleted, reads there are refused)",
+                start.start_offset
+            ))
+        }
     }
 
     /// What a default open makes of the damage `dump` stopped at at

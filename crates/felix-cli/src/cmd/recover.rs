@@ -204,6 +204,28 @@ fn action_json(action: &Action) -> Value {
             "path": path.display().to_string(),
             "entries": entries,
         }),
+        Action::RebuildTimeIndex {
+            segment,
+            path,
+            entries,
+        } => json!({
+            "action": "rebuild_time_index",
+            "segment": segment,
+            "path": path.display().to_string(),
+            "entries": entries,
+        }),
+        Action::RemoveBelowLogStart {
+            segment,
+            path,
+            len,
+            start_offset,
+        } => json!({
+            "action": "remove_below_log_start",
+            "segment": segment,
+            "path": path.display().to_string(),
+            "len": len,
+            "start_offset": start_offset,
+        }),
     }
 }
 

@@ -120,6 +120,12 @@ fn json_line(shard: &ShardDir, inspection: &Inspection) -> Value {
             })
             .collect(),
     );
+    // Where the log begins, when a log-start file moved it past the first
+    // segment's base offset (`null` without one).
+    map.insert(
+        "log_start".into(),
+        opt(inspection.log_start.and_then(|_| inspection.start_offset())),
+    );
     map.insert("findings".into(), inspection.findings.len().into());
     map.insert("verdict".into(), Verdict::of(inspection).as_str().into());
     Value::Object(map)
@@ -129,6 +135,9 @@ fn print_human(out: &mut Out, shard: &ShardDir, inspection: &Inspection) -> Resu
     out.line(format!("shard {} ({})", shard.name, shard.dir.display()))?;
     if let Some(key) = report::key_line(inspection) {
         out.line(key)?;
+    }
+    if let Some(start) = report::start_line(inspection) {
+        out.line(start)?;
     }
     out.line(format!(
         "  {:<20}  {:>10}  {:>10}  {:>10}  {:>12}  {:<9}  {}",
@@ -151,9 +160,9 @@ fn print_human(out: &mut Out, shard: &ShardDir, inspection: &Inspection) -> Resu
     out.line(format!(
         "  total: {segments} segment{}, offsets {}..{}, {} records, {bytes} bytes",
         if segments == 1 { "" } else { "s" },
-        opt_text(inspection.base_offset()),
+        opt_text(inspection.start_offset()),
         opt_text(inspection.next_offset()),
-        opt_text(inspection.records()),
+        opt_text(report::live_records(inspection)),
     ))?;
     if !inspection.findings.is_empty() {
         let verdict = Verdict::of(inspection);

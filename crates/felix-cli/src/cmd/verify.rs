@@ -82,6 +82,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             match kind {
                 felix_format::FileKind::Segment => "segment",
                 felix_format::FileKind::Index => "the index of segment",
+                felix_format::FileKind::TimeIndex => "the time index of segment",
             },
             shard.name
         ))?;
@@ -245,6 +246,9 @@ fn print_human(
     out.line(report::summary_line(&shard.name, inspection))?;
     if let Some(key) = report::key_line(inspection) {
         out.line(key)?;
+    }
+    if let Some(start) = report::start_line(inspection) {
+        out.line(start)?;
     }
     for finding in &inspection.findings {
         out.line(report::finding_line(finding))?;

@@ -95,7 +95,12 @@ pub(crate) fn copy_shard(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".log") || name.ends_with(".index") || name == "epochs" {
+        let ours = name.ends_with(".log")
+            || name.ends_with(".index")
+            || name.ends_with(".timeindex")
+            || name == "epochs"
+            || name == "log-start";
+        if ours {
             std::fs::copy(entry.path(), to.join(&name)).unwrap();
         }
     }

@@ -113,7 +113,7 @@ impl Core {
             tracing::warn!(shard = %self.label, error = %err, "could not write the active segment's index");
             Counters::add(&self.counters.index_write_failures, 1);
         }
-        let segments: Vec<SegmentExtent> = self.segments().into_iter().map(|s| s.extent).collect();
+        let segments = self.extents();
         let kept = self.clean_shutdown_kept.load(Ordering::Acquire);
         if kept
             && *self
@@ -140,21 +140,37 @@ impl Core {
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
 
-    /// The shard's segments in offset order, the active one last.
-    pub(crate) fn segments(&self) -> Vec<super::SegmentInfo> {
+    /// The shard's segments' extents in offset order, the active one last.
+    pub(crate) fn extents(&self) -> Vec<SegmentExtent> {
         let view = self.view();
-        let mut out: Vec<super::SegmentInfo> = view
-            .sealed
+        let mut out: Vec<SegmentExtent> = view.sealed.iter().map(|s| s.extent).collect();
+        out.push(view.active_extent());
+        out
+    }
+
+    /// The shard's segments in offset order, the active one last, each with
+    /// its largest timestamp (a sealed segment's from its time index,
+    /// loaded on first need).
+    pub(crate) fn segments(&self) -> Vec<super::SegmentInfo> {
+        let (sealed, active) = {
+            let view = self.view();
+            let active = super::SegmentInfo {
+                extent: view.active_extent(),
+                active: true,
+                max_timestamp_micros: view.active_max_timestamp,
+            };
+            (view.sealed.clone(), active)
+        };
+        // Outside the view's lock: a time index may have to be read.
+        let mut out: Vec<super::SegmentInfo> = sealed
             .iter()
             .map(|s| super::SegmentInfo {
                 extent: s.extent,
                 active: false,
+                max_timestamp_micros: self.max_timestamp_or_log(s),
             })
             .collect();
-        out.push(super::SegmentInfo {
-            extent: view.active_extent(),
-            active: true,
-        });
+        out.push(active);
         out
     }
 }

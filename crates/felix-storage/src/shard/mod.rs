@@ -27,6 +27,7 @@ mod replace;
 mod replica;
 mod retention;
 mod scrub;
+mod start_time;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,7 +172,9 @@ impl Shard {
         &self.core.dir
     }
 
-    /// The oldest offset still held.
+    /// The oldest offset a read may ask for: the log start (see
+    /// [`Shard::delete_records_before`] and [`Shard::reset_to`]), or the
+    /// first segment's base offset when retention removed more.
     pub fn base_offset(&self) -> u64 {
         self.core.view().base_offset()
     }
@@ -343,9 +346,10 @@ impl Shard {
     }
 
     /// Applies the configured retention now: deletes sealed segments from
-    /// the head, oldest first, while the shard is over
-    /// [`Retention::max_bytes`](crate::Retention::max_bytes) or the
-    /// segment's newest record is older than
+    /// the head, oldest first, while they lie wholly below the log start,
+    /// the shard is over
+    /// [`Retention::max_bytes`](crate::Retention::max_bytes), or the
+    /// segment's largest record timestamp is older than
     /// [`Retention::max_age`](crate::Retention::max_age) by the shard's
     /// clock. The active segment is never deleted. The directory is synced
     /// after unlinking and the generation history pruned; reads below the
@@ -501,18 +505,24 @@ impl Shard {
     /// Segments wholly above `offset` are removed newest first, then the
     /// segment holding `offset` is cut and synced, so a crash midway leaves
     /// a prefix of the old log that opens cleanly. Indexes, the epochs file
-    /// and `durable_offset` follow. Below the base offset is an error; at or
-    /// past the next offset nothing happens.
+    /// and `durable_offset` follow. Below the base offset (the log start) is
+    /// [`StorageError::TruncateBelowBase`]; at or past the next offset
+    /// nothing happens.
     pub fn truncate_to(&self, offset: u64) -> Result<()> {
         self.core.check_open()?;
         self.core.truncate_to(offset)
     }
 
     /// Discards the whole log and begins again at `offset`: a replica told
-    /// to start over from the leader's log start.
+    /// to start over from the leader's log start, or a Raft log that purges
+    /// past its last entry or installs a snapshot. The next append gets
+    /// `offset`, and [`Shard::base_offset`] is `offset`.
     ///
-    /// Segments are removed newest first and a fresh segment is created with
-    /// a new id; a crash midway leaves a prefix of the old log.
+    /// The new start is recorded durably first, in the `log-start` file
+    /// (naming the id of the fresh segment to come); then the segments are
+    /// removed and a fresh one is created at `offset`. An open after a
+    /// crash anywhere in between finishes the reset, so a crash leaves the
+    /// old log or the new one. The generation history is emptied.
     pub fn reset_to(&self, offset: u64) -> Result<()> {
         self.core.check_open()?;
         self.core.reset_to(offset)

@@ -283,17 +283,13 @@ impl ShardOptions {
             shard: Arc::clone(&label),
             source,
         };
+        // Under a trusted clean-shutdown record the sealed segments' time
+        // index files are the ones their shard wrote (see `log/time.rs`).
+        let trusted = recovered.clean_shutdown_trusted;
         let sealed: Vec<Arc<Sealed>> = recovered
             .sealed
             .iter()
-            .map(|&extent| {
-                Arc::new(Sealed {
-                    extent,
-                    max_timestamp_micros: Mutex::new(None),
-                    opened: Mutex::new(None),
-                    replaced: Default::default(),
-                })
-            })
+            .map(|&extent| Arc::new(Sealed::new(extent, trusted)))
             .collect();
         let (writer, next_segment_id) = match recovered.newest {
             Some(newest) => {
@@ -303,6 +299,7 @@ impl ShardOptions {
                     newest.next_offset,
                     newest.len,
                     newest.index,
+                    newest.time_index,
                     segment_config,
                 )
                 .map_err(seg_err)?;
@@ -317,18 +314,23 @@ impl ShardOptions {
                 (writer, id.checked_add(1))
             }
             None => {
-                let writer = SegmentWriter::create(
-                    &fs,
-                    &dir,
-                    0,
-                    initial_offset,
-                    segment_config,
-                    Arc::clone(&label),
-                )
-                .map_err(seg_err)?;
-                (writer, Some(1))
+                // A new shard, or one whose segments all lay below its
+                // recorded log start (a reset a crash cut short): the first
+                // segment begins at the start, with an id never used.
+                let Some(id) = recovered.next_segment_id else {
+                    return Err(StorageError::SegmentIdsExhausted {
+                        shard: Arc::clone(&label),
+                        last_id: u64::MAX,
+                    });
+                };
+                let base = recovered.start_offset.unwrap_or(initial_offset);
+                let writer =
+                    SegmentWriter::create(&fs, &dir, id, base, segment_config, Arc::clone(&label))
+                        .map_err(seg_err)?;
+                (writer, id.checked_add(1))
             }
         };
+        let log_start = recovered.start_offset.unwrap_or(0);
         if !writer.index_persisted() {
             // Logged by the writer; served from memory, written at the next
             // roll or close.
@@ -345,7 +347,10 @@ impl ShardOptions {
         // gone (a truncation the crash interrupted): cut it back. A
         // generation that begins exactly at the log end is a leader that has
         // not written yet, and stays.
-        if history.truncate_from(next_offset.saturating_add(1)) > 0 {
+        // Generations below the log start cannot be where two replicas part.
+        let cut_above = history.truncate_from(next_offset.saturating_add(1));
+        let pruned_below = history.truncate_before(log_start.min(next_offset));
+        if cut_above + pruned_below > 0 {
             epochs_file
                 .store(&history)
                 .map_err(|source| StorageError::Epochs {
@@ -358,6 +363,9 @@ impl ShardOptions {
             active: Arc::clone(writer.segment()),
             active_limit: writer.read_limit(),
             active_index: writer.active_index(),
+            active_time_index: writer.active_time_index(),
+            active_max_timestamp: writer.max_timestamp_micros(),
+            log_start,
         };
         // The kept record's newest segment is the one found, so a close
         // with nothing appended need not write it again.
@@ -387,7 +395,6 @@ impl ShardOptions {
             writer: Mutex::new(WriterState {
                 writer,
                 next_segment_id,
-                active_max_timestamp: None,
                 spare: Spare::default(),
                 unsynced_bytes: 0,
             }),

@@ -223,6 +223,20 @@ impl Core {
         if let Err(err) = self.open_sealed(old, old.extent.base_offset) {
             tracing::warn!(shard = %self.label, segment = extent.id, error = %err, "could not open the damaged segment before replacing it");
         }
+        // The old time index describes the damaged file's records: it goes
+        // before the copy takes the name, so that no later open trusts it
+        // for the copy's (the directory sync after the rename makes the
+        // removal durable with it).
+        let time_path = self
+            .dir
+            .join(felix_format::file_name(extent.id, felix_format::FileKind::TimeIndex).as_str());
+        match self.fs.remove_file(&time_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(self.segment_error(IoError::new("remove", &time_path, e).into()));
+            }
+        }
         old.replaced.store(true, SeqCst);
         let path = self
             .dir
@@ -241,18 +255,20 @@ impl Core {
         );
         let file = opened.map(|(file, _)| Arc::new(file));
         let index = SparseIndex::from_entries(extent.base_offset, entries);
-        let entry = Arc::new(Sealed {
-            extent,
-            max_timestamp_micros: std::sync::Mutex::new(None),
-            opened: std::sync::Mutex::new(file.as_ref().ok().map(|file| {
-                Arc::new(OpenedSegment {
-                    file: Arc::clone(file),
-                    index: index.clone(),
-                    vouched: true,
-                })
-            })),
-            replaced: Default::default(),
+        // The copy's time index is built from its records on first need
+        // (its old file was removed before the rename).
+        let entry = Sealed::new(extent, false);
+        *entry
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = file.as_ref().ok().map(|file| {
+            Arc::new(OpenedSegment {
+                file: Arc::clone(file),
+                index: index.clone(),
+                vouched: true,
+            })
         });
+        let entry = Arc::new(entry);
         {
             let mut view = self.view_mut();
             if let Some(slot) = view.sealed.iter_mut().find(|s| Arc::ptr_eq(s, old)) {

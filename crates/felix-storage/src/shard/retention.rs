@@ -3,10 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use felix_segment::ReadLimit;
-
 use super::core::Core;
-use super::log::Sealed;
 use crate::error::Result;
 use crate::stats::Counters;
 
@@ -30,9 +27,13 @@ impl Core {
             .unwrap_or(Duration::ZERO);
         let retention = self.config.retention;
         let _state = self.lock_writer()?;
-        let (sealed, active_len) = {
+        let (sealed, active_len, start) = {
             let view = self.view();
-            (view.sealed.clone(), view.active_limit.end_position)
+            (
+                view.sealed.clone(),
+                view.active_limit.end_position,
+                view.base_offset(),
+            )
         };
         let mut total: u64 = sealed.iter().map(|s| s.extent.len).sum::<u64>() + active_len;
         let cutoff = retention
@@ -41,13 +42,16 @@ impl Core {
         let mut doomed = Vec::new();
         for segment in &sealed {
             let over_size = retention.max_bytes.is_some_and(|max| total > max);
+            // Deleted records (below the log start) are gone already; the
+            // files of segments wholly below it only wait for this pass.
+            let below_start = segment.extent.next_offset <= start;
             let too_old = match cutoff {
-                Some(cutoff) => self
-                    .newest_timestamp(segment)?
+                Some(cutoff) if !(over_size || below_start) => self
+                    .sealed_max_timestamp(segment)?
                     .is_some_and(|ts| u128::from(ts) < cutoff),
-                None => false,
+                _ => false,
             };
-            if !(over_size || too_old) {
+            if !(over_size || below_start || too_old) {
                 break;
             }
             total -= segment.extent.len;
@@ -81,29 +85,5 @@ impl Core {
             deleted_segments: doomed.iter().map(|s| s.extent.id).collect(),
             base_offset,
         })
-    }
-
-    /// The newest record's timestamp in a sealed segment: known for segments
-    /// this process sealed; otherwise the last record's, read once.
-    fn newest_timestamp(&self, segment: &Sealed) -> Result<Option<u64>> {
-        let mut known = segment
-            .max_timestamp_micros
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if known.is_some() || segment.extent.next_offset == segment.extent.base_offset {
-            return Ok(*known);
-        }
-        let last = segment.extent.next_offset - 1;
-        let opened = self.open_sealed(segment, last)?;
-        let limit = ReadLimit {
-            end_position: segment.extent.len,
-            next_offset: segment.extent.next_offset,
-        };
-        let records = opened
-            .file
-            .read(opened.index.seek(last), last, limit, 0)
-            .map_err(|e| self.segment_error(e))?;
-        *known = records.first().map(|r| r.timestamp_micros);
-        Ok(*known)
     }
 }

@@ -52,6 +52,12 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
     };
     let broken = |e: String| Failure::Broken(e);
     let (base, next) = (shard.base_offset(), shard.next_offset());
+    if base < model.min_base {
+        return Err(broken(format!(
+            "the log start {} a call returned is lost: the log begins at {base}",
+            model.min_base
+        )));
+    }
     let mut offset = base;
     while offset < next {
         let records = shard

@@ -108,8 +108,6 @@ impl Core {
             Ok(appended) => appended,
             Err(source) => return Err(self.poison_with(self.segment_error(source))),
         };
-        let max_ts = records.iter().map(|r| r.timestamp_micros).max();
-        state.active_max_timestamp = state.active_max_timestamp.max(max_ts);
         self.publish(&state.writer);
         // The writer lock is held: see `Counters::add_exclusive`.
         Counters::add_exclusive(&self.counters.records_appended, records.len() as u64);
@@ -173,7 +171,11 @@ impl Core {
             writer.next_offset(),
             "the readers' limit is the writer's end"
         );
-        self.view_mut().active_limit = limit;
+        {
+            let mut view = self.view_mut();
+            view.active_limit = limit;
+            view.active_max_timestamp = writer.max_timestamp_micros();
+        }
         self.commit.set_written(writer.next_offset());
     }
 
@@ -225,6 +227,10 @@ impl Core {
             // its readers rebuild.
             Counters::add(&self.counters.index_write_failures, 1);
         }
+        if !state.writer.time_index_persisted() {
+            // Logged by the writer: built from the records when needed.
+            Counters::add(&self.counters.index_write_failures, 1);
+        }
         let next = SegmentWriter::create(
             &self.fs,
             &self.dir,
@@ -240,6 +246,7 @@ impl Core {
         if !next.index_persisted() {
             Counters::add(&self.counters.index_write_failures, 1);
         }
+        let old_time_written = state.writer.time_index_persisted();
         let old = std::mem::replace(&mut state.writer, next);
         // Readers move to the new segment's index first, so the old index
         // is no longer shared and sealing frees it without a copy.
@@ -250,22 +257,20 @@ impl Core {
             "a sealed segment ends where the next begins"
         );
         state.next_segment_id = next_id.checked_add(1);
-        let max_ts = state.active_max_timestamp.take();
-        let entry = Arc::new(Sealed {
-            extent: sealed.extent,
-            max_timestamp_micros: std::sync::Mutex::new(max_ts),
-            // Its file and index are opened again on the first read that
-            // needs them: keeping the index of every segment sealed by this
-            // process would make memory grow with the data written.
-            opened: std::sync::Mutex::new(None),
-            replaced: Default::default(),
-        });
+        // Its file and indexes are opened again on the first read that needs
+        // them: keeping the indexes of every segment sealed by this process
+        // would make memory grow with the data written. Its time index file
+        // is this process's own, written from its appends.
+        let entry = Sealed::new(sealed.extent, old_time_written);
+        *entry
+            .max_timestamp_micros
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(sealed.time_index.max_timestamp_micros());
         {
             let mut view = self.view_mut();
-            view.sealed.push(entry);
-            view.active = Arc::clone(state.writer.segment());
-            view.active_limit = state.writer.read_limit();
-            view.active_index = state.writer.active_index();
+            view.sealed.push(Arc::new(entry));
+            view.follow(&state.writer);
         }
         self.commit.set_handle(state.writer.sync_handle());
         // Sealing synced everything before the new segment.

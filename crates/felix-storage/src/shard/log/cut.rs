@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use felix_format::log_start::LogStart;
 use felix_format::{FileKind, IndexEntry, file_name};
 use felix_io::{IoError, OpenMode};
+use felix_recovery::{ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, SegmentFile, SegmentWriter, SparseIndex, fs::sync_dir};
 
 use super::{WriterState, segment_config};
@@ -70,6 +72,11 @@ impl Core {
         };
         let path = file.path().to_path_buf();
         let io = |op, e| self.segment_error(IoError::new(op, &path, e).into());
+        // A time index file describes the segment as it was sealed. It goes
+        // first, durably: appends after the cut could bring the segment back
+        // to the same extent with other records, and the file must not be
+        // there to be taken for theirs.
+        self.remove_time_index(&file)?;
         // Unsynced appends below the cut must be durable before the length
         // changes: otherwise a power loss could keep the shorter length and a
         // torn half of what it keeps.
@@ -80,10 +87,25 @@ impl Core {
         file.file().sync_data().map_err(|e| io("fdatasync", e))?;
         let kept: Vec<IndexEntry> = entries.into_iter().filter(|e| e.offset < offset).collect();
         let index = SparseIndex::from_entries(file.base_offset(), kept);
-        state.writer =
-            SegmentWriter::resume(file, offset, position, index, segment_config(&self.config))
-                .map_err(|e| self.segment_error(e))?;
-        state.active_max_timestamp = None;
+        // The largest timestamp of what is kept needs the kept records: one
+        // walk of their headers (a cut is rare; the segment is at most one).
+        let kept_walk = scan_segment(
+            &file,
+            position,
+            ScanStart::first_record(&file),
+            ScanDepth::Headers,
+            self.config.index_spacing_bytes,
+        )
+        .map_err(|e| self.segment_error(e.into()))?;
+        state.writer = SegmentWriter::resume(
+            file,
+            offset,
+            position,
+            index,
+            kept_walk.time_index,
+            segment_config(&self.config),
+        )
+        .map_err(|e| self.segment_error(e))?;
         // The cut and everything below it were synced above.
         self.install_writer(state, Some(offset));
         Ok(())
@@ -115,13 +137,23 @@ impl Core {
         })
     }
 
-    /// Removes a segment and its index, and syncs the directory before
+    /// Removes `file`'s time index file, if it has one, durably.
+    fn remove_time_index(&self, file: &SegmentFile) -> Result<()> {
+        let path = file.time_index_path();
+        match self.fs.remove_file(&path) {
+            Ok(()) => sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.segment_error(IoError::new("remove", &path, e).into())),
+        }
+    }
+
+    /// Removes a segment and its indexes, and syncs the directory before
     /// returning. Removals are made durable one segment at a time because a
     /// crash may keep any subset of unsynced removals: removing two segments
     /// before one sync could leave the later one gone and the earlier one
     /// back, a gap no recovery may bridge.
     pub(crate) fn remove_segment_files(&self, id: u64) -> Result<()> {
-        for kind in [FileKind::Segment, FileKind::Index] {
+        for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
             let path = self.dir.join(file_name(id, kind).as_str());
             match self.fs.remove_file(&path) {
                 Ok(()) => {}
@@ -141,9 +173,7 @@ impl Core {
     /// the old durable offset.
     fn install_writer(&self, state: &WriterState, durable: Option<u64>) {
         let mut view = self.view_mut();
-        view.active = Arc::clone(state.writer.segment());
-        view.active_limit = state.writer.read_limit();
-        view.active_index = state.writer.active_index();
+        view.follow(&state.writer);
         self.commit.reset_log(
             state.writer.next_offset(),
             durable,
@@ -154,9 +184,12 @@ impl Core {
         self.report_layout();
     }
     /// Discards the whole log and begins again at `offset`, with the writer
-    /// lock held: segments are removed newest first and a fresh segment is
-    /// created with a new id, so a crash midway leaves a prefix of the old
-    /// log.
+    /// lock held. The log-start file first records that the log begins at
+    /// `offset` in the fresh segment's id, durably; then the old segments
+    /// are removed newest first and the fresh segment is created. An open
+    /// after a crash anywhere in between finishes the reset (it removes what
+    /// lies below the recorded segment id and creates that segment): a crash
+    /// leaves the old log or the new one.
     pub(crate) fn reset_locked(&self, state: &mut WriterState, offset: u64) -> Result<()> {
         // Checked before anything is removed: the fresh segment needs an id.
         let Some(next_id) = state.next_segment_id else {
@@ -165,6 +198,10 @@ impl Core {
                 last_id: state.writer.segment().id(),
             });
         };
+        self.record_log_start(LogStart {
+            start_offset: offset,
+            first_segment_id: next_id,
+        })?;
         let result = (|| {
             self.forget_clean_shutdown()?;
             self.remove_segment_files(state.writer.segment().id())?;
@@ -183,8 +220,11 @@ impl Core {
             .map_err(|e| self.segment_error(e))?;
             state.next_segment_id = next_id.checked_add(1);
             state.writer = writer;
-            state.active_max_timestamp = None;
-            self.view_mut().sealed.clear();
+            {
+                let mut view = self.view_mut();
+                view.sealed.clear();
+                view.log_start = offset;
+            }
             // An empty log has nothing to lose.
             self.install_writer(state, Some(offset));
             Ok(())

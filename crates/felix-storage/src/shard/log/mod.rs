@@ -8,6 +8,8 @@
 mod append;
 mod cut;
 mod read;
+mod start;
+mod time;
 
 pub(crate) use append::Synced;
 pub use read::ReadRecord;
@@ -18,25 +20,48 @@ use std::sync::{Arc, Mutex};
 use felix_format::SegmentExtent;
 
 use felix_segment::{
-    ActiveIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter, SparseIndex,
+    ActiveIndex, ActiveTimeIndex, ReadLimit, SegmentConfig, SegmentFile, SegmentWriter,
+    SparseIndex, TimeIndex,
 };
 
 use super::commit::Spare;
 use crate::config::{Preallocation, StoreConfig};
 
-/// A sealed segment as readers and retention see it. Its file and index are
-/// opened on first read, so an idle shard of many segments costs neither
-/// descriptors nor index memory.
+/// A sealed segment as readers and retention see it. Its file, index and
+/// time index are opened on first need, so an idle shard of many segments
+/// costs neither descriptors nor index memory.
 #[derive(Debug)]
 pub(crate) struct Sealed {
     pub(crate) extent: SegmentExtent,
-    /// The newest record's timestamp, when known (set for segments sealed by
-    /// this process; read from the last record on demand otherwise).
-    pub(crate) max_timestamp_micros: Mutex<Option<u64>>,
+    /// The largest record timestamp, once known: set for segments sealed by
+    /// this process, taken from the time index otherwise. `Some(None)` for
+    /// a segment without records.
+    pub(crate) max_timestamp_micros: Mutex<Option<Option<u64>>>,
+    /// Whether a time index file that decodes and names this extent may be
+    /// used as it is: this process wrote it when it sealed the segment, or a
+    /// trusted clean-shutdown record covers the segment (see
+    /// docs/storage-format.md). Otherwise the records vouch for it first.
+    pub(crate) time_file_trusted: bool,
+    /// The time index, sealed, once loaded or built.
+    pub(crate) time_index: Mutex<Option<Arc<TimeIndex>>>,
     pub(crate) opened: Mutex<Option<Arc<OpenedSegment>>>,
     /// Set (before the rename) when a replacement swaps this segment's file
     /// for a verified copy (`replace.rs`); the view then lists a new entry.
     pub(crate) replaced: AtomicBool,
+}
+
+impl Sealed {
+    /// A sealed segment with nothing known beyond its extent.
+    pub(crate) fn new(extent: SegmentExtent, time_file_trusted: bool) -> Self {
+        Self {
+            extent,
+            max_timestamp_micros: Mutex::new(None),
+            time_file_trusted,
+            time_index: Mutex::new(None),
+            opened: Mutex::new(None),
+            replaced: AtomicBool::new(false),
+        }
+    }
 }
 
 /// A sealed segment's descriptor and index, once loaded.
@@ -58,13 +83,35 @@ pub(crate) struct View {
     pub(crate) active_limit: ReadLimit,
     /// The active segment's index, shared with its writer.
     pub(crate) active_index: ActiveIndex,
+    /// The active segment's time index, shared with its writer.
+    pub(crate) active_time_index: ActiveTimeIndex,
+    /// The largest timestamp the writer has written to the active segment.
+    pub(crate) active_max_timestamp: Option<u64>,
+    /// Where the log begins as recorded (by a deletion of records or a
+    /// reset); the log begins there or at its first segment, whichever is
+    /// later.
+    pub(crate) log_start: u64,
 }
 
 impl View {
+    /// The oldest offset a read may ask for: the log start, or the first
+    /// segment's base offset once retention has removed more.
     pub(crate) fn base_offset(&self) -> u64 {
-        self.sealed
+        let first = self
+            .sealed
             .first()
-            .map_or(self.active.base_offset(), |s| s.extent.base_offset)
+            .map_or(self.active.base_offset(), |s| s.extent.base_offset);
+        first.max(self.log_start)
+    }
+
+    /// Points readers at `writer`'s segment, its index, time index and
+    /// limit.
+    pub(crate) fn follow(&mut self, writer: &SegmentWriter) {
+        self.active = Arc::clone(writer.segment());
+        self.active_limit = writer.read_limit();
+        self.active_index = writer.active_index();
+        self.active_time_index = writer.active_time_index();
+        self.active_max_timestamp = writer.max_timestamp_micros();
     }
 
     /// The active segment as far as readers see it.
@@ -85,7 +132,6 @@ pub(crate) struct WriterState {
     /// The id the next segment gets; `None` once the active segment's id is
     /// `u64::MAX`, the last there is (a roll is then refused).
     pub(crate) next_segment_id: Option<u64>,
-    pub(crate) active_max_timestamp: Option<u64>,
     /// Buffers for writing queued batches, kept between uses.
     pub(crate) spare: Spare,
     /// Bytes appended without a sync of their own since the last
@@ -101,6 +147,12 @@ pub struct SegmentInfo {
     pub extent: SegmentExtent,
     /// Whether it is the segment appends go to.
     pub active: bool,
+    /// The largest timestamp among its records (the active segment's as far
+    /// as it is written), from its time index: what
+    /// [`Retention::max_age`](crate::Retention::max_age) measures. `None`
+    /// for a segment without records, or one whose records could not be
+    /// read (the error is logged; a read there reports it).
+    pub max_timestamp_micros: Option<u64>,
 }
 
 /// How the segment layer writes a shard's segments.

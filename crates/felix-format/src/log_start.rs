@@ -1,0 +1,216 @@
+//! Bytes of the `log-start` file: where a shard's log begins when that is
+//! inside a segment (records deleted before an offset, as Kafka's
+//! DeleteRecords and a Raft log's purge do) or after a reset.
+//!
+//! This file is an addition of felix storage to format v2 (see
+//! `docs/storage-format.md`); the reference implementation writes none,
+//! and a shard without one begins at its first segment's base offset.
+//!
+//! Layout (big-endian, 28 bytes): magic `FLLS` (4), version (2), flags (2,
+//! zero), `start_offset` (8), `first_segment_id` (8), `crc` (4) — the
+//! CRC-32 of bytes 0..24.
+//!
+//! The record says: the log begins at `start_offset`, in the segment with
+//! id `first_segment_id` or a later one; every segment with a lower id lies
+//! wholly below the start. A reset to a later offset records the id of the
+//! fresh segment it is about to create, so a crash anywhere in the reset
+//! leaves either the old log or the new one.
+
+use crate::bytes_be::{put, u16_at, u32_at, u64_at};
+use crate::checksum::crc32;
+
+/// Magic of the `log-start` file: ASCII `FLLS`, "Felix Log Start".
+pub const LOG_START_MAGIC: u32 = u32::from_be_bytes(*b"FLLS");
+/// Version of the log-start layout.
+pub const LOG_START_VERSION: u16 = 1;
+/// Length of the file: it has no variable part.
+pub const LOG_START_FILE_LEN: usize = 28;
+
+/// Where a shard's log begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LogStart {
+    /// The first offset of the log: reads below it are refused as trimmed.
+    pub start_offset: u64,
+    /// The lowest id of a segment that may hold offsets at or above the
+    /// start; segments with lower ids lie wholly below it.
+    pub first_segment_id: u64,
+}
+
+/// Why bytes are not a valid log-start file.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LogStartDecodeError {
+    /// The file is not exactly 28 bytes (a torn write, or not ours).
+    #[error("log-start file is {len} bytes, not 28")]
+    Length {
+        /// Bytes present.
+        len: usize,
+    },
+    /// The file does not start with `FLLS`.
+    #[error("log-start magic is {found:#010x}, expected 0x464c4c53 (FLLS)")]
+    Magic {
+        /// The four bytes found, big-endian.
+        found: u32,
+    },
+    /// A version this build does not read.
+    #[error("log-start file version {found} is not supported (this build reads version 1)")]
+    Version {
+        /// The version found.
+        found: u16,
+    },
+    /// Flags this build does not know.
+    #[error("log-start flags are {found:#06x}, expected 0")]
+    Flags {
+        /// The flags found.
+        found: u16,
+    },
+    /// The CRC does not match.
+    #[error("log-start checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
+    Checksum {
+        /// The CRC stored in the file.
+        expected: u32,
+        /// The CRC computed.
+        found: u32,
+    },
+}
+
+impl LogStartDecodeError {
+    /// A stable name for the kind of damage, for reports and scripts.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Length { .. } => "LogStartLength",
+            Self::Magic { .. } => "LogStartMagic",
+            Self::Version { .. } => "LogStartVersion",
+            Self::Flags { .. } => "LogStartFlags",
+            Self::Checksum { .. } => "LogStartChecksum",
+        }
+    }
+}
+
+/// The file's 28 bytes.
+///
+/// ```
+/// use felix_format::log_start::{LogStart, decode_log_start, encode_log_start};
+///
+/// let start = LogStart { start_offset: 1_000, first_segment_id: 3 };
+/// let bytes = encode_log_start(&start);
+/// assert_eq!(&bytes[..4], b"FLLS");
+/// assert_eq!(decode_log_start(&bytes), Ok(start));
+/// ```
+pub fn encode_log_start(start: &LogStart) -> [u8; LOG_START_FILE_LEN] {
+    let mut out = [0u8; LOG_START_FILE_LEN];
+    put(&mut out, 0, &LOG_START_MAGIC.to_be_bytes());
+    put(&mut out, 4, &LOG_START_VERSION.to_be_bytes());
+    put(&mut out, 8, &start.start_offset.to_be_bytes());
+    put(&mut out, 16, &start.first_segment_id.to_be_bytes());
+    let crc = crc32(out.get(..24).unwrap_or_default());
+    put(&mut out, 24, &crc.to_be_bytes());
+    out
+}
+
+/// Decodes a log-start file: its length, magic, version, flags, then the
+/// CRC.
+///
+/// ```
+/// use felix_format::log_start::{LogStartDecodeError, decode_log_start};
+///
+/// assert_eq!(decode_log_start(b"FLLS"), Err(LogStartDecodeError::Length { len: 4 }));
+/// ```
+pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, LogStartDecodeError> {
+    let Ok(raw) = <&[u8; LOG_START_FILE_LEN]>::try_from(bytes) else {
+        return Err(LogStartDecodeError::Length { len: bytes.len() });
+    };
+    let magic = u32_at(raw, 0);
+    if magic != LOG_START_MAGIC {
+        return Err(LogStartDecodeError::Magic { found: magic });
+    }
+    let version = u16_at(raw, 4);
+    if version != LOG_START_VERSION {
+        return Err(LogStartDecodeError::Version { found: version });
+    }
+    let flags = u16_at(raw, 6);
+    if flags != 0 {
+        return Err(LogStartDecodeError::Flags { found: flags });
+    }
+    let expected = u32_at(raw, 24);
+    let found = crc32(raw.get(..24).unwrap_or_default());
+    if expected != found {
+        return Err(LogStartDecodeError::Checksum { expected, found });
+    }
+    Ok(LogStart {
+        start_offset: u64_at(raw, 8),
+        first_segment_id: u64_at(raw, 16),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    const START: LogStart = LogStart {
+        start_offset: 0x0102_0304_0506_0708,
+        first_segment_id: 9,
+    };
+
+    #[test]
+    fn encode_writes_the_documented_bytes() {
+        #[rustfmt::skip]
+        let mut expected: Vec<u8> = [
+            &b"FLLS"[..],
+            &[0, 1, 0, 0],
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+            &9u64.to_be_bytes(),
+            &[0; 4],
+        ]
+        .concat();
+        let crc = crc32fast::hash(&expected[..24]);
+        expected[24..].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(encode_log_start(&START).to_vec(), expected);
+    }
+
+    #[test]
+    fn decode_rejects_every_truncation_and_every_bit_flip_naming_the_field() {
+        let bytes = encode_log_start(&START);
+        for len in 0..bytes.len() {
+            assert_eq!(
+                decode_log_start(&bytes[..len]),
+                Err(LogStartDecodeError::Length { len })
+            );
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert_eq!(
+            decode_log_start(&longer),
+            Err(LogStartDecodeError::Length { len: 29 })
+        );
+        let stored = u32::from_be_bytes(bytes[24..].try_into().unwrap());
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes;
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let field = |at: usize, n: usize| {
+                flipped[at..at + n]
+                    .iter()
+                    .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
+            };
+            let expected = match bit / 8 {
+                0..4 => LogStartDecodeError::Magic { found: field(0, 4) },
+                4..6 => LogStartDecodeError::Version {
+                    found: field(4, 2) as u16,
+                },
+                6..8 => LogStartDecodeError::Flags {
+                    found: field(6, 2) as u16,
+                },
+                24..28 => LogStartDecodeError::Checksum {
+                    expected: field(24, 4),
+                    found: stored,
+                },
+                _ => LogStartDecodeError::Checksum {
+                    expected: stored,
+                    found: crc32fast::hash(&flipped[..24]),
+                },
+            };
+            assert_eq!(decode_log_start(&flipped), Err(expected), "bit {bit}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Dumps of felix storage's additions to the format: the time index and
+//! the log-start file.
+
+use felix_format::log_start::{LOG_START_FILE_LEN, decode_log_start};
+use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
+
+use super::{Dump, be_u32, crc_note, flags, magic, number, plain};
+use crate::crc::{crc32, crc32_pair};
+
+pub(super) fn time_index(d: &mut Dump<'_>) {
+    let covered = d
+        .bytes
+        .get(..36)
+        .zip(d.bytes.get(TIME_INDEX_HEADER_LEN..))
+        .map(|(head, body)| crc32_pair(head, body));
+    let dumped = (|| {
+        d.blank();
+        d.note(format!("time index header ({TIME_INDEX_HEADER_LEN} bytes)"));
+        d.field(4, "magic", |raw| magic(raw, b"FLTI"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", flags)?;
+        d.field(8, "base_offset", number)?;
+        d.field(8, "next_offset", number)?;
+        d.field(8, "segment_len", number)?;
+        d.field(4, "count", number)?;
+        d.field(4, "crc", |raw| {
+            crc_note(
+                be_u32(raw),
+                covered.unwrap_or_default(),
+                "bytes 0..36 and the entries",
+            )
+        })?;
+        for i in 0.. {
+            if d.rest().is_empty() {
+                break;
+            }
+            let at = d.pos;
+            d.blank();
+            d.note(format!(
+                "entry {i} at byte {at} (0x{at:04X}, {TIME_INDEX_ENTRY_LEN} bytes)"
+            ));
+            d.field(8, &format!("entry[{i}].timestamp_micros"), number)?;
+            d.field(8, &format!("entry[{i}].offset"), number)?;
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the file ends inside the field above");
+    }
+    d.blank();
+    match decode_time_index(d.bytes) {
+        Ok(view) => d.note(format!(
+            "decode_time_index: ok, {} entries, largest timestamp {:?}",
+            view.len(),
+            view.max_timestamp_micros()
+        )),
+        Err(err) => d.note(format!("decode_time_index: {}: {err}", err.name())),
+    }
+}
+
+pub(super) fn log_start(d: &mut Dump<'_>) {
+    let covered = d.bytes.get(..24).map(crc32);
+    let dumped = (|| {
+        d.blank();
+        d.note(format!("log-start file ({LOG_START_FILE_LEN} bytes)"));
+        d.field(4, "magic", |raw| magic(raw, b"FLLS"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", flags)?;
+        d.field(8, "start_offset", number)?;
+        d.field(8, "first_segment_id", number)?;
+        d.field(4, "crc", |raw| {
+            crc_note(be_u32(raw), covered.unwrap_or_default(), "bytes 0..24")
+        })?;
+        if !d.rest().is_empty() {
+            let extra = d.rest().len();
+            d.rows(extra, "trailing");
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the file ends inside the field above");
+    }
+    d.blank();
+    match decode_log_start(d.bytes) {
+        Ok(start) => d.note(format!(
+            "decode_log_start: ok, start_offset {}, first_segment_id {}",
+            start.start_offset, start.first_segment_id
+        )),
+        Err(err) => d.note(format!("decode_log_start: {}: {err}", err.name())),
+    }
+}
