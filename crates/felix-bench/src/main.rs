@@ -43,7 +43,7 @@ shards-commit   felix, limit   --records on-commit appends spread over --shards 
                   --in-flight 64 (--form futures) or --threads 64 (--form threads)
                   (limit: write+fdatasync, a file per thread, 64 threads)
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
-                  of uncached sealed segments at full speed [--scrub false]
+                  of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]
                   (drops the page cache: needs root)";
 

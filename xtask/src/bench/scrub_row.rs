@@ -4,16 +4,21 @@
 //! and so needs root). The scrub thread runs at nice 19, as a bulk check
 //! should: at full speed it is CPU-bound (checksums), and at normal
 //! priority on a small machine it takes the appends' CPU, not their locks
-//! (docs/performance.md has both figures).
+//! (docs/performance.md has both figures). At nice 0 the row also runs a
+//! control, a bare read-and-CRC loop over the same files, which costs the
+//! appends at least as much as the scrub does.
 
 use super::scenarios::{Against, Bound, P50, Scenario, Sizes, argv, bench, ratio};
 
 pub(super) fn scrub_append(s: &Sizes, dir: String) -> Scenario {
-    let tail = |scrub: bool| {
+    let tail = |scrub: &str, nice: u32| {
         format!(
-            "--sealed-bytes {} --records {} --scrub {scrub} --scrub-nice 19",
+            "--sealed-bytes {} --records {} --scrub {scrub} --scrub-nice {nice}",
             s.scrub_sealed_bytes, s.commit_1
         )
+    };
+    let run = |label: &str, scrub: &str, nice: u32| {
+        bench(label, argv("scrub-append felix", &dir, &tail(scrub, nice)))
     };
     Scenario {
         key: "scrub-append".into(),
@@ -21,9 +26,14 @@ pub(super) fn scrub_append(s: &Sizes, dir: String) -> Scenario {
             "append, OnCommit, 128 B, batch 1, while a scrub (nice 19) reads {} MiB of uncached sealed segments",
             s.scrub_sealed_bytes >> 20
         ),
+        // At nice 0 beside the target: the scrub, and the control that
+        // reads and CRCs the same bytes with no record walk (what any
+        // full-speed checksum pass costs the appends on this machine).
         runs: vec![
-            bench("felix", argv("scrub-append felix", &dir, &tail(true))),
-            bench("no-scrub", argv("scrub-append felix", &dir, &tail(false))),
+            run("felix", "true", 19),
+            run("no-scrub", "false", 19),
+            run("felix-nice0", "true", 0),
+            run("read-crc-nice0", "read-crc", 0),
         ],
         limit: None,
         versus: P50,
