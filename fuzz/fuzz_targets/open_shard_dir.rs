@@ -101,6 +101,7 @@ fuzz_target!(|data: &[u8]| {
             RepairPolicy::Default
         },
         use_clean_shutdown: true,
+        keep_clean_shutdown: false,
     };
     let fs = FileSystem::os();
     let lock = ShardLock::acquire(&fs, dir.path()).expect("lock the shard directory");

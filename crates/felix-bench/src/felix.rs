@@ -357,6 +357,42 @@ pub(crate) fn open_for_reads(dir: &Path) -> Result<Shard> {
         .map_err(err)
 }
 
+/// `seq-read-runs felix`: [`Shard::read_runs`] (the run read) from offset 0
+/// to the end in reads of `--max-bytes` (1 MiB), page cache warm, each
+/// run's records walked (offset and payload length summed) as a broker
+/// framing them for a socket would.
+pub fn seq_read_runs(args: &Args) -> Result<Measurement> {
+    let dir = shard_dir(&args.dir()?);
+    let max_bytes: u64 = args.get("max-bytes", 1u64 << 20)?;
+    let shard = open_for_reads(&dir)?;
+    crate::warm_page_cache(&dir).map_err(err)?;
+    let end = shard.next_offset();
+    let started = Instant::now();
+    let mut offset = shard.base_offset();
+    let (mut bytes, mut records, mut sink) = (0u64, 0u64, 0u64);
+    while offset < end {
+        let runs = shard
+            .read_runs(offset, max_bytes, felix_storage::ReadBound::Committed)
+            .map_err(err)?;
+        let Some(last) = runs.last() else { break };
+        offset = last.next_offset();
+        for run in &runs {
+            bytes += run.bytes().len() as u64;
+            for record in run {
+                records += 1;
+                sink = sink.wrapping_add(record.offset ^ record.payload.len() as u64);
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let mut m = Measurement::new("seq-read-runs", "felix", json!({"max_bytes": max_bytes}));
+    m.records = records;
+    m.bytes = bytes;
+    m.elapsed = elapsed;
+    m.notes.insert("sink".into(), json!(sink));
+    Ok(m)
+}
+
 /// `seq-read felix`: [`Shard::read`] from offset 0 to the end in reads of
 /// `--max-bytes` (1 MiB), page cache warm.
 pub fn seq_read(args: &Args) -> Result<Measurement> {

@@ -24,6 +24,8 @@ pub mod limits;
 pub mod nosync;
 pub mod report;
 pub mod scrub;
+pub mod shards;
+pub mod shards_async;
 pub mod time;
 
 pub use args::Args;

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, time};
+use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, shards, time};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
@@ -19,6 +19,7 @@ prepare         felix      a shard of --records (or --bytes) records, --segment-
 scan            felix, limit   full scan of the newest segment (felix: --depth full|headers)
 index-rebuild   felix      same as scan felix --depth headers
 seq-read        felix, limit   read the prepared shard from offset 0
+seq-read-runs   felix, limit   the same through the run read (limit: the scan's limit over every segment)
 random-read     felix, limit   --reads N single-record reads at random offsets
 time-lookup     felix      --lookups N offset_for_timestamp calls at random
                   timestamps, each beside a random read by offset
@@ -31,6 +32,16 @@ follow          felix      a consumer follows a producer's --records appends wit
                   --durability none|on_commit --batch N [--interval-us N]
 shards-du       felix      --shards N shards of one record each, closed: bytes
                   allocated on disk [--preallocate off|stepped|whole]
+prepare-shards  felix      a store of --shards N (10,000) one-record shards, closed, and
+                  the limit's files beside it
+shards-open     felix, limit   open the store and read one record of each shard
+                  (limit: list the root and each shard directory)
+shards-append   felix, limit   one on-commit append to each shard, --in-flight 64 from one
+                  thread (--form futures) or from --threads 64 (--form threads)
+                  (limit: open, pwrite, fdatasync, close each file from 64 threads)
+shards-commit   felix, limit   --records on-commit appends spread over --shards 1,000,
+                  --in-flight 64 (--form futures) or --threads 64 (--form threads)
+                  (limit: write+fdatasync, a file per thread, 64 threads)
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
                   of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]
@@ -52,6 +63,8 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("scan", "limit") => limits::scan(args),
         ("seq-read", "felix") => felix::seq_read(args),
         ("seq-read", "limit") => limits::seq_read(args),
+        ("seq-read-runs", "felix") => felix::seq_read_runs(args),
+        ("seq-read-runs", "limit") => limits::seq_read_scan(args),
         ("random-read", "felix") => felix::random_read(args),
         ("random-read", "limit") => limits::random_read(args),
         ("time-lookup", "felix") => time::time_lookup(args),
@@ -61,6 +74,13 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("prepare-crash", "felix") => felix::prepare_crash(args),
         ("crash-open", "felix") => felix::crash_open(args),
         ("follow", "felix") => contract::follow(args),
+        ("prepare-shards", "felix") => shards::prepare(args),
+        ("shards-open", "felix") => shards::open(args),
+        ("shards-open", "limit") => shards::open_limit(args),
+        ("shards-append", "felix") => shards::append(args),
+        ("shards-append", "limit") => shards::append_limit(args),
+        ("shards-commit", "felix") => shards::commit(args),
+        ("shards-commit", "limit") => shards::commit_limit(args),
         ("shards-du", "felix") => contract::shards_du(args),
         ("scrub-append", "felix") => scrub::scrub_append(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),

@@ -146,6 +146,29 @@ fn recover_locked_shard_exits_2_and_modifies_nothing() {
     drop(lock);
 }
 
+/// A store closes the files of shards it is not using, and their locks:
+/// its root's lock is what keeps a repair off them while it runs.
+#[test]
+fn recover_shard_of_a_running_store_exits_2_and_modifies_nothing() {
+    let (root, dir) = fixture_copy("damaged/Truncated");
+    assert_eq!(dir.parent(), Some(root.path()));
+    let store =
+        felix_storage::Store::open(root.path(), felix_storage::StoreConfig::default()).unwrap();
+    let before = files(root.path());
+    let result = run(["recover", s(&dir)]);
+    assert_eq!(result.code, 2, "{}", result.stdout);
+    assert!(
+        result.stderr.contains("is held by another store"),
+        "{}",
+        result.stderr
+    );
+    assert_eq!(files(root.path()), before);
+    drop(store);
+    let result = run(["recover", "--json", s(&dir)]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert_eq!(result.json_lines()[0]["outcome"], "repaired");
+}
+
 #[test]
 fn recover_root_is_a_usage_error() {
     let (root, _dir) = fixture_copy("small-shard");

@@ -77,7 +77,7 @@ pub use naming::{
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,
-    encode_record_header, record_encoded_len,
+    encode_record_header, record_encoded_len, record_header_fields,
 };
 pub use segment_header::SegmentHeader;
 

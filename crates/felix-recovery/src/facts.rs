@@ -24,6 +24,8 @@ pub(crate) struct ShardFacts {
     /// Whether a clean-shutdown record listed the sealed segments, which
     /// were then taken from it rather than opened.
     pub(crate) trusted_clean_shutdown: bool,
+    /// The newest segment as the trusted clean-shutdown record lists it.
+    pub(crate) clean_newest: Option<SegmentExtent>,
     /// What became of a clean-shutdown file (used, or why not), if one was
     /// looked at.
     pub(crate) clean_shutdown_note: Option<Note>,

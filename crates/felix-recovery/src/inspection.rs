@@ -156,6 +156,8 @@ pub struct Inspection {
     /// Whether the directory holds a clean-shutdown file, which an open for
     /// writing removes.
     pub(crate) clean_shutdown_present: bool,
+    /// The newest segment as a trusted clean-shutdown record lists it.
+    pub(crate) clean_newest: Option<felix_format::SegmentExtent>,
     /// Our temporaries, which an open for writing removes.
     pub(crate) temporaries: Vec<(PathBuf, TemporaryKind)>,
 }

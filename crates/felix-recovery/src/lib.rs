@@ -91,10 +91,12 @@ pub use felix_format::{Damage, ScanDepth};
 pub use inspection::{IndexCheck, InspectOptions, Inspection, SegmentSummary};
 pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
-pub use lock::{LockError, ShardLock};
+pub use lock::{LockError, ShardLock, StoreLock};
 pub use log_start::{StoredLogStart, read_log_start, write_log_start};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
-pub use repair::{Repaired, repair, write_clean_shutdown};
+pub use repair::{
+    Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
+};
 pub use report::{
     Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem,
     LogStartProblem, Note, TemporaryKind, TimeIndexProblem,

@@ -22,6 +22,12 @@ pub enum LockError {
         /// The shard directory.
         dir: PathBuf,
     },
+    /// A store holds the lock of the root directory (see [`StoreLock`]).
+    #[error("the store root {} is held by a running store", root.display())]
+    StoreLocked {
+        /// The store's root directory.
+        root: PathBuf,
+    },
     /// Taking it failed (the directory is missing, say).
     #[error(transparent)]
     Io(#[from] IoError),
@@ -106,5 +112,59 @@ impl ShardLock {
     /// The directory this lock holds.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// An exclusive advisory lock (`flock`) on a store's root directory, taken
+/// on the directory's own descriptor as [`ShardLock`] is, and held by a
+/// store for its whole life.
+///
+/// A store closes the files of shards it has not used lately, and their
+/// [`ShardLock`]s with them, so a shard lock alone no longer says that a
+/// store owns the shard. This lock does: a second store on the same root is
+/// refused even while every shard is closed, and a tool that repairs a
+/// shard directory takes the lock of the directory above it as well (for a
+/// shard outside any store that directory is an ordinary one, whose lock
+/// keeps out only another such tool working beside it).
+///
+/// ```
+/// use felix_io::FileSystem;
+/// use felix_recovery::{LockError, StoreLock};
+///
+/// let root = tempfile::tempdir()?;
+/// let fs = FileSystem::os();
+/// let lock = StoreLock::acquire(&fs, root.path())?;
+/// assert!(matches!(StoreLock::acquire(&fs, root.path()), Err(LockError::StoreLocked { .. })));
+/// drop(lock);
+/// StoreLock::acquire(&fs, root.path())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct StoreLock {
+    root: PathBuf,
+    _root: LockGuard,
+}
+
+impl StoreLock {
+    /// Takes the lock of the root directory `root` on `fs` without waiting.
+    ///
+    /// Fails with [`LockError::StoreLocked`] when another process (or
+    /// another handle in this one) holds it.
+    pub fn acquire(fs: &FileSystem, root: &Path) -> Result<Self, LockError> {
+        match fs.try_lock_dir(root) {
+            Ok(Some(guard)) => Ok(Self {
+                root: root.to_path_buf(),
+                _root: guard,
+            }),
+            Ok(None) => Err(LockError::StoreLocked {
+                root: root.to_path_buf(),
+            }),
+            Err(e) => Err(IoError::new("lock", root, e).into()),
+        }
+    }
+
+    /// The root directory this lock holds.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 }

@@ -82,6 +82,12 @@ pub struct OpenOptions {
     /// [`write_clean_shutdown`](crate::write_clean_shutdown)). Ignored
     /// with `inspect.full_verify`. Default `false`.
     pub use_clean_shutdown: bool,
+    /// Leave the clean-shutdown file in place, for a caller that removes it
+    /// (durably, [`remove_clean_shutdown`]) before it changes the set of
+    /// segments or a sealed one: appends to the newest segment leave the
+    /// record true for the next open, which scans the newest in full
+    /// anyway (see `clean.rs`). Default `false`: the open removes it.
+    pub keep_clean_shutdown: bool,
 }
 
 /// The newest segment, ready for a writer to continue.
@@ -124,6 +130,15 @@ pub struct RecoveredShard {
     pub inspection: Inspection,
     /// What was done.
     pub actions: Vec<Action>,
+    /// Whether a clean-shutdown file is still in the directory
+    /// ([`OpenOptions::keep_clean_shutdown`]): its owner must remove it
+    /// before changing the set of segments or a sealed one.
+    pub clean_shutdown_kept: bool,
+    /// Whether the shard is exactly as the clean close that wrote the
+    /// trusted clean-shutdown record left it (the newest segment ends where
+    /// the record says, nothing repaired): everything in it was made
+    /// durable by that close, so no sync is needed before acknowledging it.
+    pub as_closed: bool,
 }
 
 /// Opens the shard directory `dir` on the file system `fs` for writing
@@ -151,7 +166,13 @@ pub fn open_shard(
     inspection.notes.extend(repaired.notes);
     // The shard is about to be written: a clean-shutdown record would no
     // longer describe it. Its removal is durable before any write.
-    if inspection.clean_shutdown_present {
+    // Kept only when trusted: a stale record left in place could come to
+    // list exactly the directory's segments again after a roll, while a
+    // sealed one differs from it.
+    let clean_shutdown_kept = inspection.clean_shutdown_present
+        && options.keep_clean_shutdown
+        && inspection.clean_newest.is_some();
+    if inspection.clean_shutdown_present && !clean_shutdown_kept {
         remove_clean_shutdown(fs, dir, lock)?;
     }
     remove_temporaries(fs, &inspection, lock)?;
@@ -227,6 +248,12 @@ pub fn open_shard(
             file: Arc::new(file),
         });
     }
+    let as_closed = actions.is_empty()
+        && inspection.clean_newest.is_some()
+        && inspection.clean_newest
+            == live
+                .last()
+                .and_then(crate::inspection::SegmentSummary::extent);
     Ok(RecoveredShard {
         sealed,
         newest,
@@ -235,5 +262,7 @@ pub fn open_shard(
         clean_shutdown_trusted: inspection.trusted_clean_shutdown,
         inspection,
         actions,
+        clean_shutdown_kept,
+        as_closed,
     })
 }

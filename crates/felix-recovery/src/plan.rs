@@ -31,6 +31,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         key,
         log_start,
         segments,
+        clean_newest,
     } = facts;
     let next_segment_id = listing
         .segments
@@ -51,6 +52,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         trusted_clean_shutdown,
         next_segment_id,
         clean_shutdown_present: listing.clean_shutdown,
+        clean_newest,
         temporaries: listing
             .temporaries
             .iter()

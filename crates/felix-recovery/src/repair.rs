@@ -174,11 +174,14 @@ fn only_newest_truncated(inspection: &Inspection) -> bool {
     })
 }
 
-/// Removes the clean-shutdown file (a regular file, as the listing found
-/// it) and makes the removal durable: once a shard is open for writing, the
-/// record no longer describes it. Its temporary is removed with the other
-/// temporaries.
-pub(crate) fn remove_clean_shutdown(
+/// Removes the clean-shutdown file of `dir` (a regular file, as the listing
+/// found it; nothing when it is gone) and makes the removal durable: an open
+/// for writing does it before any write, or, when asked to keep the file
+/// ([`OpenOptions::keep_clean_shutdown`](crate::OpenOptions::keep_clean_shutdown)),
+/// its caller before the set of segments or a sealed one changes — past
+/// that the record would no longer describe the shard. Its temporary is
+/// removed with the other temporaries.
+pub fn remove_clean_shutdown(
     fs: &FileSystem,
     dir: &Path,
     lock: &ShardLock,
@@ -249,6 +252,32 @@ pub fn write_clean_shutdown(
     dir: &Path,
     segments: &[SegmentExtent],
 ) -> Result<bool, RecoveryError> {
+    write_record(fs, dir, segments, true)
+}
+
+/// [`write_clean_shutdown`] without its syncs, for a shard whose
+/// clean-shutdown file is already in place and true but for the newest
+/// segment's end (one an open kept): the record is written over the old
+/// one in place when it has the same length (the same number of segments),
+/// through a temporary and a rename otherwise. Nothing depends on the new
+/// record reaching the disk: every segment it lists was durable before it
+/// was written, so whichever record a crash leaves is true, and a torn one
+/// fails its checksum and is not used. Only the quick open it buys may be
+/// lost.
+pub fn write_clean_shutdown_unsynced(
+    fs: &FileSystem,
+    dir: &Path,
+    segments: &[SegmentExtent],
+) -> Result<bool, RecoveryError> {
+    write_record(fs, dir, segments, false)
+}
+
+fn write_record(
+    fs: &FileSystem,
+    dir: &Path,
+    segments: &[SegmentExtent],
+    sync: bool,
+) -> Result<bool, RecoveryError> {
     let temp_path = dir.join(CLEAN_SHUTDOWN_TEMP_FILE_NAME);
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
     let io_err =
@@ -268,6 +297,16 @@ pub fn write_clean_shutdown(
     // broken invariant, reported rather than written.
     encode_clean_shutdown(segments, &mut bytes)
         .map_err(|e| io_err("encode clean-shutdown", &temp_path, io::Error::other(e)))?;
+    if !sync
+        && let Ok(file) = fs.open(&path, OpenMode::ReadWrite)
+        && file.file_len().is_ok_and(|len| len == bytes.len() as u64)
+    {
+        // A rename over the old record would start writeback of the new
+        // one at once (ext4 does, for replace-by-rename), on every close.
+        file.write_all_at(&bytes, 0)
+            .map_err(|e| io_err("write", &path, e))?;
+        return Ok(true);
+    }
     let temp = fs
         .open(&temp_path, OpenMode::CreateTruncate)
         .map_err(|e| io_err("create", &temp_path, e))?;
@@ -276,13 +315,17 @@ pub fn write_clean_shutdown(
     // The data must be durable before the name: otherwise a crash could
     // leave the final name on a partial file (which would only be ignored,
     // but then the work of closing cleanly is lost).
-    temp.sync_all()
-        .map_err(|e| io_err("fsync", &temp_path, e))?;
+    if sync {
+        temp.sync_all()
+            .map_err(|e| io_err("fsync", &temp_path, e))?;
+    }
     drop(temp);
     fs.rename(&temp_path, &path)
         .map_err(|e| io_err("rename", &temp_path, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| io_err("fsync directory", dir, e))?;
+    if sync {
+        fs.sync_dir(dir)
+            .map_err(|e| io_err("fsync directory", dir, e))?;
+    }
     Ok(true)
 }
 

@@ -243,6 +243,7 @@ pub(crate) fn gather(
     Ok(ShardFacts {
         listing,
         trusted_clean_shutdown: trusted.is_some(),
+        clean_newest: trusted.as_ref().and_then(|t| t.last().copied()),
         clean_shutdown_note,
         key,
         log_start,

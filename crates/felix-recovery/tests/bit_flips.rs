@@ -259,6 +259,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                             inspect: full(),
                             repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
+                            keep_clean_shutdown: false,
                         }
                     ),
                     std::slice::from_ref(&expected),
@@ -291,6 +292,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                             inspect: quick(),
                             repair_policy: felix_recovery::RepairPolicy::Default,
                             use_clean_shutdown: false,
+                            keep_clean_shutdown: false,
                         },
                         &common::lock(dir.path()),
                     )
@@ -334,6 +336,7 @@ fn open_shard_segment_bit_flip_is_reported_at_its_site_and_refused() {
                     inspect: full(),
                     repair_policy: felix_recovery::RepairPolicy::ChecksumTail,
                     use_clean_shutdown: false,
+                    keep_clean_shutdown: false,
                 };
                 if expected.repair == RepairClass::OptIn {
                     let r = record.unwrap();
@@ -493,6 +496,7 @@ fn open_shard_index_bit_flip_is_rebuilt_and_invisible_to_readers() {
                         inspect: full(),
                         repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
+                        keep_clean_shutdown: false,
                     },
                     &common::lock(dir.path()),
                 )
@@ -583,6 +587,7 @@ fn open_shard_default_options_index_bit_flip_never_reads_wrong_data() {
                         inspect: quick(),
                         repair_policy: felix_recovery::RepairPolicy::Default,
                         use_clean_shutdown: false,
+                        keep_clean_shutdown: false,
                     },
                     &common::lock(dir.path()),
                 )

@@ -219,6 +219,7 @@ fn check_record_case(
                     inspect: options,
                     repair_policy: felix_recovery::RepairPolicy::Default,
                     use_clean_shutdown: false,
+                    keep_clean_shutdown: false,
                 },
                 &common::lock(copy.path()),
             )
@@ -247,6 +248,7 @@ fn check_record_case(
                 inspect: options,
                 repair_policy: policy,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             };
             if allowed(expected.repair, policy) {
                 assert_opens_truncating(dir, &open, r, layout, &what);
@@ -643,6 +645,7 @@ fn open_abandoned_only_segment_is_refused() {
                 inspect: inspect_options(false),
                 repair_policy: policy,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             };
             assert_eq!(
                 open_refused(dir.path(), &options),
@@ -741,6 +744,7 @@ fn open_segment_header_damage_is_never_repaired() {
                         inspect: inspect_options(full_verify),
                         repair_policy: policy,
                         use_clean_shutdown: false,
+                        keep_clean_shutdown: false,
                     };
                     assert_eq!(
                         open_refused(dir.path(), &options),
@@ -782,6 +786,7 @@ fn open_gap_between_segments_is_offset_out_of_order_never() {
                 inspect: inspect_options(full_verify),
                 repair_policy: policy,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             };
             assert_eq!(
                 open_refused(dir.path(), &options),

@@ -57,6 +57,7 @@ fn open_in_time(dir: &Path) -> Result<RecoveredShard, RecoveryError> {
                 inspect: options(),
                 repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: true,
+                keep_clean_shutdown: false,
             },
             &common::lock(&dir),
         )

@@ -155,6 +155,7 @@ fn unrepairable_display_lists_every_blocking_finding_and_the_policy() {
             inspect: options(),
             repair_policy: policy,
             use_clean_shutdown: false,
+            keep_clean_shutdown: false,
         };
         let blocking = open_refused(dir.path(), &options);
         assert_eq!(blocking.len(), if repair_checksum_tail { 1 } else { 2 });

@@ -57,6 +57,7 @@ fn options(full_verify: bool, repair_checksum_tail: bool) -> OpenOptions {
             RepairPolicy::Default
         },
         use_clean_shutdown: false,
+        keep_clean_shutdown: false,
     }
 }
 

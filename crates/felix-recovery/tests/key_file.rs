@@ -162,6 +162,7 @@ fn open_removes_the_key_files_temporary_and_keeps_the_key() {
         inspect: InspectOptions::default(),
         repair_policy: RepairPolicy::Default,
         use_clean_shutdown: true,
+        keep_clean_shutdown: false,
     };
     open_shard(&fs, &dir, "t", &options, &lock).unwrap();
     assert!(!dir.join(KEY_TEMP_FILE_NAME).exists());

@@ -172,6 +172,7 @@ fn assert_opens_keeping(dir: &Path, w: &Written, keep_before: &RecordAt, policy:
         inspect: inspect_options(),
         repair_policy: policy,
         use_clean_shutdown: false,
+        keep_clean_shutdown: false,
     };
     let shard = open_shard(
         &felix_io::FileSystem::os(),

@@ -201,6 +201,7 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
                 inspect: options(),
                 repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             },
             &common::lock(dir.path()),
         )
@@ -271,6 +272,7 @@ fn open_newest_segment_cut_at_every_byte_repairs_to_last_whole_record() {
                 inspect: options(),
                 repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             },
             &common::lock(dir.path()),
         )
@@ -306,6 +308,7 @@ fn open_newest_segment_cut_at_record_boundary_modifies_no_record_bytes() {
                 inspect: options(),
                 repair_policy: felix_recovery::RepairPolicy::Default,
                 use_clean_shutdown: false,
+                keep_clean_shutdown: false,
             },
             &common::lock(dir.path()),
         )

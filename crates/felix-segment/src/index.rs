@@ -145,6 +145,13 @@ impl SparseIndex {
     /// load and is rebuilt again, which is harmless.
     pub fn write_file(&self, fs: &FileSystem, path: &Path) -> Result<()> {
         let file = open(fs, path, OpenMode::CreateTruncate)?;
+        file.write_all_at(&self.encoded(), 0)
+            .map_err(|e| SegmentError::io("write", path, e))?;
+        Ok(sync_data(&*file, path)?)
+    }
+
+    /// The index file's bytes: its header, then every entry.
+    fn encoded(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(INDEX_HEADER_LEN + self.entries.len() * INDEX_ENTRY_LEN);
         bytes.extend_from_slice(
             &IndexHeader {
@@ -155,9 +162,7 @@ impl SparseIndex {
         for entry in &self.entries {
             bytes.extend_from_slice(&encode_index_entry(*entry));
         }
-        file.write_all_at(&bytes, 0)
-            .map_err(|e| SegmentError::io("write", path, e))?;
-        Ok(sync_data(&*file, path)?)
+        bytes
     }
 }
 
@@ -487,6 +492,9 @@ impl IndexFile {
     /// only, since an index is an accelerator, never a reason to stop
     /// writing.
     pub(crate) fn try_create(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
+        if let Some(file) = Self::reuse(segment, entries) {
+            return Some(file);
+        }
         match Self::create(
             segment.fs(),
             segment.index_path(),
@@ -499,6 +507,26 @@ impl IndexFile {
                 None
             }
         }
+    }
+
+    /// The index file already in place when it holds exactly `entries`
+    /// (as a clean close leaves it): opening a shard then writes and syncs
+    /// nothing. Whether it was ever synced does not matter, since an index
+    /// is never trusted without checking.
+    fn reuse(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
+        let path = segment.index_path();
+        let file = open(segment.fs(), &path, OpenMode::ReadWrite).ok()?;
+        let expected = SparseIndex::from_entries(segment.base_offset(), entries.to_vec()).encoded();
+        if file.file_len().ok()? != expected.len() as u64 {
+            return None;
+        }
+        let mut found = vec![0u8; expected.len()];
+        file.read_exact_at(&mut found, 0).ok()?;
+        (found == expected).then_some(Self {
+            file,
+            path,
+            written: entries.len(),
+        })
     }
 
     /// Appends the entries not yet written. The index may lag the segment;

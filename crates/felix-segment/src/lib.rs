@@ -27,6 +27,7 @@ pub mod fs;
 mod index;
 mod lookup;
 mod reader;
+mod run;
 mod segment;
 mod time_index;
 mod walk;
@@ -36,7 +37,8 @@ pub use error::{Result, SegmentError};
 pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
 pub use lookup::TimestampHit;
 pub use reader::{CHUNK_BYTES, ChunkedReader};
-pub use segment::{ReadLimit, ReadRecord, SegmentFile};
+pub use run::{ReadBuffers, RecordRun, RunIter, RunRecord};
+pub use segment::{ReadLimit, ReadRecord, ReadStart, SegmentFile};
 pub use time_index::{
     ActiveTimeIndex, TimeBounds, TimeIndex, TimeIndexBuilder, TimeIndexCheck, TimeIndexLoadError,
     header_of, time_bounds,

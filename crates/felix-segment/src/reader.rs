@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use felix_io::{IoError, VfsFile};
 
 use crate::fs::read_exact_at;
@@ -44,13 +44,27 @@ pub struct ChunkedReader<'a> {
     file: &'a dyn VfsFile,
     path: &'a Path,
     end: u64,
+    /// Memory the reader owns, all of it initialised; only `..valid` holds
+    /// the file's bytes. Keeping the rest initialised is what lets a refill,
+    /// or a buffer handed back from an earlier read, be read into again
+    /// without zeroing it first.
     buf: BytesMut,
+    /// Bytes of the file held at the front of `buf`.
+    valid: usize,
     /// File position of `buf[0]`.
     start: u64,
     chunk_bytes: u64,
     /// Bytes from this position on survive refills.
     keep_from: Option<u64>,
+    /// Refills read no further than this (beyond what is asked for) until
+    /// it is passed, then a little at a time: a read with a byte budget
+    /// knows about where it will stop.
+    ahead_end: Option<u64>,
 }
+
+/// What a refill past [`ChunkedReader::with_read_ahead_end`] reads at
+/// least: a record or two of the common sizes, for one system call.
+const PAST_AHEAD_BYTES: u64 = 8 * 1024;
 
 impl<'a> ChunkedReader<'a> {
     /// A reader of `file` (at `path`, which errors name) that never reads at
@@ -61,9 +75,11 @@ impl<'a> ChunkedReader<'a> {
             path,
             end,
             buf: BytesMut::new(),
+            valid: 0,
             start: 0,
             chunk_bytes: CHUNK_BYTES,
             keep_from: None,
+            ahead_end: None,
         }
     }
 
@@ -71,6 +87,25 @@ impl<'a> ChunkedReader<'a> {
     /// sizes its first `pread` to about that record.
     pub fn with_chunk_bytes(mut self, bytes: u64) -> Self {
         self.chunk_bytes = bytes.max(1);
+        self
+    }
+
+    /// Refills read ahead no further than `end` (they still read whatever
+    /// is asked for), and past it a few KiB at a time: a read that expects
+    /// to stop about there reads neither a chunk too many nor, when it was
+    /// wrong by a record, a whole chunk more.
+    pub fn with_read_ahead_end(mut self, end: u64) -> Self {
+        self.ahead_end = Some(end);
+        self
+    }
+
+    /// Reads into `buf` (its initialised bytes, whatever they hold) before
+    /// allocating: a sequential reader that hands a finished read's buffer
+    /// back ([`ReadBuffers`](crate::ReadBuffers)) then neither allocates nor
+    /// zeroes memory per read.
+    pub fn with_buffer(mut self, buf: BytesMut) -> Self {
+        self.buf = buf;
+        self.valid = 0;
         self
     }
 
@@ -87,7 +122,7 @@ impl<'a> ChunkedReader<'a> {
         position
             .checked_sub(self.start)
             .and_then(|from| usize::try_from(from).ok())
-            .and_then(|from| self.buf.get(from..))
+            .and_then(|from| self.buf.get(from..self.valid))
             .unwrap_or_default()
     }
 
@@ -103,11 +138,11 @@ impl<'a> ChunkedReader<'a> {
         let Some(want_end) = position.checked_add(len).filter(|&e| e <= self.end) else {
             return Ok(None);
         };
-        let buf_end = self.start + self.buf.len() as u64;
+        let buf_end = self.start + self.valid as u64;
         if position < self.start || want_end > buf_end {
             self.refill(position, want_end)?;
         }
-        debug_assert!(self.start + self.buf.len() as u64 <= self.end);
+        debug_assert!(self.start + self.valid as u64 <= self.end);
         let from = usize::try_from(position - self.start).unwrap_or(usize::MAX);
         let to = from.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
         Ok(self.buf.get(from..to))
@@ -143,41 +178,62 @@ impl<'a> ChunkedReader<'a> {
     }
 
     /// The buffer and the file position of its first byte.
-    pub fn into_bytes(self) -> (u64, Bytes) {
+    pub fn into_bytes(mut self) -> (u64, Bytes) {
+        self.buf.truncate(self.valid);
         (self.start, self.buf.freeze())
     }
 
-    /// Makes `[position, want_end)` buffered: keeps what is buffered from the
-    /// kept position (or from `position`) on, drops what lies before it, and
-    /// reads on from the buffer's end — at least a chunk, and at least as
-    /// much as is kept, so a growing read costs few system calls.
+    /// The whole buffer, the file position of its first byte and how many
+    /// of its bytes are the file's: for a read that hands out slices of the
+    /// file's bytes and gives the whole buffer, initialised bytes past them
+    /// included, back to be reused.
+    pub(crate) fn into_parts(self) -> (u64, Bytes, usize) {
+        (self.start, self.buf.freeze(), self.valid)
+    }
+
+    /// Makes `[position, want_end)` buffered: moves what is buffered from
+    /// the kept position (or from `position`) on to the front, drops what
+    /// lies before it, and reads on from the buffer's end — at least a
+    /// chunk, and at least as much as is kept, so a growing read costs few
+    /// system calls. The memory is reused; only a buffer too small grows
+    /// (and only its new part is zeroed).
     fn refill(&mut self, position: u64, want_end: u64) -> Result<(), IoError> {
         let keep = self
             .keep_from
             .filter(|&k| k <= position)
             .unwrap_or(position);
-        let buf_end = self.start + self.buf.len() as u64;
+        let buf_end = self.start + self.valid as u64;
         if keep >= self.start && keep <= buf_end {
-            self.buf
-                .advance(usize::try_from(keep - self.start).unwrap_or(usize::MAX));
+            let shift = usize::try_from(keep - self.start).unwrap_or(usize::MAX);
+            if shift > 0 {
+                self.buf.copy_within(shift..self.valid, 0);
+                self.valid -= shift;
+            }
         } else {
-            self.buf.clear();
+            self.valid = 0;
         }
         self.start = keep;
-        let have_end = self.start + self.buf.len() as u64;
-        let read_len = (want_end - have_end)
-            .max(self.chunk_bytes)
-            .max(self.buf.len() as u64)
-            .min(self.end - have_end);
-        let old_len = self.buf.len();
-        self.buf
-            .resize(old_len + usize::try_from(read_len).unwrap_or(usize::MAX), 0);
-        let target = self.buf.get_mut(old_len..).unwrap_or_default();
-        let read = read_exact_at(self.file, self.path, target, have_end);
-        if read.is_err() {
-            // Never serve the zeros of a read that failed as the file's bytes.
-            self.buf.truncate(old_len);
+        let have_end = self.start + self.valid as u64;
+        let wanted = want_end - have_end;
+        let mut read_len = wanted.max(self.chunk_bytes).max(self.valid as u64);
+        if let Some(ahead) = self.ahead_end {
+            let cap = ahead.checked_sub(have_end).filter(|&n| n > 0);
+            read_len = read_len.min(cap.unwrap_or(PAST_AHEAD_BYTES).max(wanted));
         }
-        read
+        let read_len = read_len.min(self.end - have_end);
+        let read_len = usize::try_from(read_len).unwrap_or(usize::MAX);
+        let needed = self.valid.saturating_add(read_len);
+        if self.buf.len() < needed {
+            // What lies past `valid` is stale: drop it rather than copy it
+            // when the buffer moves.
+            self.buf.truncate(self.valid);
+            self.buf.resize(needed, 0);
+        }
+        let target = self.buf.get_mut(self.valid..needed).unwrap_or_default();
+        // Never serve the stale bytes of a read that failed as the file's:
+        // `valid` moves only once the read succeeded.
+        read_exact_at(self.file, self.path, target, have_end)?;
+        self.valid = needed;
+        Ok(())
     }
 }

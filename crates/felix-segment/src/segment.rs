@@ -19,6 +19,7 @@ use felix_io::{FileSystem, OpenMode, VfsFile};
 
 use crate::fs::{file_len, open, read_exact_at};
 use crate::reader::ChunkedReader;
+use crate::run::{POOLED_READ_BYTES, ReadBuffers, RecordRun};
 
 /// The first read of a scan covers at least this many bytes, so that a read
 /// starting at an index entry needs one `pread`: twice a 4 KiB index
@@ -39,6 +40,56 @@ pub struct SegmentFile {
     file: Arc<dyn VfsFile>,
     fs: FileSystem,
     shard: Arc<str>,
+}
+
+/// Where a read begins: an index entry at or below the offset wanted, where
+/// the next entry lies (to size the first `pread`; never trusted), and
+/// whether the records vouch for the entry.
+///
+/// An entry nothing has vouched for (one loaded from an index file) may
+/// point at a record header embedded in a payload, which verifies like any
+/// other: a read from it that would end at the entry's own record checks
+/// the header after it too, and a failure is [`SegmentError::StaleIndex`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadStart {
+    /// The entry the walk starts at.
+    pub entry: IndexEntry,
+    /// The position of the entry after it, if any.
+    pub next_position: Option<u64>,
+    /// Whether the entry is a record boundary the records vouched for (the
+    /// writer's own index, or one rebuilt from the records).
+    pub vouched: bool,
+}
+
+impl ReadStart {
+    /// A start at an entry the records vouched for.
+    pub fn vouched(entry: IndexEntry, next_position: Option<u64>) -> Self {
+        Self {
+            entry,
+            next_position,
+            vouched: true,
+        }
+    }
+
+    /// A start at an entry nothing has vouched for.
+    pub fn hint(entry: IndexEntry, next_position: Option<u64>) -> Self {
+        Self {
+            entry,
+            next_position,
+            vouched: false,
+        }
+    }
+
+    /// The segment's first record: the one start no index is needed for.
+    pub fn first_record(segment: &SegmentFile) -> Self {
+        Self::vouched(
+            IndexEntry {
+                offset: segment.base_offset(),
+                position: SEGMENT_HEADER_LEN as u64,
+            },
+            None,
+        )
+    }
 }
 
 /// A record read from a segment, payload sliced from the read's one buffer.
@@ -226,7 +277,9 @@ impl SegmentFile {
         limit: ReadLimit,
         max_bytes: u64,
     ) -> Result<Vec<ReadRecord>> {
-        self.read_checked(start, next_position, from, limit, max_bytes, false)
+        let start = ReadStart::vouched(start, next_position);
+        let run = self.read_run(start, from, limit, max_bytes, None)?;
+        Ok(records_of(&run))
     }
 
     /// [`Self::read_within`] from an entry nothing has vouched for (one
@@ -246,18 +299,36 @@ impl SegmentFile {
         limit: ReadLimit,
         max_bytes: u64,
     ) -> Result<Vec<ReadRecord>> {
-        self.read_checked(start, next_position, from, limit, max_bytes, true)
+        let start = ReadStart::hint(start, next_position);
+        let run = self.read_run(start, from, limit, max_bytes, None)?;
+        Ok(records_of(&run))
     }
 
-    fn read_checked(
+    /// The run read: the records from offset `from` as one [`RecordRun`],
+    /// their bytes exactly as in the file, walking from `start` (see
+    /// [`ReadStart`]) and stopping once `max_bytes` of encoded records are
+    /// collected — always at least one record, never a record that would
+    /// pass the budget after the first, never past `limit`.
+    ///
+    /// Every record is checked exactly as [`Self::read`] checks it (the
+    /// two are one walk): header CRC and offset sequence for every record
+    /// passed, the record CRC for every record returned; the same errors
+    /// for the same damage. A read of at least 64 KiB fills a buffer from
+    /// `buffers` when one is free, and leaves its buffer there for the
+    /// next (see [`ReadBuffers`]).
+    pub fn read_run(
         &self,
-        start: IndexEntry,
-        next_position: Option<u64>,
+        start: ReadStart,
         from: u64,
         limit: ReadLimit,
         max_bytes: u64,
-        check_past_entry: bool,
-    ) -> Result<Vec<ReadRecord>> {
+        buffers: Option<&ReadBuffers>,
+    ) -> Result<RecordRun> {
+        let ReadStart {
+            entry: start,
+            next_position,
+            vouched,
+        } = start;
         if from < self.base_offset() || from >= limit.next_offset {
             return Err(SegmentError::OffsetOutOfRange {
                 segment: self.id,
@@ -285,16 +356,24 @@ impl SegmentFile {
             .filter(|&next| next > start.position)
             .map(|next| next - start.position);
         let (skip, average) = self.estimate_skip(start, from, limit);
+        let first_read = first_read_bytes(max_bytes, span, skip, average);
+        let pool = buffers.filter(|_| first_read >= POOLED_READ_BYTES);
         let mut reader = ChunkedReader::new(&*self.file, &self.path, limit.end_position)
-            .with_chunk_bytes(first_read_bytes(max_bytes, span, skip, average));
+            .with_chunk_bytes(first_read)
+            // About where the budget runs out: no chunk read past it.
+            .with_read_ahead_end(start.position.saturating_add(first_read));
+        if let Some(buf) = pool.and_then(ReadBuffers::take) {
+            reader = reader.with_buffer(buf);
+        }
         let mut cursor = RecordCursor::new(
             start.position,
             start.offset,
             limit.end_position,
             ScanDepth::Headers,
         );
-        // One record for a lookup by offset; a large read grows it.
-        let mut spans: Vec<(u64, u64, u64, usize)> = Vec::with_capacity(1);
+        // The run so far: where it begins and ends, and how many records.
+        let mut run: Option<(u64, u64)> = None;
+        let mut count = 0usize;
         let mut collected: u64 = 0;
         while cursor.next_offset() < limit.next_offset {
             let at = cursor.position();
@@ -308,7 +387,7 @@ impl SegmentFile {
             // Always at least one record; then none that would pass the
             // budget, declined before its payload is looked at.
             let take = |h: &RecordHeader| {
-                !wanted || spans.is_empty() || collected + h.encoded_len() <= max_bytes
+                !wanted || run.is_none() || collected + h.encoded_len() <= max_bytes
             };
             match cursor.step_if(reader.buffered(at), take) {
                 CursorStep::NeedBytes { needed } => {
@@ -317,15 +396,21 @@ impl SegmentFile {
                     }
                 }
                 CursorStep::Record(record) => {
-                    let (total, timestamp) = (record.encoded_len(), record.header.timestamp_micros);
+                    let (full, ends, len) =
+                        (record.bytes.is_some(), record.end(), record.encoded_len());
                     // Only a wanted record was read in full.
-                    if let Some(len) = record.payload().map(<[u8]>::len) {
-                        if spans.is_empty() {
-                            // The returned payloads are slices of the buffer.
-                            reader.keep_from(at);
-                        }
-                        spans.push((expected, timestamp, at, len));
-                        collected += total;
+                    if full {
+                        let begins = match run {
+                            Some((begins, _)) => begins,
+                            None => {
+                                // The run's bytes are the buffer's.
+                                reader.keep_from(at);
+                                at
+                            }
+                        };
+                        run = Some((begins, ends));
+                        count += 1;
+                        collected += len;
                         if collected >= max_bytes {
                             break;
                         }
@@ -349,7 +434,7 @@ impl SegmentFile {
         let real_first_record =
             start.offset == self.base_offset() && start.position == SEGMENT_HEADER_LEN as u64;
         let expected = cursor.next_offset();
-        if check_past_entry
+        if !vouched
             && !real_first_record
             && expected == start.offset + 1
             && expected < limit.next_offset
@@ -377,20 +462,22 @@ impl SegmentFile {
                 }
             }
         }
-        let (base_position, buffer) = reader.into_bytes();
-        Ok(spans
-            .into_iter()
-            .map(|(offset, timestamp_micros, position, len)| {
-                let from = usize::try_from(position - base_position).unwrap_or(usize::MAX)
-                    + RECORD_HEADER_LEN;
-                ReadRecord {
-                    offset,
-                    timestamp_micros,
-                    position,
-                    payload: buffer.slice(from..from + len),
-                }
-            })
-            .collect())
+        // The loop ran at least once (`from` is below the limit) and ended
+        // with a record or an error.
+        let (begins, ends) = run.unwrap_or((start.position, start.position));
+        let (base, whole, valid) = reader.into_parts();
+        let range = usize::try_from(begins - base).unwrap_or(usize::MAX)
+            ..usize::try_from(ends - base).unwrap_or(usize::MAX);
+        debug_assert!(range.end <= valid, "a run lies in the bytes read");
+        let bytes = if range.end <= valid {
+            whole.slice(range)
+        } else {
+            Bytes::new()
+        };
+        if let Some(pool) = pool {
+            pool.give(whole);
+        }
+        Ok(RecordRun::verified(bytes, from, count, begins))
     }
 
     /// Roughly how many bytes lie between `start` and the record at `from`,
@@ -437,15 +524,32 @@ impl SegmentFile {
     }
 }
 
+/// The records of `run`, each payload a slice of the run's bytes.
+fn records_of(run: &RecordRun) -> Vec<ReadRecord> {
+    run.iter()
+        .map(|record| ReadRecord {
+            offset: record.offset,
+            timestamp_micros: record.timestamp_micros,
+            position: record.position,
+            payload: run.payload_bytes(&record),
+        })
+        .collect()
+}
+
 /// The size of a read's first `pread`: what the byte budget asks for (plus
-/// a header), or the span to the next index entry, or a fixed minimum —
+/// the bytes expected before the wanted record, and the header after the
+/// budget that tells the read to stop), or the span to the next index entry, or a fixed minimum —
 /// shrunk, for a small read whose wanted record is expected about `skip`
 /// bytes in (records of `average` bytes), to end a little past it: a random
 /// read of one record then copies half a span less from the page cache on
 /// average (p50 2.4 → 2.0–2.2 µs on the benchmark's 128-byte records;
 /// docs/performance.md). Later refills grow geometrically.
 fn first_read_bytes(max_bytes: u64, span: Option<u64>, skip: u64, average: u64) -> u64 {
-    let floor = max_bytes.saturating_add(RECORD_HEADER_LEN as u64);
+    // The budget's records begin about `skip` bytes in, and the header
+    // after them decides that the next record would pass the budget.
+    let floor = max_bytes
+        .saturating_add(skip)
+        .saturating_add(RECORD_HEADER_LEN as u64);
     let first = floor.max(span.unwrap_or(MIN_READ_BYTES));
     // The wanted record at the average size, with slack of a sixteenth of
     // the skip and a quarter record, keeps a second `pread` rare when sizes

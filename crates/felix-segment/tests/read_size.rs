@@ -11,7 +11,7 @@ use common::{label, payload_for};
 use felix_format::record_encoded_len;
 use felix_io::sim::SimFs;
 use felix_io::{FileSystem, OpenMode};
-use felix_segment::{ReadLimit, Record, SegmentConfig, SegmentFile, SegmentWriter};
+use felix_segment::{ReadLimit, ReadStart, Record, SegmentConfig, SegmentFile, SegmentWriter};
 
 const DIR: &str = "/shard";
 const SPACING: u64 = 4096;
@@ -87,5 +87,39 @@ fn read_of_one_record_among_varied_sizes_is_right_and_takes_at_most_two_preads()
         assert_eq!(got[0].offset, offset);
         assert_eq!(got[0].payload, payload_for(offset, sizes[offset as usize]));
         assert!((1..=2).contains(&calls), "offset {offset}: {calls} preads");
+    }
+}
+
+#[test]
+fn run_read_of_a_budget_is_one_pread_of_about_the_budget() {
+    let sizes = vec![128; 20_000];
+    let (sim, file, writer, limit) = segment(&sizes);
+    let index = writer.active_index();
+    let record_len = record_encoded_len(128);
+    let budget = 64 * 1024;
+    for from in [0, 1, 999, 7_777, 19_000] {
+        let (start, next) = index.seek_span(0, from);
+        let before = sim.reads();
+        let run = file
+            .read_run(ReadStart::vouched(start, next), from, limit, budget, None)
+            .unwrap();
+        let after = sim.reads();
+        assert_eq!(run.first_offset(), from);
+        let len = run.bytes().len() as u64;
+        assert!(
+            len <= budget && (len + record_len > budget || run.next_offset() == 20_000),
+            "from {from}: {len} bytes"
+        );
+        // One `pread`, of the records from the entry to the budget's end
+        // and the header after them: not a chunk more.
+        assert_eq!(after.calls - before.calls, 1, "from {from}");
+        let skip = (from - start.offset) * record_len;
+        let read = after.bytes - before.bytes;
+        assert!(read >= skip + len, "from {from}: read {read}");
+        assert!(
+            read <= skip + budget + 28,
+            "from {from}: read {read} bytes for {} wanted",
+            skip + len
+        );
     }
 }

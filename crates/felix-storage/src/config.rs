@@ -19,9 +19,15 @@ pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
 /// The default of [`StoreConfig::sync_threads`]: twice the available
 /// parallelism (two syncs per core keep the device's queue fed while the
 /// other half wake their appenders), at least 2 and at most 16.
+/// Asked once per process: the standard library reads the cgroup's files
+/// each time, and every `StoreConfig::default()` (each shard's options
+/// begin with one) would pay for it.
 pub fn default_sync_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    (2 * cores).clamp(2, 16)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        (2 * cores).clamp(2, 16)
+    })
 }
 
 /// When appended records become durable, and so when a read sees them
@@ -234,6 +240,21 @@ pub struct StoreConfig {
     /// [`Shard::try_append_then`]: crate::Shard::try_append_then
     /// [`StorageError::InFlightFull`]: crate::StorageError::InFlightFull
     pub max_appends_in_flight: usize,
+    /// A [`Store`](crate::Store) keeps at most this many shards open: to
+    /// open one more it first closes the least recently used shard that no
+    /// caller holds a handle to (as [`Store::close_shard`] does: durable,
+    /// its clean-shutdown record left true, its descriptors and lock
+    /// released), and [`Store::open_shard`] opens it again when asked.
+    /// Shards callers hold are never closed this way, so the store holds
+    /// more while callers hold more. An open shard holds 3 descriptors (its
+    /// directory's lock, the older releases' lock file, the active
+    /// segment), plus one per sealed segment a read has opened and while a
+    /// sync or roll runs a few more. Ignored by a shard opened on its own.
+    /// Default 1,024. At least 1; no maximum.
+    ///
+    /// [`Store::close_shard`]: crate::Store::close_shard
+    /// [`Store::open_shard`]: crate::Store::open_shard
+    pub max_open_shards: u64,
 }
 
 impl Default for StoreConfig {
@@ -249,6 +270,7 @@ impl Default for StoreConfig {
             scrub_bytes_per_second: None,
             sync_threads: default_sync_threads(),
             max_appends_in_flight: DEFAULT_APPENDS_IN_FLIGHT,
+            max_open_shards: 1_024,
         }
     }
 }

@@ -172,6 +172,13 @@ pub enum StorageError {
         /// The shard directory.
         dir: PathBuf,
     },
+    /// Another store (in this process or another) holds the root: one
+    /// store per root, even while all its shards are closed.
+    #[error("the store root {} is held by another store", root.display())]
+    StoreLocked {
+        /// The store's root directory.
+        root: PathBuf,
+    },
     /// The shard stopped accepting writes after a write or sync failure.
     ///
     /// Every append the failed write or sync covered (one sync may cover

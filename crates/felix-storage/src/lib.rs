@@ -132,10 +132,11 @@ pub use config::{
     Retention, StoreConfig, default_sync_threads,
 };
 pub use error::{CopyProblem, Result, StorageError};
-pub use lock::{LOCK_FILE_NAME, LockError, ShardLock};
+pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
-    AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, ReplicatedRecord,
-    RetentionOutcome, ScrubReport, SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
+    AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, RecordRun,
+    ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord, ScrubReport,
+    SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store, StoreOptions};

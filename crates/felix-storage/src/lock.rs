@@ -1,8 +1,9 @@
-//! The advisory lock that keeps one writer per shard directory: defined in
-//! felix-recovery (its repairs require it), re-exported here.
+//! The advisory locks that keep one writer per shard directory and one
+//! store per root: defined in felix-recovery (its repairs require them),
+//! re-exported here.
 
 pub use felix_format::LOCK_FILE_NAME;
-pub use felix_recovery::{LockError, ShardLock};
+pub use felix_recovery::{LockError, ShardLock, StoreLock};
 
 use crate::error::StorageError;
 
@@ -10,6 +11,7 @@ impl From<LockError> for StorageError {
     fn from(err: LockError) -> Self {
         match err {
             LockError::Locked { dir } => Self::Locked { dir },
+            LockError::StoreLocked { root } => Self::StoreLocked { root },
             LockError::Io(err) => Self::Io(err),
         }
     }

@@ -53,10 +53,10 @@ fn store_open_shard_returns_one_shared_handle_per_key() {
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(a.label(), "a_b____x_y_1-1233ad2506d32437");
     assert!(root.path().join("a_b____x_y_1-1233ad2506d32437").is_dir());
-    let other = Store::open(root.path(), StoreConfig::default()).unwrap();
+    let other = Store::open(root.path(), StoreConfig::default());
     assert!(
-        matches!(other.open_shard(&key), Err(StorageError::Locked { .. })),
-        "a second store is locked out"
+        matches!(&other, Err(StorageError::StoreLocked { root: r }) if r == root.path()),
+        "a second store is locked out: {other:?}"
     );
 }
 

@@ -78,11 +78,15 @@ fn store_delete_shard_that_is_not_open_and_one_that_does_not_exist() {
 #[test]
 fn store_delete_shard_another_writer_holds_is_locked_and_keeps_it() {
     let root = tempfile::tempdir().unwrap();
-    let owner = Store::open(root.path(), config()).unwrap();
-    let shard = owner.create_shard(&key(0)).unwrap();
+    // A second store is refused at open (the root's lock): the other
+    // writer here is a shard opened on its directory alone.
+    let shard = felix_storage::Shard::options(root.path().join(key(0).dir_name()))
+        .config(config())
+        .open()
+        .unwrap();
     shard.append(&[Record::new(1, "owned")]).unwrap();
-    let other = Store::open(root.path(), config()).unwrap();
-    let err = other.delete_shard(&key(0)).unwrap_err();
+    let store = Store::open(root.path(), config()).unwrap();
+    let err = store.delete_shard(&key(0)).unwrap_err();
     assert!(matches!(err, StorageError::Locked { .. }), "{err:?}");
     shard.append(&[Record::new(2, "still")]).unwrap();
     assert_eq!(shard.read(0, 1024).unwrap().len(), 2);

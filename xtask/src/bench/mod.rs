@@ -20,6 +20,7 @@ mod contract;
 mod report;
 mod scenarios;
 mod scrub_row;
+mod shards;
 mod sizes;
 
 use scenarios::{
@@ -379,6 +380,10 @@ mod tests {
                     "seq-read",
                     "random-read",
                     "time-lookup",
+                    "seq-read-runs",
+                    "shards-open",
+                    "shards-append",
+                    "shards-commit",
                     "open",
                     "crash-open",
                     "memory",

@@ -360,6 +360,8 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         )],
     ));
 
+    out.extend(super::shards::scenarios(s, &shard, &d("shards")));
+
     // Opening after a clean close, and after a crash (two curves).
     let sealed = d("sealed");
     out.push(Scenario {
@@ -555,6 +557,7 @@ pub(super) fn prepare_steps(s: &Sizes, data: &Path) -> Vec<Run> {
             });
         }
     }
+    steps.extend(super::shards::prepare_steps(s, &d("shards")));
     let crash = |dir: &str, sealed: u64, newest: u64| {
         let tail = format!(
             "--sealed {sealed} --segment-bytes {} --newest-bytes {newest}",

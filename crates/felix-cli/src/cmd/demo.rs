@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use felix_format::{FileKind, ShardKey, file_name};
 use felix_recovery::{InspectOptions, inspect};
-use felix_storage::{Durability, Preallocation, Record, Shard, Store, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Record, Shard, Store, StoreConfig};
 
 use crate::error::{CliError, Outcome};
 use crate::output::Out;
@@ -288,18 +288,19 @@ fn append_thread(shard: &Shard, t: u32) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Reads `range` and checks every payload, and that each writer's
-/// sequence numbers ascend by one (its appends kept their order).
+/// Reads `range` through the run read and checks every payload, and that
+/// each writer's sequence numbers ascend by one (its appends kept their
+/// order).
 fn check_shard(shard: &Shard, range: std::ops::Range<u64>) -> Result<u64, CliError> {
     let mut next_seq = std::collections::HashMap::<u32, u64>::new();
     let mut offset = range.start;
     while offset < range.end {
-        let records = shard.read(offset, 1 << 20)?;
-        if records.is_empty() {
+        let runs = shard.read_runs(offset, 1 << 20, ReadBound::Committed)?;
+        if runs.is_empty() {
             break;
         }
-        for record in records {
-            let Some((writer, seq)) = parse_payload(&record.payload) else {
+        for record in runs.iter().flatten() {
+            let Some((writer, seq)) = parse_payload(record.payload) else {
                 return Err(CliError::Usage(format!(
                     "shard {}: offset {} holds a payload the demo did not write",
                     shard.label(),

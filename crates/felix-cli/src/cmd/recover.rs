@@ -6,16 +6,18 @@
 //! a wrong entry in a sealed index to the read that meets it); `recover`
 //! rebuilds every index that fails that check. Damage the policy may not repair
 //! ends the command with exit 1 having modified nothing (not even a lock
-//! file). Otherwise, unless `--dry-run`, the shard's writer lock is taken
-//! (so a live writer's tail is never cut under it), the shard is inspected
-//! again under the lock, and `felix_recovery::repair` carries out the plan.
+//! file). Otherwise, unless `--dry-run`, the shard's writer lock is taken,
+//! and the lock of the directory above it, which a running store holds for
+//! its whole life (so a live writer's tail is never cut under it, even while
+//! its store has the shard's files closed); the shard is inspected again
+//! under the locks, and `felix_recovery::repair` carries out the plan.
 
 use std::path::PathBuf;
 
 use felix_io::FileSystem;
 use felix_recovery::{
     Action, IndexCheck, InspectOptions, Inspection, RecoveryError, RepairClass, RepairPolicy,
-    ShardLock, inspect, repair,
+    ShardLock, StoreLock, inspect, repair,
 };
 use serde_json::{Value, json};
 
@@ -116,7 +118,16 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let will_write = !args.dry_run && inspection.would_open(policy) && !inspection.plan.is_empty();
     // Held until the end of `run`: the repair must not race a writer.
     let lock = if will_write {
-        let lock = ShardLock::acquire(&fs, &shard.dir)?;
+        // A store closes the files of shards it is not using, releasing
+        // their locks, but holds its root's for its whole life: taking it
+        // too keeps the repair off every shard a running store owns.
+        let root_lock = match shard.dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => {
+                Some(StoreLock::acquire(&fs, parent)?)
+            }
+            _ => None,
+        };
+        let lock = (root_lock, ShardLock::acquire(&fs, &shard.dir)?);
         // What a writer did before we held the lock is only seen by looking
         // again; acting on the first look could cut records it appended.
         inspection = inspect(&fs, &shard.dir, &shard.name, &options)?;
@@ -132,7 +143,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         (Ending::Clean, Vec::new())
     } else if let Some(lock) = &lock {
         spinner.set_message(format!("repairing {}", shard.dir.display()));
-        let repaired = repair(&fs, &inspection, policy, lock)?;
+        let repaired = repair(&fs, &inspection, policy, &lock.1)?;
         // An index that could not be written is reported, not a failure:
         // the shard opens all the same.
         inspection.notes.extend(repaired.notes);

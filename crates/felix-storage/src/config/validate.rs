@@ -59,6 +59,8 @@ pub enum ConfigField {
     SyncThreads,
     /// [`StoreConfig::max_appends_in_flight`].
     MaxAppendsInFlight,
+    /// [`StoreConfig::max_open_shards`].
+    MaxOpenShards,
 }
 
 impl fmt::Display for ConfigField {
@@ -74,6 +76,7 @@ impl fmt::Display for ConfigField {
             Self::ScrubBytesPerSecond => "scrub_bytes_per_second",
             Self::SyncThreads => "sync_threads",
             Self::MaxAppendsInFlight => "max_appends_in_flight",
+            Self::MaxOpenShards => "max_open_shards",
         })
     }
 }
@@ -82,7 +85,7 @@ impl fmt::Display for ConfigField {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// A size (in bytes) outside its range.
+    /// A size (in bytes, or a count) outside its range.
     #[error("{field} = {value} is out of range: {}", bytes_range(*min, *max))]
     SizeOutOfRange {
         /// The setting.
@@ -228,6 +231,7 @@ impl StoreConfig {
         if let Some(bytes) = self.writeback_bytes {
             size(F::WritebackBytes, bytes, MIN_WRITEBACK_BYTES, u64::MAX)?;
         }
+        size(F::MaxOpenShards, self.max_open_shards, 1, u64::MAX)?;
         if let Some(rate) = self.scrub_bytes_per_second {
             size(
                 F::ScrubBytesPerSecond,

@@ -23,14 +23,15 @@
 //! room (appenders waiting for a place).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use felix_format::SegmentExtent;
 use felix_io::FileSystem;
 use felix_recovery::{Action, Note};
-use felix_segment::SegmentError;
+use felix_segment::{ReadBuffers, SegmentError};
 
 use super::bounds::{Offsets, ReadBound, readable_end};
 use super::commit::{Commit, Queue};
@@ -69,6 +70,17 @@ pub(crate) struct Core {
     pub(crate) notes: Mutex<Vec<Note>>,
     /// Held from open until close (or drop).
     pub(crate) lock: Mutex<Option<ShardLock>>,
+    /// Whether the clean-shutdown file the open found is still in the
+    /// directory (a store's shards keep it: `ShardOptions::keep_clean_shutdown`),
+    /// still true of the sealed segments; cleared, with the file removed,
+    /// before any roll, truncation or retention changes them.
+    pub(crate) clean_shutdown_kept: AtomicBool,
+    /// The newest segment as the kept clean-shutdown record lists it, when
+    /// known to be so (the open found it so).
+    pub(crate) clean_record_newest: Mutex<Option<SegmentExtent>>,
+    /// Buffers large reads fill and reuse (the store's, shared by its
+    /// shards, or the shard's own).
+    pub(crate) read_buffers: Arc<ReadBuffers>,
 }
 
 impl Core {

@@ -1,7 +1,10 @@
 //! Syncing and closing.
 
 use felix_format::SegmentExtent;
-use felix_recovery::write_clean_shutdown;
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use felix_recovery::{remove_clean_shutdown, write_clean_shutdown, write_clean_shutdown_unsynced};
 
 use super::core::Core;
 use crate::error::{Result, StorageError};
@@ -78,8 +81,32 @@ impl Core {
         }
     }
 
+    /// Removes the clean-shutdown file the open kept, durably, before the
+    /// set of segments or a sealed one changes; the caller holds the writer
+    /// lock. Nothing to do when none was kept or it is gone already.
+    ///
+    /// Until then the kept record stays true of the directory: it lists the
+    /// segments there are, and the sealed ones unchanged; only the newest,
+    /// which every open scans in full, has grown.
+    pub(crate) fn forget_clean_shutdown(&self) -> Result<()> {
+        if !self.clean_shutdown_kept.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(lock) = lock.as_ref() else {
+            return self.check_open();
+        };
+        // A failed directory sync may lose the removal later even if a retry
+        // succeeds: the shard stops writing instead.
+        remove_clean_shutdown(&self.fs, &self.dir, lock)
+            .map_err(|e| self.poison_with(StorageError::Recovery(e)))?;
+        self.clean_shutdown_kept.store(false, Ordering::Release);
+        Ok(())
+    }
+
     /// Writes the active segment's index and the clean-shutdown file, with
-    /// the writer lock held.
+    /// the writer lock held; a kept one without syncs, so the close needs
+    /// none beyond the data's.
     fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
         if !state.writer.index_persisted()
             && let Err(err) = state.writer.persist_index()
@@ -90,10 +117,28 @@ impl Core {
             Counters::add(&self.counters.index_write_failures, 1);
         }
         let segments = self.extents();
+        let kept = self.clean_shutdown_kept.load(Ordering::Acquire);
+        if kept
+            && *self
+                .clean_record_newest
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                == segments.last().copied()
+        {
+            // The kept record says exactly this already.
+            return Ok(());
+        }
         // Not written (`Ok(false)`, logged) when the name is not a regular
         // file: everything is durable all the same; only the quick next
-        // open is lost.
-        write_clean_shutdown(&self.fs, &self.dir, &segments)
+        // open is lost. A kept record is rewritten without syncs: only the
+        // newest segment's end has changed, and the next open trusts the
+        // new end (and skips its sync) only if the record reached the disk.
+        let write = if kept {
+            write_clean_shutdown_unsynced
+        } else {
+            write_clean_shutdown
+        };
+        write(&self.fs, &self.dir, &segments)
             .map(drop)
             .map_err(|e| self.poison_with(StorageError::Recovery(e)))
     }
@@ -102,12 +147,7 @@ impl Core {
     pub(crate) fn extents(&self) -> Vec<SegmentExtent> {
         let view = self.view();
         let mut out: Vec<SegmentExtent> = view.sealed.iter().map(|s| s.extent).collect();
-        out.push(SegmentExtent {
-            id: view.active.id(),
-            base_offset: view.active.base_offset(),
-            next_offset: view.active_limit.next_offset,
-            len: view.active_limit.end_position,
-        });
+        out.push(view.active_extent());
         out
     }
 
@@ -118,12 +158,7 @@ impl Core {
         let (sealed, active) = {
             let view = self.view();
             let active = super::SegmentInfo {
-                extent: SegmentExtent {
-                    id: view.active.id(),
-                    base_offset: view.active.base_offset(),
-                    next_offset: view.active_limit.next_offset,
-                    len: view.active_limit.end_position,
-                },
+                extent: view.active_extent(),
                 active: true,
                 max_timestamp_micros: view.active_max_timestamp,
             };

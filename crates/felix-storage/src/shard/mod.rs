@@ -11,7 +11,8 @@
 //! - `replica.rs`, `retention.rs`, `lifecycle.rs` — what replication,
 //!   retention and closing do with those parts;
 //! - `core.rs` — the state they share, and the lock order;
-//! - `options.rs` — the one way to open.
+//! - `options.rs` — the one way to open;
+//! - `reads.rs` — the reads and the tail wait, as the facade offers them.
 
 mod bounds;
 mod commit;
@@ -21,6 +22,7 @@ mod generations;
 mod lifecycle;
 mod log;
 mod options;
+mod reads;
 mod replace;
 mod replica;
 mod retention;
@@ -29,7 +31,6 @@ mod start_time;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
 use felix_segment::Record;
@@ -45,10 +46,11 @@ use self::log::Synced;
 
 pub use bounds::{Offsets, ReadBound, Tail};
 pub use commit::{AppendFuture, DurableFuture, TailFuture};
+pub use felix_segment::{RecordRun, RunIter, RunRecord};
 pub use log::{ReadRecord, SegmentInfo};
 pub use options::ShardOptions;
 pub use replace::SegmentCopy;
-pub use replica::ReplicatedRecord;
+pub use replica::{ReplicatedRecord, ReplicatedRun};
 pub use retention::RetentionOutcome;
 pub use scrub::ScrubReport;
 
@@ -343,107 +345,6 @@ impl Shard {
         self.core.close_for_store()
     }
 
-    /// Reads acknowledged records from `from` onwards:
-    /// [`Shard::read_bounded`] with [`ReadBound::Committed`].
-    ///
-    /// ```
-    /// use felix_storage::{Record, Retention, Shard, StorageError, StoreConfig};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let config = StoreConfig {
-    ///     segment_size_bytes: 100,
-    ///     retention: Retention { max_bytes: Some(200), ..Retention::default() },
-    ///     ..StoreConfig::default()
-    /// };
-    /// let shard = Shard::options(dir.path()).config(config).open()?;
-    /// for i in 0..10 {
-    ///     shard.append(&[Record::new(i, vec![0u8; 20])])?;
-    /// }
-    /// shard.apply_retention()?;
-    /// // What retention removed is `Trimmed`, naming where the log now begins.
-    /// match shard.read(0, 1 << 20) {
-    ///     Err(StorageError::Trimmed { oldest, .. }) => {
-    ///         assert_eq!(oldest, shard.base_offset());
-    ///         let records = shard.read(oldest, 1 << 20)?;
-    ///         assert_eq!(records[0].offset, oldest);
-    ///     }
-    ///     other => panic!("{other:?}"),
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
-        self.read_bounded(from, max_bytes, ReadBound::Committed)
-    }
-
-    /// Reads whole records from `from` onwards, across segments, up to
-    /// where `bound` ends when the read begins, until about `max_bytes` of
-    /// encoded records (header included) — at least one record if any is
-    /// readable at `from`.
-    ///
-    /// Below the base offset is [`StorageError::Trimmed`]; at or past the
-    /// bound's end the result is empty. Every record returned passed its
-    /// checksums; reads never see a partial record, nor (under any bound) a
-    /// record whose write or sync failed.
-    ///
-    /// A sealed segment's index file is only a hint. A read misled by a
-    /// wrong entry (one pointing at bytes that are no record, or at a record
-    /// header embedded in a payload) is retried from an index rebuilt from
-    /// the segment's records, which then serves the segment's reads; the
-    /// stale entry is noted in [`ShardStats::notes`].
-    pub fn read_bounded(
-        &self,
-        from: u64,
-        max_bytes: u64,
-        bound: ReadBound,
-    ) -> Result<Vec<ReadRecord>> {
-        self.core.check_open()?;
-        self.core.read(from, max_bytes, bound)
-    }
-
-    /// Waits until a record at `from` (or past it) is readable under
-    /// `bound`, at most `timeout`, without polling: the append or sync that
-    /// makes it readable wakes the wait. Returns at once when it already
-    /// is. A consumer following the tail waits at the offset after the last
-    /// record it read, then reads from there: the read returns at least one
-    /// record whenever the wait says [`Tail::Readable`].
-    ///
-    /// A poisoned shard answers [`Tail::Poisoned`] once everything
-    /// acknowledged below `from` has been read; a close fails the wait with
-    /// [`StorageError::Closed`]. Waiting does not make anything durable:
-    /// under [`Durability::OnCommit`](crate::Durability::OnCommit) a
-    /// [`ReadBound::Committed`] wait ends with the appender's sync.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use felix_storage::{ReadBound, Record, Shard, Tail};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let shard = std::sync::Arc::new(Shard::options(dir.path()).open()?);
-    /// let producer = {
-    ///     let shard = shard.clone();
-    ///     std::thread::spawn(move || shard.append(&[Record::now("first")]))
-    /// };
-    /// let mut next = 0;
-    /// while next < 1 {
-    ///     match shard.wait_readable(next, ReadBound::Committed, Duration::from_secs(10))? {
-    ///         Tail::Readable { .. } => {
-    ///             for record in shard.read(next, 1 << 20)? {
-    ///                 next = record.offset + 1;
-    ///             }
-    ///         }
-    ///         Tail::TimedOut { .. } => continue,
-    ///         other => panic!("{other:?}"),
-    ///     }
-    /// }
-    /// producer.join().unwrap()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn wait_readable(&self, from: u64, bound: ReadBound, timeout: Duration) -> Result<Tail> {
-        self.core.check_open()?;
-        let deadline = Instant::now().checked_add(timeout);
-        self.core.commit.wait_readable(from, bound, deadline)
-    }
-
     /// Applies the configured retention now: deletes sealed segments from
     /// the head, oldest first, while they lie wholly below the log start,
     /// the shard is over
@@ -548,19 +449,6 @@ impl Shard {
     pub fn append_replicated(&self, records: &[ReplicatedRecord]) -> Result<AppendReceipt> {
         self.core.check_open()?;
         self.core.append_replicated(records)
-    }
-
-    /// Reads records from `from` as a leader sends them to a follower, each
-    /// with the generation that wrote it (see [`Shard::read_bounded`];
-    /// followers usually fetch with [`ReadBound::Written`]).
-    pub fn read_replicated(
-        &self,
-        from: u64,
-        max_bytes: u64,
-        bound: ReadBound,
-    ) -> Result<Vec<ReplicatedRecord>> {
-        self.core.check_open()?;
-        self.core.read_replicated(from, max_bytes, bound)
     }
 
     /// One step of a follower's reconciliation with a new leader, under the

@@ -1,14 +1,14 @@
 //! The one way to open a shard: [`ShardOptions`], every default documented.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use felix_epochs::{EpochsFile, LoadStatus};
 use felix_io::{FileSystem, IoError};
 use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
-use felix_segment::SegmentWriter;
+use felix_segment::{ReadBuffers, SegmentWriter};
 
 use super::Shard;
 use super::commit::{Commit, MAX_LEAD_ROUNDS, Queue, Spare};
@@ -62,6 +62,8 @@ pub struct ShardOptions {
     create_if_missing: bool,
     clock: Arc<dyn Clock>,
     background: Background,
+    read_buffers: Option<Arc<ReadBuffers>>,
+    keep_clean_shutdown: bool,
     /// The store's sync pool; `None`: the shard makes its own.
     pool: Option<SyncPool>,
 }
@@ -77,6 +79,8 @@ impl ShardOptions {
             create_if_missing: true,
             clock: Arc::new(SystemClock),
             background: Background::Own,
+            read_buffers: None,
+            keep_clean_shutdown: false,
             pool: None,
         }
     }
@@ -130,6 +134,23 @@ impl ShardOptions {
     /// Leaves periodic syncs and retention passes to the store's thread.
     pub(crate) fn background_by_store(mut self) -> Self {
         self.background = Background::Store;
+        self
+    }
+
+    /// Leaves a trusted clean-shutdown file in place at open, removing it
+    /// (durably) only before the set of segments or a sealed one changes
+    /// (`Core::forget_clean_shutdown`): a store reopening an idle shard
+    /// then makes no sync to open it, nor to close it again if only its
+    /// newest segment grew. See `felix_recovery::OpenOptions`.
+    pub(crate) fn keep_clean_shutdown(mut self) -> Self {
+        self.keep_clean_shutdown = true;
+        self
+    }
+
+    /// Fills large reads from `buffers` (a store's, shared by its shards)
+    /// instead of buffers of the shard's own.
+    pub(crate) fn read_buffers(mut self, buffers: Arc<ReadBuffers>) -> Self {
+        self.read_buffers = Some(buffers);
         self
     }
 
@@ -225,6 +246,8 @@ impl ShardOptions {
             fs,
             initial_offset,
             clock,
+            read_buffers,
+            keep_clean_shutdown,
             ..
         } = self;
         let options = OpenOptions {
@@ -237,6 +260,7 @@ impl ShardOptions {
             },
             repair_policy: config.repair_policy,
             use_clean_shutdown: true,
+            keep_clean_shutdown,
         };
         let recovered = open_shard(&fs, &dir, &label, &options, &lock)?;
         for finding in &recovered.inspection.findings {
@@ -281,8 +305,12 @@ impl ShardOptions {
                 .map_err(seg_err)?;
                 // What recovery left may still be only in the page cache (a
                 // process crash keeps it there); syncing it once makes
-                // `durable_offset` true from the start.
-                writer.sync_handle().sync_data().map_err(seg_err)?;
+                // `durable_offset` true from the start. Not needed when the
+                // shard is exactly as a clean close left it: that close
+                // made all of it durable.
+                if !recovered.as_closed {
+                    writer.sync_handle().sync_data().map_err(seg_err)?;
+                }
                 (writer, id.checked_add(1))
             }
             None => {
@@ -339,6 +367,10 @@ impl ShardOptions {
             active_max_timestamp: writer.max_timestamp_micros(),
             log_start,
         };
+        // The kept record's newest segment is the one found, so a close
+        // with nothing appended need not write it again.
+        let record_newest =
+            (recovered.clean_shutdown_kept && recovered.as_closed).then(|| view.active_extent());
         let metrics = ShardMetrics::new(&label, config.durability == crate::Durability::OnCommit);
         let commit = Commit::new(
             Arc::clone(&label),
@@ -381,6 +413,9 @@ impl ShardOptions {
             notes: Mutex::new(recovered.inspection.notes),
             label,
             lock: Mutex::new(Some(lock)),
+            clean_shutdown_kept: AtomicBool::new(recovered.clean_shutdown_kept),
+            clean_record_newest: Mutex::new(record_newest),
+            read_buffers: read_buffers.unwrap_or_default(),
         })
     }
 }

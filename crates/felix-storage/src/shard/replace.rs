@@ -79,6 +79,9 @@ impl Core {
             // Retention or a truncation may have removed the segment while
             // the copy was checked: a copy must never bring it back.
             let old = self.sealed_by_id(id)?;
+            // A kept clean-shutdown record describes the sealed segments as
+            // they were: it goes (durably) before one is replaced.
+            self.forget_clean_shutdown()?;
             self.swap(&old, &temp, extent, entries)
         });
         if swapped.is_err() {

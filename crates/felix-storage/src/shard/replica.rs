@@ -13,6 +13,7 @@ use super::bounds::ReadBound;
 use super::core::Core;
 use super::log::{ReadRecord, Synced};
 use crate::error::{Result, StorageError};
+use felix_segment::RecordRun;
 
 /// A record copied from a leader: the leader's offset and the generation
 /// that wrote it there.
@@ -33,6 +34,18 @@ pub struct ReplicatedRecord {
     pub timestamp_micros: u64,
     /// The payload.
     pub payload: Bytes,
+}
+
+/// A run of records a leader read for its followers, all written by one
+/// generation (see
+/// [`Shard::read_replicated_runs`](crate::Shard::read_replicated_runs)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicatedRun {
+    /// The generation that wrote every record of the run, when the
+    /// leader's history knows it (`None` below it).
+    pub generation: Option<u64>,
+    /// The records, verified, as they lie in the leader's segment.
+    pub run: RecordRun,
 }
 
 impl ReadRecord {
@@ -154,15 +167,53 @@ impl Core {
         max_bytes: u64,
         bound: ReadBound,
     ) -> Result<Vec<ReplicatedRecord>> {
-        let records = self.read(from, max_bytes, bound)?;
+        let runs = self.read_replicated_runs(from, max_bytes, bound)?;
+        let mut out = Vec::with_capacity(runs.iter().map(|r| r.run.len()).sum());
+        for ReplicatedRun { generation, run } in &runs {
+            out.extend(run.iter().map(|record| ReplicatedRecord {
+                offset: record.offset,
+                generation: *generation,
+                timestamp_micros: record.timestamp_micros,
+                payload: run.payload_bytes(&record),
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Runs from `from`, split where a generation begins, each with the
+    /// generation that wrote it.
+    pub(crate) fn read_replicated_runs(
+        &self,
+        from: u64,
+        max_bytes: u64,
+        bound: ReadBound,
+    ) -> Result<Vec<ReplicatedRun>> {
+        let runs = self.read_runs(from, max_bytes, bound)?;
         let history: EpochHistory = self.generations.lock().clone();
-        Ok(records
-            .into_iter()
-            .map(|r| {
-                let generation = history.generation_at(r.offset);
-                r.into_replicated(generation)
-            })
-            .collect())
+        let mut out = Vec::with_capacity(runs.len());
+        for mut run in runs {
+            // The generations beginning inside the run cut it.
+            let starts = history
+                .entries()
+                .iter()
+                .map(|e| e.start_offset)
+                .filter(|&start| start > run.first_offset() && start < run.next_offset())
+                .collect::<Vec<_>>();
+            for start in starts.into_iter().rev() {
+                let tail = run.split_off(start);
+                out.push(ReplicatedRun {
+                    generation: history.generation_at(tail.first_offset()),
+                    run: tail,
+                });
+            }
+            out.push(ReplicatedRun {
+                generation: history.generation_at(run.first_offset()),
+                run,
+            });
+        }
+        // Split from the back: put each segment's pieces in offset order.
+        out.sort_by_key(|r| r.run.first_offset());
+        Ok(out)
     }
 
     /// One step of a follower's reconciliation (see `Shard::reconcile`).

@@ -65,6 +65,7 @@ impl Core {
         }
         let span = tracing::info_span!("retention", shard = %self.label, segments = doomed.len());
         let _entered = span.enter();
+        self.forget_clean_shutdown()?;
         // Readers stop choosing the segments before their files go.
         {
             let mut view = self.view_mut();

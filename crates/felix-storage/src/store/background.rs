@@ -6,7 +6,7 @@ use crate::error::StorageError;
 use crate::maintenance::Task;
 
 pub(super) fn run(inner: &Inner, task: Task) {
-    let shards: Vec<_> = lock(&inner.shards).values().cloned().collect();
+    let shards = lock(&inner.shards).handles();
     for shard in &shards {
         let result = match task {
             Task::Sync => shard.sync(),

@@ -17,21 +17,25 @@
 mod background;
 mod delete;
 mod keys;
+mod open_shards;
 mod options;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use felix_format::ShardKey;
 use felix_io::FileSystem;
+use felix_segment::ReadBuffers;
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
+use crate::lock::StoreLock;
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
 use crate::scrubber::Scrubber;
 use crate::shard::Shard;
+
+use self::open_shards::OpenShards;
 
 pub use keys::ShardId;
 pub use options::StoreOptions;
@@ -107,11 +111,17 @@ struct Inner {
     config: StoreConfig,
     /// The open shards. Held while a shard is opened, closed or deleted, so
     /// that two calls for one key never overlap.
-    shards: Mutex<HashMap<ShardKey, Arc<Shard>>>,
+    shards: Mutex<OpenShards>,
     /// Every shard's syncs and completion callbacks.
     pool: SyncPool,
     /// Set by [`Store::close`].
     stop: Mutex<bool>,
+    /// Buffers the shards' large reads fill and reuse: one pool for the
+    /// store, so its memory does not grow with the number of shards.
+    read_buffers: Arc<ReadBuffers>,
+    /// Held until [`Store::close`]: one store per root, even while every
+    /// shard is closed and none of their locks is held.
+    root_lock: Mutex<Option<StoreLock>>,
 }
 
 impl Store {
@@ -140,14 +150,17 @@ impl Store {
         let (fs, root) = (&fs, root.as_path());
         config.validate()?;
         felix_segment::fs::create_dir_all_durable(fs, root)?;
+        let root_lock = StoreLock::acquire(fs, root)?;
         delete::remove_tombstones(fs, root)?;
         let inner = Arc::new(Inner {
             fs: fs.clone(),
             root: root.to_path_buf(),
             config,
-            shards: Mutex::new(HashMap::new()),
+            shards: Mutex::new(OpenShards::default()),
             pool: SyncPool::new("felix-store".into(), config.sync_threads),
             stop: Mutex::new(false),
+            read_buffers: Arc::default(),
+            root_lock: Mutex::new(Some(root_lock)),
         });
         let shared = Arc::clone(&inner);
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
@@ -161,7 +174,8 @@ impl Store {
                 let shards = move || {
                     shared.upgrade().map_or_else(Vec::new, |inner| {
                         lock(&inner.shards)
-                            .values()
+                            .handles()
+                            .iter()
                             .map(|s| Arc::clone(s.shared_core()))
                             .collect()
                     })
@@ -213,8 +227,9 @@ impl Store {
     pub fn open_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
         let mut shards = self.shards()?;
         if let Some(shard) = shards.get(key) {
-            return Ok(Arc::clone(shard));
+            return Ok(shard);
         }
+        self.make_room(&mut shards);
         let shard = self.open_existing(key)?;
         shards.insert(key.clone(), Arc::clone(&shard));
         Ok(shard)
@@ -274,6 +289,7 @@ impl Store {
                 dir,
             });
         }
+        self.make_room(&mut shards);
         let shard = self.open_dir(key, initial_offset)?;
         // The first segment is durable; now the name of what it holds.
         self.write_key_or_close(&shard, key)?;
@@ -340,6 +356,7 @@ impl Store {
         {
             tracing::warn!(shard = old.label(), error = %err, "closing the shard before reopening it failed; recovery decides what it held");
         }
+        self.make_room(&mut shards);
         let shard = self.open_existing(key)?;
         shards.insert(key.clone(), Arc::clone(&shard));
         Ok(shard)
@@ -359,7 +376,7 @@ impl Store {
     /// future has completed. Closing a closed store does nothing.
     pub fn close(&self) -> Result<()> {
         self.stop_background();
-        let shards: Vec<_> = lock(&self.inner.shards).drain().map(|(_, s)| s).collect();
+        let shards = lock(&self.inner.shards).drain();
         let mut first_error = None;
         for shard in shards {
             if let Err(err) = shard.close_for_store() {
@@ -368,11 +385,13 @@ impl Store {
             }
         }
         self.inner.pool.shutdown();
+        // Last: every shard's lock is released by now.
+        lock(&self.inner.root_lock).take();
         first_error.map_or(Ok(()), Err)
     }
 
     /// The open shards, unless the store is closed.
-    fn shards(&self) -> Result<MutexGuard<'_, HashMap<ShardKey, Arc<Shard>>>> {
+    fn shards(&self) -> Result<MutexGuard<'_, OpenShards>> {
         let shards = lock(&self.inner.shards);
         if *lock(&self.inner.stop) {
             return Err(StorageError::StoreClosed {
@@ -380,6 +399,16 @@ impl Store {
             });
         }
         Ok(shards)
+    }
+
+    /// Closes idle shards (least recently used first, none a caller holds)
+    /// so that one more can open within
+    /// [`StoreConfig::max_open_shards`].
+    fn make_room(&self, shards: &mut OpenShards) {
+        let keep = usize::try_from(self.inner.config.max_open_shards)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(1);
+        shards.close_idle(keep);
     }
 
     /// The directory of `key`'s shard.
@@ -422,6 +451,8 @@ impl Store {
             .label(&name)
             .initial_offset(initial_offset)
             .background_by_store()
+            .keep_clean_shutdown()
+            .read_buffers(Arc::clone(&self.inner.read_buffers))
             .sync_pool(self.inner.pool.clone())
             .open()?;
         Ok(Arc::new(shard))

@@ -214,6 +214,8 @@ impl Core {
         };
         let span = tracing::info_span!("roll", shard = %self.label, segment = next_id);
         let _entered = span.enter();
+        // A kept clean-shutdown record would not list the new segment.
+        self.forget_clean_shutdown()?;
         let base = state.writer.next_offset();
         // The old segment is durable before the new one exists: recovery
         // only ever repairs the newest segment, so a sealed one must never

@@ -17,6 +17,9 @@ impl Core {
     /// Drops every record at or above `offset`, which lies in
     /// `base..next` (checked by the caller).
     pub(crate) fn truncate_locked(&self, state: &mut WriterState, offset: u64) -> Result<()> {
+        // A cut may shorten a sealed segment a kept clean-shutdown record
+        // describes, and a later roll could list the same ids again.
+        self.forget_clean_shutdown()?;
         let active_base = state.writer.segment().base_offset();
         let (file, position, entries) = if offset >= active_base {
             let file = Arc::clone(state.writer.segment());
@@ -200,6 +203,7 @@ impl Core {
             first_segment_id: next_id,
         })?;
         let result = (|| {
+            self.forget_clean_shutdown()?;
             self.remove_segment_files(state.writer.segment().id())?;
             let sealed = self.view().sealed.clone();
             for segment in sealed.iter().rev() {

@@ -113,6 +113,16 @@ impl View {
         self.active_time_index = writer.active_time_index();
         self.active_max_timestamp = writer.max_timestamp_micros();
     }
+
+    /// The active segment as far as readers see it.
+    pub(crate) fn active_extent(&self) -> SegmentExtent {
+        SegmentExtent {
+            id: self.active.id(),
+            base_offset: self.active.base_offset(),
+            next_offset: self.active_limit.next_offset,
+            len: self.active_limit.end_position,
+        }
+    }
 }
 
 /// The writer's side, under the writer lock.

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use felix_format::RECORD_HEADER_LEN;
 use felix_io::OpenMode;
 use felix_recovery::{IndexProblem, Note, ScanDepth, ScanStart, scan_segment};
-use felix_segment::{ReadLimit, SegmentError, SegmentFile, SparseIndex};
+use felix_segment::{ReadLimit, ReadStart, RecordRun, SegmentError, SegmentFile, SparseIndex};
 
 use super::{OpenedSegment, Sealed};
 use crate::error::{Result, StorageError};
@@ -53,42 +52,58 @@ fn bounded(limit: ReadLimit, end: u64) -> ReadLimit {
 
 impl Core {
     /// Reads whole records from `from` onwards, up to where `bound` ends
-    /// when the read begins (see `Shard::read_bounded`).
+    /// when the read begins (see `Shard::read_bounded`): the run read,
+    /// record by record, each payload a slice of its run's bytes.
     pub(crate) fn read(
         &self,
         from: u64,
         max_bytes: u64,
         bound: ReadBound,
     ) -> Result<Vec<ReadRecord>> {
+        let runs = self.read_runs(from, max_bytes, bound)?;
+        let mut out = Vec::with_capacity(runs.iter().map(RecordRun::len).sum());
+        for run in &runs {
+            out.extend(run.iter().map(|record| ReadRecord {
+                offset: record.offset,
+                timestamp_micros: record.timestamp_micros,
+                payload: run.payload_bytes(&record),
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Reads whole records from `from` onwards as runs, one per segment
+    /// crossed (see `Shard::read_runs`), until about `max_bytes` of encoded
+    /// records: at least one record when one is readable at `from`, and
+    /// past the first record never more than the budget.
+    pub(crate) fn read_runs(
+        &self,
+        from: u64,
+        max_bytes: u64,
+        bound: ReadBound,
+    ) -> Result<Vec<RecordRun>> {
         let end = {
             let view = self.view();
             self.end_for(&view, bound)
         };
-        let mut out = Vec::new();
+        let mut out: Vec<RecordRun> = Vec::new();
         let mut offset = from;
         let mut budget = max_bytes;
-        loop {
-            let Some(target) = self.target(offset, end)? else {
+        while let Some(target) = self.target(offset, end)? {
+            let run = self.read_target(target, offset, budget)?;
+            let size = run.bytes().len() as u64;
+            // A segment's read returns at least one record; past the first
+            // segment, one that alone passes what is left is not taken.
+            if !out.is_empty() && size > budget {
                 break;
-            };
-            let records = self.read_target(target, offset, budget)?;
-            let mut used = 0u64;
-            for record in records {
-                let size = RECORD_HEADER_LEN as u64 + record.payload.len() as u64;
-                // Past the first record, the budget is a hard limit.
-                if !out.is_empty() && used + size > budget {
-                    return Ok(out);
-                }
-                used += size;
-                debug_assert!(record.offset < end, "a read passes its end {end}");
-                offset = record.offset + 1;
-                out.push(ReadRecord {
-                    offset: record.offset,
-                    timestamp_micros: record.timestamp_micros,
-                    payload: record.payload,
-                });
             }
-            budget = budget.saturating_sub(used);
+            debug_assert!(
+                run.first_offset() == offset && run.next_offset() <= end && !run.is_empty(),
+                "a run begins where asked and ends before {end}"
+            );
+            offset = run.next_offset();
+            budget = budget.saturating_sub(size);
+            out.push(run);
             if budget == 0 {
                 break;
             }
@@ -136,12 +151,8 @@ impl Core {
         }
     }
 
-    fn read_target(
-        &self,
-        target: Target,
-        from: u64,
-        budget: u64,
-    ) -> Result<Vec<felix_segment::ReadRecord>> {
+    fn read_target(&self, target: Target, from: u64, budget: u64) -> Result<RecordRun> {
+        let buffers = Some(&*self.read_buffers);
         match target {
             Target::Active {
                 file,
@@ -149,7 +160,13 @@ impl Core {
                 start,
                 next_position,
             } => file
-                .read_within(start, next_position, from, limit, budget)
+                .read_run(
+                    ReadStart::vouched(start, next_position),
+                    from,
+                    limit,
+                    budget,
+                    buffers,
+                )
                 .map_err(|e| self.segment_error(e)),
             Target::Sealed(sealed, end) => {
                 let opened = self.open_sealed(&sealed, from)?;
@@ -160,17 +177,13 @@ impl Core {
                     },
                     end,
                 );
-                let (start, next_position) = opened.index.seek_span(from);
-                let read = if opened.vouched {
-                    opened
-                        .file
-                        .read_within(start, next_position, from, limit, budget)
-                } else {
-                    opened
-                        .file
-                        .read_from_hint(start, next_position, from, limit, budget)
+                let (entry, next_position) = opened.index.seek_span(from);
+                let start = ReadStart {
+                    entry,
+                    next_position,
+                    vouched: opened.vouched,
                 };
-                match read {
+                match opened.file.read_run(start, from, limit, budget, buffers) {
                     // An index entry is only a hint. One that is not where
                     // the records put its offset leads a read to bytes that
                     // are no record, or to a record header embedded in a
@@ -179,9 +192,9 @@ impl Core {
                     // entry the records have not vouched for can be misled
                     // so; it is retried from an index rebuilt from them.
                     Err(SegmentError::StaleIndex { .. } | SegmentError::Corrupt { .. })
-                        if !opened.vouched && start != first_record(&opened.file) =>
+                        if !opened.vouched && entry != first_record(&opened.file) =>
                     {
-                        self.read_from_records(&sealed, &opened, start, from, limit, budget)
+                        self.read_from_records(&sealed, &opened, entry, from, limit, budget)
                     }
                     other => other.map_err(|e| self.segment_error(e)),
                 }
@@ -203,11 +216,18 @@ impl Core {
         from: u64,
         limit: ReadLimit,
         budget: u64,
-    ) -> Result<Vec<felix_segment::ReadRecord>> {
+    ) -> Result<RecordRun> {
         let rebuilt = self.scan_records(sealed, &opened.file)?;
-        let records = opened
+        let (entry, next_position) = rebuilt.seek_span(from);
+        let run = opened
             .file
-            .read(rebuilt.seek(from), from, limit, budget)
+            .read_run(
+                ReadStart::vouched(entry, next_position),
+                from,
+                limit,
+                budget,
+                Some(&*self.read_buffers),
+            )
             .map_err(|e| self.segment_error(e))?;
         let number = opened.index.entries().iter().position(|e| *e == start);
         let reason = match number {
@@ -233,7 +253,7 @@ impl Core {
             index: rebuilt,
             vouched: true,
         }));
-        Ok(records)
+        Ok(run)
     }
 
     /// Opens a sealed segment and loads its index on first use, rebuilding

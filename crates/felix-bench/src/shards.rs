@@ -1,0 +1,454 @@
+//! Many shards in one store: opening 10,000 after a clean close and reading
+//! one record from each, one on-commit append to each, and on-commit
+//! appends spread over 1,000; with the descriptors, threads and memory they
+//! cost, and the limit of each.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use felix_format::{SEGMENT_HEADER_LEN, ShardKey, record_encoded_len};
+use felix_storage::{ReadBound, Record, Store, StoreConfig};
+use serde_json::json;
+
+use crate::args::Args;
+use crate::felix::Result;
+use crate::nosync::NoSyncFs;
+use crate::report::{Latencies, Measurement, rss_bytes};
+
+pub(crate) fn err(what: impl std::fmt::Display) -> String {
+    what.to_string()
+}
+
+/// The store root under `--dir`.
+pub(crate) fn root(args: &Args) -> Result<PathBuf> {
+    Ok(args.dir()?.join("store"))
+}
+
+/// The limit's files under `--dir`.
+fn limit_dir(args: &Args) -> Result<PathBuf> {
+    Ok(args.dir()?.join("limit-files"))
+}
+
+/// The key of shard `i`.
+pub fn key(i: u64) -> ShardKey {
+    ShardKey::new("bench", "default", "many", i as u32)
+}
+
+/// The store's configuration: `--durability` (on_commit), `--sync-threads`
+/// (the store's default).
+pub(crate) fn config(args: &Args) -> Result<StoreConfig> {
+    let default = StoreConfig::default();
+    Ok(StoreConfig {
+        durability: crate::args::durability(&args.text("durability", "on_commit"))?,
+        sync_threads: args.get("sync-threads", default.sync_threads)?,
+        ..default
+    })
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit, so a run that holds
+/// many descriptors is limited by the store's budget, not by the shell's
+/// default; returns the soft limit now in force.
+pub fn raise_nofile() -> u64 {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    if setrlimit(Resource::Nofile, raised).is_ok() {
+        return limit.maximum.unwrap_or(u64::MAX);
+    }
+    limit.current.unwrap_or(u64::MAX)
+}
+
+/// Whether `--form` (`futures`, the default, or `threads`) asks for the
+/// blocking appends from `--threads` threads.
+fn threads_form(args: &Args) -> Result<bool> {
+    match args.text("form", "futures").as_str() {
+        "futures" => Ok(false),
+        "threads" => Ok(true),
+        other => Err(format!("--form {other}: futures or threads")),
+    }
+}
+
+/// Descriptors the process holds now.
+pub fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
+}
+
+/// Threads the process runs now.
+pub fn thread_count() -> u64 {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count() as u64)
+}
+
+/// `prepare-shards felix`: a store of `--shards` shards (10,000), each
+/// holding one 128-byte record, closed cleanly; and beside it the limit's
+/// files, one per shard, each a segment header and one record. Built
+/// without syncs (the page cache is what the runs read).
+pub fn prepare(args: &Args) -> Result<Measurement> {
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let root = root(args)?;
+    crate::fresh_dir(&root).map_err(err)?;
+    let started = Instant::now();
+    let store = Store::options(&root)
+        .file_system(NoSyncFs::handle())
+        .config(config(args)?)
+        .open()
+        .map_err(err)?;
+    let payload = bytes::Bytes::from(crate::data::xorshift_bytes(3, 128));
+    for i in 0..shards {
+        let shard = store.create_shard(&key(i)).map_err(err)?;
+        shard
+            .append(&[Record::new(i, payload.clone())])
+            .map_err(err)?;
+        // One at a time: a store keeps every open shard's files open.
+        store.close_shard(&key(i)).map_err(err)?;
+    }
+    store.close().map_err(err)?;
+    let limit = limit_dir(args)?;
+    crate::fresh_dir(&limit).map_err(err)?;
+    let record = vec![7u8; SEGMENT_HEADER_LEN + record_encoded_len(128) as usize];
+    for i in 0..shards {
+        std::fs::write(limit.join(format!("{i:05}.log")), &record).map_err(err)?;
+    }
+    let mut m = Measurement::new("prepare-shards", "felix", json!({"shards": shards}));
+    m.records = shards;
+    m.elapsed = started.elapsed();
+    Ok(m)
+}
+
+/// `shards-open felix`: opens the store prepared by `prepare-shards`, then
+/// each of its `--shards` shards, reading one record from each; timed from
+/// `Store::open` to the last read. Reports the resident memory and the
+/// descriptors held after the last read.
+pub fn open(args: &Args) -> Result<Measurement> {
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let nofile = raise_nofile();
+    let root = root(args)?;
+    crate::warm_page_cache(&root).map_err(err)?;
+    let fds_before = open_descriptors();
+    let rss_before = rss_bytes();
+    let started = Instant::now();
+    let store = Store::open(&root, config(args)?).map_err(err)?;
+    let mut bytes = 0u64;
+    for i in 0..shards {
+        let shard = store.open_shard(&key(i)).map_err(err)?;
+        let runs = shard.read_runs(0, 1, ReadBound::Committed).map_err(err)?;
+        bytes += runs.iter().map(|r| r.bytes().len() as u64).sum::<u64>();
+    }
+    let elapsed = started.elapsed();
+    let (rss, fds) = (rss_bytes(), open_descriptors());
+    // Untimed: close cleanly again, so the next run opens the same state.
+    store.close().map_err(err)?;
+    let mut m = Measurement::new("shards-open", "felix", json!({"shards": shards}));
+    m.records = shards;
+    m.bytes = bytes;
+    m.elapsed = elapsed;
+    m.notes.insert("rss_after_open_bytes".into(), json!(rss));
+    m.notes.insert(
+        "rss_growth_bytes".into(),
+        json!(rss.saturating_sub(rss_before)),
+    );
+    m.notes.insert(
+        "open_descriptors".into(),
+        json!(fds.saturating_sub(fds_before)),
+    );
+    m.notes.insert("rlimit_nofile".into(), json!(nofile));
+    Ok(m)
+}
+
+/// `shards-open limit`: lists the store's root, then each shard directory
+/// in it (names collected, nothing opened).
+pub fn open_limit(args: &Args) -> Result<Measurement> {
+    let root = root(args)?;
+    crate::warm_page_cache(&root).map_err(err)?;
+    let started = Instant::now();
+    let mut entries = 0u64;
+    for dir in std::fs::read_dir(&root).map_err(err)? {
+        let dir = dir.map_err(err)?;
+        entries += 1;
+        if dir.file_type().map_err(err)?.is_dir() {
+            for entry in std::fs::read_dir(dir.path()).map_err(err)? {
+                let _name = entry.map_err(err)?.file_name();
+                entries += 1;
+            }
+        }
+    }
+    let mut m = Measurement::new("shards-open", "limit", json!({}));
+    m.elapsed = started.elapsed();
+    m.notes.insert("entries".into(), json!(entries));
+    Ok(m)
+}
+
+/// `shards-append felix`: opens the prepared store, then appends one
+/// record to each of its `--shards` shards, `OnCommit`, from `--threads`
+/// threads (64) each taking the next shard in turn: `Store::open_shard`
+/// (reopening a shard the store closed to stay within
+/// `--max-open-shards`, default the store's), the append, the handle
+/// dropped; each timed. Reports the most descriptors and threads seen.
+pub fn append(args: &Args) -> Result<Measurement> {
+    if !threads_form(args)? {
+        return crate::shards_async::append(args);
+    }
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
+    let nofile = raise_nofile();
+    let root = root(args)?;
+    let mut config = config(args)?;
+    config.max_open_shards = args.get("max-open-shards", config.max_open_shards)?;
+    crate::warm_page_cache(&root).map_err(err)?;
+    let fds_before = open_descriptors();
+    let store = Store::open(&root, config).map_err(err)?;
+    let payload = bytes::Bytes::from(crate::data::xorshift_bytes(5, 128));
+    let next = AtomicU64::new(0);
+    let peak_fds = AtomicU64::new(0);
+    let peak_threads = AtomicU64::new(0);
+    let started = Instant::now();
+    let per_thread: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (store, payload, next) = (&store, payload.clone(), &next);
+                let (peak_fds, peak_threads) = (&peak_fds, &peak_threads);
+                scope.spawn(move || -> Result<Latencies> {
+                    let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= shards {
+                            return Ok(latencies);
+                        }
+                        let at = Instant::now();
+                        let shard = store.open_shard(&key(i)).map_err(err)?;
+                        shard
+                            .append(&[Record::new(i, payload.clone())])
+                            .map_err(err)?;
+                        drop(shard);
+                        latencies.push(at.elapsed());
+                        if t == 0 && i % 64 == 0 {
+                            peak_fds.fetch_max(open_descriptors(), Ordering::Relaxed);
+                            peak_threads.fetch_max(thread_count(), Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        crate::join_appenders(workers)
+    });
+    let elapsed = started.elapsed();
+    let rss = rss_bytes();
+    let mut latencies = Latencies::with_capacity(shards as usize);
+    for l in per_thread {
+        latencies.extend(l?);
+    }
+    store.close().map_err(err)?;
+    let mut m = Measurement::new(
+        "shards-append",
+        "felix",
+        json!({"shards": shards, "threads": threads, "max_open_shards": config.max_open_shards}),
+    );
+    m.records = shards;
+    m.bytes = shards * record_encoded_len(128);
+    m.elapsed = elapsed;
+    m.latencies = Some(latencies);
+    let fds = peak_fds.load(Ordering::Relaxed).saturating_sub(fds_before);
+    m.notes.insert("open_descriptors".into(), json!(fds));
+    m.notes.insert("rss_bytes".into(), json!(rss));
+    m.notes.insert(
+        "threads".into(),
+        json!(peak_threads.load(Ordering::Relaxed)),
+    );
+    m.notes.insert("rlimit_nofile".into(), json!(nofile));
+    Ok(m)
+}
+
+/// `shards-append limit`: the limit's files of `prepare-shards`, one per
+/// shard; `--threads` threads (64) each take the next file in turn and
+/// open it, `pwrite` one 156-byte record at its end, `fdatasync` and close
+/// it.
+pub fn append_limit(args: &Args) -> Result<Measurement> {
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
+    raise_nofile();
+    let dir = limit_dir(args)?;
+    let record = vec![9u8; record_encoded_len(128) as usize];
+    let next = AtomicU64::new(0);
+    let started = Instant::now();
+    let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<Latencies> {
+                    let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= shards {
+                            return Ok(latencies);
+                        }
+                        let t = Instant::now();
+                        let path = dir.join(format!("{i:05}.log"));
+                        let file = OpenOptions::new()
+                            .read(true)
+                            .write(true)
+                            .open(&path)
+                            .map_err(err)?;
+                        let len = file.metadata().map_err(err)?.len();
+                        file.write_all_at(&record, len).map_err(err)?;
+                        file.sync_data().map_err(err)?;
+                        drop(file);
+                        latencies.push(t.elapsed());
+                    }
+                })
+            })
+            .collect();
+        crate::join_appenders(workers)
+    });
+    let elapsed = started.elapsed();
+    let mut latencies = Latencies::with_capacity(shards as usize);
+    for l in results {
+        latencies.extend(l?);
+    }
+    let mut m = Measurement::new(
+        "shards-append",
+        "limit",
+        json!({"shards": shards, "threads": threads}),
+    );
+    m.records = shards;
+    m.bytes = shards * record.len() as u64;
+    m.elapsed = elapsed;
+    m.latencies = Some(latencies);
+    Ok(m)
+}
+
+/// `shards-commit felix`: a fresh store of `--shards` shards (1,000),
+/// then `--records` on-commit appends of one record from `--threads`
+/// threads (64), thread `t`'s `k`-th append going to shard
+/// `(t + 64 k) mod shards`, so the appends in flight are spread over the
+/// shards. Reports the threads and resident memory at the end.
+pub fn commit(args: &Args) -> Result<Measurement> {
+    if !threads_form(args)? {
+        return crate::shards_async::commit(args);
+    }
+    let shards: u64 = args.get("shards", 1_000u64)?;
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
+    let records: u64 = args.get("records", 64_000u64)?;
+    let nofile = raise_nofile();
+    let root = root(args)?.with_file_name("commit-store");
+    crate::fresh_dir(&root).map_err(err)?;
+    let store = Store::open(&root, config(args)?).map_err(err)?;
+    let handles = (0..shards)
+        .map(|i| store.create_shard(&key(i)).map_err(err))
+        .collect::<Result<Vec<_>>>()?;
+    let payload = bytes::Bytes::from(crate::data::xorshift_bytes(5, 128));
+    let per_thread = records / threads;
+    let peak_threads = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (handles, payload, peak) =
+                    (&handles, payload.clone(), Arc::clone(&peak_threads));
+                scope.spawn(move || -> Result<Latencies> {
+                    let mut latencies = Latencies::with_capacity(per_thread as usize);
+                    for k in 0..per_thread {
+                        let shard = &handles[((t + threads * k) % shards) as usize];
+                        let at = Instant::now();
+                        shard
+                            .append(&[Record::new(k, payload.clone())])
+                            .map_err(err)?;
+                        latencies.push(at.elapsed());
+                        if t == 0 && k % 256 == 0 {
+                            peak.fetch_max(thread_count(), Ordering::Relaxed);
+                        }
+                    }
+                    Ok(latencies)
+                })
+            })
+            .collect();
+        crate::join_appenders(workers)
+    });
+    let elapsed = started.elapsed();
+    let (rss, fds) = (rss_bytes(), open_descriptors());
+    let mut latencies = Latencies::with_capacity(records as usize);
+    for l in results {
+        latencies.extend(l?);
+    }
+    let syncs: u64 = handles.iter().map(|s| s.stats().syncs).sum();
+    drop(handles);
+    store.close().map_err(err)?;
+    let _ = std::fs::remove_dir_all(&root);
+    let mut m = Measurement::new(
+        "shards-commit",
+        "felix",
+        json!({"shards": shards, "threads": threads}),
+    );
+    m.records = per_thread * threads;
+    m.bytes = m.records * record_encoded_len(128);
+    m.elapsed = elapsed;
+    m.latencies = Some(latencies);
+    m.appends_per_sync = Some(m.records as f64 / syncs.max(1) as f64);
+    m.notes.insert("rss_bytes".into(), json!(rss));
+    m.notes.insert(
+        "threads".into(),
+        json!(peak_threads.load(Ordering::Relaxed)),
+    );
+    m.notes.insert("open_descriptors".into(), json!(fds));
+    m.notes.insert("rlimit_nofile".into(), json!(nofile));
+    Ok(m)
+}
+
+/// `shards-commit limit`: `--threads` threads (64), each appending
+/// `--records / threads` records of 156 bytes to a file of its own with
+/// one `write` and one `fdatasync` each.
+pub fn commit_limit(args: &Args) -> Result<Measurement> {
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
+    let records: u64 = args.get("records", 64_000u64)?;
+    let dir = args.dir()?.join("commit-limit");
+    crate::fresh_dir(&dir).map_err(err)?;
+    let record = vec![9u8; record_encoded_len(128) as usize];
+    let per_thread = records / threads;
+    let started = Instant::now();
+    let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (dir, record) = (&dir, &record);
+                scope.spawn(move || -> Result<Latencies> {
+                    let file = create(&dir.join(format!("{t:03}.log")))?;
+                    let mut latencies = Latencies::with_capacity(per_thread as usize);
+                    for k in 0..per_thread {
+                        let at = Instant::now();
+                        file.write_all_at(record, k * record.len() as u64)
+                            .map_err(err)?;
+                        file.sync_data().map_err(err)?;
+                        latencies.push(at.elapsed());
+                    }
+                    Ok(latencies)
+                })
+            })
+            .collect();
+        crate::join_appenders(workers)
+    });
+    let elapsed = started.elapsed();
+    let mut latencies = Latencies::with_capacity(records as usize);
+    for l in results {
+        latencies.extend(l?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut m = Measurement::new("shards-commit", "limit", json!({"threads": threads}));
+    m.records = per_thread * threads;
+    m.bytes = m.records * record.len() as u64;
+    m.elapsed = elapsed;
+    m.latencies = Some(latencies);
+    Ok(m)
+}
+
+fn create(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(err)
+}
