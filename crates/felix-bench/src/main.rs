@@ -91,11 +91,8 @@ fn main() -> ExitCode {
     // Built with the `metrics` feature: felix-storage records every metric
     // into a recorder, as an application with an exporter would.
     #[cfg(feature = "metrics")]
-    if metrics_util::debugging::DebuggingRecorder::new()
-        .install()
-        .is_err()
-    {
-        eprintln!("felix-bench: a metrics recorder was already installed");
+    if let Err(message) = install_recorder() {
+        eprintln!("felix-bench: {message}");
         return ExitCode::FAILURE;
     }
     let args = match Args::from_env() {
@@ -117,5 +114,40 @@ fn main() -> ExitCode {
             );
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Installs the recorder `FELIX_BENCH_RECORDER` names: `debugging` (the
+/// default: metrics-util's, which keeps every histogram sample for the
+/// life of the process) or `prometheus` (metrics-exporter-prometheus's
+/// recorder without its HTTP listener, its upkeep run each second as its
+/// listener would, so histograms are drained as a deployed exporter
+/// drains them).
+#[cfg(feature = "metrics")]
+fn install_recorder() -> Result<(), String> {
+    let which = std::env::var("FELIX_BENCH_RECORDER").unwrap_or_else(|_| "debugging".into());
+    match which.as_str() {
+        "debugging" => metrics_util::debugging::DebuggingRecorder::new()
+            .install()
+            .map_err(|e| format!("install the debugging recorder: {e}")),
+        "prometheus" => {
+            let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder)
+                .map_err(|e| format!("install the prometheus recorder: {e}"))?;
+            std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                        handle.run_upkeep();
+                    }
+                })
+                .map(drop)
+                .map_err(|e| format!("spawn the metrics upkeep thread: {e}"))
+        }
+        other => Err(format!(
+            "FELIX_BENCH_RECORDER={other}: expected prometheus or debugging"
+        )),
     }
 }
