@@ -129,6 +129,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
             ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
             ShardFileName::LogStartTemp => Some(TemporaryKind::LogStart),
+            ShardFileName::RaftStateTemp => Some(TemporaryKind::RaftState),
             _ => None,
         };
         if let Some(kind) = temporary {
@@ -197,18 +198,20 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::Epochs if !readable => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
-            ShardFileName::Lock if !regular => {
+            ShardFileName::Lock | ShardFileName::RaftState if !regular => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
-            // Files other layers own, as they should be.
-            ShardFileName::Epochs | ShardFileName::Lock => {}
+            // Files other layers own, as they should be (felix-raft reads
+            // and checks the raft-state file).
+            ShardFileName::Epochs | ShardFileName::Lock | ShardFileName::RaftState => {}
             // Classified as temporaries above.
             ShardFileName::SegmentTemp(_)
             | ShardFileName::SegmentCopy(_)
             | ShardFileName::EpochsTemp
             | ShardFileName::CleanShutdownTemp
             | ShardFileName::KeyTemp
-            | ShardFileName::LogStartTemp => {}
+            | ShardFileName::LogStartTemp
+            | ShardFileName::RaftStateTemp => {}
             ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }

@@ -436,6 +436,7 @@ impl fmt::Display for Note {
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
                     TemporaryKind::LogStart => "an interrupted log-start write".to_owned(),
+                    TemporaryKind::RaftState => "an interrupted raft-state write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -463,6 +464,9 @@ impl fmt::Display for Note {
                     ShardFileName::LogStart => f.write_str(
                         "; the log begins at its first segment's base offset",
                     ),
+                    ShardFileName::RaftState => {
+                        f.write_str("; a Raft log kept in the shard will not open")
+                    }
                     _ => Ok(()),
                 }
             }

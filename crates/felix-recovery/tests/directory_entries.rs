@@ -248,12 +248,15 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
         "00000000000000000001.log.tmp",
         "clean-shutdown.tmp",
         "epochs.tmp",
+        "raft-state.tmp",
         "operator-backup.log.tmp",
         "7.log.tmp",
         "00000000000000000001.index.tmp",
     ] {
         std::fs::write(d.join(name), b"left by someone").unwrap();
     }
+    // felix-raft's file: neither a stray nor a temporary, and kept.
+    std::fs::write(d.join("raft-state"), b"felix-raft checks it").unwrap();
     let inspection = inspect_in_time(d).unwrap();
     let stray = |name: &str| Note::StrayFile {
         name: name.to_owned(),
@@ -274,6 +277,7 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
             ),
             temporary("clean-shutdown.tmp", TemporaryKind::CleanShutdown),
             temporary("epochs.tmp", TemporaryKind::EpochsUpdate),
+            temporary("raft-state.tmp", TemporaryKind::RaftState),
         ]
     );
     assert!(inspection.plan.is_empty(), "temporaries are no repair");
@@ -296,4 +300,5 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
             "operator-backup.log.tmp"
         ]
     );
+    assert!(d.join("raft-state").exists());
 }

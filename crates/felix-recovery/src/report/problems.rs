@@ -112,6 +112,9 @@ pub enum TemporaryKind {
     KeyFile,
     /// `log-start.tmp`: a log-start file, before its rename.
     LogStart,
+    /// `raft-state.tmp`: a Raft log's vote and purge record, before its
+    /// rename (the file it replaces is still in place).
+    RaftState,
 }
 
 /// Why an index could not be used.
