@@ -30,13 +30,20 @@ struct Node {
     sm: StateMachine,
 }
 
-fn config() -> Arc<Config> {
+fn config(snapshots: bool) -> Arc<Config> {
+    let (snapshot_policy, max_in_snapshot_log_to_keep) = if snapshots {
+        // A snapshot every 1,000 entries; the log purged up to 100 below it.
+        (SnapshotPolicy::LogsSinceLast(1_000), 100)
+    } else {
+        (SnapshotPolicy::Never, 1_000)
+    };
     Arc::new(
         Config {
             heartbeat_interval: 50,
             election_timeout_min: 300,
             election_timeout_max: 600,
-            snapshot_policy: SnapshotPolicy::Never,
+            snapshot_policy,
+            max_in_snapshot_log_to_keep,
             ..Config::default()
         }
         .validate()
@@ -44,22 +51,40 @@ fn config() -> Arc<Config> {
     )
 }
 
-async fn start(router: &Router, root: &Path, id: u64) -> Node {
+async fn start(router: &Router, root: &Path, id: u64, snapshots: bool) -> Node {
     let log = FelixLogStore::options(log_dir(root, id)).open().unwrap();
-    start_on(router, id, log).await
+    start_on(router, root, id, log, snapshots).await
 }
 
-async fn start_on(router: &Router, id: u64, log: FelixLogStore<TypeConfig>) -> Node {
-    let sm = StateMachine::default();
-    let raft = Raft::new(id, config(), router.clone(), log.clone(), sm.clone())
-        .await
-        .unwrap();
+async fn start_on(
+    router: &Router,
+    root: &Path,
+    id: u64,
+    log: FelixLogStore<TypeConfig>,
+    snapshots: bool,
+) -> Node {
+    // With purging on, the state machine must come back from its snapshot:
+    // the entries below the last purge are gone from the log.
+    let sm = if snapshots {
+        StateMachine::persistent(root.join(format!("node-{id}")).join("snapshot"))
+    } else {
+        StateMachine::default()
+    };
+    let raft = Raft::new(
+        id,
+        config(snapshots),
+        router.clone(),
+        log.clone(),
+        sm.clone(),
+    )
+    .await
+    .unwrap();
     router.add(id, raft.clone());
     Node { raft, log, sm }
 }
 
 fn log_dir(root: &Path, id: u64) -> PathBuf {
-    root.join(format!("node-{id}"))
+    root.join(format!("node-{id}")).join("log")
 }
 
 async fn stop(router: &Router, node: Node) {
@@ -141,11 +166,11 @@ fn tear_newest_segment(dir: &Path) {
     file.set_len(len - 7).unwrap();
 }
 
-async fn run(root: &Path, tear: bool) {
+async fn run(root: &Path, tear: bool, snapshots: bool) {
     let router = Router::default();
     let mut nodes = Vec::new();
     for id in 1..=3 {
-        nodes.push(Some(start(&router, root, id).await));
+        nodes.push(Some(start(&router, root, id, snapshots).await));
     }
     let first = nodes[0].as_ref().unwrap();
     first
@@ -173,7 +198,7 @@ async fn run(root: &Path, tear: bool) {
     // Recovery ran: the torn last entry is gone, the rest kept.
     let reopened = log.shard().next_offset();
     assert_eq!(reopened, if tear { written - 1 } else { written });
-    nodes[old as usize - 1] = Some(start_on(&router, old, log).await);
+    nodes[old as usize - 1] = Some(start_on(&router, root, old, log, snapshots).await);
     let last = raft.metrics().borrow().last_log_index;
     for node in nodes.iter().flatten() {
         node.raft
@@ -183,8 +208,29 @@ async fn run(root: &Path, tear: bool) {
             .unwrap();
     }
 
-    let logs: Vec<_> = nodes.iter().flatten().map(|n| records(&n.log)).collect();
-    assert!(logs[0].len() as u64 > BEFORE + AFTER, "{}", logs[0].len());
+    let mut logs: Vec<_> = nodes.iter().flatten().map(|n| records(&n.log)).collect();
+    if snapshots {
+        // Compared above the highest purge of the three.
+        let above = nodes
+            .iter()
+            .flatten()
+            .map(|n| n.log.shard().base_offset())
+            .max()
+            .unwrap();
+        assert!(above > 0, "purged");
+        for node in nodes.iter().flatten() {
+            assert!(
+                node.sm.snapshot_last().is_some(),
+                "a snapshot was built or installed"
+            );
+        }
+        for log in &mut logs {
+            log.retain(|(offset, _)| *offset >= above);
+        }
+        assert!(!logs[0].is_empty());
+    } else {
+        assert!(logs[0].len() as u64 > BEFORE + AFTER, "{}", logs[0].len());
+    }
     assert_eq!(logs[0], logs[1]);
     assert_eq!(logs[0], logs[2]);
     let applied: Vec<_> = nodes
@@ -209,11 +255,17 @@ async fn run(root: &Path, tear: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_leader_stops_restarts_and_catches_up() {
     let root = tempfile::tempdir().unwrap();
-    run(root.path(), false).await;
+    run(root.path(), false, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_leader_restarts_from_a_torn_segment_and_catches_up() {
     let root = tempfile::tempdir().unwrap();
-    run(root.path(), true).await;
+    run(root.path(), true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_with_snapshots_and_purging_restarts_and_agrees() {
+    let root = tempfile::tempdir().unwrap();
+    run(root.path(), false, true).await;
 }
