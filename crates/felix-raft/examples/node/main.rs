@@ -7,7 +7,13 @@
 //!
 //! Each node listens on its own `--peer` address (127.0.0.1 only); `--init`
 //! makes the node initialize a fresh cluster of every peer. Clients send
-//! `Write` and `Applied` requests (see `proto.rs`).
+//! `Write` and `Applied` requests (see `proto.rs`); the same binary is a
+//! client too:
+//!
+//! ```text
+//! cargo run -p felix-raft --example node -- write 127.0.0.1:7101 hello
+//! cargo run -p felix-raft --example node -- applied 127.0.0.1:7102
+//! ```
 #![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod proto;
@@ -192,8 +198,38 @@ fn args() -> Result<Args, String> {
     })
 }
 
+/// `write ADDR TEXT` or `applied ADDR`: one client request, its answer
+/// printed.
+async fn client(
+    command: &str,
+    addr: &str,
+    text: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let request = match command {
+        "write" => Request::Write(text.ok_or("write ADDR TEXT")?.into_bytes()),
+        _ => Request::Applied,
+    };
+    match proto::call(addr, &request).await? {
+        Response::Write(Ok(index)) => println!("committed at index {index}"),
+        Response::Write(Err(Some(leader))) => println!("not the leader: ask node {leader}"),
+        Response::Write(Err(None)) => println!("not the leader, and no leader known"),
+        Response::Applied(entries) => {
+            for (index, bytes) in entries {
+                println!("{index}\t{}", String::from_utf8_lossy(&bytes));
+            }
+        }
+        other => println!("unexpected answer {other:?}"),
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut raw = std::env::args().skip(1);
+    if let Some(command) = raw.next().filter(|c| c == "write" || c == "applied") {
+        let addr = raw.next().ok_or("a node's address, 127.0.0.1:PORT")?;
+        return client(&command, &addr, raw.next()).await;
+    }
     let args = args()?;
     let addr = args
         .peers
