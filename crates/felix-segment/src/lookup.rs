@@ -65,22 +65,7 @@ impl SegmentFile {
         if from >= limit.next_offset {
             return Ok(None);
         }
-        let sane_start = start.offset <= from
-            && start.offset >= self.base_offset()
-            && from >= self.base_offset()
-            && start.position >= SEGMENT_HEADER_LEN as u64
-            && start.position < limit.end_position;
-        if !sane_start {
-            return Err(SegmentError::StaleIndex {
-                entry: start,
-                site: self.site(start.position),
-                kind: CorruptionKind::IndexEntryOutOfOrder {
-                    entry: 0,
-                    offset: start.offset,
-                    position: start.position,
-                },
-            });
-        }
+        self.check_start_entry(start, from, limit)?;
         let first_read = next_position
             .filter(|&next| next > start.position)
             .map_or(8 * 1024, |next| {

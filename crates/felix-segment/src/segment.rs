@@ -304,6 +304,36 @@ impl SegmentFile {
         Ok(records_of(&run))
     }
 
+    /// Whether the index entry a walk starts from can begin it: at or
+    /// before `from`, inside this segment's offsets and its records' bytes.
+    /// Nothing is trusted from an index, so anything else is
+    /// [`SegmentError::StaleIndex`] (every walk from an entry checks this
+    /// one way: reads and lookups by time).
+    pub(crate) fn check_start_entry(
+        &self,
+        start: IndexEntry,
+        from: u64,
+        limit: ReadLimit,
+    ) -> Result<()> {
+        let sane_start = start.offset <= from
+            && start.offset >= self.base_offset()
+            && from >= self.base_offset()
+            && start.position >= SEGMENT_HEADER_LEN as u64
+            && start.position < limit.end_position;
+        if sane_start {
+            return Ok(());
+        }
+        Err(SegmentError::StaleIndex {
+            entry: start,
+            site: self.site(start.position),
+            kind: CorruptionKind::IndexEntryOutOfOrder {
+                entry: 0,
+                offset: start.offset,
+                position: start.position,
+            },
+        })
+    }
+
     /// The run read: the records from offset `from` as one [`RecordRun`],
     /// their bytes exactly as in the file, walking from `start` (see
     /// [`ReadStart`]) and stopping once `max_bytes` of encoded records are
@@ -337,21 +367,7 @@ impl SegmentFile {
                 next_offset: limit.next_offset,
             });
         }
-        let sane_start = start.offset <= from
-            && start.offset >= self.base_offset()
-            && start.position >= SEGMENT_HEADER_LEN as u64
-            && start.position < limit.end_position;
-        if !sane_start {
-            return Err(SegmentError::StaleIndex {
-                entry: start,
-                site: self.site(start.position),
-                kind: CorruptionKind::IndexEntryOutOfOrder {
-                    entry: 0,
-                    offset: start.offset,
-                    position: start.position,
-                },
-            });
-        }
+        self.check_start_entry(start, from, limit)?;
         let span = next_position
             .filter(|&next| next > start.position)
             .map(|next| next - start.position);
