@@ -37,7 +37,7 @@ impl SegmentFile {
     /// entry nothing has vouched for (loaded from an index file): an answer
     /// that is the entry's own record is only taken once the header after
     /// it carries the next offset, as [`Self::read_from_hint`] checks, and
-    /// a failure is [`SegmentError::StaleIndex`].
+    /// a failure is [`SegmentError::StaleIndex`](crate::SegmentError::StaleIndex).
     ///
     /// ```
     /// use felix_format::IndexEntry;
