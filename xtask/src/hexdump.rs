@@ -403,6 +403,23 @@ fn records_v1(d: &mut Dump<'_>) {
     }
 }
 
+/// The entries that fill the rest of a file, each two big-endian u64
+/// fields named `first` and `second`, `len` bytes; `None` if the file ends
+/// inside one.
+fn entries(d: &mut Dump<'_>, len: usize, first: &str, second: &str) -> Option<()> {
+    for i in 0.. {
+        if d.rest().is_empty() {
+            break;
+        }
+        let at = d.pos;
+        d.blank();
+        d.note(format!("entry {i} at byte {at} (0x{at:04X}, {len} bytes)"));
+        d.field(8, &format!("entry[{i}].{first}"), number)?;
+        d.field(8, &format!("entry[{i}].{second}"), number)?;
+    }
+    Some(())
+}
+
 fn index(d: &mut Dump<'_>, segment: &[u8]) {
     let dumped = (|| {
         d.blank();
@@ -413,19 +430,7 @@ fn index(d: &mut Dump<'_>, segment: &[u8]) {
         let segment_base = SegmentHeader::decode(segment).map_or(0, |h| h.base_offset);
         d.field(8, "base_offset", plain(segment_base))?;
         d.field(8, "reserved", number)?;
-        for i in 0.. {
-            if d.rest().is_empty() {
-                break;
-            }
-            let at = d.pos;
-            d.blank();
-            d.note(format!(
-                "entry {i} at byte {at} (0x{at:04X}, {INDEX_ENTRY_LEN} bytes)"
-            ));
-            d.field(8, &format!("entry[{i}].offset"), number)?;
-            d.field(8, &format!("entry[{i}].position"), number)?;
-        }
-        Some(())
+        entries(d, INDEX_ENTRY_LEN, "offset", "position")
     })();
     if dumped.is_none() {
         d.note("the file ends inside the field above");
@@ -448,19 +453,7 @@ fn epochs(d: &mut Dump<'_>) {
         d.field(4, "body_crc", |raw| {
             crc_note(be_u32(raw), body_crc.unwrap_or_default(), "the entries")
         })?;
-        for i in 0.. {
-            if d.rest().is_empty() {
-                break;
-            }
-            let at = d.pos;
-            d.blank();
-            d.note(format!(
-                "entry {i} at byte {at} (0x{at:04X}, {EPOCH_ENTRY_LEN} bytes)"
-            ));
-            d.field(8, &format!("entry[{i}].generation"), number)?;
-            d.field(8, &format!("entry[{i}].start_offset"), number)?;
-        }
-        Some(())
+        entries(d, EPOCH_ENTRY_LEN, "generation", "start_offset")
     })();
     if dumped.is_none() {
         d.note("the file ends inside the field above");

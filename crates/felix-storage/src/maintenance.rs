@@ -111,11 +111,59 @@ impl Stop {
     }
 }
 
+/// A background thread that runs until told to stop: the one way the
+/// maintenance thread and the scrubber start, stop and are joined.
+#[derive(Debug)]
+pub(crate) struct StoppableThread {
+    stop: Arc<Stop>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl StoppableThread {
+    /// Starts a thread named `name` running `body`, which should return
+    /// soon after its [`Stop`] is stopped.
+    pub(crate) fn spawn(
+        name: String,
+        body: impl FnOnce(&Stop) + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let stop = Arc::new(Stop::default());
+        let stopper = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || body(&stopper))?;
+        Ok(Self {
+            stop,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Stops the thread and waits for what it is doing, if anything.
+    /// Must not be called from the thread itself.
+    pub(crate) fn stop(&self) {
+        self.stop.stop();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            // A panic in the thread has been reported by the panic hook;
+            // the owner goes on stopping.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for StoppableThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A running maintenance thread; [`Maintenance::stop`] (or drop) ends it.
 #[derive(Debug)]
 pub(crate) struct Maintenance {
-    stop: Arc<Stop>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: StoppableThread,
 }
 
 impl Maintenance {
@@ -130,41 +178,20 @@ impl Maintenance {
         let Some(mut schedule) = Schedule::of(config, Instant::now()) else {
             return Ok(None);
         };
-        let stop = Arc::new(Stop::default());
-        let stopper = Arc::clone(&stop);
-        let thread = std::thread::Builder::new().name(name).spawn(move || {
-            while !stopper.wait(schedule.next_due()) {
+        let thread = StoppableThread::spawn(name, move |stop| {
+            while !stop.wait(schedule.next_due()) {
                 for task in schedule.take_due(Instant::now()) {
                     run(task);
                 }
             }
         })?;
-        Ok(Some(Self {
-            stop,
-            thread: Mutex::new(Some(thread)),
-        }))
+        Ok(Some(Self { thread }))
     }
 
     /// Stops the thread and waits for the task it is running, if any.
     /// Must not be called from the thread itself.
     pub(crate) fn stop(&self) {
-        self.stop.stop();
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(thread) = thread {
-            // A panic in a task has been reported by the panic hook; the
-            // owner goes on stopping.
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Maintenance {
-    fn drop(&mut self) {
-        self.stop();
+        self.thread.stop();
     }
 }
 

@@ -11,12 +11,11 @@
 //! (a shard with nothing sealed does not make it spin).
 
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::StorageError;
-use crate::maintenance::Stop;
+use crate::maintenance::{Stop, StoppableThread};
 use crate::shard::Core;
 
 /// The shortest time a pass takes, however little it had to read.
@@ -25,8 +24,7 @@ const MIN_PASS: Duration = Duration::from_secs(1);
 /// A running background scrub; [`Scrubber::stop`] (or drop) ends it.
 #[derive(Debug)]
 pub(crate) struct Scrubber {
-    stop: Arc<Stop>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: StoppableThread,
 }
 
 impl Scrubber {
@@ -37,13 +35,11 @@ impl Scrubber {
         bytes_per_second: u64,
         shards: impl Fn() -> Vec<Arc<Core>> + Send + 'static,
     ) -> std::io::Result<Self> {
-        let stop = Arc::new(Stop::default());
-        let stopper = Arc::clone(&stop);
-        let thread = std::thread::Builder::new().name(name).spawn(move || {
+        let thread = StoppableThread::spawn(name, move |stopper| {
             loop {
                 let started = Instant::now();
                 for shard in shards() {
-                    if pass(&shard, bytes_per_second, &stopper).is_break() {
+                    if pass(&shard, bytes_per_second, stopper).is_break() {
                         return;
                     }
                 }
@@ -52,29 +48,12 @@ impl Scrubber {
                 }
             }
         })?;
-        Ok(Self {
-            stop,
-            thread: Mutex::new(Some(thread)),
-        })
+        Ok(Self { thread })
     }
 
     /// Stops the thread, waiting for at most the chunk it is reading.
     pub(crate) fn stop(&self) {
-        self.stop.stop();
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Scrubber {
-    fn drop(&mut self) {
-        self.stop();
+        self.thread.stop();
     }
 }
 

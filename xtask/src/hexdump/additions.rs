@@ -5,7 +5,7 @@ use felix_format::log_start::{LOG_START_FILE_LEN, decode_log_start};
 use felix_format::raft_state::{RAFT_STATE_FILE_LEN, decode_raft_state};
 use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 
-use super::{Dump, be_u32, crc_note, flags, magic, number, plain};
+use super::{Dump, be_u32, crc_note, entries, flags, magic, number, plain};
 use crate::crc::{crc32, crc32_pair};
 
 pub(super) fn time_index(d: &mut Dump<'_>) {
@@ -31,19 +31,7 @@ pub(super) fn time_index(d: &mut Dump<'_>) {
                 "bytes 0..36 and the entries",
             )
         })?;
-        for i in 0.. {
-            if d.rest().is_empty() {
-                break;
-            }
-            let at = d.pos;
-            d.blank();
-            d.note(format!(
-                "entry {i} at byte {at} (0x{at:04X}, {TIME_INDEX_ENTRY_LEN} bytes)"
-            ));
-            d.field(8, &format!("entry[{i}].timestamp_micros"), number)?;
-            d.field(8, &format!("entry[{i}].offset"), number)?;
-        }
-        Some(())
+        entries(d, TIME_INDEX_ENTRY_LEN, "timestamp_micros", "offset")
     })();
     if dumped.is_none() {
         d.note("the file ends inside the field above");
