@@ -390,10 +390,22 @@ where
             _ => shard.next_offset(),
         };
         // Readable now; reported durable from the sync that covers it.
-        shard.wait_durable_then(end, move |outcome| {
+        let report = move |outcome: felix_storage::Result<()>| {
             callback
                 .log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
-        });
+        };
+        match tokio::runtime::Handle::try_current() {
+            // openraft waits for this report before its next command, so it
+            // is on every append's path: the sync thread wakes a task of the
+            // runtime openraft runs on, rather than a callback of the
+            // shard's dispatch thread, which would be one more thread to
+            // wake.
+            Ok(runtime) => {
+                let durable = shard.wait_durable_async(end);
+                drop(runtime.spawn(async move { report(durable.await) }));
+            }
+            Err(_) => shard.wait_durable_then(end, report),
+        }
         Ok(())
     }
 

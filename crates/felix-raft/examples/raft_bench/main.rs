@@ -182,10 +182,11 @@ async fn run(args: &Args) -> String {
     let rate = args.entries as f64 / elapsed;
     format!(
         "{{\"log\":\"{}\",\"records_per_second\":{rate:.1},\"bytes_per_second\":{:.1},\
-         \"elapsed_seconds\":{elapsed:.4},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},\
+         \"elapsed_seconds\":{elapsed:.4},\"peak_rss_bytes\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},\
          \"notes\":{{\"writers\":{},\"entries\":{},\"flush_batch_wait_us\":{}}}}}",
         args.log,
         rate * PAYLOAD as f64,
+        peak_rss_bytes(),
         quantile(&latencies, 0.5),
         quantile(&latencies, 0.99),
         latencies.last().copied().unwrap_or(0),
@@ -197,6 +198,17 @@ async fn run(args: &Args) -> String {
             args.flush_batch_wait.as_micros().to_string()
         },
     )
+}
+
+/// The process's peak resident set (`VmHWM`), in bytes.
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 fn clear(dir: &Path) {
