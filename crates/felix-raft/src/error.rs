@@ -31,6 +31,16 @@ pub enum RaftLogError {
         #[source]
         source: RaftStateDecodeError,
     },
+    /// The raft-state file's name (or its temporary's) is taken by
+    /// something that is not a regular file: not ours, so the vote or purge
+    /// was not recorded (nor the call done).
+    #[error("{} is {not_regular}; the raft-state file was not replaced", path.display())]
+    RaftStateNotAFile {
+        /// The name taken.
+        path: PathBuf,
+        /// What it is.
+        not_regular: felix_io::NotRegularFile,
+    },
     /// A record of the shard is not an entry this codec wrote.
     #[error("the record at offset {offset} of shard {shard} is not a Raft entry: {source}")]
     Entry {

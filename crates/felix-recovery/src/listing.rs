@@ -44,6 +44,8 @@ pub(crate) struct Listing {
     pub(crate) clean_shutdown: bool,
     /// Whether a key file (a regular file) is present.
     pub(crate) key_file: bool,
+    /// Whether a raft-state file (a regular file) is present.
+    pub(crate) raft_state: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -109,6 +111,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         strays: Vec::new(),
         clean_shutdown: false,
         key_file: false,
+        raft_state: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -198,12 +201,20 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::Epochs if !readable => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
-            ShardFileName::Lock | ShardFileName::RaftState if !regular => {
+            ShardFileName::RaftState => {
+                // Another layer's (felix-raft's), checked by the inspection
+                // only when it is a regular file.
+                if regular {
+                    listing.raft_state = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
+            ShardFileName::Lock if !regular => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
-            // Files other layers own, as they should be (felix-raft reads
-            // and checks the raft-state file).
-            ShardFileName::Epochs | ShardFileName::Lock | ShardFileName::RaftState => {}
+            // Files other layers own, as they should be.
+            ShardFileName::Epochs | ShardFileName::Lock => {}
             // Classified as temporaries above.
             ShardFileName::SegmentTemp(_)
             | ShardFileName::SegmentCopy(_)

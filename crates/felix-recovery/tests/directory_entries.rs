@@ -256,7 +256,12 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
         std::fs::write(d.join(name), b"left by someone").unwrap();
     }
     // felix-raft's file: neither a stray nor a temporary, and kept.
-    std::fs::write(d.join("raft-state"), b"felix-raft checks it").unwrap();
+    // A valid one: a damaged one would be a note of its own.
+    std::fs::write(
+        d.join("raft-state"),
+        felix_format::raft_state::encode_raft_state(&Default::default()),
+    )
+    .unwrap();
     let inspection = inspect_in_time(d).unwrap();
     let stray = |name: &str| Note::StrayFile {
         name: name.to_owned(),
