@@ -59,6 +59,10 @@ struct Inner {
     dir: PathBuf,
     /// What the raft-state file holds, as last stored.
     state: Mutex<RaftState>,
+    /// The task reporting the last append's durability, when appends run
+    /// in a tokio runtime: the next report waits for it, so reports reach
+    /// openraft in append order.
+    last_report: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// How to open a [`FelixLogStore`]: [`FelixLogStore::options`].
@@ -112,6 +116,7 @@ impl<C> LogOptions<C> {
             fs: self.fs,
             dir: self.dir,
             state: Mutex::new(state),
+            last_report: Mutex::new(None),
         };
         // A purge stores its id first, then moves the log start: a crash
         // between the two leaves the start below the purged id.
@@ -402,7 +407,21 @@ where
             // wake.
             Ok(runtime) => {
                 let durable = shard.wait_durable_async(end);
-                drop(runtime.spawn(async move { report(durable.await) }));
+                let mut last = self
+                    .inner
+                    .last_report
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let previous = last.take();
+                *last = Some(runtime.spawn(async move {
+                    let outcome = durable.await;
+                    // Tasks may run in any order: a later append's report
+                    // must not overtake an earlier one's.
+                    if let Some(previous) = previous {
+                        let _ = previous.await;
+                    }
+                    report(outcome);
+                }));
             }
             Err(_) => shard.wait_durable_then(end, report),
         }
