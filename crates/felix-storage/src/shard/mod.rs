@@ -33,8 +33,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
+use felix_io::FileSystem;
 use felix_segment::Record;
 
+use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
@@ -170,6 +172,28 @@ impl Shard {
     /// The shard directory.
     pub fn dir(&self) -> &Path {
         &self.core.dir
+    }
+
+    /// The configuration the shard was opened with (a store's shards have
+    /// the store's).
+    ///
+    /// ```
+    /// use felix_storage::{Durability, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig { durability: Durability::None, ..StoreConfig::default() };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// assert_eq!(shard.config().durability, Durability::None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn config(&self) -> &StoreConfig {
+        &self.core.config
+    }
+
+    /// The file system the shard's files are on, for a layer above that
+    /// keeps a file of its own in the shard directory (as felix-raft does).
+    pub fn file_system(&self) -> &FileSystem {
+        &self.core.fs
     }
 
     /// The oldest offset a read may ask for: the log start (see
