@@ -133,7 +133,6 @@ fn drive(
             done += u64::from(poll(slot, &mut slots, &mut free)?);
         }
     }
-    drop(poll);
     peak_fds = peak_fds.max(open_descriptors());
     Ok((latencies, peak_fds, peak_threads))
 }
