@@ -20,6 +20,7 @@ use openraft::{
 
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
+use crate::report::Report;
 use crate::state_file;
 
 /// How many bytes of records one read of the shard asks for: entries are
@@ -59,10 +60,6 @@ struct Inner {
     dir: PathBuf,
     /// What the raft-state file holds, as last stored.
     state: Mutex<RaftState>,
-    /// The task reporting the last append's durability, when appends run
-    /// in a tokio runtime: the next report waits for it, so reports reach
-    /// openraft in append order.
-    last_report: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// How to open a [`FelixLogStore`]: [`FelixLogStore::options`].
@@ -183,7 +180,6 @@ impl<C> FelixLogStore<C> {
             fs,
             dir,
             state: Mutex::new(state),
-            last_report: Mutex::new(None),
         };
         // A purge stores its id first, then moves the log start: a crash
         // between the two leaves the start below the purged id.
@@ -445,32 +441,7 @@ where
             callback
                 .log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
         };
-        match tokio::runtime::Handle::try_current() {
-            // openraft waits for this report before its next command, so it
-            // is on every append's path: the sync thread wakes a task of the
-            // runtime openraft runs on, rather than a callback of the
-            // shard's dispatch thread, which would be one more thread to
-            // wake.
-            Ok(runtime) => {
-                let durable = shard.wait_durable_async(end);
-                let mut last = self
-                    .inner
-                    .last_report
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let previous = last.take();
-                *last = Some(runtime.spawn(async move {
-                    let outcome = durable.await;
-                    // Tasks may run in any order: a later append's report
-                    // must not overtake an earlier one's.
-                    if let Some(previous) = previous {
-                        let _ = previous.await;
-                    }
-                    report(outcome);
-                }));
-            }
-            Err(_) => shard.wait_durable_then(end, report),
-        }
+        Report::spawn(shard.wait_durable_async(end), report);
         Ok(())
     }
 
