@@ -49,7 +49,6 @@
 mod codec;
 mod error;
 mod log_store;
-mod report;
 mod state_file;
 
 use std::io::Cursor;

@@ -20,7 +20,6 @@ use openraft::{
 
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
-use crate::report::Report;
 use crate::state_file;
 
 /// How many bytes of records one read of the shard asks for: entries are
@@ -436,12 +435,16 @@ where
             }
             _ => shard.next_offset(),
         };
-        // Readable now; reported durable from the sync that covers it.
-        let report = move |outcome: felix_storage::Result<()>| {
-            callback
-                .log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
-        };
-        Report::spawn(shard.wait_durable_async(end), report);
+        // Readable now; made durable before returning, and reported from
+        // the sync that covered it. openraft 0.9 awaits each append's report
+        // before its next command (`RaftCore::append_to_log`), so handing
+        // the sync to a pool worker and the report back only adds wake-ups:
+        // the lone appender syncs on this thread (as openraft's own RocksDB
+        // store flushes inside `append`). Measured against the hand-over
+        // (docs/performance.md): 1 client write in flight 1.01× raft-log
+        // instead of 0.89–0.94×, 64 in flight about 1.2× instead of 1.0×.
+        let outcome = shard.wait_durable(end);
+        callback.log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
         Ok(())
     }
 
