@@ -4,6 +4,7 @@
 //! code: segment headers, records, the one walk over a segment's records
 //! ([`RecordCursor`]), sparse index files, time index files
 //! ([`time_index`]), the epochs file, the log-start file ([`log_start`]),
+//! a tiered shard's remote manifest ([`tier_manifest`]),
 //! the corruption
 //! vocabulary every layer above reports in, the one description of a
 //! segment's extent, and every name a shard directory may hold.
@@ -60,6 +61,7 @@ pub mod log_start;
 mod naming;
 mod record;
 mod segment_header;
+pub mod tier_manifest;
 pub mod time_index;
 
 pub use corruption::{CorruptionKind, CorruptionSite};
