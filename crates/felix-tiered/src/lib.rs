@@ -27,6 +27,7 @@ mod error;
 mod offload;
 mod read;
 mod remote;
+mod retention;
 mod shard;
 pub mod stores;
 

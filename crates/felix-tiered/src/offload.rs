@@ -247,7 +247,7 @@ impl TieredShard {
             uploaded.push(info.extent.id);
         }
         if !uploaded.is_empty() {
-            next.seq = manifest.seq + 1;
+            next.seq = self.next_seq(manifest.seq);
             self.remote.put_manifest(&next).await?;
             *manifest = next;
             self.publish(&manifest);

@@ -132,17 +132,39 @@ impl Remote {
         encode_manifest(manifest, &mut bytes).map_err(TieredError::Encode)?;
         let path = self.object(&manifest_object_name(manifest.seq));
         let opts = PutOptions::from(PutMode::Create);
-        match self
-            .store
-            .put_opts(&path, PutPayload::from(bytes), opts)
-            .await
-        {
-            Ok(_) => Ok(()),
+        let payload = PutPayload::from(Bytes::from(bytes.clone()));
+        match self.store.put_opts(&path, payload, opts).await {
+            Ok(_) => {}
             Err(object_store::Error::AlreadyExists { .. }) => {
-                Err(TieredError::Fenced { object: path })
+                return Err(TieredError::Fenced { object: path });
             }
-            Err(e) => Err(TieredError::store("put", &path, e)),
+            Err(e) => return Err(TieredError::store("put", &path, e)),
         }
+        // Read it back before anything relies on it: local segments are
+        // deleted on the strength of this object, and a store that kept a
+        // truncated or altered copy (and said it succeeded) must be caught
+        // here, not by the next reader.
+        let stored = self.get(&path).await?;
+        if stored[..] != bytes[..] {
+            // Never relied on: remove it so readers do not trip over it
+            // (if this fails too, readers pass over it to the version
+            // before, and the next write takes a higher number).
+            if let Err(e) = self.delete(&path).await {
+                tracing::warn!(object = %path, error = %e, "damaged new manifest not deleted");
+            }
+            return Err(match decode_manifest(&stored) {
+                Err(source) => TieredError::Manifest {
+                    object: path,
+                    source,
+                },
+                Ok(_) => TieredError::RemoteLength {
+                    object: path,
+                    expected: bytes.len() as u64,
+                    found: stored.len() as u64,
+                },
+            });
+        }
+        Ok(())
     }
 
     /// Deletes manifest versions older than the newest [`MANIFESTS_KEPT`];

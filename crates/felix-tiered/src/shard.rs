@@ -29,6 +29,10 @@ pub struct TieredShard {
     /// is durable (readers never wait for an upload).
     pub(crate) current: std::sync::RwLock<Arc<Manifest>>,
     pub(crate) cache: ChunkCache,
+    /// The highest manifest number seen in the store, decodable or not:
+    /// the next version takes a higher one, so an undecodable leftover
+    /// (a write whose check failed) never fences this writer.
+    pub(crate) highest_seq: std::sync::atomic::AtomicU64,
 }
 
 impl TieredShard {
@@ -49,7 +53,8 @@ impl TieredShard {
             return Err(TieredError::ShardRetentionOn);
         }
         let remote = Remote::new(store, &config.prefix, &key);
-        let (loaded, _) = remote.load_manifest(&key).await?;
+        let (loaded, versions) = remote.load_manifest(&key).await?;
+        let highest = versions.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
         let manifest = loaded.unwrap_or_else(|| Manifest {
             seq: 0,
             key: key.clone(),
@@ -65,6 +70,7 @@ impl TieredShard {
             manifest: tokio::sync::Mutex::new(manifest),
             config,
             cache,
+            highest_seq: std::sync::atomic::AtomicU64::new(highest),
         })
     }
 
@@ -95,6 +101,14 @@ impl TieredShard {
     /// Bytes of remote data the read cache holds now.
     pub fn cached_bytes(&self) -> u64 {
         self.cache.bytes()
+    }
+
+    /// The number the next manifest version takes, counted as used.
+    pub(crate) fn next_seq(&self, current: u64) -> u64 {
+        use std::sync::atomic::Ordering;
+        let seq = self.highest_seq.load(Ordering::SeqCst).max(current) + 1;
+        self.highest_seq.store(seq, Ordering::SeqCst);
+        seq
     }
 
     pub(crate) fn publish(&self, manifest: &Manifest) {

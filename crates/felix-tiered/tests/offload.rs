@@ -182,3 +182,97 @@ async fn a_shard_with_its_own_retention_is_refused() {
     .unwrap_err();
     assert!(matches!(err, TieredError::ShardRetentionOn));
 }
+
+#[tokio::test]
+async fn remote_retention_moves_the_manifest_then_deletes_the_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = small_shard(dir.path());
+    fill(&shard, 300);
+    let store = stores::in_memory();
+    let mut cfg = config(1500);
+    cfg.remote.max_bytes = Some(3000);
+    let tiered = TieredShard::open(
+        Arc::clone(&shard),
+        ShardKey::new("t", "n", "s", 0),
+        store.clone(),
+        cfg,
+    )
+    .await
+    .unwrap();
+    tiered.offload().await.unwrap();
+    let before = tiered.manifest();
+    let removed = tiered.apply_remote_retention().await.unwrap();
+    let after = tiered.manifest();
+    assert!(!removed.is_empty());
+    assert_eq!(after.seq, before.seq + 1);
+    assert!(after.segments.iter().map(|s| s.extent.len).sum::<u64>() <= 3000);
+    let start = after.start_offset;
+    assert_eq!(start, after.segments[0].extent.base_offset);
+    assert!(matches!(
+        tiered.read(start - 1, 100).await,
+        Err(TieredError::Trimmed { oldest, .. }) if oldest == start
+    ));
+    assert_eq!(
+        read_all(&tiered, start, 300).await.len() as u64,
+        300 - start
+    );
+    // Nothing is left for a sweep: the objects went after the manifest.
+    assert_eq!(tiered.sweep().await.unwrap(), 0);
+    use futures::TryStreamExt;
+    let segment_objects = store
+        .list(None)
+        .try_filter(|m| futures::future::ready(m.location.as_ref().contains("/segments/")))
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(segment_objects, after.segments.len() * 3);
+}
+
+#[tokio::test]
+async fn a_damaged_remote_segment_is_an_error_naming_object_and_byte() {
+    use object_store::{ObjectStoreExt, PutPayload};
+    let dir = tempfile::tempdir().unwrap();
+    let shard = small_shard(dir.path());
+    fill(&shard, 100);
+    let store = stores::in_memory();
+    let tiered = TieredShard::open(
+        Arc::clone(&shard),
+        ShardKey::new("t", "n", "s", 0),
+        store.clone(),
+        config(1500),
+    )
+    .await
+    .unwrap();
+    tiered.offload().await.unwrap();
+    let first = tiered.manifest().segments[0];
+    let path = object_store::path::Path::from(format!(
+        "felix/{}/{}",
+        ShardKey::new("t", "n", "s", 0).dir_name(),
+        felix_format::tier_manifest::segment_object_name(
+            first.extent.id,
+            first.upload,
+            felix_format::FileKind::Segment
+        )
+    ));
+    let mut bytes = store
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    // The first record's payload (header 32 + record header 28).
+    bytes[32 + 28 + 3] ^= 0x40;
+    store.put(&path, PutPayload::from(bytes)).await.unwrap();
+    let err = tiered.read(0, 100).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            TieredError::RemoteCorrupt { object, position: 32, kind: felix_format::CorruptionKind::RecordChecksum { .. } }
+                if *object == path
+        ),
+        "{err:?}"
+    );
+}

@@ -2,6 +2,8 @@
 //! records whose payloads name their offsets.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod faults;
+
 use std::sync::Arc;
 
 use felix_storage::{Record, Shard, StoreConfig};
