@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod faults;
+pub mod s3;
 
 use std::sync::Arc;
 
