@@ -24,6 +24,8 @@
 mod cache;
 mod config;
 mod error;
+mod lifecycle;
+mod lookup;
 mod offload;
 mod read;
 mod remote;
@@ -33,6 +35,7 @@ pub mod stores;
 
 pub use config::{TierConfig, TierConfigError, TierRetention};
 pub use error::{StoreSetupError, TieredError};
+pub use lifecycle::{delete_remote, delete_shard};
 pub use offload::OffloadOutcome;
 pub use shard::TieredShard;
 pub use stores::{S3Endpoint, TierStore};

@@ -123,7 +123,7 @@ impl TieredShard {
             .map_or(first, |e| (e.position, e.offset)))
     }
 
-    async fn read_remote(
+    pub(crate) async fn read_remote(
         &self,
         segment: &RemoteSegment,
         from: u64,

@@ -276,3 +276,50 @@ async fn a_damaged_remote_segment_is_an_error_naming_object_and_byte() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn lookups_by_time_reach_into_the_remote_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = small_shard(dir.path());
+    // Timestamps 1_000 + offset, except offsets 30 and 149, stamped late.
+    for offset in 0..150u64 {
+        let ts = match offset {
+            30 => 5_000,
+            149 => 6_000,
+            _ => 1_000 + offset,
+        };
+        shard
+            .append(&[felix_storage::Record::new(ts, payload(offset))])
+            .unwrap();
+    }
+    let tiered = TieredShard::open(
+        Arc::clone(&shard),
+        ShardKey::new("t", "n", "s", 0),
+        stores::in_memory(),
+        config(1500),
+    )
+    .await
+    .unwrap();
+    tiered.offload().await.unwrap();
+    let local_start = shard.base_offset();
+    assert!(local_start > 40);
+    let at = |t| {
+        let tiered = &tiered;
+        async move {
+            tiered
+                .offset_for_timestamp(t)
+                .await
+                .unwrap()
+                .map(|h| h.offset)
+        }
+    };
+    assert_eq!(at(0).await, Some(0));
+    assert_eq!(at(1_010).await, Some(10));
+    // Offset 30 reaches 1_040 first (its timestamp is 5_000).
+    assert_eq!(at(1_040).await, Some(30));
+    assert_eq!(at(1_000 + local_start + 1).await, Some(30));
+    // Past every remote timestamp: the local shard answers.
+    assert!(local_start < 149);
+    assert_eq!(at(5_001).await, Some(149));
+    assert_eq!(at(6_001).await, None);
+}
