@@ -32,6 +32,7 @@ mod cases;
 mod key_file;
 mod log_start;
 mod readme;
+mod tier_manifest;
 mod time_index;
 
 /// Where the fixtures live, relative to the workspace root.
@@ -195,6 +196,9 @@ enum Expect {
     /// A log-start file alone: it fails with this variant
     /// (`LogStartDecodeError::name`).
     LogStart { variant: &'static str },
+    /// A tiered manifest object alone: it fails with this variant
+    /// (`ManifestDecodeError::name`).
+    TierManifest { variant: &'static str },
 }
 
 /// One directory of fixtures and what it is for.
@@ -234,6 +238,7 @@ pub fn generate() -> Result<FileSet, String> {
     cases.extend(key_file::all()?);
     cases.extend(time_index::all(&small)?);
     cases.extend(log_start::all(&small)?);
+    cases.extend(tier_manifest::all()?);
     let mut files = FileSet::new();
     for case in &cases {
         verify(case)?;
@@ -316,6 +321,15 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::TierManifest { variant } => {
+            let bytes = case.file(Layout::TierManifest).unwrap_or_default();
+            match felix_format::tier_manifest::decode_manifest(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                decoded => bug(format!(
+                    "manifest should fail with {variant}, decodes as {decoded:?}"
+                )),
+            }
+        }
         Expect::Clean => {
             for (name, bytes, layout) in &case.files {
                 let text = verdict(bytes, *layout, log);
@@ -380,6 +394,17 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
             Ok(start) => format!(
                 "ok: the log begins at offset {}, in segment {} or later",
                 start.start_offset, start.first_segment_id
+            ),
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::TierManifest => match felix_format::tier_manifest::decode_manifest(bytes) {
+            Ok(view) => format!(
+                "ok: seq {}, key {}, remote offsets {}..{} in {} segments",
+                view.seq,
+                view.key.to_key(),
+                view.start_offset,
+                view.to_manifest().next_offset(),
+                view.len()
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

@@ -41,6 +41,8 @@ pub(crate) enum Layout {
     TimeIndex,
     /// A shard directory's log-start file.
     LogStart,
+    /// A tiered shard's remote manifest object.
+    TierManifest,
 }
 
 /// Renders `bytes` (the file at `path`) as an annotated dump. `segment` is
@@ -62,6 +64,7 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::KeyFile => key_file(&mut d),
         Layout::TimeIndex => additions::time_index(&mut d),
         Layout::LogStart => additions::log_start(&mut d),
+        Layout::TierManifest => additions::tier_manifest(&mut d),
     }
     d.finish()
 }
