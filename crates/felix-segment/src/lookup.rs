@@ -8,7 +8,7 @@ use felix_format::{
     ScanDepth,
 };
 
-use crate::error::{Result, SegmentError};
+use crate::error::Result;
 use crate::reader::ChunkedReader;
 use crate::segment::{ReadLimit, SegmentFile};
 
@@ -37,7 +37,7 @@ impl SegmentFile {
     /// entry nothing has vouched for (loaded from an index file): an answer
     /// that is the entry's own record is only taken once the header after
     /// it carries the next offset, as [`Self::read_from_hint`] checks, and
-    /// a failure is [`SegmentError::StaleIndex`].
+    /// a failure is [`SegmentError::StaleIndex`](crate::SegmentError::StaleIndex).
     ///
     /// ```
     /// use felix_format::IndexEntry;
@@ -120,38 +120,8 @@ impl SegmentFile {
         {
             // Only the entry's own record was read: the header after it is
             // what shows it is the segment's, not one inside a payload.
-            check_next_header(self, &mut reader, cursor, start)?;
+            crate::segment::check_next_header(self, &mut reader, cursor, start)?;
         }
         Ok(hit)
-    }
-}
-
-/// The header at `cursor` must verify and carry the offset the cursor
-/// expects, or the walk's start was a stale entry.
-fn check_next_header(
-    segment: &SegmentFile,
-    reader: &mut ChunkedReader<'_>,
-    mut cursor: RecordCursor,
-    start: IndexEntry,
-) -> Result<()> {
-    loop {
-        let at = cursor.position();
-        match cursor.step(reader.buffered(at)) {
-            CursorStep::NeedBytes { needed } => {
-                if reader.get(at, needed)?.is_none() {
-                    return Err(reader.past_end(at).into());
-                }
-            }
-            CursorStep::Damage(damage) => {
-                return Err(SegmentError::StaleIndex {
-                    entry: start,
-                    site: segment.site(damage.position),
-                    kind: damage.kind,
-                });
-            }
-            CursorStep::Record(_) | CursorStep::End | CursorStep::Declined { .. } => {
-                return Ok(());
-            }
-        }
     }
 }

@@ -457,26 +457,7 @@ impl SegmentFile {
         {
             // Only the entry's own record was read: the next header is what
             // shows it was the segment's and not one embedded in a payload.
-            let mut next = cursor;
-            next.set_depth(ScanDepth::Headers);
-            loop {
-                let at = next.position();
-                match next.step(reader.buffered(at)) {
-                    CursorStep::NeedBytes { needed } => {
-                        if reader.get(at, needed)?.is_none() {
-                            return Err(reader.past_end(at).into());
-                        }
-                    }
-                    CursorStep::Damage(damage) => {
-                        return Err(SegmentError::StaleIndex {
-                            entry: start,
-                            site: self.site(damage.position),
-                            kind: damage.kind,
-                        });
-                    }
-                    CursorStep::Record(_) | CursorStep::End | CursorStep::Declined { .. } => break,
-                }
-            }
+            check_next_header(self, &mut reader, cursor, start)?;
         }
         // The loop ran at least once (`from` is below the limit) and ended
         // with a record or an error.
@@ -579,5 +560,37 @@ fn first_read_bytes(max_bytes: u64, span: Option<u64>, skip: u64, average: u64) 
         guess.max(floor)
     } else {
         first
+    }
+}
+
+/// The header at `cursor` must verify and carry the offset the cursor
+/// expects, or the walk's start was a stale entry. Only the header is
+/// checked: whether the entry named a real record, not the next one's payload.
+pub(crate) fn check_next_header(
+    segment: &SegmentFile,
+    reader: &mut ChunkedReader<'_>,
+    mut cursor: RecordCursor,
+    start: IndexEntry,
+) -> Result<()> {
+    cursor.set_depth(ScanDepth::Headers);
+    loop {
+        let at = cursor.position();
+        match cursor.step(reader.buffered(at)) {
+            CursorStep::NeedBytes { needed } => {
+                if reader.get(at, needed)?.is_none() {
+                    return Err(reader.past_end(at).into());
+                }
+            }
+            CursorStep::Damage(damage) => {
+                return Err(SegmentError::StaleIndex {
+                    entry: start,
+                    site: segment.site(damage.position),
+                    kind: damage.kind,
+                });
+            }
+            CursorStep::Record(_) | CursorStep::End | CursorStep::Declined { .. } => {
+                return Ok(());
+            }
+        }
     }
 }

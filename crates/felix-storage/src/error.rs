@@ -377,6 +377,14 @@ pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CopyProblem {
+    /// The segment changed while its copy was checked (a truncation made
+    /// it active again, and it may have been sealed anew with other
+    /// records): the copy, checked against what it was, is not put in.
+    #[error("segment {segment} changed while its copy was checked")]
+    SegmentChanged {
+        /// The segment.
+        segment: u64,
+    },
     /// The copy's segment header does not decode.
     #[error("its segment header is damaged: {kind}")]
     Header {

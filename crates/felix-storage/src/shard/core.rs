@@ -81,6 +81,10 @@ pub(crate) struct Core {
     /// Buffers large reads fill and reuse (the store's, shared by its
     /// shards, or the shard's own).
     pub(crate) read_buffers: Arc<ReadBuffers>,
+    /// Held by `replace_sealed_segment` from writing its copy to the
+    /// rename: replacements of one shard run one at a time, so two never
+    /// share the one temporary name a copy of a segment has.
+    pub(crate) replacing: Mutex<()>,
 }
 
 impl Core {

@@ -418,7 +418,11 @@ impl Shard {
     /// rebuilt. A power loss leaves the old segment or the new one; readers
     /// see one or the other whole, never a mix. A segment that is not
     /// sealed (the active one, or one retention deleted) is
-    /// [`StorageError::NotSealed`].
+    /// [`StorageError::NotSealed`]. A segment a truncation made active
+    /// again while its copy was checked (and a roll may have sealed anew
+    /// with other records) is not replaced:
+    /// [`CopyProblem::SegmentChanged`](crate::CopyProblem::SegmentChanged).
+    /// Replacements of one shard run one at a time.
     pub fn replace_sealed_segment(
         &self,
         id: u64,

@@ -416,6 +416,7 @@ impl ShardOptions {
             clean_shutdown_kept: AtomicBool::new(recovered.clean_shutdown_kept),
             clean_record_newest: Mutex::new(record_newest),
             read_buffers: read_buffers.unwrap_or_default(),
+            replacing: Mutex::new(()),
         })
     }
 }

@@ -57,6 +57,13 @@ impl Core {
         copy: &SegmentCopy,
     ) -> Result<SegmentExtent> {
         self.check_poison()?;
+        // One replacement at a time: the copy's temporary name is the
+        // segment's, and a second call must not write over a copy this one
+        // has checked before it is renamed.
+        let _replacing = self
+            .replacing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let old = self.sealed_by_id(id)?;
         let temp = self.dir.join(
             ShardFileName::SegmentCopy(id)
@@ -77,8 +84,18 @@ impl Core {
         let state = self.lock_writer();
         let swapped = state.and_then(|_state| {
             // Retention or a truncation may have removed the segment while
-            // the copy was checked: a copy must never bring it back.
-            let old = self.sealed_by_id(id)?;
+            // the copy was checked: a copy must never bring it back. A
+            // truncation may also have made it active and a roll sealed it
+            // again with other records: only the very segment the copy was
+            // checked against may be replaced.
+            let now = self.sealed_by_id(id)?;
+            if !Arc::ptr_eq(&now, &old) {
+                return Err(StorageError::CopyRejected {
+                    shard: Arc::clone(&self.label),
+                    segment: id,
+                    problem: CopyProblem::SegmentChanged { segment: id },
+                });
+            }
             // A kept clean-shutdown record describes the sealed segments as
             // they were: it goes (durably) before one is replaced.
             self.forget_clean_shutdown()?;

@@ -26,6 +26,8 @@ struct Gate {
 pub(crate) struct GatedFs<V> {
     inner: V,
     gate: Arc<Gate>,
+    /// When set, only files whose names end so are gated (and timed).
+    only: Option<&'static str>,
 }
 
 impl<V: Vfs + Clone + 'static> GatedFs<V> {
@@ -33,7 +35,15 @@ impl<V: Vfs + Clone + 'static> GatedFs<V> {
         Self {
             inner,
             gate: Arc::default(),
+            only: None,
         }
+    }
+
+    /// Gates only the syncs of files whose names end with `suffix` (a
+    /// segment copy's `.log.copy`, say) instead of every segment's.
+    pub(crate) fn only(mut self, suffix: &'static str) -> Self {
+        self.only = Some(suffix);
+        self
     }
 
     pub(crate) fn handle(&self) -> FileSystem {
@@ -48,6 +58,11 @@ impl<V: Vfs + Clone + 'static> GatedFs<V> {
     pub(crate) fn open_gate(&self) {
         *self.gate.closed.lock().unwrap() = false;
         self.gate.opened.notify_all();
+    }
+
+    /// How many syncs wait at the gate now.
+    pub(crate) fn waiting(&self) -> usize {
+        *self.gate.waiting.lock().unwrap()
     }
 
     /// Waits until `n` syncs wait at the gate.
@@ -129,9 +144,13 @@ impl<V: Vfs + Clone + 'static> Vfs for GatedFs<V> {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
         // A segment is created as `{id}.log.tmp` and renamed: the handle
         // opened under the temporary name is the one later synced.
-        let is_segment = path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().contains(".log"));
+        let is_segment = path.file_name().is_some_and(|n| {
+            let name = n.to_string_lossy();
+            match self.only {
+                Some(suffix) => name.ends_with(suffix),
+                None => name.contains(".log"),
+            }
+        });
         let segment_of = is_segment
             .then(|| path.parent().map(Path::to_path_buf))
             .flatten();
