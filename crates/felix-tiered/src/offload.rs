@@ -13,7 +13,8 @@ use felix_format::tier_manifest::RemoteSegment;
 use felix_format::{
     CursorStep, FileKind, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader, file_name,
 };
-use felix_storage::SegmentInfo;
+use felix_io::OpenMode;
+use felix_storage::{FileSystem, SegmentInfo};
 
 use crate::config::TierRetention;
 use crate::error::TieredError;
@@ -74,15 +75,23 @@ fn upload_id() -> u64 {
     h.finish()
 }
 
-async fn read_local(path: &FsPath, optional: bool) -> Result<Vec<u8>, TieredError> {
-    match tokio::fs::read(path).await {
-        Ok(b) => Ok(b),
-        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(source) => Err(TieredError::LocalFile {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+/// Reads a whole local file through the shard's file system (a missing
+/// optional file reads as empty). The sealed files are small enough to
+/// hold whole; the upload needs them in memory for the CRC anyway.
+fn read_local(fs: &FileSystem, path: &FsPath, optional: bool) -> Result<Vec<u8>, TieredError> {
+    let err = |source| TieredError::LocalFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = match fs.open(path, OpenMode::Read) {
+        Ok(f) => f,
+        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(err(e)),
+    };
+    let len = file.file_len().map_err(err)?;
+    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
+    file.read_exact_at(&mut bytes, 0).map_err(err)?;
+    Ok(bytes)
 }
 
 /// Checks every record of a sealed segment's bytes exactly as a read
@@ -184,16 +193,20 @@ impl TieredShard {
     /// Uploads one sealed segment's three files under a fresh upload id.
     async fn upload_segment(&self, info: &SegmentInfo) -> Result<RemoteSegment, TieredError> {
         let dir = self.shard.dir();
+        let fs = self.shard.file_system();
         let id = info.extent.id;
         let log_path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let mut log = read_local(&log_path, false).await?;
+        let mut log = read_local(fs, &log_path, false)?;
         // Sealed segments are cut to their records; anything past the
         // extent is not the segment's.
         log.truncate(usize::try_from(info.extent.len).unwrap_or(usize::MAX));
         check_segment(&log_path, &log, info)?;
-        let index = read_local(&dir.join(file_name(id, FileKind::Index).as_str()), true).await?;
-        let time_index =
-            read_local(&dir.join(file_name(id, FileKind::TimeIndex).as_str()), true).await?;
+        let index = read_local(fs, &dir.join(file_name(id, FileKind::Index).as_str()), true)?;
+        let time_index = read_local(
+            fs,
+            &dir.join(file_name(id, FileKind::TimeIndex).as_str()),
+            true,
+        )?;
         let upload = upload_id();
         let entry = RemoteSegment {
             extent: info.extent,

@@ -172,6 +172,14 @@ impl Shard {
         &self.core.dir
     }
 
+    /// The file system the shard's files live on (the real one unless it
+    /// was opened with [`ShardOptions::file_system`]): a layer reading the
+    /// shard's sealed files itself, as tiered storage's upload does, reads
+    /// them through it.
+    pub fn file_system(&self) -> &crate::FileSystem {
+        &self.core.fs
+    }
+
     /// The oldest offset a read may ask for: the log start (see
     /// [`Shard::delete_records_before`] and [`Shard::reset_to`]), or the
     /// first segment's base offset when retention removed more.
