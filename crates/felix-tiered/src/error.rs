@@ -124,6 +124,30 @@ pub enum TieredError {
         /// The CRC of the bytes fetched.
         found: u32,
     },
+    /// A remote segment's records end at another offset than its manifest
+    /// entry says.
+    #[error(
+        "remote object {object} ends at offset {found_next}, the manifest says {expected_next}"
+    )]
+    RemoteExtent {
+        /// The `.log` object.
+        object: Path,
+        /// One past the last offset the manifest lists.
+        expected_next: u64,
+        /// One past the last offset its records hold.
+        found_next: u64,
+    },
+    /// A manifest object decodes, but the number inside it is not the one
+    /// in its name (a copy put under another name).
+    #[error("remote manifest {object} holds version {found}, its name says {named}")]
+    ManifestSeq {
+        /// The object.
+        object: Path,
+        /// The number in its name.
+        named: u64,
+        /// The number inside it.
+        found: u64,
+    },
     /// A manifest object does not decode.
     #[error("remote manifest {object} is damaged")]
     Manifest {

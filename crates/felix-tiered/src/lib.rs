@@ -24,6 +24,7 @@
 mod cache;
 mod config;
 mod error;
+mod inspect;
 mod lifecycle;
 mod lookup;
 mod offload;
@@ -35,6 +36,7 @@ pub mod stores;
 
 pub use config::{TierConfig, TierConfigError, TierRetention};
 pub use error::{StoreSetupError, TieredError};
+pub use inspect::{ManifestObject, RemoteFinding, RemoteShard};
 pub use lifecycle::{delete_remote, delete_shard};
 pub use offload::OffloadOutcome;
 pub use shard::TieredShard;

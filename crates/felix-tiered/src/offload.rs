@@ -11,7 +11,8 @@ use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 
 use felix_format::tier_manifest::RemoteSegment;
 use felix_format::{
-    CursorStep, FileKind, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, SegmentHeader, file_name,
+    CorruptionKind, CursorStep, FileKind, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth,
+    SegmentHeader, file_name,
 };
 use felix_io::OpenMode;
 use felix_storage::{FileSystem, SegmentInfo};
@@ -97,12 +98,27 @@ fn read_local(fs: &FileSystem, path: &FsPath, optional: bool) -> Result<Vec<u8>,
 /// Checks every record of a sealed segment's bytes exactly as a read
 /// would, before they leave the disk: rot is never offloaded.
 fn check_segment(path: &FsPath, bytes: &[u8], info: &SegmentInfo) -> Result<(), TieredError> {
-    let corrupt = |position, kind| TieredError::LocalCorrupt {
+    let found_next = walk_records(bytes).map_err(|(position, kind)| TieredError::LocalCorrupt {
         path: path.to_path_buf(),
         position,
         kind,
-    };
-    let header = SegmentHeader::decode(bytes).map_err(|k| corrupt(0, k))?;
+    })?;
+    if found_next != info.extent.next_offset {
+        return Err(TieredError::LocalExtent {
+            path: path.to_path_buf(),
+            expected_next: info.extent.next_offset,
+            found_next,
+        });
+    }
+    Ok(())
+}
+
+/// Walks every record of a whole sealed segment's bytes at full depth
+/// (header, then each record's header and payload checksums and offsets).
+/// Returns one past the last record's offset, or where and how it is
+/// damaged.
+pub(crate) fn walk_records(bytes: &[u8]) -> Result<u64, (u64, CorruptionKind)> {
+    let header = SegmentHeader::decode(bytes).map_err(|k| (0, k))?;
     let mut cursor = RecordCursor::new(
         SEGMENT_HEADER_LEN as u64,
         header.base_offset,
@@ -114,13 +130,13 @@ fn check_segment(path: &FsPath, bytes: &[u8], info: &SegmentInfo) -> Result<(), 
         match cursor.step(bytes.get(from..).unwrap_or_default()) {
             CursorStep::Record(_) => {}
             CursorStep::End => break,
-            CursorStep::Damage(d) => return Err(corrupt(d.position, d.kind)),
+            CursorStep::Damage(d) => return Err((d.position, d.kind)),
             // The whole file is in hand, so the cursor never needs more
             // (and `step` never declines).
             CursorStep::NeedBytes { needed } => {
-                return Err(corrupt(
+                return Err((
                     cursor.position(),
-                    felix_format::CorruptionKind::Truncated {
+                    CorruptionKind::Truncated {
                         needed,
                         available: bytes.len() as u64 - cursor.position(),
                     },
@@ -129,14 +145,7 @@ fn check_segment(path: &FsPath, bytes: &[u8], info: &SegmentInfo) -> Result<(), 
             CursorStep::Declined { .. } => break,
         }
     }
-    if cursor.next_offset() != info.extent.next_offset {
-        return Err(TieredError::LocalExtent {
-            path: path.to_path_buf(),
-            expected_next: info.extent.next_offset,
-            found_next: cursor.next_offset(),
-        });
-    }
-    Ok(())
+    Ok(cursor.next_offset())
 }
 
 impl TieredShard {

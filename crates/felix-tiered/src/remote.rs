@@ -31,6 +31,8 @@ pub(crate) struct Remote {
 pub(crate) struct Listed {
     pub(crate) path: Path,
     pub(crate) name: RemoteObjectName,
+    /// Bytes the store holds.
+    pub(crate) size: u64,
 }
 
 impl Remote {
@@ -70,6 +72,7 @@ impl Remote {
                 Listed {
                     path: m.location,
                     name,
+                    size: m.size,
                 }
             })
             .collect())
