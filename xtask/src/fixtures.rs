@@ -19,6 +19,7 @@ use std::path::Path;
 use felix_format::epochs::{EpochEntry, decode_epochs};
 use felix_format::key_file::decode_key_file;
 use felix_format::log_start::decode_log_start;
+use felix_format::raft_state::decode_raft_state;
 use felix_format::time_index::decode_time_index;
 use felix_format::{
     IndexEntry, IndexHeader, SegmentHeader, decode_record, encode_index_entry, encode_record_header,
@@ -31,6 +32,7 @@ use crate::shard::{self, Failure};
 mod cases;
 mod key_file;
 mod log_start;
+mod raft_state;
 mod readme;
 mod tier_manifest;
 mod time_index;
@@ -199,6 +201,9 @@ enum Expect {
     /// A tiered manifest object alone: it fails with this variant
     /// (`ManifestDecodeError::name`).
     TierManifest { variant: &'static str },
+    /// A raft-state file alone: it fails with this variant
+    /// (`RaftStateDecodeError::name`).
+    RaftState { variant: &'static str },
 }
 
 /// One directory of fixtures and what it is for.
@@ -239,6 +244,7 @@ pub fn generate() -> Result<FileSet, String> {
     cases.extend(time_index::all(&small)?);
     cases.extend(log_start::all(&small)?);
     cases.extend(tier_manifest::all()?);
+    cases.extend(raft_state::all(&small)?);
     let mut files = FileSet::new();
     for case in &cases {
         verify(case)?;
@@ -330,6 +336,15 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::RaftState { variant } => {
+            let bytes = case.file(Layout::RaftState).unwrap_or_default();
+            match decode_raft_state(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                decoded => bug(format!(
+                    "raft-state file should fail with {variant}, decodes as {decoded:?}"
+                )),
+            }
+        }
         Expect::Clean => {
             for (name, bytes, layout) in &case.files {
                 let text = verdict(bytes, *layout, log);
@@ -405,6 +420,13 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
                 view.start_offset,
                 view.to_manifest().next_offset(),
                 view.len()
+            ),
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::RaftState => match decode_raft_state(bytes) {
+            Ok(state) => format!(
+                "ok: vote {:?}, last purged {:?}",
+                state.vote, state.last_purged
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

@@ -43,6 +43,8 @@ pub(crate) enum Layout {
     LogStart,
     /// A tiered shard's remote manifest object.
     TierManifest,
+    /// A shard directory's raft-state file (felix-raft's).
+    RaftState,
 }
 
 /// Renders `bytes` (the file at `path`) as an annotated dump. `segment` is
@@ -65,6 +67,7 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::TimeIndex => additions::time_index(&mut d),
         Layout::LogStart => additions::log_start(&mut d),
         Layout::TierManifest => additions::tier_manifest(&mut d),
+        Layout::RaftState => additions::raft_state(&mut d),
     }
     d.finish()
 }

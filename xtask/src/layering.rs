@@ -7,7 +7,7 @@
 //! felix-io, the file system interface, depends on nothing of ours and
 //! everything that touches files uses it. felix-epochs sits beside the stack
 //! on felix-format and felix-io alone, and only felix-storage and the crates
-//! above it may use it. felix-raft (replication, to come) and felix-tiered
+//! above it may use it. felix-raft (replication) and felix-tiered
 //! (tiered storage) sit on felix-storage and below, side by side (neither
 //! uses the other), and only the operator tool, felix-cli, uses them: its
 //! `stat`, `verify` and `manifest` read a tiered shard's remote copy. A
@@ -49,7 +49,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
             "felix-epochs",
         ],
     ),
-    // Replication (to come) and tiered storage: brokers' layers over a
+    // Replication and tiered storage: brokers' layers over a
     // shard, on felix-storage and below, which only the operator tool above
     // them may use.
     (

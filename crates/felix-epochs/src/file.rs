@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
-use felix_io::{FileSystem, IoError, OpenMode};
+use felix_io::{FileSystem, IoError, ReadSmallError, ReplaceError, read_small_file, replace_file};
 
 use crate::history::{EpochHistory, HistoryError};
 
@@ -69,27 +69,6 @@ pub struct Loaded {
     pub status: LoadStatus,
     /// Whether a temporary left by an interrupted store was removed.
     pub removed_stale_temp: bool,
-}
-
-/// The steps of replacing the file, in order; a crash after any of them
-/// leaves the old file or the new one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum StoreStep {
-    /// The temporary holds the new bytes, perhaps only in the page cache.
-    TempWritten,
-    /// The temporary's bytes are durable.
-    TempSynced,
-    /// The temporary has been renamed over the file, perhaps not durably.
-    Renamed,
-    /// The rename is durable.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "only tests name the step after which nothing is left to do"
-        )
-    )]
-    DirSynced,
 }
 
 /// The epochs file of one shard directory.
@@ -181,56 +160,35 @@ impl EpochsFile {
     /// Replaces the file with `history`, atomically and durably.
     ///
     /// Writes a temporary, syncs it, renames it over the file and syncs the
-    /// directory, so a crash at any point leaves the old file or the new one.
-    /// On error the old file is still in place unless the rename happened; a
-    /// temporary left behind is removed by the next load.
+    /// directory (felix-io's [`replace_file`]), so a crash at any point
+    /// leaves the old file or the new one. On error the old file is still
+    /// in place unless the rename happened; a temporary left behind is
+    /// removed by the next load. A name (the file's or the temporary's)
+    /// taken by something that is not a regular file is not ours: nothing
+    /// is written, and the error (at `stat`) says what it is.
     ///
     /// See [`EpochsFile`] for an example.
     pub fn store(&self, history: &EpochHistory) -> Result<(), IoError> {
-        self.store_until(history, None)
-    }
-
-    /// [`store`](Self::store), stopping after `stop_after` as a crash would,
-    /// so tests can inspect every intermediate state.
-    pub(crate) fn store_until(
-        &self,
-        history: &EpochHistory,
-        stop_after: Option<StoreStep>,
-    ) -> Result<(), IoError> {
-        let stop = |step: StoreStep| stop_after == Some(step);
         let mut bytes = Vec::new();
         encode_epochs(history.entries(), &mut bytes).map_err(|e| {
             // A history never exceeds the cap, so this is a broken invariant,
             // reported rather than written as a file no reader accepts.
             IoError::new("encode", &self.temp_path, io::Error::other(e))
         })?;
-
-        let temp = self
-            .fs
-            .open(&self.temp_path, OpenMode::CreateTruncate)
-            .map_err(|e| IoError::new("create", &self.temp_path, e))?;
-        temp.write_all_at(&bytes, 0)
-            .map_err(|e| IoError::new("write", &self.temp_path, e))?;
-        if stop(StoreStep::TempWritten) {
-            return Ok(());
-        }
-        // Without this, the rename could reach the disk before the data, and
-        // a crash would leave the new name on an empty or partial file.
-        temp.sync_all()
-            .map_err(|e| IoError::new("fsync", &self.temp_path, e))?;
-        drop(temp);
-        if stop(StoreStep::TempSynced) {
-            return Ok(());
-        }
-        self.fs
-            .rename(&self.temp_path, &self.path)
-            .map_err(|e| IoError::new("rename", &self.temp_path, e))?;
-        if stop(StoreStep::Renamed) {
-            return Ok(());
-        }
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| IoError::new("fsync directory", &self.dir, e))
+        replace_file(
+            &self.fs,
+            &self.dir,
+            EPOCHS_FILE_NAME,
+            EPOCHS_TEMP_FILE_NAME,
+            &bytes,
+        )
+        .map_err(|e| match e {
+            ReplaceError::Io(e) => e,
+            // Not ours: nothing was written over it.
+            ReplaceError::NotRegular { path, not_regular } => {
+                IoError::new("stat", path, not_regular.into_io_error())
+            }
+        })
     }
 
     /// Removes a temporary left by a crash, reporting whether there was one.
@@ -257,29 +215,15 @@ impl EpochsFile {
 
     /// The history in the file, `None` when there is no file.
     fn read(&self) -> Result<Option<EpochHistory>, DiscardReason> {
-        let file = match self.fs.open(&self.path, OpenMode::Read) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(DiscardReason::Unreadable(IoError::new(
-                    "open", &self.path, e,
-                )));
+        // Bounded before reading, so a huge file costs no allocation.
+        let bytes = match read_small_file(&self.fs, &self.path, MAX_EPOCHS_FILE_LEN) {
+            Ok(None) => return Ok(None),
+            Ok(Some(bytes)) => bytes,
+            Err(ReadSmallError::TooLarge { len, max, .. }) => {
+                return Err(DiscardReason::TooLarge { len, max });
             }
+            Err(ReadSmallError::Io(e)) => return Err(DiscardReason::Unreadable(e)),
         };
-        let len = file
-            .file_len()
-            .map_err(|e| DiscardReason::Unreadable(IoError::new("stat", &self.path, e)))?;
-        // Checked before reading, so a huge file costs no allocation.
-        if usize::try_from(len).map_or(true, |len| len > MAX_EPOCHS_FILE_LEN) {
-            return Err(DiscardReason::TooLarge {
-                len,
-                max: MAX_EPOCHS_FILE_LEN,
-            });
-        }
-        // `len` passed the bound above, so this allocation is bounded too.
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| DiscardReason::Unreadable(IoError::new("read", &self.path, e)))?;
         let entries = decode_epochs(&bytes)?.collect();
         Ok(Some(EpochHistory::from_entries(entries)?))
     }

@@ -254,7 +254,7 @@ fn load_unreadable_file_is_discarded_with_operation_and_path() {
 }
 
 #[test]
-fn store_rename_over_directory_fails_with_operation_and_path() {
+fn store_over_a_directory_is_refused_before_writing_and_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join(EPOCHS_FILE_NAME);
     fs::create_dir(&blocker).unwrap();
@@ -262,8 +262,15 @@ fn store_rename_over_directory_fails_with_operation_and_path() {
     let err = EpochsFile::new(&felix_io::FileSystem::os(), dir.path())
         .store(&EpochHistory::from_entries(sample_entries()).unwrap())
         .unwrap_err();
-    assert_eq!(err.op(), "rename");
-    assert_eq!(err.path(), dir.path().join("epochs.tmp"));
+    assert_eq!(err.op(), "stat");
+    assert_eq!(err.path(), blocker);
+    assert!(
+        matches!(err.not_regular_file(), Some(n) if n.file_type == felix_io::FileType::Directory),
+        "{err:?}"
+    );
+    // Nothing written: no temporary, and the directory untouched.
+    assert!(!dir.path().join("epochs.tmp").exists());
+    assert!(blocker.join("occupant").exists());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! This crate is the single place where the on-disk format is written down in
 //! code: segment headers, records, the one walk over a segment's records
 //! ([`RecordCursor`]), sparse index files, time index files
-//! ([`time_index`]), the epochs file, the log-start file ([`log_start`]),
+//! ([`time_index`]), the epochs file, the log-start file ([`log_start`]), the raft-state file ([`raft_state`]),
 //! a tiered shard's remote manifest ([`tier_manifest`]),
 //! the corruption
 //! vocabulary every layer above reports in, the one description of a
@@ -59,6 +59,7 @@ mod index;
 pub mod key_file;
 pub mod log_start;
 mod naming;
+pub mod raft_state;
 mod record;
 mod segment_header;
 pub mod tier_manifest;
@@ -74,8 +75,9 @@ pub use index::{
 pub use naming::{
     CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, EPOCHS_FILE_NAME,
     EPOCHS_TEMP_FILE_NAME, FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, LOCK_FILE_NAME,
-    LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME, SHARD_COMPONENT_MAX_CHARS, ShardFileName,
-    ShardKey, file_name, is_shard_dir_name, parse_file_name, parse_tombstone_name, tombstone_name,
+    LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME, RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME,
+    SHARD_COMPONENT_MAX_CHARS, ShardFileName, ShardKey, file_name, is_shard_dir_name,
+    parse_file_name, parse_tombstone_name, tombstone_name,
 };
 pub use record::{
     RecordHeader, RecordView, check_record, decode_record, decode_record_header,

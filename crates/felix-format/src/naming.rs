@@ -57,6 +57,11 @@ pub const KEY_TEMP_FILE_NAME: &str = "key.tmp";
 pub const LOG_START_FILE_NAME: &str = "log-start";
 /// The temporary the log-start file is written to before its rename.
 pub const LOG_START_TEMP_FILE_NAME: &str = "log-start.tmp";
+/// Name of the file a Raft log kept in the shard records its vote and its
+/// last purged entry in (felix-raft writes it; see [`crate::raft_state`]).
+pub const RAFT_STATE_FILE_NAME: &str = "raft-state";
+/// The temporary the raft-state file is written to before its rename.
+pub const RAFT_STATE_TEMP_FILE_NAME: &str = "raft-state.tmp";
 /// What a segment's temporary adds to the segment's name: a new segment's
 /// header is written and synced as `{id:020}.log.tmp`, then renamed.
 const TEMP_SUFFIX: &str = ".tmp";
@@ -114,6 +119,10 @@ pub enum ShardFileName {
     LogStart,
     /// [`LOG_START_TEMP_FILE_NAME`]: its temporary.
     LogStartTemp,
+    /// [`RAFT_STATE_FILE_NAME`]: a Raft log's vote and last purged id.
+    RaftState,
+    /// [`RAFT_STATE_TEMP_FILE_NAME`]: its temporary.
+    RaftStateTemp,
     /// Any other name: not ours (a stray), never adopted.
     Other,
 }
@@ -133,6 +142,8 @@ impl ShardFileName {
             KEY_TEMP_FILE_NAME => return Self::KeyTemp,
             LOG_START_FILE_NAME => return Self::LogStart,
             LOG_START_TEMP_FILE_NAME => return Self::LogStartTemp,
+            RAFT_STATE_FILE_NAME => return Self::RaftState,
+            RAFT_STATE_TEMP_FILE_NAME => return Self::RaftStateTemp,
             _ => {}
         }
         if let Some(segment) = name.strip_suffix(TEMP_SUFFIX) {
@@ -181,6 +192,8 @@ impl ShardFileName {
             Self::KeyTemp => KEY_TEMP_FILE_NAME,
             Self::LogStart => LOG_START_FILE_NAME,
             Self::LogStartTemp => LOG_START_TEMP_FILE_NAME,
+            Self::RaftState => RAFT_STATE_FILE_NAME,
+            Self::RaftStateTemp => RAFT_STATE_TEMP_FILE_NAME,
             Self::Other => return None,
         };
         let mut name = FileName::EMPTY;
@@ -198,6 +211,7 @@ impl ShardFileName {
                 | Self::CleanShutdownTemp
                 | Self::KeyTemp
                 | Self::LogStartTemp
+                | Self::RaftStateTemp
         )
     }
 }

@@ -177,6 +177,8 @@ fn shard_file_name_every_kind_round_trips_through_its_name() {
         (N::KeyTemp,                "key.tmp",                               true),
         (N::LogStart,               "log-start",                             false),
         (N::LogStartTemp,           "log-start.tmp",                         true),
+        (N::RaftState,              "raft-state",                            false),
+        (N::RaftStateTemp,          "raft-state.tmp",                        true),
     ];
     for (kind, name, temporary) in table {
         assert_eq!(

@@ -53,6 +53,7 @@
 mod error;
 mod os;
 pub mod sim;
+mod small_file;
 
 use std::any::Any;
 use std::ffi::OsString;
@@ -64,6 +65,7 @@ use std::sync::Arc;
 
 pub use error::IoError;
 pub use os::OsFs;
+pub use small_file::{ReadSmallError, ReplaceError, read_small_file, replace_file};
 
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

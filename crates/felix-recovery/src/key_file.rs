@@ -8,12 +8,11 @@
 //! [`Note::KeyFileUnusable`](crate::Note::KeyFileUnusable) and the shard is
 //! known by its directory name alone until the file is written again.
 
-use std::io;
 use std::path::Path;
 
 use felix_format::key_file::{MAX_KEY_FILE_LEN, decode_key_file, encode_key_file};
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
-use felix_io::{FileSystem, FileType, IoError, OpenMode, not_regular_file};
+use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
 
 use crate::error::RecoveryError;
 use crate::report::KeyFileProblem;
@@ -48,32 +47,25 @@ pub enum StoredKey {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_key_file(fs: &FileSystem, dir: &Path) -> StoredKey {
-    let path = dir.join(KEY_FILE_NAME);
-    let unreadable = |op, e: &io::Error| match not_regular_file(e) {
-        Some(what) => KeyFileProblem::NotAFile(what),
-        None => KeyFileProblem::Unreadable { op, kind: e.kind() },
+    let bytes = match read_small_file(fs, &dir.join(KEY_FILE_NAME), MAX_KEY_FILE_LEN) {
+        Ok(None) => return StoredKey::Missing,
+        Ok(Some(bytes)) => bytes,
+        Err(ReadSmallError::TooLarge { len, .. }) => {
+            return StoredKey::Unusable(KeyFileProblem::TooLarge { len });
+        }
+        Err(ReadSmallError::Io(e)) => {
+            return StoredKey::Unusable(match e.not_regular_file() {
+                Some(what) => KeyFileProblem::NotAFile(what),
+                None => KeyFileProblem::Unreadable {
+                    op: e.op(),
+                    kind: e.kind(),
+                },
+            });
+        }
     };
-    let file = match fs.open(&path, OpenMode::Read) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return StoredKey::Missing,
-        Err(e) => return StoredKey::Unusable(unreadable("open", &e)),
-    };
-    let read = || -> Result<ShardKey, KeyFileProblem> {
-        let len = file.file_len().map_err(|e| unreadable("stat", &e))?;
-        let size = usize::try_from(len)
-            .ok()
-            .filter(|&n| n <= MAX_KEY_FILE_LEN)
-            .ok_or(KeyFileProblem::TooLarge { len })?;
-        let mut bytes = vec![0u8; size];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| unreadable("read", &e))?;
-        decode_key_file(&bytes)
-            .map(|view| view.to_key())
-            .map_err(KeyFileProblem::Invalid)
-    };
-    match read() {
-        Ok(key) => StoredKey::Key(key),
-        Err(problem) => StoredKey::Unusable(problem),
+    match decode_key_file(&bytes) {
+        Ok(view) => StoredKey::Key(view.to_key()),
+        Err(e) => StoredKey::Unusable(KeyFileProblem::Invalid(e)),
     }
 }
 
@@ -93,33 +85,13 @@ pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<boo
         key: key.clone(),
         source,
     })?;
-    let temp_path = dir.join(KEY_TEMP_FILE_NAME);
-    let path = dir.join(KEY_FILE_NAME);
-    let io_err =
-        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
-    for name in [&path, &temp_path] {
-        match fs.entry_type(name) {
-            Ok(None | Some(FileType::Regular)) => {}
-            Ok(Some(file_type)) => {
-                tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no key file written");
-                return Ok(false);
-            }
-            Err(e) => return Err(io_err("stat", name, e)),
+    match replace_file(fs, dir, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, &bytes) {
+        Ok(()) => {}
+        Err(ReplaceError::NotRegular { path, not_regular }) => {
+            tracing::warn!(path = %path.display(), file_type = %not_regular.file_type, "not a regular file, left alone; no key file written");
+            return Ok(false);
         }
+        Err(ReplaceError::Io(e)) => return Err(RecoveryError::Io(e)),
     }
-    let temp = fs
-        .open(&temp_path, OpenMode::CreateTruncate)
-        .map_err(|e| io_err("create", &temp_path, e))?;
-    temp.write_all_at(&bytes, 0)
-        .map_err(|e| io_err("write", &temp_path, e))?;
-    // The data must be durable before the name points at it: a crash must
-    // never leave `key` naming a partial file.
-    temp.sync_all()
-        .map_err(|e| io_err("fsync", &temp_path, e))?;
-    drop(temp);
-    fs.rename(&temp_path, &path)
-        .map_err(|e| io_err("rename", &temp_path, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| io_err("fsync directory", dir, e))?;
     Ok(true)
 }

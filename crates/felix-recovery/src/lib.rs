@@ -74,6 +74,7 @@ mod lock;
 mod log_start;
 mod open;
 mod plan;
+mod raft_state;
 mod repair;
 mod report;
 mod scan;
@@ -94,12 +95,13 @@ pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
 pub use log_start::{StoredLogStart, read_log_start, write_log_start};
 pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
+pub use raft_state::{StoredRaftState, read_raft_state};
 pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
 };
 pub use report::{
     Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem,
-    LogStartProblem, Note, TemporaryKind, TimeIndexProblem,
+    LogStartProblem, Note, RaftStateProblem, TemporaryKind, TimeIndexProblem,
 };
 pub use scan::{CheckedScan, ScanStart, SegmentScan, scan_segment, scan_segment_checking};
 pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};

@@ -44,6 +44,8 @@ pub(crate) struct Listing {
     pub(crate) clean_shutdown: bool,
     /// Whether a key file (a regular file) is present.
     pub(crate) key_file: bool,
+    /// Whether a raft-state file (a regular file) is present.
+    pub(crate) raft_state: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -109,6 +111,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         strays: Vec::new(),
         clean_shutdown: false,
         key_file: false,
+        raft_state: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -129,6 +132,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::CleanShutdownTemp => Some(TemporaryKind::CleanShutdown),
             ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
             ShardFileName::LogStartTemp => Some(TemporaryKind::LogStart),
+            ShardFileName::RaftStateTemp => Some(TemporaryKind::RaftState),
             _ => None,
         };
         if let Some(kind) = temporary {
@@ -197,6 +201,15 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             ShardFileName::Epochs if !readable => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
+            ShardFileName::RaftState => {
+                // Another layer's (felix-raft's), checked by the inspection
+                // only when it is a regular file.
+                if regular {
+                    listing.raft_state = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
             ShardFileName::Lock if !regular => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
@@ -208,7 +221,8 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
             | ShardFileName::EpochsTemp
             | ShardFileName::CleanShutdownTemp
             | ShardFileName::KeyTemp
-            | ShardFileName::LogStartTemp => {}
+            | ShardFileName::LogStartTemp
+            | ShardFileName::RaftStateTemp => {}
             ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }

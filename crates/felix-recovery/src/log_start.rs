@@ -9,12 +9,11 @@
 //!
 //! [`log_start`]: felix_format::log_start
 
-use std::io;
 use std::path::Path;
 
 use felix_format::log_start::{LOG_START_FILE_LEN, LogStart, decode_log_start, encode_log_start};
 use felix_format::{LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME};
-use felix_io::{FileSystem, FileType, IoError, OpenMode, not_regular_file};
+use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
 
 use crate::error::RecoveryError;
 use crate::report::LogStartProblem;
@@ -59,32 +58,25 @@ impl StoredLogStart {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_log_start(fs: &FileSystem, dir: &Path) -> StoredLogStart {
-    let path = dir.join(LOG_START_FILE_NAME);
-    let unreadable = |op, e: &io::Error| match not_regular_file(e) {
-        Some(what) => LogStartProblem::NotAFile(what),
-        None => LogStartProblem::Unreadable { op, kind: e.kind() },
-    };
-    let file = match fs.open(&path, OpenMode::Read) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return StoredLogStart::Missing,
-        Err(e) => return StoredLogStart::Unusable(unreadable("open", &e)),
-    };
-    let read = || -> Result<LogStart, LogStartProblem> {
-        let len = file.file_len().map_err(|e| unreadable("stat", &e))?;
-        // Anything but 28 bytes fails to decode: read no more than one
-        // byte past them, to name the length.
-        let size = usize::try_from(len.min(LOG_START_FILE_LEN as u64 + 1)).unwrap_or(0);
-        let mut bytes = vec![0u8; size];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| unreadable("read", &e))?;
-        if len > LOG_START_FILE_LEN as u64 {
-            return Err(LogStartProblem::TooLarge { len });
+    let bytes = match read_small_file(fs, &dir.join(LOG_START_FILE_NAME), LOG_START_FILE_LEN) {
+        Ok(None) => return StoredLogStart::Missing,
+        Ok(Some(bytes)) => bytes,
+        Err(ReadSmallError::TooLarge { len, .. }) => {
+            return StoredLogStart::Unusable(LogStartProblem::TooLarge { len });
         }
-        decode_log_start(&bytes).map_err(LogStartProblem::Invalid)
+        Err(ReadSmallError::Io(e)) => {
+            return StoredLogStart::Unusable(match e.not_regular_file() {
+                Some(what) => LogStartProblem::NotAFile(what),
+                None => LogStartProblem::Unreadable {
+                    op: e.op(),
+                    kind: e.kind(),
+                },
+            });
+        }
     };
-    match read() {
+    match decode_log_start(&bytes) {
         Ok(start) => StoredLogStart::Start(start),
-        Err(problem) => StoredLogStart::Unusable(problem),
+        Err(e) => StoredLogStart::Unusable(LogStartProblem::Invalid(e)),
     }
 }
 
@@ -97,39 +89,20 @@ pub fn read_log_start(fs: &FileSystem, dir: &Path) -> StoredLogStart {
 /// taken by something that is not a regular file: a start that cannot be
 /// recorded must not be reported as moved.
 pub fn write_log_start(fs: &FileSystem, dir: &Path, start: &LogStart) -> Result<(), RecoveryError> {
-    let temp_path = dir.join(LOG_START_TEMP_FILE_NAME);
-    let path = dir.join(LOG_START_FILE_NAME);
-    let io_err =
-        |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
-    for name in [&path, &temp_path] {
-        match fs.entry_type(name) {
-            Ok(None | Some(FileType::Regular)) => {}
-            Ok(Some(file_type)) => {
-                return Err(RecoveryError::NotRegularFile {
-                    path: name.clone(),
-                    not_regular: felix_io::NotRegularFile {
-                        file_type,
-                        via_symlink: false,
-                    },
-                });
-            }
-            Err(e) => return Err(io_err("stat", name, e)),
+    // Durable before it is relied on: a crash must never leave `log-start`
+    // naming a partial file (which would read as no start at all, bringing
+    // deleted records back).
+    replace_file(
+        fs,
+        dir,
+        LOG_START_FILE_NAME,
+        LOG_START_TEMP_FILE_NAME,
+        &encode_log_start(start),
+    )
+    .map_err(|e| match e {
+        ReplaceError::NotRegular { path, not_regular } => {
+            RecoveryError::NotRegularFile { path, not_regular }
         }
-    }
-    let temp = fs
-        .open(&temp_path, OpenMode::CreateTruncate)
-        .map_err(|e| io_err("create", &temp_path, e))?;
-    temp.write_all_at(&encode_log_start(start), 0)
-        .map_err(|e| io_err("write", &temp_path, e))?;
-    // Durable before the name points at it: a crash must never leave
-    // `log-start` naming a partial file (which would read as no start at
-    // all, bringing deleted records back).
-    temp.sync_all()
-        .map_err(|e| io_err("fsync", &temp_path, e))?;
-    drop(temp);
-    fs.rename(&temp_path, &path)
-        .map_err(|e| io_err("rename", &temp_path, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| io_err("fsync directory", dir, e))?;
-    Ok(())
+        ReplaceError::Io(e) => RecoveryError::Io(e),
+    })
 }

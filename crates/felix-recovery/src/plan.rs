@@ -12,6 +12,7 @@ use felix_format::{CorruptionKind, CorruptionSite, FileKind, ShardKey, file_name
 use felix_segment::SparseIndex;
 
 use crate::log_start::StoredLogStart;
+use crate::raft_state::StoredRaftState;
 
 use crate::classify::{RepairClass, header_damage_class, is_repairable_tail};
 use crate::facts::{ScannedSegment, SegmentFacts, SegmentState, ShardFacts};
@@ -30,6 +31,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         clean_shutdown_note,
         key,
         log_start,
+        raft_state,
         segments,
         clean_newest,
     } = facts;
@@ -68,6 +70,9 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
     }
     if let StoredLogStart::Unusable(problem) = log_start {
         inspection.notes.push(Note::LogStartUnusable { problem });
+    }
+    if let Some(StoredRaftState::Unusable(problem)) = raft_state {
+        inspection.notes.push(Note::RaftStateUnusable { problem });
     }
     // Segments below the one the log-start file names are not part of the
     // log (a deletion of records or a reset left them): planned for removal,

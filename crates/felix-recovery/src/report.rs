@@ -14,8 +14,8 @@ use crate::location::UnwrittenBlocks;
 mod problems;
 
 pub use problems::{
-    CleanShutdownUnused, IndexProblem, KeyFileProblem, LogStartProblem, TemporaryKind,
-    TimeIndexProblem,
+    CleanShutdownUnused, IndexProblem, KeyFileProblem, LogStartProblem, RaftStateProblem,
+    TemporaryKind, TimeIndexProblem,
 };
 
 /// One piece of damage to segment data.
@@ -353,6 +353,13 @@ pub enum Note {
         /// Why.
         problem: LogStartProblem,
     },
+    /// The raft-state file (the vote and last purged entry of a Raft log
+    /// kept in the shard) cannot be used. No record depends on it, so the
+    /// shard opens; the Raft log refuses to open until it is restored.
+    RaftStateUnusable {
+        /// Why.
+        problem: RaftStateProblem,
+    },
     /// The log-start file records a start past the end of the log's records
     /// (a crash lost the records written after them): the log begins at the
     /// start, empty, and the next record gets that offset.
@@ -436,6 +443,7 @@ impl fmt::Display for Note {
                     TemporaryKind::CleanShutdown => "an interrupted clean shutdown".to_owned(),
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
                     TemporaryKind::LogStart => "an interrupted log-start write".to_owned(),
+                    TemporaryKind::RaftState => "an interrupted raft-state write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -463,6 +471,9 @@ impl fmt::Display for Note {
                     ShardFileName::LogStart => f.write_str(
                         "; the log begins at its first segment's base offset",
                     ),
+                    ShardFileName::RaftState => {
+                        f.write_str("; a Raft log kept in the shard will not open")
+                    }
                     _ => Ok(()),
                 }
             }
@@ -491,6 +502,10 @@ impl fmt::Display for Note {
             Self::LogStartUnusable { problem } => write!(
                 f,
                 "log-start file unusable: {problem}; the log begins at its first segment's base offset (records deleted before the recorded start reappear)"
+            ),
+            Self::RaftStateUnusable { problem } => write!(
+                f,
+                "raft-state file unusable: {problem}; the shard's records are unaffected, but a Raft log kept in the shard will not open until it is restored"
             ),
             Self::LogStartPastEnd {
                 start_offset,

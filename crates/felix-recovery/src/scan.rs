@@ -217,6 +217,9 @@ pub(crate) fn gather(
     } else {
         crate::log_start::StoredLogStart::Missing
     };
+    let raft_state = listing
+        .raft_state
+        .then(|| crate::raft_state::read_raft_state(fs, dir));
     let ids = &listing.segments;
     let count = ids.len();
     // A trusted record lists the last segment as one the shard wrote, not
@@ -247,6 +250,7 @@ pub(crate) fn gather(
         clean_shutdown_note,
         key,
         log_start,
+        raft_state,
         segments,
     })
 }

@@ -248,12 +248,20 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
         "00000000000000000001.log.tmp",
         "clean-shutdown.tmp",
         "epochs.tmp",
+        "raft-state.tmp",
         "operator-backup.log.tmp",
         "7.log.tmp",
         "00000000000000000001.index.tmp",
     ] {
         std::fs::write(d.join(name), b"left by someone").unwrap();
     }
+    // felix-raft's file: neither a stray nor a temporary, and kept.
+    // A valid one: a damaged one would be a note of its own.
+    std::fs::write(
+        d.join("raft-state"),
+        felix_format::raft_state::encode_raft_state(&Default::default()),
+    )
+    .unwrap();
     let inspection = inspect_in_time(d).unwrap();
     let stray = |name: &str| Note::StrayFile {
         name: name.to_owned(),
@@ -274,6 +282,7 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
             ),
             temporary("clean-shutdown.tmp", TemporaryKind::CleanShutdown),
             temporary("epochs.tmp", TemporaryKind::EpochsUpdate),
+            temporary("raft-state.tmp", TemporaryKind::RaftState),
         ]
     );
     assert!(inspection.plan.is_empty(), "temporaries are no repair");
@@ -296,4 +305,5 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
             "operator-backup.log.tmp"
         ]
     );
+    assert!(d.join("raft-state").exists());
 }

@@ -5,8 +5,9 @@
 //! `target/bench/results.md` (the table) and the table into
 //! `docs/performance.md` between its markers.
 //!
-//! Orchestration only: every measurement is one process of `felix-bench` or
-//! of its `peers` example printing one JSON line.
+//! Orchestration only: every measurement is one process of `felix-bench`,
+//! of its `peers` example or of felix-raft's `raft_bench` example, printing
+//! one JSON line.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 mod commit;
 mod contract;
+mod raft;
 mod report;
 mod scenarios;
 mod scrub_row;
@@ -45,6 +47,7 @@ fn program_path(root: &Path, program: Program) -> PathBuf {
     match program {
         Program::Bench => root.join("target/release/felix-bench"),
         Program::Peers => root.join("target/release/examples/peers"),
+        Program::Raft => root.join("target/release/examples/raft_bench"),
     }
 }
 
@@ -264,8 +267,26 @@ pub fn run_bench(root: &Path, options: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds felix-bench, prepares the data the cells need and runs the cells'
-/// rounds, collecting every line.
+/// `cargo build --release` with `args`.
+fn build(root: &Path, args: &[&str]) -> Result<(), String> {
+    println!("==> cargo build --release {}", args.join(" "));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .arg("build")
+        .arg("--release")
+        .args(args)
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo build --release {} failed", args.join(" ")))
+    }
+}
+
+/// Builds the programs the cells run (felix-bench, felix-raft's bench),
+/// prepares the data the cells need and runs the cells' rounds, collecting
+/// every line.
 fn run_cells(
     root: &Path,
     sizes: &Sizes,
@@ -274,22 +295,20 @@ fn run_cells(
     samples: &mut Samples,
     jsonl: &mut String,
 ) -> Result<(), String> {
-    println!("==> cargo build --release -p felix-bench --bin felix-bench --examples");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "felix-bench",
-            "--bin",
-            "felix-bench",
-            "--examples",
-        ])
-        .status()
-        .map_err(|e| format!("cargo build: {e}"))?;
-    if !status.success() {
-        return Err("cargo build failed".into());
+    let uses = |program: Program| {
+        cells
+            .iter()
+            .any(|c| c.runs.iter().any(|r| r.program == program))
+    };
+    if uses(Program::Bench) || uses(Program::Peers) {
+        build(
+            root,
+            &["-p", "felix-bench", "--bin", "felix-bench", "--examples"],
+        )?;
+    }
+    if uses(Program::Raft) {
+        // felix-bench cannot depend on felix-raft: its bench is an example.
+        build(root, &["-p", "felix-raft", "--example", "raft_bench"])?;
     }
     let needs = |prefix: &str| {
         cells.iter().any(|c| {
@@ -395,6 +414,8 @@ mod tests {
                     "follow-paced",
                     "follow-commit",
                     "shards-du",
+                    "raft-commit-w64",
+                    "raft-commit-w1",
                 ]
             );
             for scenario in &scenarios {

@@ -18,6 +18,8 @@ pub(super) enum Program {
     Bench,
     /// `target/release/examples/peers`.
     Peers,
+    /// felix-raft's `target/release/examples/raft_bench`.
+    Raft,
 }
 
 /// One implementation of a scenario: a program and its arguments.
@@ -452,6 +454,7 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
         vec![Target::Curve(memory_does_not_grow_with_data)],
     ));
     out.extend(super::contract::scenarios(s, &d("contract")));
+    out.extend(super::raft::scenarios(s, &d("raft")));
     out
 }
 

@@ -22,6 +22,9 @@ pub(super) struct Sizes {
     pub(super) memory_bytes: [u64; 2],
     /// Sealed segments a scrub reads while on-commit appends are measured.
     pub(super) scrub_sealed_bytes: u64,
+    /// Entries written through openraft per run with 64 writers (a
+    /// tenth with one writer).
+    pub(super) raft_entries: u64,
 }
 
 /// `cargo xtask bench`.
@@ -42,6 +45,7 @@ pub(super) const FULL: Sizes = Sizes {
     crash_sealed: [0, 4, 16],
     memory_bytes: [512 * MIB, 2048 * MIB],
     scrub_sealed_bytes: 1024 * MIB,
+    raft_entries: 10_000,
 };
 
 /// `cargo xtask bench --quick`.
@@ -62,4 +66,5 @@ pub(super) const QUICK: Sizes = Sizes {
     crash_sealed: [0, 4, 16],
     memory_bytes: [128 * MIB, 512 * MIB],
     scrub_sealed_bytes: 256 * MIB,
+    raft_entries: 4_000,
 };

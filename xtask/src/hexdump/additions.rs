@@ -2,6 +2,7 @@
 //! the log-start file.
 
 use felix_format::log_start::{LOG_START_FILE_LEN, decode_log_start};
+use felix_format::raft_state::{RAFT_STATE_FILE_LEN, decode_raft_state};
 use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 
 use super::{Dump, be_u32, crc_note, entries, flags, magic, number, plain};
@@ -148,4 +149,57 @@ pub(super) fn tier_manifest(d: &mut Dump<'_>) {
         )),
         Err(err) => d.note(format!("decode_manifest: {}: {err}", err.name())),
     }
+}
+
+pub(super) fn raft_state(d: &mut Dump<'_>) {
+    let covered = d.bytes.get(..40).map(crc32);
+    let dumped = (|| {
+        d.blank();
+        d.note(format!("raft-state file ({RAFT_STATE_FILE_LEN} bytes)"));
+        d.field(4, "magic", |raw| magic(raw, b"FLRS"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", raft_state_flags)?;
+        d.field(8, "vote_term", number)?;
+        d.field(8, "voted_for", number)?;
+        d.field(8, "purged_term", number)?;
+        d.field(8, "purged_index", number)?;
+        d.field(4, "crc", |raw| {
+            crc_note(be_u32(raw), covered.unwrap_or_default(), "bytes 0..40")
+        })?;
+        if !d.rest().is_empty() {
+            let extra = d.rest().len();
+            d.rows(extra, "trailing");
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the file ends inside the field above");
+    }
+    d.blank();
+    match decode_raft_state(d.bytes) {
+        Ok(state) => d.note(format!(
+            "decode_raft_state: ok, vote {:?}, last purged {:?}",
+            state.vote, state.last_purged
+        )),
+        Err(err) => d.note(format!("decode_raft_state: {}: {err}", err.name())),
+    }
+}
+
+/// The raft-state flags, each set bit named.
+fn raft_state_flags(raw: &[u8]) -> String {
+    let found = raw.iter().fold(0u16, |acc, &b| (acc << 8) | u16::from(b));
+    let names = ["vote", "committed", "voted_for", "purged"];
+    let mut set: Vec<String> = names
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| found & (1 << bit) != 0)
+        .map(|(_, name)| (*name).to_string())
+        .collect();
+    if found >> names.len() != 0 {
+        set.push("undefined bits".into());
+    }
+    if set.is_empty() {
+        set.push("none".into());
+    }
+    format!("{found:#06X}: {}", set.join(", "))
 }

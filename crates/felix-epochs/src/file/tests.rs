@@ -3,14 +3,10 @@
 
 use std::fs;
 
-use super::*;
+use felix_io::Vfs;
+use felix_io::sim::{CrashPlan, SimFs, Tear};
 
-const STEPS: [StoreStep; 4] = [
-    StoreStep::TempWritten,
-    StoreStep::TempSynced,
-    StoreStep::Renamed,
-    StoreStep::DirSynced,
-];
+use super::*;
 
 use crate::history::history_of as history;
 
@@ -22,56 +18,89 @@ fn new_history() -> EpochHistory {
     history(&[(1, 0), (2, 10), (5, 40)])
 }
 
-/// Whether a crash right after `step` must leave the new file in place: only
-/// once the rename has happened.
-fn expects_new(step: StoreStep) -> bool {
-    step >= StoreStep::Renamed
-}
-
-#[test]
-fn store_crash_after_each_step_leaves_old_or_new() {
-    for step in STEPS {
-        let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
+/// A shard directory `/s` on a simulated disk, with the old history stored
+/// when `old`.
+fn sim_dir(old: bool) -> SimFs {
+    let sim = SimFs::new();
+    sim.create_dir_all(Path::new("/s")).unwrap();
+    sim.sync_dir(Path::new("/")).unwrap();
+    if old {
+        let file = EpochsFile::new(&FileSystem::new(sim.clone()), "/s");
         file.store(&old_history()).unwrap();
-
-        file.store_until(&new_history(), Some(step)).unwrap();
-        let loaded = file.load();
-
-        assert!(matches!(loaded.status, LoadStatus::Loaded), "{step:?}");
-        let expected = if expects_new(step) {
-            new_history()
-        } else {
-            old_history()
-        };
-        assert_eq!(loaded.history, expected, "{step:?}");
-        assert_eq!(loaded.removed_stale_temp, !expects_new(step), "{step:?}");
-        assert!(!dir.path().join(EPOCHS_TEMP_FILE_NAME).exists(), "{step:?}");
-
-        // The shard goes on: the next store after the crash completes.
-        file.store(&new_history()).unwrap();
-        assert_eq!(file.load().history, new_history(), "{step:?}");
     }
+    sim
+}
+
+/// Cuts the power after every call of a store of the new history and loads
+/// every disk the crash could leave (each subset of the pending operations,
+/// every kept write whole or torn): the old history (absent without one) or
+/// the new, the new once the store returned, and the shard goes on.
+fn crash_through_a_store(old: bool) -> (u64, u64) {
+    let calls = {
+        let sim = sim_dir(old);
+        let before = sim.mutating_calls();
+        EpochsFile::new(&FileSystem::new(sim.clone()), "/s")
+            .store(&new_history())
+            .unwrap();
+        sim.mutating_calls() - before
+    };
+    let (mut states, mut new) = (0, 0);
+    for cut in 0..=calls {
+        let sim = sim_dir(old);
+        sim.cut_power_after(cut);
+        let returned = EpochsFile::new(&FileSystem::new(sim.clone()), "/s")
+            .store(&new_history())
+            .is_ok();
+        let pending = sim.pending();
+        for bits in 0..1u64 << pending.len() {
+            let keep: Vec<bool> = (0..pending.len()).map(|i| bits >> i & 1 == 1).collect();
+            let tears = (0..pending.len())
+                .filter(|&i| keep[i] && pending[i].kind == "write")
+                .flat_map(|i| {
+                    [
+                        Some((i, Tear::Prefix(pending[i].len / 2))),
+                        Some((i, Tear::Zeros)),
+                    ]
+                });
+            for tear in std::iter::once(None).chain(tears) {
+                states += 1;
+                let plan = CrashPlan {
+                    keep: keep.clone(),
+                    tear,
+                };
+                let file = EpochsFile::new(&FileSystem::new(sim.crash(&plan)), "/s");
+                let loaded = file.load();
+                let at = format!("cut after {cut} (returned: {returned}), {plan:?}: {loaded:?}");
+                if loaded.history == new_history() {
+                    new += 1;
+                    assert!(matches!(loaded.status, LoadStatus::Loaded), "{at}");
+                } else if old {
+                    assert!(!returned, "{at}");
+                    assert!(matches!(loaded.status, LoadStatus::Loaded), "{at}");
+                    assert_eq!(loaded.history, old_history(), "{at}");
+                } else {
+                    assert!(!returned, "{at}");
+                    assert!(matches!(loaded.status, LoadStatus::Absent), "{at}");
+                }
+                // The shard goes on: the next store after the crash completes.
+                file.store(&new_history()).unwrap();
+                assert_eq!(file.load().history, new_history(), "{at}");
+            }
+        }
+    }
+    (states, new)
 }
 
 #[test]
-fn store_crash_after_each_step_without_old_file_leaves_absent_or_new() {
-    for step in STEPS {
-        let dir = tempfile::tempdir().unwrap();
-        let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
+fn store_crash_at_every_call_leaves_old_or_new() {
+    let (states, new) = crash_through_a_store(true);
+    assert!(states >= 12 && new > 0 && new < states, "{new} of {states}");
+}
 
-        file.store_until(&new_history(), Some(step)).unwrap();
-        let loaded = file.load();
-
-        if expects_new(step) {
-            assert!(matches!(loaded.status, LoadStatus::Loaded), "{step:?}");
-            assert_eq!(loaded.history, new_history(), "{step:?}");
-        } else {
-            assert!(matches!(loaded.status, LoadStatus::Absent), "{step:?}");
-            assert!(loaded.history.is_empty(), "{step:?}");
-        }
-        assert_eq!(loaded.removed_stale_temp, !expects_new(step), "{step:?}");
-    }
+#[test]
+fn store_crash_at_every_call_without_old_file_leaves_absent_or_new() {
+    let (states, new) = crash_through_a_store(false);
+    assert!(states >= 12 && new > 0 && new < states, "{new} of {states}");
 }
 
 #[test]
@@ -84,8 +113,6 @@ fn load_torn_temp_after_crash_reads_old_and_removes_it() {
         let dir = tempfile::tempdir().unwrap();
         let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
         file.store(&old_history()).unwrap();
-        file.store_until(&new_history(), Some(StoreStep::TempWritten))
-            .unwrap();
         fs::write(dir.path().join(EPOCHS_TEMP_FILE_NAME), &full[..len]).unwrap();
 
         let loaded = file.load();

@@ -8,6 +8,7 @@ use felix_format::CorruptionKind;
 use felix_format::clean::CleanShutdownDecodeError;
 use felix_format::key_file::KeyFileDecodeError;
 use felix_format::log_start::LogStartDecodeError;
+use felix_format::raft_state::RaftStateDecodeError;
 use felix_format::time_index::{TimeIndexDecodeError, TimeIndexHeader};
 use felix_io::NotRegularFile;
 use felix_segment::{IndexLoadError, TimeIndexLoadError};
@@ -112,6 +113,9 @@ pub enum TemporaryKind {
     KeyFile,
     /// `log-start.tmp`: a log-start file, before its rename.
     LogStart,
+    /// `raft-state.tmp`: a Raft log's vote and purge record, before its
+    /// rename (the file it replaces is still in place).
+    RaftState,
 }
 
 /// Why an index could not be used.
@@ -293,6 +297,48 @@ impl LogStartProblem {
             Self::TooLarge { .. } => "LogStartTooLarge",
             Self::NotAFile(_) => "LogStartNotAFile",
             Self::Unreadable { .. } => "LogStartUnreadable",
+        }
+    }
+}
+
+/// Why a raft-state file (a Raft log's vote and last purged entry) could
+/// not be used. No record depends on it; the Raft log kept in the shard
+/// refuses to open until it is restored.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RaftStateProblem {
+    /// Its bytes do not decode.
+    #[error("it does not decode ({}: {})", .0.name(), .0)]
+    Invalid(RaftStateDecodeError),
+    /// It is longer than the file's 44 bytes.
+    #[error("it is {len} bytes, longer than a raft-state file")]
+    TooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// Its name is not a regular file: never opened.
+    #[error("it is {0}")]
+    NotAFile(NotRegularFile),
+    /// It could not be read.
+    #[error("it could not be read ({op}: {kind})")]
+    Unreadable {
+        /// What failed: open, stat or read.
+        op: &'static str,
+        /// How.
+        kind: io::ErrorKind,
+    },
+}
+
+impl RaftStateProblem {
+    /// A stable name for the problem, for reports and scripts: the decode
+    /// error's name (`RaftStateChecksum`, ...), or `RaftStateTooLarge`,
+    /// `RaftStateNotAFile`, `RaftStateUnreadable`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Invalid(err) => err.name(),
+            Self::TooLarge { .. } => "RaftStateTooLarge",
+            Self::NotAFile(_) => "RaftStateNotAFile",
+            Self::Unreadable { .. } => "RaftStateUnreadable",
         }
     }
 }

@@ -1,0 +1,97 @@
+//! What can go wrong opening or using a felix Raft log, with the facts.
+
+use std::path::PathBuf;
+
+use felix_format::raft_state::RaftStateDecodeError;
+use felix_io::IoError;
+use felix_storage::StorageError;
+
+/// Why a felix Raft log could not open, or an operation on it failed.
+///
+/// openraft sees these inside its `StorageError` (as the source of a
+/// `StorageIOError`), so the chain still reaches the felix error and its
+/// `io::Error`.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RaftLogError {
+    /// The shard failed (open, append, read, truncate, purge).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Reading or replacing the raft-state file failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// The raft-state file is damaged: the vote and the last purged id are
+    /// unknown, so the log does not open (a vote forgotten could let this
+    /// node vote twice in a term).
+    #[error("raft-state file {path} is unusable: {source}")]
+    RaftState {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its bytes.
+        #[source]
+        source: RaftStateDecodeError,
+    },
+    /// The raft-state file's name (or its temporary's) is taken by
+    /// something that is not a regular file: not ours, so the vote or purge
+    /// was not recorded (nor the call done).
+    #[error("{} is {not_regular}; the raft-state file was not replaced", path.display())]
+    RaftStateNotAFile {
+        /// The name taken.
+        path: PathBuf,
+        /// What it is.
+        not_regular: felix_io::NotRegularFile,
+    },
+    /// A record of the shard is not an entry this codec wrote.
+    #[error("the record at offset {offset} of shard {shard} is not a Raft entry: {source}")]
+    Entry {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset (the entry's index).
+        offset: u64,
+        /// Why it did not decode.
+        #[source]
+        source: postcard::Error,
+    },
+    /// A record's entry names another index than the record's offset.
+    #[error("the record at offset {offset} of shard {shard} holds the entry of index {index}")]
+    IndexMismatch {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset.
+        offset: u64,
+        /// The index its entry names.
+        index: u64,
+    },
+    /// An append into a non-empty log does not begin at its end (openraft
+    /// truncates before it overwrites, so this is a caller's bug).
+    #[error("append of index {first} into shard {shard}, whose next index is {next}")]
+    AppendGap {
+        /// The shard's label.
+        shard: String,
+        /// The first index appended.
+        first: u64,
+        /// The log's next index.
+        next: u64,
+    },
+    /// Encoding an entry failed (postcard reports only what serde reports).
+    #[error("encoding the entry of index {index} failed: {source}")]
+    Encode {
+        /// The entry's index.
+        index: u64,
+        /// The serializer's error.
+        #[source]
+        source: postcard::Error,
+    },
+}
+
+impl RaftLogError {
+    /// The error as an `io::Error` of the same kind where there is one,
+    /// for openraft's flush callback, which takes an `io::Error`.
+    pub fn into_io_error(self) -> std::io::Error {
+        let kind = match &self {
+            Self::Storage(e) => e.io_kind().unwrap_or(std::io::ErrorKind::Other),
+            _ => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, self)
+    }
+}

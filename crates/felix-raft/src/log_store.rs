@@ -1,0 +1,450 @@
+//! The adapter: openraft's `RaftLogStorage` and `RaftLogReader` over a
+//! felix [`Shard`].
+
+use std::fmt::Debug;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
+use felix_io::FileSystem;
+use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, StoreConfig};
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{
+    CommittedLeaderId, Entry, LeaderId, LogId, OptionalSend, RaftLogReader, RaftTypeConfig,
+    StorageError, StorageIOError, Vote,
+};
+
+use crate::codec::{decode_entry, encode_entry};
+use crate::error::RaftLogError;
+use crate::state_file;
+
+/// How many bytes of records one read of the shard asks for: entries are
+/// decoded from it, so this bounds the memory of one step of a long read.
+const READ_CHUNK_BYTES: u64 = 4 << 20;
+
+/// A Raft log kept in a felix shard: one entry per record, the entry's
+/// index the record's offset, its term the record's generation.
+///
+/// Cheap to clone: clones share the shard (openraft's log readers are
+/// clones). See the crate docs for the invariants and the files.
+pub struct FelixLogStore<C> {
+    inner: Arc<Inner>,
+    config: PhantomData<fn() -> C>,
+}
+
+impl<C> Clone for FelixLogStore<C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            config: PhantomData,
+        }
+    }
+}
+
+impl<C> Debug for FelixLogStore<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FelixLogStore")
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    shard: Shard,
+    fs: FileSystem,
+    dir: PathBuf,
+    /// What the raft-state file holds, as last stored.
+    state: Mutex<RaftState>,
+    /// The task reporting the last append's durability, when appends run
+    /// in a tokio runtime: the next report waits for it, so reports reach
+    /// openraft in append order.
+    last_report: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// How to open a [`FelixLogStore`]: [`FelixLogStore::options`].
+pub struct LogOptions<C> {
+    dir: PathBuf,
+    config: StoreConfig,
+    fs: FileSystem,
+    types: PhantomData<fn() -> C>,
+}
+
+impl<C> Debug for LogOptions<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogOptions")
+            .field("dir", &self.dir)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> LogOptions<C> {
+    /// The shard's configuration. Default: [`StoreConfig::default`]. Its
+    /// durability is replaced by [`Durability::None`]: the log asks for the
+    /// sync covering each append itself, and reports it to openraft through
+    /// the append's callback.
+    pub fn config(mut self, config: StoreConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The file system. Default: the real one ([`FileSystem::os`]).
+    pub fn file_system(mut self, fs: FileSystem) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Opens the log in its directory (created if missing): the shard
+    /// (recovery runs as for any shard), then the raft-state file, then a
+    /// purge a crash interrupted is finished.
+    pub fn open(self) -> Result<FelixLogStore<C>, RaftLogError> {
+        let config = StoreConfig {
+            durability: Durability::None,
+            ..self.config
+        };
+        let shard = Shard::options(&self.dir)
+            .config(config)
+            .file_system(self.fs.clone())
+            .open()?;
+        let state = state_file::load(&self.fs, &self.dir)?;
+        let inner = Inner {
+            shard,
+            fs: self.fs,
+            dir: self.dir,
+            state: Mutex::new(state),
+            last_report: Mutex::new(None),
+        };
+        // A purge stores its id first, then moves the log start: a crash
+        // between the two leaves the start below the purged id.
+        if let Some(purged) = state.last_purged {
+            inner.move_start(purged.index.saturating_add(1))?;
+        }
+        Ok(FelixLogStore {
+            inner: Arc::new(inner),
+            config: PhantomData,
+        })
+    }
+}
+
+impl<C> FelixLogStore<C> {
+    /// Options for the log kept in `dir`.
+    ///
+    /// ```
+    /// use felix_raft::{FelixLogStore, TypeConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let log: FelixLogStore<TypeConfig> = FelixLogStore::options(dir.path()).open()?;
+    /// assert_eq!(log.shard().next_offset(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(dir: impl AsRef<Path>) -> LogOptions<C> {
+        LogOptions {
+            dir: dir.as_ref().to_path_buf(),
+            config: StoreConfig::default(),
+            fs: FileSystem::os(),
+            types: PhantomData,
+        }
+    }
+
+    /// The shard the log is kept in (for inspection: writing to it behind
+    /// the log's back breaks the log).
+    pub fn shard(&self) -> &Shard {
+        &self.inner.shard
+    }
+
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Closes the shard (everything written made durable, the directory's
+    /// lock released), so the directory can be opened again while clones
+    /// of this handle are still alive.
+    pub fn close(&self) -> Result<(), RaftLogError> {
+        Ok(self.inner.shard.close()?)
+    }
+}
+
+impl Inner {
+    fn state(&self) -> RaftState {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stores `state` in the raft-state file, then keeps it.
+    fn store_state(&self, state: RaftState) -> Result<(), RaftLogError> {
+        let mut held = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state_file::store(&self.fs, &self.dir, &state)?;
+        *held = state;
+        Ok(())
+    }
+
+    /// Makes the log begin at `start` at the earliest: records below it
+    /// go (the log start moves, or the log restarts empty at `start` when
+    /// that is past its end). A start at or below the current one changes
+    /// nothing.
+    fn move_start(&self, start: u64) -> Result<(), RaftLogError> {
+        let offsets = self.shard.offsets();
+        if start <= offsets.base {
+            return Ok(());
+        }
+        if start <= offsets.written {
+            self.shard.delete_records_before(start)?;
+        } else {
+            self.shard.reset_to(start)?;
+        }
+        Ok(())
+    }
+
+    fn read_entries<C>(&self, start: u64, end: u64) -> Result<Vec<Entry<C>>, RaftLogError>
+    where
+        C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+    {
+        let label = self.shard.label();
+        let mut entries = Vec::new();
+        let mut from = start.max(self.shard.base_offset());
+        while from < end {
+            let records = match self
+                .shard
+                .read_bounded(from, READ_CHUNK_BYTES, ReadBound::Written)
+            {
+                Ok(records) => records,
+                // A purge moved the start meanwhile: what is gone is "not
+                // found", which openraft allows.
+                Err(felix_storage::StorageError::Trimmed { oldest, .. }) if oldest > from => {
+                    from = oldest;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if records.is_empty() {
+                break;
+            }
+            for record in records {
+                if record.offset >= end {
+                    return Ok(entries);
+                }
+                from = record.offset + 1;
+                entries.push(decode_entry(label, record.offset, &record.payload)?);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The id of the last entry held, if the log holds one.
+    fn last_entry_id<C>(&self) -> Result<Option<LogId<u64>>, RaftLogError>
+    where
+        C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+    {
+        let offsets = self.shard.offsets();
+        if offsets.written == offsets.base {
+            return Ok(None);
+        }
+        let last = offsets.written - 1;
+        Ok(self
+            .read_entries::<C>(last, last + 1)?
+            .pop()
+            .map(|e| e.log_id))
+    }
+}
+
+fn log_id(id: RaftLogId) -> LogId<u64> {
+    LogId::new(CommittedLeaderId::new(id.term, 0), id.index)
+}
+
+fn raft_log_id(id: &LogId<u64>) -> RaftLogId {
+    RaftLogId {
+        term: id.leader_id.term,
+        index: id.index,
+    }
+}
+
+fn vote_of(vote: RaftVote) -> Vote<u64> {
+    Vote {
+        leader_id: LeaderId {
+            term: vote.term,
+            voted_for: vote.voted_for,
+        },
+        committed: vote.committed,
+    }
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+fn read_err(e: RaftLogError) -> StorageError<u64> {
+    StorageIOError::read_logs(&e).into()
+}
+
+fn write_err(e: RaftLogError) -> StorageError<u64> {
+    StorageIOError::write_logs(&e).into()
+}
+
+impl<C> RaftLogReader<C> for FelixLogStore<C>
+where
+    C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+{
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<C::Entry>, StorageError<u64>> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => u64::MAX,
+        };
+        self.inner.read_entries::<C>(start, end).map_err(read_err)
+    }
+}
+
+impl<C> RaftLogStorage<C> for FelixLogStore<C>
+where
+    C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+{
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<C>, StorageError<u64>> {
+        let last_purged_log_id = self.inner.state().last_purged.map(log_id);
+        let last_log_id = self
+            .inner
+            .last_entry_id::<C>()
+            .map_err(read_err)?
+            .or(last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+        let mut state = self.inner.state();
+        state.vote = Some(RaftVote {
+            term: vote.leader_id.term,
+            voted_for: vote.leader_id.voted_for,
+            committed: vote.committed,
+        });
+        self.inner
+            .store_state(state)
+            .map_err(|e| StorageIOError::write_vote(&e).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
+        Ok(self.inner.state().vote.map(vote_of))
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<C>,
+    ) -> Result<(), StorageError<u64>>
+    where
+        I: IntoIterator<Item = C::Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let shard = &self.inner.shard;
+        let timestamp_micros = now_micros();
+        let records = entries
+            .into_iter()
+            .map(|entry| {
+                Ok(ReplicatedRecord {
+                    offset: entry.log_id.index,
+                    generation: Some(entry.log_id.leader_id.term),
+                    timestamp_micros,
+                    payload: Bytes::from(encode_entry(&entry)?),
+                })
+            })
+            .collect::<Result<Vec<_>, RaftLogError>>()
+            .map_err(write_err)?;
+        let end = match (records.first(), records.last()) {
+            (Some(first), Some(last)) => {
+                let offsets = shard.offsets();
+                if first.offset != offsets.written {
+                    if offsets.written != offsets.base {
+                        return Err(write_err(RaftLogError::AppendGap {
+                            shard: shard.label().to_owned(),
+                            first: first.offset,
+                            next: offsets.written,
+                        }));
+                    }
+                    // An empty log takes its first entry at any index (after
+                    // a purge past its end, or a snapshot installed).
+                    shard
+                        .reset_to(first.offset)
+                        .map_err(|e| write_err(e.into()))?;
+                }
+                shard
+                    .append_replicated(&records)
+                    .map_err(|e| write_err(e.into()))?;
+                last.offset + 1
+            }
+            _ => shard.next_offset(),
+        };
+        // Readable now; reported durable from the sync that covers it.
+        let report = move |outcome: felix_storage::Result<()>| {
+            callback
+                .log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
+        };
+        match tokio::runtime::Handle::try_current() {
+            // openraft waits for this report before its next command, so it
+            // is on every append's path: the sync thread wakes a task of the
+            // runtime openraft runs on, rather than a callback of the
+            // shard's dispatch thread, which would be one more thread to
+            // wake.
+            Ok(runtime) => {
+                let durable = shard.wait_durable_async(end);
+                let mut last = self
+                    .inner
+                    .last_report
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let previous = last.take();
+                *last = Some(runtime.spawn(async move {
+                    let outcome = durable.await;
+                    // Tasks may run in any order: a later append's report
+                    // must not overtake an earlier one's.
+                    if let Some(previous) = previous {
+                        let _ = previous.await;
+                    }
+                    report(outcome);
+                }));
+            }
+            Err(_) => shard.wait_durable_then(end, report),
+        }
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        let shard = &self.inner.shard;
+        let at = log_id.index.max(shard.base_offset());
+        shard.truncate_to(at).map_err(|e| write_err(e.into()))
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        // The id first, then the start: a crash between leaves an id the
+        // next open finishes the purge to (see `LogOptions::open`).
+        let mut state = self.inner.state();
+        let purged = raft_log_id(&log_id);
+        if state.last_purged.is_none_or(|p| p < purged) {
+            state.last_purged = Some(purged);
+            self.inner.store_state(state).map_err(write_err)?;
+        }
+        self.inner
+            .move_start(log_id.index.saturating_add(1))
+            .map_err(write_err)
+    }
+}

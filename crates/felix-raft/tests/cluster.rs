@@ -1,0 +1,271 @@
+//! Three Raft nodes in one process, each on its own felix log: writes
+//! through the leader, the leader stopped, a new one elected, the old one
+//! restarted from its directory (cleanly, or with its newest segment torn
+//! as a power loss leaves it) and caught up; then every committed entry is
+//! on all three, in order, byte-identical.
+#![expect(clippy::result_large_err, reason = "openraft's error types are large")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::net::Router;
+use common::sm::StateMachine;
+use felix_raft::{FelixLogStore, TypeConfig};
+use felix_storage::ReadBound;
+use openraft::{Config, Raft, SnapshotPolicy};
+
+/// Entries written before the leader stops, and after.
+const BEFORE: u64 = 10_000;
+const AFTER: u64 = 1_000;
+/// Client writes in flight at once.
+const WRITERS: u64 = 64;
+
+struct Node {
+    raft: Raft<TypeConfig>,
+    log: FelixLogStore<TypeConfig>,
+    sm: StateMachine,
+}
+
+fn config(snapshots: bool) -> Arc<Config> {
+    let (snapshot_policy, max_in_snapshot_log_to_keep) = if snapshots {
+        // A snapshot every 1,000 entries; the log purged up to 100 below it.
+        (SnapshotPolicy::LogsSinceLast(1_000), 100)
+    } else {
+        (SnapshotPolicy::Never, 1_000)
+    };
+    Arc::new(
+        Config {
+            heartbeat_interval: 50,
+            election_timeout_min: 300,
+            election_timeout_max: 600,
+            snapshot_policy,
+            max_in_snapshot_log_to_keep,
+            ..Config::default()
+        }
+        .validate()
+        .unwrap(),
+    )
+}
+
+async fn start(router: &Router, root: &Path, id: u64, snapshots: bool) -> Node {
+    let log = FelixLogStore::options(log_dir(root, id)).open().unwrap();
+    start_on(router, root, id, log, snapshots).await
+}
+
+async fn start_on(
+    router: &Router,
+    root: &Path,
+    id: u64,
+    log: FelixLogStore<TypeConfig>,
+    snapshots: bool,
+) -> Node {
+    // With purging on, the state machine must come back from its snapshot:
+    // the entries below the last purge are gone from the log.
+    let sm = if snapshots {
+        StateMachine::persistent(root.join(format!("node-{id}")).join("snapshot"))
+    } else {
+        StateMachine::default()
+    };
+    let raft = Raft::new(
+        id,
+        config(snapshots),
+        router.clone(),
+        log.clone(),
+        sm.clone(),
+    )
+    .await
+    .unwrap();
+    router.add(id, raft.clone());
+    Node { raft, log, sm }
+}
+
+fn log_dir(root: &Path, id: u64) -> PathBuf {
+    root.join(format!("node-{id}")).join("log")
+}
+
+async fn stop(router: &Router, node: Node) {
+    router.remove(node.raft.metrics().borrow().id);
+    node.raft.shutdown().await.unwrap();
+    node.log.close().unwrap();
+}
+
+async fn leader(nodes: &[Option<Node>]) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for node in nodes.iter().flatten() {
+            let m = node.raft.metrics().borrow().clone();
+            if m.current_leader == Some(m.id) {
+                return m.id;
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader elected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Writes `count` entries, numbered from `first`, through `raft`,
+/// `WRITERS` at a time.
+async fn write(raft: &Raft<TypeConfig>, first: u64, count: u64) {
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let raft = raft.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = first + w;
+            while n < first + count {
+                raft.client_write(format!("entry {n:08}").into_bytes())
+                    .await
+                    .unwrap();
+                n += WRITERS;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+/// Every record of `log`, as bytes.
+fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, Vec<u8>)> {
+    let shard = log.shard();
+    let mut out = Vec::new();
+    let mut from = shard.base_offset();
+    loop {
+        let batch = shard
+            .read_bounded(from, 1 << 20, ReadBound::Written)
+            .unwrap();
+        if batch.is_empty() {
+            return out;
+        }
+        for r in batch {
+            from = r.offset + 1;
+            out.push((r.offset, r.payload.to_vec()));
+        }
+    }
+}
+
+/// Cuts the newest segment of `dir` in the middle of its last record and
+/// removes the clean-shutdown file, as a power loss leaves a directory
+/// whose last write was not synced.
+fn tear_newest_segment(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join("clean-shutdown"));
+    let newest = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&newest)
+        .unwrap();
+    let len = file.metadata().unwrap().len();
+    file.set_len(len - 7).unwrap();
+}
+
+async fn run(root: &Path, tear: bool, snapshots: bool) {
+    let router = Router::default();
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        nodes.push(Some(start(&router, root, id, snapshots).await));
+    }
+    let first = nodes[0].as_ref().unwrap();
+    first
+        .raft
+        .initialize(BTreeSet::from([1, 2, 3]))
+        .await
+        .unwrap();
+    let old = leader(&nodes).await;
+    let started = Instant::now();
+    write(&nodes[old as usize - 1].as_ref().unwrap().raft, 0, BEFORE).await;
+    eprintln!("{BEFORE} entries in {:?}", started.elapsed());
+
+    let stopped = nodes[old as usize - 1].take().unwrap();
+    let written = stopped.log.shard().next_offset();
+    stop(&router, stopped).await;
+    if tear {
+        tear_newest_segment(&log_dir(root, old));
+    }
+    let new = leader(&nodes).await;
+    assert_ne!(new, old);
+    let raft = nodes[new as usize - 1].as_ref().unwrap().raft.clone();
+    write(&raft, BEFORE, AFTER).await;
+
+    let log = FelixLogStore::options(log_dir(root, old)).open().unwrap();
+    // Recovery ran: the torn last entry is gone, the rest kept.
+    let reopened = log.shard().next_offset();
+    assert_eq!(reopened, if tear { written - 1 } else { written });
+    nodes[old as usize - 1] = Some(start_on(&router, root, old, log, snapshots).await);
+    let last = raft.metrics().borrow().last_log_index;
+    for node in nodes.iter().flatten() {
+        node.raft
+            .wait(Some(Duration::from_secs(30)))
+            .applied_index_at_least(last, "caught up")
+            .await
+            .unwrap();
+    }
+
+    let mut logs: Vec<_> = nodes.iter().flatten().map(|n| records(&n.log)).collect();
+    if snapshots {
+        // Compared above the highest purge of the three.
+        let above = nodes
+            .iter()
+            .flatten()
+            .map(|n| n.log.shard().base_offset())
+            .max()
+            .unwrap();
+        assert!(above > 0, "purged");
+        for node in nodes.iter().flatten() {
+            assert!(
+                node.sm.snapshot_last().is_some(),
+                "a snapshot was built or installed"
+            );
+        }
+        for log in &mut logs {
+            log.retain(|(offset, _)| *offset >= above);
+        }
+        assert!(!logs[0].is_empty());
+    } else {
+        assert!(logs[0].len() as u64 > BEFORE + AFTER, "{}", logs[0].len());
+    }
+    assert_eq!(logs[0], logs[1]);
+    assert_eq!(logs[0], logs[2]);
+    let applied: Vec<_> = nodes
+        .iter()
+        .flatten()
+        .map(|n| n.sm.data().entries)
+        .collect();
+    assert_eq!(applied[0].len() as u64, BEFORE + AFTER);
+    let mut written: Vec<_> = applied[0].iter().map(|(_, b)| b.clone()).collect();
+    written.sort();
+    let expected: Vec<_> = (0..BEFORE + AFTER)
+        .map(|n| format!("entry {n:08}").into_bytes())
+        .collect();
+    assert_eq!(written, expected, "every write committed once");
+    assert_eq!(applied[0], applied[1]);
+    assert_eq!(applied[0], applied[2]);
+    for node in nodes.into_iter().flatten() {
+        stop(&router, node).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_leader_stops_restarts_and_catches_up() {
+    let root = tempfile::tempdir().unwrap();
+    run(root.path(), false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_leader_restarts_from_a_torn_segment_and_catches_up() {
+    let root = tempfile::tempdir().unwrap();
+    run(root.path(), true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_with_snapshots_and_purging_restarts_and_agrees() {
+    let root = tempfile::tempdir().unwrap();
+    run(root.path(), false, true).await;
+}

@@ -1,0 +1,179 @@
+//! What a felix Raft log says after it is closed (or crashes) and opens
+//! again: the vote, the purge (term included), the entries.
+
+use felix_format::raft_state::{RaftLogId, RaftState, RaftStateDecodeError, encode_raft_state};
+use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
+use openraft::storage::{LogState, RaftLogStorage, RaftLogStorageExt};
+use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
+
+fn id(term: u64, index: u64) -> LogId<u64> {
+    LogId::new(CommittedLeaderId::new(term, 0), index)
+}
+
+fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+    Entry {
+        log_id: id(term, index),
+        payload: EntryPayload::Normal(format!("e{index}").into_bytes()),
+    }
+}
+
+fn open(dir: &std::path::Path) -> FelixLogStore<TypeConfig> {
+    FelixLogStore::options(dir).open().unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn reopen_log_keeps_vote_entries_and_purge_with_its_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        log.blocking_append((0..10).map(|i| entry(1 + i / 5, i)))
+            .await
+            .unwrap();
+        log.save_vote(&Vote::new_committed(2, 3)).await.unwrap();
+        log.purge(id(1, 3)).await.unwrap();
+        log.close().unwrap();
+        drop(log);
+
+        let mut log = open(dir.path());
+        assert_eq!(
+            log.read_vote().await.unwrap(),
+            Some(Vote::new_committed(2, 3))
+        );
+        assert_eq!(
+            log.get_log_state().await.unwrap(),
+            LogState {
+                last_purged_log_id: Some(id(1, 3)),
+                last_log_id: Some(id(2, 9)),
+            }
+        );
+        let entries = log.try_get_log_entries(0..100).await.unwrap();
+        assert_eq!(entries.first().map(|e| e.log_id), Some(id(1, 4)));
+        assert_eq!(entries.len(), 6);
+        // The terms are the shard's generations.
+        assert_eq!(log.shard().generation_at(4), Some(1));
+        assert_eq!(log.shard().generation_at(9), Some(2));
+    });
+}
+
+#[test]
+fn reopen_after_purge_past_the_end_is_empty_at_the_purged_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        log.blocking_append((0..3).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.purge(id(4, 20)).await.unwrap();
+        log.close().unwrap();
+        drop(log);
+
+        let mut log = open(dir.path());
+        assert_eq!(
+            log.get_log_state().await.unwrap(),
+            LogState {
+                last_purged_log_id: Some(id(4, 20)),
+                last_log_id: Some(id(4, 20)),
+            }
+        );
+        assert_eq!(log.shard().base_offset(), 21);
+        log.blocking_append([entry(5, 21)]).await.unwrap();
+        assert_eq!(
+            log.get_log_state().await.unwrap().last_log_id,
+            Some(id(5, 21))
+        );
+    });
+}
+
+/// A purge stores its id, then moves the log start: a crash between the
+/// two leaves the raft-state file ahead of the shard, and the next open
+/// finishes the purge.
+#[test]
+fn open_after_crash_between_purge_writes_finishes_the_purge() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        log.blocking_append((0..10).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.save_vote(&Vote::new(1, 2)).await.unwrap();
+        log.close().unwrap();
+        drop(log);
+        // The first write of purge((1, 5)) done, the second not.
+        let state = RaftState {
+            vote: Some(felix_format::raft_state::RaftVote {
+                term: 1,
+                voted_for: Some(2),
+                committed: false,
+            }),
+            last_purged: Some(RaftLogId { term: 1, index: 5 }),
+        };
+        std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state)).unwrap();
+
+        let mut log = open(dir.path());
+        assert_eq!(log.shard().base_offset(), 6);
+        assert_eq!(
+            log.get_log_state().await.unwrap(),
+            LogState {
+                last_purged_log_id: Some(id(1, 5)),
+                last_log_id: Some(id(1, 9)),
+            }
+        );
+        assert_eq!(log.read_vote().await.unwrap(), Some(Vote::new(1, 2)));
+        let entries = log.try_get_log_entries(0..10).await.unwrap();
+        assert_eq!(entries.first().map(|e| e.log_id.index), Some(6));
+    });
+}
+
+#[test]
+fn open_with_damaged_raft_state_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    let path = dir.path().join("raft-state");
+    std::fs::write(&path, b"FLRS torn").unwrap();
+    let err = FelixLogStore::<TypeConfig>::options(dir.path())
+        .open()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            RaftLogError::RaftState { path: p, source: RaftStateDecodeError::Length { len: 9 } }
+                if *p == path
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn truncate_drops_entries_and_their_generations() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        log.blocking_append((0..6).map(|i| entry(1 + i / 3, i)))
+            .await
+            .unwrap();
+        log.truncate(id(2, 3)).await.unwrap();
+        assert_eq!(
+            log.get_log_state().await.unwrap().last_log_id,
+            Some(id(1, 2))
+        );
+        assert_eq!(
+            log.shard().generations().latest().map(|e| e.generation),
+            Some(1)
+        );
+        // A new leader's entries go on at the end.
+        log.blocking_append([entry(3, 3)]).await.unwrap();
+        assert_eq!(log.shard().generation_at(3), Some(3));
+    });
+}

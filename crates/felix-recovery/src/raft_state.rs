@@ -1,0 +1,68 @@
+//! The `raft-state` file a Raft log kept in the shard writes (felix-raft:
+//! the vote and the last purged entry; felix-format's [`raft_state`] has
+//! the bytes). No record depends on it, so an inspection only reads it to
+//! say whether it is usable: a damaged one is a [`Note`], and the Raft log
+//! refuses to open on it (a guessed vote could mean two votes in one term).
+//!
+//! [`raft_state`]: felix_format::raft_state
+//! [`Note`]: crate::Note
+
+use std::path::Path;
+
+use felix_format::RAFT_STATE_FILE_NAME;
+use felix_format::raft_state::{RAFT_STATE_FILE_LEN, RaftState, decode_raft_state};
+use felix_io::{FileSystem, ReadSmallError, read_small_file};
+
+use crate::report::RaftStateProblem;
+
+/// What a shard directory's raft-state file says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredRaftState {
+    /// There is none (the shard is not a Raft log, or holds no vote yet).
+    Missing,
+    /// The recorded state.
+    State(RaftState),
+    /// A file is there but cannot be used.
+    Unusable(RaftStateProblem),
+}
+
+/// Reads the raft-state file of the shard directory `dir`. Never fails: a
+/// file that cannot be used is [`StoredRaftState::Unusable`], saying why.
+/// Opens nothing but a regular file and reads at most its 44 bytes.
+///
+/// ```
+/// use felix_format::raft_state::{RaftState, encode_raft_state};
+/// use felix_io::FileSystem;
+/// use felix_recovery::{StoredRaftState, read_raft_state};
+///
+/// let dir = tempfile::tempdir()?;
+/// let fs = FileSystem::os();
+/// assert_eq!(read_raft_state(&fs, dir.path()), StoredRaftState::Missing);
+/// let state = RaftState::default();
+/// std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state))?;
+/// assert_eq!(read_raft_state(&fs, dir.path()), StoredRaftState::State(state));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_raft_state(fs: &FileSystem, dir: &Path) -> StoredRaftState {
+    let path = dir.join(RAFT_STATE_FILE_NAME);
+    let bytes = match read_small_file(fs, &path, RAFT_STATE_FILE_LEN) {
+        Ok(None) => return StoredRaftState::Missing,
+        Ok(Some(bytes)) => bytes,
+        Err(ReadSmallError::TooLarge { len, .. }) => {
+            return StoredRaftState::Unusable(RaftStateProblem::TooLarge { len });
+        }
+        Err(ReadSmallError::Io(e)) => {
+            return StoredRaftState::Unusable(match e.not_regular_file() {
+                Some(what) => RaftStateProblem::NotAFile(what),
+                None => RaftStateProblem::Unreadable {
+                    op: e.op(),
+                    kind: e.kind(),
+                },
+            });
+        }
+    };
+    match decode_raft_state(&bytes) {
+        Ok(state) => StoredRaftState::State(state),
+        Err(e) => StoredRaftState::Unusable(RaftStateProblem::Invalid(e)),
+    }
+}
