@@ -203,7 +203,7 @@ async fn round(r: usize, dir: &Path, pristine: &Path, store: &TierStore, records
         .iter()
         .map(|f| pristine.join(f.file_name().unwrap()))
         .collect();
-    let tiered_first = r % 2 == 0;
+    let tiered_first = r.is_multiple_of(2);
 
     // Offload vs puts of the same files.
     let offload = async {
