@@ -1,9 +1,13 @@
 //! The many-shards appends in the futures form (`--form futures`, the
 //! default): one thread keeps `--in-flight` on-commit appends in flight
-//! through [`felix_storage::Shard::append_async`], awaiting the oldest each
-//! time, as a broker's event loop would.
+//! through [`felix_storage::Shard::append_async`], polling whichever was
+//! woken and refilling its place at once, as a broker's event loop would.
 
-use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
 use std::time::Instant;
 
 use felix_format::record_encoded_len;
@@ -11,14 +15,44 @@ use felix_storage::{AppendFuture, Record, Store};
 use serde_json::json;
 
 use crate::args::Args;
-use crate::completions::block_on;
 use crate::felix::Result;
 use crate::report::{Latencies, Measurement, rss_bytes};
-use crate::shards::{config, err, key, open_descriptors, raise_nofile, root, thread_count};
+use crate::shards::{
+    FD_SAMPLE_EVERY, config, err, key, open_descriptors, raise_nofile, root, thread_count,
+};
+
+/// The executor's ready list: slots whose future was woken, and the
+/// thread to unpark.
+struct Ready {
+    thread: Thread,
+    woken: Mutex<Vec<usize>>,
+}
+
+/// The waker of one slot: marks it ready and unparks the driving thread.
+struct SlotWaker {
+    slot: usize,
+    ready: Arc<Ready>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.ready
+            .woken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(self.slot);
+        self.ready.thread.unpark();
+    }
+}
 
 /// Appends go to `shard_of(k)` for the `k`-th, `in_flight` at a time from
 /// this thread; the store is asked for the shard each time (and may reopen
-/// it). Returns the latencies and the most descriptors and threads seen.
+/// it). Each completion's place is refilled at once, whichever it is, as an
+/// event loop polling its tasks would: appends to different shards complete
+/// out of order, and awaiting the oldest each time leaves places empty
+/// behind a slow sync, so fewer than `in_flight` would be in flight where
+/// the limit keeps its threads busy. Returns the latencies and the most
+/// descriptors and threads seen.
 fn drive(
     store: &Store,
     appends: u64,
@@ -27,28 +61,79 @@ fn drive(
 ) -> Result<(Latencies, u64, u64)> {
     let payload = bytes::Bytes::from(crate::data::xorshift_bytes(5, 128));
     let mut latencies = Latencies::with_capacity(appends as usize);
-    let mut pending: VecDeque<(Instant, AppendFuture)> = VecDeque::with_capacity(in_flight);
+    let ready = Arc::new(Ready {
+        thread: std::thread::current(),
+        woken: Mutex::new(Vec::with_capacity(in_flight)),
+    });
+    let wakers: Vec<Waker> = (0..in_flight)
+        .map(|slot| {
+            Waker::from(Arc::new(SlotWaker {
+                slot,
+                ready: Arc::clone(&ready),
+            }))
+        })
+        .collect();
+    let mut slots: Vec<Option<(Instant, AppendFuture)>> = (0..in_flight).map(|_| None).collect();
+    let mut free: Vec<usize> = (0..in_flight).rev().collect();
+    let mut woken = Vec::with_capacity(in_flight);
     let (mut peak_fds, mut peak_threads) = (0, 0);
-    let mut k = 0;
-    while k < appends || !pending.is_empty() {
-        while k < appends && pending.len() < in_flight {
+    let (mut k, mut done) = (0, 0);
+    // Polls the future in `slot`; frees the slot once it resolved.
+    let mut poll = |slot: usize,
+                    slots: &mut Vec<Option<(Instant, AppendFuture)>>,
+                    free: &mut Vec<usize>|
+     -> Result<bool> {
+        let Some((at, append)) = slots[slot].as_mut() else {
+            return Ok(false);
+        };
+        let mut cx = Context::from_waker(&wakers[slot]);
+        match Pin::new(append).poll(&mut cx) {
+            Poll::Ready(outcome) => {
+                outcome.map_err(err)?;
+                latencies.push(at.elapsed());
+                slots[slot] = None;
+                free.push(slot);
+                Ok(true)
+            }
+            Poll::Pending => Ok(false),
+        }
+    };
+    while done < appends {
+        while k < appends
+            && let Some(slot) = free.pop()
+        {
             let at = Instant::now();
             let shard = store.open_shard(&key(shard_of(k))).map_err(err)?;
             let append = shard
                 .append_async(&[Record::new(k, payload.clone())])
                 .map_err(err)?;
-            pending.push_back((at, append));
+            slots[slot] = Some((at, append));
             if k % 256 == 0 {
-                peak_fds = peak_fds.max(open_descriptors());
                 peak_threads = peak_threads.max(thread_count());
             }
+            if k % FD_SAMPLE_EVERY == 0 {
+                peak_fds = peak_fds.max(open_descriptors());
+            }
             k += 1;
+            // The first poll registers the waker (or finds it done).
+            done += u64::from(poll(slot, &mut slots, &mut free)?);
         }
-        if let Some((at, append)) = pending.pop_front() {
-            block_on(append).map_err(err)?;
-            latencies.push(at.elapsed());
+        std::mem::swap(
+            &mut woken,
+            &mut *ready
+                .woken
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if woken.is_empty() {
+            std::thread::park();
+            continue;
+        }
+        for slot in woken.drain(..) {
+            done += u64::from(poll(slot, &mut slots, &mut free)?);
         }
     }
+    peak_fds = peak_fds.max(open_descriptors());
     Ok((latencies, peak_fds, peak_threads))
 }
 

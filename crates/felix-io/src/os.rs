@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use rustix::fs::{FallocateFlags, FlockOperation, OFlags, fallocate, flock};
 
-use crate::{DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile};
+use crate::{
+    DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile, not_regular_file,
+};
 
 /// The operating system's file system.
 #[derive(Debug, Clone, Copy, Default)]
@@ -102,26 +104,23 @@ fn custom(flags: OFlags) -> i32 {
 /// Opens `path` (a regular file) with `options`, never blocking on a FIFO
 /// and never keeping a descriptor of anything but a regular file.
 ///
-/// The look before the open keeps a FIFO or device from being opened at
-/// all; `O_NONBLOCK` and the check of the opened descriptor cover one that
-/// took the name in between. `exclusive` (`O_EXCL`) opens nothing that
-/// exists, so it needs no look: whatever is there is `AlreadyExists`.
-fn open_regular(
-    path: &Path,
-    options: &mut OpenOptions,
-    follow: bool,
-    exclusive: bool,
-) -> io::Result<File> {
-    if !exclusive {
-        check_regular(path, follow)?;
-    }
+/// `O_NONBLOCK` keeps a FIFO from blocking the open, `O_NOFOLLOW` (unless
+/// `follow`) refuses a link at the name itself, and one `fstat` of the
+/// opened descriptor refuses anything but a regular file; only then does
+/// the descriptor go back to blocking I/O. Three system calls for a file
+/// that is what it should be (a look before the open, a second `fstat`
+/// and a `fcntl` to read the flags made it six, most of a shard's open:
+/// see docs/performance.md). When the open fails, or opens something
+/// else, a look at the name says what is there, so the error names the
+/// file type and whether a link led to it exactly as before.
+fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Result<File> {
     let mut flags = OFlags::NONBLOCK;
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
     let file = match options.custom_flags(custom(flags)).open(path) {
         Ok(file) => file,
-        // O_NOFOLLOW met a link that appeared after the look.
+        // O_NOFOLLOW met a link.
         Err(e) if !follow && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
             return Err(NotRegularFile {
                 file_type: FileType::Symlink,
@@ -129,20 +128,34 @@ fn open_regular(
             }
             .into_io_error());
         }
-        Err(e) => return Err(e),
+        // Whatever an exclusive create finds is `AlreadyExists`.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+        // A directory opened for writing (`EISDIR`), a socket (`ENXIO`):
+        // say what the name holds when it is not a regular file.
+        Err(e) => {
+            return Err(match check_regular(path, follow) {
+                Err(refused) if not_regular_file(&refused).is_some() => refused,
+                _ => e,
+            });
+        }
     };
     let file_type = file_type_of(file.metadata()?.file_type());
     if file_type != FileType::Regular {
-        return Err(NotRegularFile {
-            file_type,
-            via_symlink: false,
-        }
-        .into_io_error());
+        drop(file);
+        return Err(match check_regular(path, follow) {
+            Err(refused) if not_regular_file(&refused).is_some() => refused,
+            // The name changed since the open: what the descriptor was.
+            _ => NotRegularFile {
+                file_type,
+                via_symlink: false,
+            }
+            .into_io_error(),
+        });
     }
     // O_NONBLOCK has no meaning for a regular file on Linux, but a file
     // system may give it one; the descriptor goes back to blocking I/O.
-    let status = rustix::fs::fcntl_getfl(&file)?;
-    rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK)?;
+    // Nothing else `fcntl` can set was asked for, so no flags are read.
+    rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
     Ok(file)
 }
 
@@ -157,13 +170,7 @@ impl Vfs for OsFs {
             OpenMode::CreateOrOpen => options.read(true).write(true).create(true).truncate(false),
         };
         let follow = matches!(mode, OpenMode::Read | OpenMode::ReadWrite);
-        let exclusive = mode == OpenMode::CreateNew;
-        Ok(Arc::new(OsFile(open_regular(
-            path,
-            &mut options,
-            follow,
-            exclusive,
-        )?)))
+        Ok(Arc::new(OsFile(open_regular(path, &mut options, follow)?)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -215,7 +222,7 @@ impl Vfs for OsFs {
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        let file = open_regular(path, &mut options, false, false)?;
+        let file = open_regular(path, &mut options, false)?;
         // An advisory lock dies with its process, so a crash never leaves a
         // stale lock behind (unlike a pid file).
         lock_exclusive(file)

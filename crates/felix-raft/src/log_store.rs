@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::FileSystem;
-use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, StoreConfig};
+use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, ShardKey, Store, StoreConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{
     CommittedLeaderId, Entry, LeaderId, LogId, OptionalSend, RaftLogReader, RaftTypeConfig,
@@ -54,7 +54,7 @@ impl<C> Debug for FelixLogStore<C> {
 }
 
 struct Inner {
-    shard: Shard,
+    shard: Arc<Shard>,
     fs: FileSystem,
     dir: PathBuf,
     /// What the raft-state file holds, as last stored.
@@ -110,23 +110,7 @@ impl<C> LogOptions<C> {
             .config(config)
             .file_system(self.fs.clone())
             .open()?;
-        let state = state_file::load(&self.fs, &self.dir)?;
-        let inner = Inner {
-            shard,
-            fs: self.fs,
-            dir: self.dir,
-            state: Mutex::new(state),
-            last_report: Mutex::new(None),
-        };
-        // A purge stores its id first, then moves the log start: a crash
-        // between the two leaves the start below the purged id.
-        if let Some(purged) = state.last_purged {
-            inner.move_start(purged.index.saturating_add(1))?;
-        }
-        Ok(FelixLogStore {
-            inner: Arc::new(inner),
-            config: PhantomData,
-        })
+        FelixLogStore::on_shard(Arc::new(shard))
     }
 }
 
@@ -148,6 +132,68 @@ impl<C> FelixLogStore<C> {
             fs: FileSystem::os(),
             types: PhantomData,
         }
+    }
+
+    /// The log kept in `store`'s shard `key`, which is created when the
+    /// store has none by that key. Logs in one store share its sync pool
+    /// and its budget of open shards, so thousands of Raft groups cost no
+    /// thread each.
+    ///
+    /// The store must be opened with [`Durability::None`]: the log asks for
+    /// the sync covering each append itself and reports it through the
+    /// append's callback, and under any other policy the shard would sync
+    /// on its own schedule as well (or block each append until durable).
+    /// Another policy is [`RaftLogError::Durability`], opening nothing.
+    ///
+    /// ```
+    /// use felix_raft::{FelixLogStore, TypeConfig};
+    /// use felix_storage::{Durability, ShardKey, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let config = StoreConfig { durability: Durability::None, ..StoreConfig::default() };
+    /// let store = Store::open(root.path(), config)?;
+    /// let key = ShardKey::new("acme", "default", "orders", 0);
+    /// let log: FelixLogStore<TypeConfig> = FelixLogStore::in_store(&store, &key)?;
+    /// assert_eq!(log.shard().next_offset(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_store(store: &Store, key: &ShardKey) -> Result<Self, RaftLogError> {
+        let durability = store.config().durability;
+        if durability != Durability::None {
+            return Err(RaftLogError::Durability {
+                key: key.clone(),
+                found: durability,
+            });
+        }
+        let shard = match store.open_shard(key) {
+            Err(felix_storage::StorageError::NotFound { .. }) => store.create_shard(key)?,
+            other => other?,
+        };
+        Self::on_shard(shard)
+    }
+
+    /// The log over an open `shard`: its raft-state file is read, then a
+    /// purge a crash interrupted is finished.
+    fn on_shard(shard: Arc<Shard>) -> Result<Self, RaftLogError> {
+        let fs = shard.file_system().clone();
+        let dir = shard.dir().to_path_buf();
+        let state = state_file::load(&fs, &dir)?;
+        let inner = Inner {
+            shard,
+            fs,
+            dir,
+            state: Mutex::new(state),
+            last_report: Mutex::new(None),
+        };
+        // A purge stores its id first, then moves the log start: a crash
+        // between the two leaves the start below the purged id.
+        if let Some(purged) = state.last_purged {
+            inner.move_start(purged.index.saturating_add(1))?;
+        }
+        Ok(FelixLogStore {
+            inner: Arc::new(inner),
+            config: PhantomData,
+        })
     }
 
     /// The shard the log is kept in (for inspection: writing to it behind

@@ -1,11 +1,13 @@
 //! openraft's own storage test suite, every case, against a fresh felix
-//! log in a temporary directory per case.
+//! log per case: a bare shard in a temporary directory, and a shard of a
+//! felix `Store`.
 #![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod common;
 
 use common::sm::StateMachine;
 use felix_raft::{FelixLogStore, TypeConfig};
+use felix_storage::{Durability, ShardKey, Store, StoreConfig};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{StorageError, StorageIOError};
 use tempfile::TempDir;
@@ -24,8 +26,45 @@ impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, TempDir> 
     }
 }
 
+/// Keeps a case's store open (and its directory) until the case ends;
+/// fields drop in order, so the store closes before the directory goes.
+struct InStore {
+    _store: Store,
+    _dir: TempDir,
+}
+
+struct StoreShardBuilder;
+
+impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, InStore>
+    for StoreShardBuilder
+{
+    async fn build(
+        &self,
+    ) -> Result<(InStore, FelixLogStore<TypeConfig>, StateMachine), StorageError<u64>> {
+        let dir = TempDir::new().map_err(|e| StorageIOError::write_logs(&e))?;
+        let config = StoreConfig {
+            durability: Durability::None,
+            ..StoreConfig::default()
+        };
+        let store = Store::open(dir.path(), config).map_err(|e| StorageIOError::write_logs(&e))?;
+        let key = ShardKey::new("acme", "raft", "group", 7);
+        let log =
+            FelixLogStore::in_store(&store, &key).map_err(|e| StorageIOError::write_logs(&e))?;
+        let guard = InStore {
+            _store: store,
+            _dir: dir,
+        };
+        Ok((guard, log, StateMachine::default()))
+    }
+}
+
 /// `test_all` starts a runtime per case, so this is a plain test.
 #[test]
 fn openraft_storage_suite_passes_every_case() -> Result<(), StorageError<u64>> {
     Suite::test_all(FelixBuilder)
+}
+
+#[test]
+fn openraft_storage_suite_passes_every_case_on_a_store_shard() -> Result<(), StorageError<u64>> {
+    Suite::test_all(StoreShardBuilder)
 }

@@ -33,8 +33,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
+use felix_io::FileSystem;
 use felix_segment::Record;
 
+use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
@@ -172,11 +174,25 @@ impl Shard {
         &self.core.dir
     }
 
-    /// The file system the shard's files live on (the real one unless it
-    /// was opened with [`ShardOptions::file_system`]): a layer reading the
-    /// shard's sealed files itself, as tiered storage's upload does, reads
-    /// them through it.
-    pub fn file_system(&self) -> &crate::FileSystem {
+    /// The configuration the shard was opened with (a store's shards have
+    /// the store's).
+    ///
+    /// ```
+    /// use felix_storage::{Durability, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig { durability: Durability::None, ..StoreConfig::default() };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// assert_eq!(shard.config().durability, Durability::None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn config(&self) -> &StoreConfig {
+        &self.core.config
+    }
+
+    /// The file system the shard's files are on, for a layer above that
+    /// keeps a file of its own in the shard directory (as felix-raft does).
+    pub fn file_system(&self) -> &FileSystem {
         &self.core.fs
     }
 

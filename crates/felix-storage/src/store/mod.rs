@@ -198,6 +198,20 @@ impl Store {
         &self.inner.root
     }
 
+    /// The configuration the store was opened with: every shard's.
+    ///
+    /// ```
+    /// use felix_storage::{Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// assert_eq!(store.config(), &StoreConfig::default());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
     /// The shard of `key`, opening (and recovering) it on first use; the
     /// same handle while it stays open.
     ///
