@@ -28,8 +28,12 @@ pub struct TierConfig {
     /// Remote retention, normally larger than the local one. Default: no
     /// limit (remote segments are kept forever).
     pub remote: TierRetention,
-    /// Bytes of fetched remote data the read cache keeps. Default 64 MiB;
-    /// at least one chunk ([`TierConfig::chunk_bytes`]).
+    /// Bytes of fetched remote data the read cache keeps: chunks of
+    /// segments, and each read segment's index, kept parsed (16 bytes an
+    /// entry: about 8 KiB per MiB of segment at the default 2 KiB index
+    /// spacing) so a warm read neither fetches nor parses it again. The least
+    /// recently used of either go first. Default 64 MiB; at least one chunk
+    /// ([`TierConfig::chunk_bytes`]).
     pub cache_bytes: u64,
     /// Bytes a remote read fetches at once and the cache keeps as one
     /// entry. Default 1 MiB; 4 KiB to 64 MiB.

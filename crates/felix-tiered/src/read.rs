@@ -1,20 +1,19 @@
 //! Reads through the tier: local first, then the remote segments the
 //! manifest lists, every record checked as a local read checks it.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use object_store::path::Path;
 
 use felix_format::tier_manifest::RemoteSegment;
 use felix_format::{
-    CursorStep, FileKind, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, parse_index,
+    CursorStep, FileKind, IndexEntry, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, parse_index,
 };
 use felix_storage::{ReadRecord, StorageError};
 
 use crate::error::TieredError;
 use crate::shard::TieredShard;
-
-/// The chunk number the cache keeps a whole index object under.
-const WHOLE_OBJECT: u64 = u64::MAX;
 
 impl TieredShard {
     /// Reads whole records from `from` on, about `max_bytes` of them (at
@@ -79,18 +78,32 @@ impl TieredShard {
         Ok(bytes)
     }
 
-    /// A remote segment's index object, whole and matching its CRC.
-    async fn index(&self, segment: &RemoteSegment) -> Result<Bytes, TieredError> {
+    /// A remote segment's index object, whole, matching its CRC and
+    /// parsed. It is fetched and parsed once and then kept in the cache
+    /// under its object path, which names the segment's upload: another
+    /// upload of the segment (a new manifest) never finds this one's index.
+    async fn index(&self, segment: &RemoteSegment) -> Result<Arc<[IndexEntry]>, TieredError> {
         let path = self
             .remote
             .segment_object(segment.extent.id, segment.upload, FileKind::Index);
-        if let Some(bytes) = self.cache.get(&path, WHOLE_OBJECT) {
-            return Ok(bytes);
+        if let Some(entries) = self.cache.get_index(&path) {
+            return Ok(entries);
         }
         let bytes = self.remote.get(&path).await?;
         check_whole(&path, &bytes, segment.index_len, segment.index_crc)?;
-        self.cache.insert(&path, WHOLE_OBJECT, bytes.clone());
-        Ok(bytes)
+        let entries: Arc<[IndexEntry]> =
+            match parse_index(&bytes, segment.extent.base_offset, segment.extent.len) {
+                Ok(view) => view.iter().collect(),
+                Err(kind) => {
+                    return Err(TieredError::RemoteCorrupt {
+                        object: path,
+                        position: 0,
+                        kind,
+                    });
+                }
+            };
+        self.cache.insert_index(&path, Arc::clone(&entries));
+        Ok(entries)
     }
 
     /// Where to start walking for `from`: the last index entry at or below
@@ -105,21 +118,13 @@ impl TieredShard {
         if segment.index_len == 0 {
             return Ok(first);
         }
-        let bytes = self.index(segment).await?;
-        let path = self
-            .remote
-            .segment_object(segment.extent.id, segment.upload, FileKind::Index);
-        let index = parse_index(&bytes, segment.extent.base_offset, segment.extent.len).map_err(
-            |kind| TieredError::RemoteCorrupt {
-                object: path,
-                position: 0,
-                kind,
-            },
-        )?;
-        Ok(index
-            .iter()
-            .take_while(|e| e.offset <= from)
-            .last()
+        let index = self.index(segment).await?;
+        // parse_index checked the offsets ascend, so a binary search finds
+        // the last entry at or below `from`.
+        let below = index.partition_point(|e| e.offset <= from);
+        Ok(below
+            .checked_sub(1)
+            .and_then(|i| index.get(i))
             .map_or(first, |e| (e.position, e.offset)))
     }
 
@@ -157,7 +162,7 @@ impl TieredShard {
         let mut cursor = RecordCursor::new(position, offset, len, ScanDepth::Full);
         // `buf` holds the object's bytes from `buf_start` on.
         let mut buf_start = position;
-        let mut buf: Vec<u8> = Vec::new();
+        let mut buf = Bytes::new();
         let mut next_chunk = position / size;
         let mut out = Vec::new();
         let mut taken = 0u64;
@@ -166,17 +171,23 @@ impl TieredShard {
             match cursor.step(buf.get(at..).unwrap_or_default()) {
                 CursorStep::NeedBytes { .. } => {
                     // Drop what the walk is past, then fetch the next chunk.
-                    buf.drain(..at.min(buf.len()));
+                    let rest = buf.slice(at.min(buf.len())..);
                     buf_start = cursor.position();
                     let chunk = self.chunk(&object, len, next_chunk).await?;
                     let chunk_start = next_chunk * size;
                     let skip = usize::try_from(buf_start.saturating_sub(chunk_start))
                         .unwrap_or(usize::MAX);
-                    if buf.is_empty() {
-                        buf.extend_from_slice(chunk.get(skip..).unwrap_or_default());
+                    buf = if rest.is_empty() {
+                        // The walk reads the cached chunk in place: a warm
+                        // read copies no more than its records' payloads.
+                        chunk.slice(skip.min(chunk.len())..)
                     } else {
-                        buf.extend_from_slice(&chunk);
-                    }
+                        // A record runs on into this chunk: join the two.
+                        let mut joined = Vec::with_capacity(rest.len() + chunk.len());
+                        joined.extend_from_slice(&rest);
+                        joined.extend_from_slice(&chunk);
+                        Bytes::from(joined)
+                    };
                     next_chunk += 1;
                 }
                 CursorStep::Record(record) => {
@@ -234,4 +245,47 @@ pub(crate) fn check_whole(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::config::{TierConfig, TierRetention};
+    use felix_format::ShardKey;
+    use felix_storage::{Record, Shard, StoreConfig};
+
+    #[tokio::test]
+    async fn a_segments_index_is_parsed_once_and_then_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            segment_size_bytes: 1024,
+            index_spacing_bytes: 128,
+            ..StoreConfig::default()
+        };
+        let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
+        for offset in 0..100u64 {
+            shard.append(&[Record::new(offset, vec![7; 40])]).unwrap();
+        }
+        let tier = TierConfig {
+            local: TierRetention {
+                max_bytes: Some(1500),
+                max_age: None,
+            },
+            chunk_bytes: 4096,
+            cache_bytes: 64 << 10,
+            ..TierConfig::default()
+        };
+        let key = ShardKey::new("t", "n", "s", 0);
+        let tiered = TieredShard::open(shard, key, crate::stores::in_memory(), tier)
+            .await
+            .unwrap();
+        tiered.offload().await.unwrap();
+        let manifest = tiered.manifest();
+        let segment = manifest.segments.iter().find(|s| s.index_len > 0).unwrap();
+        let first = tiered.index(segment).await.unwrap();
+        assert!(!first.is_empty());
+        let second = tiered.index(segment).await.unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+    }
 }

@@ -2,6 +2,7 @@
 //! records whose payloads name their offsets.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod counting;
 pub mod faults;
 pub mod s3;
 
