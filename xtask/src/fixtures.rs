@@ -34,6 +34,7 @@ mod key_file;
 mod log_start;
 mod raft_state;
 mod readme;
+mod tier_manifest;
 mod time_index;
 
 /// Where the fixtures live, relative to the workspace root.
@@ -197,6 +198,9 @@ enum Expect {
     /// A log-start file alone: it fails with this variant
     /// (`LogStartDecodeError::name`).
     LogStart { variant: &'static str },
+    /// A tiered manifest object alone: it fails with this variant
+    /// (`ManifestDecodeError::name`).
+    TierManifest { variant: &'static str },
     /// A raft-state file alone: it fails with this variant
     /// (`RaftStateDecodeError::name`).
     RaftState { variant: &'static str },
@@ -239,6 +243,7 @@ pub fn generate() -> Result<FileSet, String> {
     cases.extend(key_file::all()?);
     cases.extend(time_index::all(&small)?);
     cases.extend(log_start::all(&small)?);
+    cases.extend(tier_manifest::all()?);
     cases.extend(raft_state::all(&small)?);
     let mut files = FileSet::new();
     for case in &cases {
@@ -322,6 +327,15 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::TierManifest { variant } => {
+            let bytes = case.file(Layout::TierManifest).unwrap_or_default();
+            match felix_format::tier_manifest::decode_manifest(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                decoded => bug(format!(
+                    "manifest should fail with {variant}, decodes as {decoded:?}"
+                )),
+            }
+        }
         Expect::RaftState { variant } => {
             let bytes = case.file(Layout::RaftState).unwrap_or_default();
             match decode_raft_state(bytes) {
@@ -395,6 +409,17 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
             Ok(start) => format!(
                 "ok: the log begins at offset {}, in segment {} or later",
                 start.start_offset, start.first_segment_id
+            ),
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::TierManifest => match felix_format::tier_manifest::decode_manifest(bytes) {
+            Ok(view) => format!(
+                "ok: seq {}, key {}, remote offsets {}..{} in {} segments",
+                view.seq,
+                view.key.to_key(),
+                view.start_offset,
+                view.to_manifest().next_offset(),
+                view.len()
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

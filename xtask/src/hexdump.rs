@@ -41,6 +41,8 @@ pub(crate) enum Layout {
     TimeIndex,
     /// A shard directory's log-start file.
     LogStart,
+    /// A tiered shard's remote manifest object.
+    TierManifest,
     /// A shard directory's raft-state file (felix-raft's).
     RaftState,
 }
@@ -64,6 +66,7 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::KeyFile => key_file(&mut d),
         Layout::TimeIndex => additions::time_index(&mut d),
         Layout::LogStart => additions::log_start(&mut d),
+        Layout::TierManifest => additions::tier_manifest(&mut d),
         Layout::RaftState => additions::raft_state(&mut d),
     }
     d.finish()

@@ -15,6 +15,10 @@ commands:
                      limit and the peer crates, write target/bench/results.{jsonl,md}
                      and the table in docs/performance.md (--only KEY,... runs some
                      cells and leaves the doc alone; --no-doc never touches it)
+  bench --tiered [--mib N] [--rounds N]
+                     tiered storage against plain object_store calls on a loopback
+                     S3 server (felix-tiered's tier_bench example; default 1024 MiB,
+                     3 rounds); prints the table docs/performance.md quotes
   help               print this text";
 
 fn main() -> ExitCode {

@@ -53,6 +53,14 @@ pub(crate) enum CliError {
     Recovery(RecoveryError),
     /// A store or shard operation failed.
     Storage(StorageError),
+    /// A tiered shard's object store could not be read (the URL named
+    /// with `--remote`, and why).
+    Remote {
+        /// The store's URL.
+        url: String,
+        /// What failed (boxed: the error is large, and rare).
+        error: Box<felix_tiered::TieredError>,
+    },
     /// Writing to stdout failed.
     Output(io::Error),
 }
@@ -72,6 +80,9 @@ impl fmt::Display for CliError {
             Self::Segment(err) => write!(f, "{err}"),
             Self::Recovery(err) => write!(f, "{err}"),
             Self::Storage(err) => write!(f, "{err}"),
+            Self::Remote { url, error } => {
+                write!(f, "remote {url}: {}", crate::cmd::remote::chain(error))
+            }
             Self::Output(err) => write!(f, "write to stdout: {err}"),
         }
     }

@@ -1,7 +1,8 @@
 //! `felix-store`: the operator tool for felix shard directories.
 //!
 //! One binary for the person at the console at 3am (`verify`, `recover`,
-//! `dump`, `stat`), for scripts (`--json`: one JSON object per line), and
+//! `dump`, `stat`, and for a tiered shard's remote copy `--remote` and
+//! `manifest`), for scripts (`--json`: one JSON object per line), and
 //! for benchmarks and crash tests (`write`, `bench`, which speak the
 //! reference implementation's flags and JSON lines so one script drives
 //! both), plus `demo`, the README's first command.
@@ -33,6 +34,11 @@ use crate::output::Out;
 
 /// felix-store: verify, recover, inspect and exercise felix shard directories.
 ///
+/// A tiered shard's remote copy is named with `--remote URL`: `file:///DIR`
+/// (a local-directory object store) or `s3://BUCKET[/PREFIX]` with
+/// `--s3-endpoint URL`; S3 credentials come from AWS_ACCESS_KEY_ID and
+/// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION (default us-east-1).
+///
 /// Exit status: 0 success, or every shard opens (cleanly or after the
 /// repairs a default open makes); 1 a shard a default open refuses, or a
 /// refused recover; 2 bad usage or an I/O error (with a message on stderr).
@@ -55,6 +61,8 @@ enum Command {
     Dump(cmd::dump::Args),
     /// Per-segment figures: offsets, records, bytes, state, index.
     Stat(cmd::stat::Args),
+    /// List, fetch or check a tiered shard's remote manifest versions.
+    Manifest(cmd::manifest::Args),
     /// Append records in the reference pattern, printing acks (crash tests).
     Write(cmd::write::Args),
     /// Measure append throughput and latency (JSON, like the reference tool).
@@ -70,6 +78,7 @@ fn main() -> ExitCode {
         Command::Recover(args) => cmd::recover::run(args, &mut out),
         Command::Dump(args) => cmd::dump::run(args, &mut out),
         Command::Stat(args) => cmd::stat::run(args, &mut out),
+        Command::Manifest(args) => cmd::manifest::run(args, &mut out),
         Command::Write(args) => cmd::write::run(args, &mut out),
         Command::Bench(args) => cmd::bench::run(args, &mut out),
     };

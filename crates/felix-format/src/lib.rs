@@ -4,6 +4,7 @@
 //! code: segment headers, records, the one walk over a segment's records
 //! ([`RecordCursor`]), sparse index files, time index files
 //! ([`time_index`]), the epochs file, the log-start file ([`log_start`]), the raft-state file ([`raft_state`]),
+//! a tiered shard's remote manifest ([`tier_manifest`]),
 //! the corruption
 //! vocabulary every layer above reports in, the one description of a
 //! segment's extent, and every name a shard directory may hold.
@@ -61,6 +62,7 @@ mod naming;
 pub mod raft_state;
 mod record;
 mod segment_header;
+pub mod tier_manifest;
 pub mod time_index;
 
 pub use corruption::{CorruptionKind, CorruptionSite};

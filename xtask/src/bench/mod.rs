@@ -24,6 +24,7 @@ mod scenarios;
 mod scrub_row;
 mod shards;
 mod sizes;
+mod tiered;
 
 use scenarios::{
     Against, FULL, PEERS, Program, QUICK, Run, Scenario, Sizes, Target, prepare_steps,
@@ -186,6 +187,9 @@ fn verdicts(
 
 /// `cargo xtask bench [--quick] [--only KEY,…] [--no-doc] [--report-only]`.
 pub fn run_bench(root: &Path, options: &[&str]) -> Result<(), String> {
+    if options.contains(&"--tiered") {
+        return tiered::run(root, options);
+    }
     let quick = options.contains(&"--quick");
     let no_doc = options.contains(&"--no-doc");
     let report_only = options.contains(&"--report-only");

@@ -79,6 +79,78 @@ pub(super) fn log_start(d: &mut Dump<'_>) {
     }
 }
 
+/// A tiered shard's remote manifest (`manifest/{seq:020}` in the object
+/// store): header, key, start, count, then one 88-byte entry per segment.
+pub(super) fn tier_manifest(d: &mut Dump<'_>) {
+    use felix_format::tier_manifest::{MANIFEST_ENTRY_LEN, MANIFEST_HEADER_LEN, decode_manifest};
+    let covered = d
+        .bytes
+        .get(..20)
+        .zip(d.bytes.get(MANIFEST_HEADER_LEN..))
+        .map(|(head, body)| crc32_pair(head, body));
+    let dumped = (|| {
+        d.blank();
+        d.note(format!("manifest header ({MANIFEST_HEADER_LEN} bytes)"));
+        d.field(4, "magic", |raw| magic(raw, b"FLTM"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", flags)?;
+        d.field(8, "seq", number)?;
+        d.field(4, "body_len", number)?;
+        d.field(4, "crc", |raw| {
+            crc_note(
+                be_u32(raw),
+                covered.unwrap_or_default(),
+                "bytes 0..20 and the body",
+            )
+        })?;
+        let key_len = d.rest().get(..4).map(be_u32)? as usize;
+        d.field(4, "key_len", number)?;
+        let key_rows = key_len.min(d.rest().len());
+        d.rows(key_rows, "key (the key file's encoding)");
+        d.field(8, "start_offset", number)?;
+        d.field(4, "count", number)?;
+        let mut i = 0;
+        while d.rest().len() >= MANIFEST_ENTRY_LEN {
+            d.note(format!("entry {i}"));
+            for name in [
+                "id",
+                "base_offset",
+                "next_offset",
+                "len",
+                "index_len",
+                "time_index_len",
+                "max_timestamp_micros",
+                "upload",
+            ] {
+                d.field(8, name, number)?;
+            }
+            for name in ["segment_crc", "index_crc", "time_index_crc"] {
+                d.field(4, name, |raw| format!("{:#010x}", be_u32(raw)))?;
+            }
+            d.rows(12, "reserved");
+            i += 1;
+        }
+        if !d.rest().is_empty() {
+            let extra = d.rest().len();
+            d.rows(extra, "trailing");
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the object ends inside the field above");
+    }
+    d.blank();
+    match decode_manifest(d.bytes) {
+        Ok(view) => d.note(format!(
+            "decode_manifest: ok, seq {}, start_offset {}, {} segments",
+            view.seq,
+            view.start_offset,
+            view.len()
+        )),
+        Err(err) => d.note(format!("decode_manifest: {}: {err}", err.name())),
+    }
+}
+
 pub(super) fn raft_state(d: &mut Dump<'_>) {
     let covered = d.bytes.get(..40).map(crc32);
     let dumped = (|| {

@@ -5,12 +5,15 @@
 //! Figures come from `felix_recovery::inspect` (read-only), so they are the
 //! shard as a default open would leave it: a torn tail is already counted
 //! out, and damage that would stop the open is listed after the table.
+//! With `--remote`, a tiered shard's remote copy follows: the manifest in
+//! force, the remote offsets and each remote segment.
 
 use std::path::PathBuf;
 
 use felix_recovery::{IndexCheck, InspectOptions, Inspection, SegmentSummary, inspect};
 use serde_json::{Value, json};
 
+use crate::cmd::remote::{self, Found, RemoteArgs};
 use crate::error::{CliError, Outcome};
 use crate::output::{Out, Progress, opt, opt_text, progress_allowed, shell_quote};
 use crate::report::{self, Verdict};
@@ -25,11 +28,14 @@ pub(crate) struct Args {
     /// Print one JSON object per shard per line.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Runs `stat`.
 pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let shards = resolve(&args.path)?.shards();
+    let opened = args.remote.open()?;
     let bar = Progress::bar(
         shards.len() as u64,
         "reading shards",
@@ -59,14 +65,32 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
                 continue;
             }
         };
+        // The remote copy, named by the key the shard's key file holds.
+        let found = opened
+            .as_ref()
+            .map(|o| (o, Found::load(o, inspection.key.as_ref())));
         bar.suspend(|| {
             if args.json {
-                out.json(&json_line(shard, &inspection))
+                let mut line = json_line(shard, &inspection);
+                if let (Value::Object(map), Some((o, found))) = (&mut line, &found) {
+                    map.insert("remote".into(), remote::json(o, found, None));
+                }
+                out.json(&line)
             } else {
-                print_human(out, shard, &inspection)
+                print_human(out, shard, &inspection)?;
+                if let Some((o, found)) = &found {
+                    out.line(remote::summary_line(o, found))?;
+                    if let Found::Manifest(m) = found {
+                        remote::print_segments(out, m)?;
+                    }
+                }
+                Ok(())
             }
         })?;
         outcome = outcome.and(Verdict::of(&inspection).outcome());
+        if let Some((_, found)) = &found {
+            outcome = outcome.and(found.outcome());
+        }
         bar.inc(1);
     }
     Ok(outcome)

@@ -12,6 +12,12 @@
 //! holds (it may then see a tail still being written) and on a read-only
 //! copy.
 //!
+//! With `--remote`, a tiered shard's remote copy is verified too: every
+//! object the newest manifest lists is fetched whole and held to its
+//! manifest entry (length, CRC-32), and every record of each remote
+//! segment is walked at full depth; damage there ends with exit 1, like
+//! damage on disk.
+//!
 //! A PATH naming one segment file verifies that segment's whole shard:
 //! whether damage is repairable depends on whether a later segment exists,
 //! so a segment cannot be judged alone.
@@ -25,6 +31,7 @@ use felix_recovery::{IndexCheck, InspectOptions, Inspection, ScrubDamage, inspec
 use felix_segment::SegmentFile;
 use serde_json::{Value, json};
 
+use crate::cmd::remote::{self, Found, RemoteArgs};
 use crate::error::{CliError, Outcome};
 use crate::output::{Out, Progress, progress_allowed};
 use crate::report::{self, Verdict};
@@ -50,6 +57,8 @@ pub(crate) struct Args {
     /// accepted alias.
     #[arg(long)]
     full: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// What the checks found in one shard.
@@ -73,6 +82,7 @@ impl Checked {
 pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let resolved = resolve(&args.path)?;
     let shards = resolved.shards();
+    let opened = args.remote.open()?;
     if let Resolved::File { shard, id, kind } = &resolved
         && !args.json
     {
@@ -130,14 +140,41 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             }
         };
         let verdict = checked.verdict();
+        // The remote copy: every object of every listed segment against
+        // its manifest entry, every record walked.
+        let remote = opened.as_ref().map(|o| {
+            let key = checked.inspection.key.as_ref();
+            let found = Found::load(o, key);
+            let findings = match (&found, key) {
+                (Found::Manifest(m), Some(key)) => bar.suspend(|| remote::verify(o, key, m)),
+                _ => Vec::new(),
+            };
+            (o, found, findings)
+        });
         bar.suspend(|| {
             if args.json {
-                out.json(&json_line(shard, &checked, verdict))
+                let mut line = json_line(shard, &checked, verdict);
+                if let (Value::Object(map), Some((o, found, findings))) = (&mut line, &remote) {
+                    map.insert("remote".into(), remote::json(o, found, Some(findings)));
+                }
+                out.json(&line)
             } else {
-                print_human(out, shard, &checked, verdict)
+                print_human(out, shard, &checked, verdict)?;
+                if let Some((o, found, findings)) = &remote {
+                    out.line(remote::summary_line(o, found))?;
+                    if let Found::Manifest(m) = found {
+                        remote::print_findings(out, m, findings)?;
+                    }
+                }
+                Ok(())
             }
         })?;
         outcome = outcome.and(verdict.outcome());
+        if let Some((_, found, findings)) = &remote {
+            outcome = outcome
+                .and(found.outcome())
+                .and(remote::outcome_for(findings));
+        }
         verdicts.push(verdict);
         bar.inc(1);
     }

@@ -1,0 +1,241 @@
+//! `--remote` and `manifest`: a tiered shard offloaded to a local-directory
+//! object store in a temporary directory, shown by `stat`, verified by
+//! `verify`, and its manifest listed, fetched and checked; then one remote
+//! segment object damaged, which `verify --remote` reports with exit 1. (The
+//! S3 client is covered by felix-tiered's loopback-server test.)
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{run, s, transcript};
+use felix_storage::{Preallocation, Record, ShardKey, Store, StoreConfig};
+use felix_tiered::{RemoteShard, TierConfig, TierRetention, TieredShard, stores};
+
+fn key() -> ShardKey {
+    ShardKey::new("acme", "default", "orders", 3)
+}
+
+/// A store root with one shard of 120 records whose oldest segments are
+/// offloaded to `<tmp>/bucket`; returns the tempdir, the shard directory
+/// and the bucket directory.
+fn offloaded() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let bucket = tmp.path().join("bucket");
+    let config = StoreConfig {
+        segment_size_bytes: 1024,
+        index_spacing_bytes: 128,
+        preallocate: Preallocation::Off,
+        ..StoreConfig::default()
+    };
+    let store = Store::open(&root, config).unwrap();
+    let shard = store.create_shard(&key()).unwrap();
+    for offset in 0..120u64 {
+        let payload = format!("record-{offset:033}");
+        shard
+            .append(&[Record::new(1_000 + offset, payload)])
+            .unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tier = TierConfig {
+        local: TierRetention {
+            max_bytes: Some(2500),
+            max_age: None,
+        },
+        ..TierConfig::default()
+    };
+    let remote = stores::local_dir(&bucket).unwrap();
+    let tiered = rt
+        .block_on(TieredShard::open(Arc::clone(&shard), key(), remote, tier))
+        .unwrap();
+    let outcome = rt.block_on(tiered.offload()).unwrap();
+    assert!(outcome.uploaded.len() >= 2, "{outcome:?}");
+    drop(tiered);
+    drop(shard);
+    store.close().unwrap();
+    let dir = root.join(key().dir_name());
+    (tmp, dir, bucket)
+}
+
+/// The remote shard as the tests read it back.
+fn remote(bucket: &Path) -> (tokio::runtime::Runtime, RemoteShard) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = stores::local_dir(bucket).unwrap();
+    (rt, RemoteShard::new(store, "felix", &key()))
+}
+
+/// `transcript` with what varies from run to run replaced: the random
+/// upload ids by `[UPLOAD i]`, and the `.log` objects' CRC-32s (a segment
+/// header holds its creation time) by `[LOG CRC i]` or `[CRC]`.
+fn shown(args: &[&str], tmp: &Path, bucket: &Path) -> String {
+    let (rt, shard) = remote(bucket);
+    let manifest = rt.block_on(shard.newest()).unwrap().unwrap();
+    let mut text = transcript(args, tmp);
+    for (i, segment) in manifest.segments.iter().enumerate() {
+        text = text.replace(
+            &format!("{:016x}", segment.upload),
+            &format!("[UPLOAD {i}]"),
+        );
+        text = text.replace(
+            &format!("{:08x}/", segment.segment_crc),
+            &format!("[LOG CRC {i}]/"),
+        );
+    }
+    for marker in ["has CRC-32 ", "the manifest says "] {
+        let mut from = 0;
+        while let Some(found) = text[from..].find(marker) {
+            let hex = from + found + marker.len();
+            // `0x` and eight hex digits.
+            text.replace_range(hex..hex + 10, "[CRC]");
+            from = hex;
+        }
+    }
+    text
+}
+
+#[test]
+fn stat_verify_and_manifest_show_the_remote_copy() {
+    let (tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let mut text = Vec::new();
+    for args in [
+        vec!["stat", s(&dir), "--remote", &url],
+        vec!["verify", s(&dir), "--remote", &url],
+        vec!["manifest", "list", s(&dir), "--remote", &url],
+        vec!["manifest", "check", s(&dir), "--remote", &url],
+    ] {
+        text.push(shown(&args, tmp.path(), &bucket));
+    }
+    insta::assert_snapshot!(text.join("\n"));
+}
+
+#[test]
+fn json_lines_carry_the_remote_range_and_findings() {
+    let (_tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let (rt, shard) = remote(&bucket);
+    let manifest = rt.block_on(shard.newest()).unwrap().unwrap();
+    let stat = run(["stat", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(stat.code, 0, "{}", stat.stderr);
+    let line = &stat.json_lines()[0];
+    assert_eq!(line["remote"]["manifest_seq"], manifest.seq);
+    assert_eq!(line["remote"]["start_offset"], 0);
+    assert_eq!(line["remote"]["next_offset"], manifest.next_offset());
+    assert_eq!(line["base_offset"], manifest.next_offset());
+    assert_eq!(
+        line["remote"]["segments"].as_array().unwrap().len(),
+        manifest.segments.len()
+    );
+    let verify = run(["verify", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(verify.code, 0, "{}", verify.stderr);
+    assert_eq!(
+        verify.json_lines()[0]["remote"]["findings"],
+        serde_json::json!([])
+    );
+    let check = run(["manifest", "check", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    let checked = &check.json_lines()[0];
+    assert_eq!(checked["ok"], true);
+    assert_eq!(checked["manifest"]["next_offset"], manifest.next_offset());
+}
+
+#[test]
+fn manifest_fetch_writes_the_bytes_as_stored() {
+    let (tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let (rt, shard) = remote(&bucket);
+    let versions = rt.block_on(shard.manifests()).unwrap();
+    let newest = versions.last().unwrap();
+    let out = tmp.path().join("manifest.bin");
+    let fetched = run([
+        "manifest",
+        "fetch",
+        s(&dir),
+        "--remote",
+        &url,
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    let stored = std::fs::read(bucket.join(newest.object.as_ref())).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), stored);
+    let decoded = felix_format::tier_manifest::decode_manifest(&stored).unwrap();
+    assert_eq!(decoded.seq, newest.seq);
+}
+
+#[test]
+fn a_damaged_remote_object_is_named_and_exits_1() {
+    let (tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let (rt, shard) = remote(&bucket);
+    let manifest = rt.block_on(shard.newest()).unwrap().unwrap();
+    // Flip one payload byte of the second remote segment's `.log`.
+    let victim = &manifest.segments[1];
+    let object = bucket.join(format!(
+        "{}/{}",
+        shard.base(),
+        felix_format::tier_manifest::segment_object_name(
+            victim.extent.id,
+            victim.upload,
+            felix_format::FileKind::Segment
+        )
+    ));
+    let mut bytes = std::fs::read(&object).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0x20;
+    std::fs::write(&object, bytes).unwrap();
+    let text = shown(&["verify", s(&dir), "--remote", &url], tmp.path(), &bucket);
+    insta::assert_snapshot!(text);
+    let json = run(["verify", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(json.code, 1, "{}", json.stderr);
+    let findings = json.json_lines()[0]["remote"]["findings"].clone();
+    // The object's CRC, and the record walk naming the damaged record.
+    assert_eq!(findings.as_array().unwrap().len(), 2, "{findings}");
+    for finding in findings.as_array().unwrap() {
+        assert_eq!(finding["segment"], victim.extent.id);
+        assert_eq!(finding["object"], "log");
+        assert_eq!(finding["damage"], true);
+    }
+    assert!(
+        findings[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("has CRC-32"),
+        "{findings}"
+    );
+    assert!(
+        findings[1]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("is damaged at byte"),
+        "{findings}"
+    );
+    // The manifest itself is whole.
+    let check = run(["manifest", "check", s(&dir), "--remote", &url]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+}
+
+#[test]
+fn bad_remote_urls_are_usage_errors() {
+    let (_tmp, dir, _bucket) = offloaded();
+    for (url, says) in [
+        ("ftp://x", "expected file:///DIR or s3://BUCKET[/PREFIX]"),
+        ("file://relative", "absolute directory"),
+        ("s3://", "names a bucket"),
+    ] {
+        let r = run(["stat", s(&dir), "--remote", url]);
+        assert_eq!(r.code, 2, "{url}");
+        assert!(r.stderr.contains(says), "{url}: {}", r.stderr);
+    }
+    let r = run(["manifest", "list", s(&dir)]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("needs --remote"), "{}", r.stderr);
+}

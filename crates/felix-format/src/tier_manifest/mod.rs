@@ -1,0 +1,467 @@
+//! Bytes of a tiered shard's remote manifest: which of the shard's sealed
+//! segments live in the object store, under which object names, and where
+//! the remote log begins.
+//!
+//! This is an addition of felix storage to format v2 (see
+//! `docs/storage-format.md`, "Tiered storage"); nothing in a shard
+//! directory refers to it. felix-tiered writes it; this module only says
+//! what the bytes are.
+//!
+//! A manifest is never overwritten. Each version is a new object,
+//! `manifest/{seq:020}`, written with put-if-absent (`PutMode::Create`), so
+//! a reader never sees a half-written one on any backend (the local file
+//! system store has no conditional overwrite) and two writers racing for
+//! one sequence number cannot both win. The reader takes the highest
+//! sequence number whose object decodes.
+//!
+//! Layout (big-endian): a 24-byte header — magic `FLTM` (4), version (2),
+//! flags (2, zero), `seq` (8), `body_len` (4), `crc` (4): the CRC-32 of the
+//! header's first 20 bytes followed by the body — then the body:
+//! `key_len` (4) and that many bytes of the shard's exact key in the `key`
+//! file's encoding ([`crate::key_file`]), `start_offset` (8), `count` (4),
+//! then `count` segment entries of [`MANIFEST_ENTRY_LEN`] bytes each (see
+//! [`RemoteSegment`]).
+//!
+//! Decoding checks, in order: the header's length, magic, version, flags;
+//! `body_len` against [`MAX_MANIFEST_BODY_LEN`] and against the bytes
+//! present; the CRC; and only then the body: the key (its own checks), the
+//! count against the bytes left, every entry's fields, and the entries
+//! together — ascending ids, each segment's offsets starting where the
+//! previous one's end (one version of each offset, no gaps), and the start
+//! offset inside the listed range. No length is acted on before the CRC
+//! covering it has been verified. Decoding borrows the input and allocates
+//! nothing.
+
+use alloc::vec::Vec;
+
+use crate::checksum::{crc32, crc32_continue};
+use crate::key_file::{KeyFileDecodeError, KeyFileView, decode_key_file, encode_key_file};
+use crate::{SegmentExtent, ShardKey};
+
+mod names;
+#[cfg(test)]
+mod tests;
+
+pub use names::{
+    MANIFEST_DIR, RemoteObjectName, SEGMENTS_DIR, manifest_object_name, parse_manifest_object_name,
+    parse_segment_object_name, segment_object_name,
+};
+
+/// Magic of a manifest object: ASCII `FLTM`, "Felix Tiered Manifest".
+pub const MANIFEST_MAGIC: u32 = u32::from_be_bytes(*b"FLTM");
+/// Version of the manifest layout.
+pub const MANIFEST_VERSION: u16 = 1;
+/// Length of the manifest header.
+pub const MANIFEST_HEADER_LEN: usize = 24;
+/// Length of one segment entry.
+pub const MANIFEST_ENTRY_LEN: usize = 88;
+/// The most segments one manifest lists: a shard of a million remote
+/// segments (petabytes at the default segment size) is far past any
+/// retention; the bound keeps a damaged length from asking for gigabytes.
+pub const MAX_MANIFEST_SEGMENTS: usize = 1 << 20;
+/// The longest body a decoder accepts.
+pub const MAX_MANIFEST_BODY_LEN: usize =
+    4 + crate::key_file::MAX_KEY_FILE_LEN + 8 + 4 + MAX_MANIFEST_SEGMENTS * MANIFEST_ENTRY_LEN;
+
+/// `max_timestamp_micros` of an entry whose segment has no timestamp.
+const NO_TIMESTAMP: u64 = u64::MAX;
+
+/// One sealed segment in the object store: its extent, the lengths and
+/// CRC-32s of its three objects, and the upload id in their names.
+///
+/// Entry layout (88 bytes): `id`, `base_offset`, `next_offset`, `len`,
+/// `index_len`, `time_index_len`, `max_timestamp_micros` (`u64::MAX` for
+/// none), `upload` (8 each), `segment_crc`, `index_crc`,
+/// `time_index_crc` (4 each), and 12 zero bytes, reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RemoteSegment {
+    /// The segment's id, offsets and byte length (the `.log` object's size).
+    pub extent: SegmentExtent,
+    /// Bytes of its `.index` object.
+    pub index_len: u64,
+    /// Bytes of its `.timeindex` object.
+    pub time_index_len: u64,
+    /// Its largest record timestamp (remote retention by age measures it).
+    pub max_timestamp_micros: Option<u64>,
+    /// The upload id in its object names: every upload of a segment gets a
+    /// fresh one, so an upload never overwrites an object a manifest lists
+    /// (multipart uploads cannot be conditional).
+    pub upload: u64,
+    /// CRC-32 of the whole `.log` object.
+    pub segment_crc: u32,
+    /// CRC-32 of the whole `.index` object.
+    pub index_crc: u32,
+    /// CRC-32 of the whole `.timeindex` object.
+    pub time_index_crc: u32,
+}
+
+/// A manifest to encode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Its sequence number, the number in its object name.
+    pub seq: u64,
+    /// The shard's exact key.
+    pub key: ShardKey,
+    /// The first offset readable from the remote store (reads below it are
+    /// trimmed); inside the first segment or, with none, any offset.
+    pub start_offset: u64,
+    /// The remote segments, oldest first.
+    pub segments: Vec<RemoteSegment>,
+}
+
+impl Manifest {
+    /// One past the last remote offset: the last segment's end, or the
+    /// start with none.
+    pub fn next_offset(&self) -> u64 {
+        self.segments
+            .last()
+            .map_or(self.start_offset, |s| s.extent.next_offset)
+    }
+}
+
+/// Why bytes are not a valid manifest.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestDecodeError {
+    /// Fewer bytes than the header.
+    #[error("manifest is {len} bytes, shorter than its 24-byte header")]
+    Short {
+        /// Bytes present.
+        len: usize,
+    },
+    /// The object does not start with `FLTM`.
+    #[error("manifest magic is {found:#010x}, expected 0x464c544d (FLTM)")]
+    Magic {
+        /// The four bytes found.
+        found: u32,
+    },
+    /// A version this build does not read.
+    #[error("manifest version {found} is not supported (this build reads version 1)")]
+    Version {
+        /// The version found.
+        found: u16,
+    },
+    /// Flags this build does not know.
+    #[error("manifest flags are {found:#06x}, expected 0")]
+    Flags {
+        /// The flags found.
+        found: u16,
+    },
+    /// `body_len` does not match the bytes present (a truncated or
+    /// extended object), or exceeds the bound.
+    #[error("manifest body_len is {body_len}, but {present} bytes follow the header")]
+    BodyLength {
+        /// The length the header states.
+        body_len: u64,
+        /// Bytes after the header.
+        present: usize,
+    },
+    /// The CRC does not match.
+    #[error("manifest checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
+    Checksum {
+        /// The CRC stored.
+        expected: u32,
+        /// The CRC computed.
+        found: u32,
+    },
+    /// The body's layout does not add up: a length inside it runs past its
+    /// end, or bytes are left over.
+    #[error("manifest body is malformed at byte {at}")]
+    Body {
+        /// Byte of the object where the layout failed.
+        at: usize,
+    },
+    /// The embedded shard key is damaged.
+    #[error("manifest shard key is invalid")]
+    Key(#[source] KeyFileDecodeError),
+    /// A segment entry is inconsistent on its own (its offsets run
+    /// backwards, its reserved bytes are not zero).
+    #[error("manifest entry {entry} is invalid")]
+    Entry {
+        /// Index of the entry.
+        entry: usize,
+    },
+    /// Two entries overlap, leave a gap, or are out of order.
+    #[error("manifest entry {entry} does not follow entry {}", entry.saturating_sub(1))]
+    Order {
+        /// Index of the later entry.
+        entry: usize,
+    },
+    /// `start_offset` lies outside the first segment.
+    #[error("manifest start offset {start_offset} is outside its first segment")]
+    Start {
+        /// The start offset.
+        start_offset: u64,
+    },
+}
+
+impl ManifestDecodeError {
+    /// A stable name for the kind of damage, for reports and scripts.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Short { .. } => "ManifestShort",
+            Self::Magic { .. } => "ManifestMagic",
+            Self::Version { .. } => "ManifestVersion",
+            Self::Flags { .. } => "ManifestFlags",
+            Self::BodyLength { .. } => "ManifestBodyLength",
+            Self::Checksum { .. } => "ManifestChecksum",
+            Self::Body { .. } => "ManifestBody",
+            Self::Key(_) => "ManifestKey",
+            Self::Entry { .. } => "ManifestEntry",
+            Self::Order { .. } => "ManifestOrder",
+            Self::Start { .. } => "ManifestStart",
+        }
+    }
+}
+
+/// Why a manifest cannot be encoded.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestEncodeError {
+    /// The key has a part too long for the key encoding.
+    #[error("manifest shard key cannot be encoded")]
+    Key(#[source] KeyFileDecodeError),
+    /// More segments than [`MAX_MANIFEST_SEGMENTS`].
+    #[error("manifest lists {count} segments, more than {MAX_MANIFEST_SEGMENTS}")]
+    TooManySegments {
+        /// Segments given.
+        count: usize,
+    },
+}
+
+/// Encodes `manifest`, appending its bytes to `out`. The encoder does not
+/// check the entries' order: the decoder does, and felix-tiered builds
+/// manifests only by appending at the end and removing from the front.
+///
+/// ```
+/// use felix_format::ShardKey;
+/// use felix_format::tier_manifest::{Manifest, decode_manifest, encode_manifest};
+///
+/// let manifest = Manifest { seq: 1, key: ShardKey::new("t", "n", "s", 0), start_offset: 0, segments: vec![] };
+/// let mut bytes = Vec::new();
+/// encode_manifest(&manifest, &mut bytes)?;
+/// assert_eq!(&bytes[..4], b"FLTM");
+/// assert_eq!(decode_manifest(&bytes)?.to_manifest(), manifest);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn encode_manifest(manifest: &Manifest, out: &mut Vec<u8>) -> Result<(), ManifestEncodeError> {
+    if manifest.segments.len() > MAX_MANIFEST_SEGMENTS {
+        return Err(ManifestEncodeError::TooManySegments {
+            count: manifest.segments.len(),
+        });
+    }
+    let mut key = Vec::new();
+    encode_key_file(&manifest.key, &mut key).map_err(ManifestEncodeError::Key)?;
+    let body_len = 4 + key.len() + 8 + 4 + manifest.segments.len() * MANIFEST_ENTRY_LEN;
+    let start = out.len();
+    out.reserve(MANIFEST_HEADER_LEN + body_len);
+    out.extend_from_slice(&MANIFEST_MAGIC.to_be_bytes());
+    out.extend_from_slice(&MANIFEST_VERSION.to_be_bytes());
+    out.extend_from_slice(&0u16.to_be_bytes());
+    out.extend_from_slice(&manifest.seq.to_be_bytes());
+    // Bounded by MAX_MANIFEST_BODY_LEN (checked above), which fits a u32.
+    out.extend_from_slice(&(body_len as u32).to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(&key);
+    out.extend_from_slice(&manifest.start_offset.to_be_bytes());
+    out.extend_from_slice(&(manifest.segments.len() as u32).to_be_bytes());
+    for s in &manifest.segments {
+        encode_entry(s, out);
+    }
+    let header_crc = crc32(out.get(start..start + 20).unwrap_or_default());
+    let crc = crc32_continue(
+        header_crc,
+        out.get(start + MANIFEST_HEADER_LEN..).unwrap_or_default(),
+    );
+    if let Some(slot) = out.get_mut(start + 20..start + 24) {
+        slot.copy_from_slice(&crc.to_be_bytes());
+    }
+    Ok(())
+}
+
+fn encode_entry(s: &RemoteSegment, out: &mut Vec<u8>) {
+    for v in [
+        s.extent.id,
+        s.extent.base_offset,
+        s.extent.next_offset,
+        s.extent.len,
+        s.index_len,
+        s.time_index_len,
+        s.max_timestamp_micros.unwrap_or(NO_TIMESTAMP),
+        s.upload,
+    ] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    for v in [s.segment_crc, s.index_crc, s.time_index_crc] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    out.extend_from_slice(&[0; 12]);
+}
+
+/// A decoded manifest, borrowing its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct ManifestView<'a> {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The shard key it belongs to.
+    pub key: KeyFileView<'a>,
+    /// The first offset readable remotely.
+    pub start_offset: u64,
+    entries: &'a [u8],
+}
+
+impl<'a> ManifestView<'a> {
+    /// Segments listed.
+    pub fn len(&self) -> usize {
+        self.entries.len() / MANIFEST_ENTRY_LEN
+    }
+
+    /// Whether it lists no segment.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The `i`th segment, oldest first.
+    pub fn get(&self, i: usize) -> Option<RemoteSegment> {
+        let at = i.checked_mul(MANIFEST_ENTRY_LEN)?;
+        let raw = self.entries.get(at..at + MANIFEST_ENTRY_LEN)?;
+        parse_entry(raw.try_into().ok()?)
+    }
+
+    /// The segments, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = RemoteSegment> + 'a {
+        self.entries
+            .chunks_exact(MANIFEST_ENTRY_LEN)
+            .filter_map(|raw| parse_entry(raw.try_into().ok()?))
+    }
+
+    /// An owned copy.
+    pub fn to_manifest(&self) -> Manifest {
+        Manifest {
+            seq: self.seq,
+            key: self.key.to_key(),
+            start_offset: self.start_offset,
+            segments: self.iter().collect(),
+        }
+    }
+}
+
+fn be64(raw: &[u8], at: usize) -> u64 {
+    raw.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_be_bytes)
+}
+
+fn be32(raw: &[u8], at: usize) -> u32 {
+    raw.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_be_bytes)
+}
+
+/// An entry's fields; `None` if it is inconsistent on its own.
+fn parse_entry(raw: &[u8; MANIFEST_ENTRY_LEN]) -> Option<RemoteSegment> {
+    let extent = SegmentExtent {
+        id: be64(raw, 0),
+        base_offset: be64(raw, 8),
+        next_offset: be64(raw, 16),
+        len: be64(raw, 24),
+    };
+    let reserved_zero = raw.get(76..).is_some_and(|r| r.iter().all(|&b| b == 0));
+    if extent.next_offset <= extent.base_offset || extent.len == 0 || !reserved_zero {
+        return None;
+    }
+    let ts = be64(raw, 48);
+    Some(RemoteSegment {
+        extent,
+        index_len: be64(raw, 32),
+        time_index_len: be64(raw, 40),
+        max_timestamp_micros: (ts != NO_TIMESTAMP).then_some(ts),
+        upload: be64(raw, 56),
+        segment_crc: be32(raw, 64),
+        index_crc: be32(raw, 68),
+        time_index_crc: be32(raw, 72),
+    })
+}
+
+/// Decodes a manifest object (see the module docs for the checks, in
+/// order).
+///
+/// ```
+/// use felix_format::tier_manifest::{ManifestDecodeError, decode_manifest};
+///
+/// assert_eq!(decode_manifest(b"FLTM").unwrap_err(), ManifestDecodeError::Short { len: 4 });
+/// ```
+pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeError> {
+    let Some((header, body)) = bytes.split_first_chunk::<MANIFEST_HEADER_LEN>() else {
+        return Err(ManifestDecodeError::Short { len: bytes.len() });
+    };
+    let magic = be32(header, 0);
+    if magic != MANIFEST_MAGIC {
+        return Err(ManifestDecodeError::Magic { found: magic });
+    }
+    let version = u16::from_be_bytes([header[4], header[5]]);
+    if version != MANIFEST_VERSION {
+        return Err(ManifestDecodeError::Version { found: version });
+    }
+    let flags = u16::from_be_bytes([header[6], header[7]]);
+    if flags != 0 {
+        return Err(ManifestDecodeError::Flags { found: flags });
+    }
+    let seq = be64(header, 8);
+    let body_len = be32(header, 16);
+    if body_len as usize > MAX_MANIFEST_BODY_LEN || body_len as usize != body.len() {
+        return Err(ManifestDecodeError::BodyLength {
+            body_len: u64::from(body_len),
+            present: body.len(),
+        });
+    }
+    let expected = be32(header, 20);
+    let found = crc32_continue(crc32(header.get(..20).unwrap_or_default()), body);
+    if expected != found {
+        return Err(ManifestDecodeError::Checksum { expected, found });
+    }
+    let at = |rel: usize| MANIFEST_HEADER_LEN + rel;
+    let key_len = be32(body, 0) as usize;
+    let Some(key_bytes) = body.get(4..4usize.saturating_add(key_len)) else {
+        return Err(ManifestDecodeError::Body { at: at(0) });
+    };
+    let key = decode_key_file(key_bytes).map_err(ManifestDecodeError::Key)?;
+    let rest_at = 4 + key_len;
+    let Some(fixed) = body.get(rest_at..rest_at + 12) else {
+        return Err(ManifestDecodeError::Body { at: at(rest_at) });
+    };
+    let start_offset = be64(fixed, 0);
+    let count = be32(fixed, 8) as usize;
+    let entries_at = rest_at + 12;
+    let entries = body.get(entries_at..).unwrap_or_default();
+    if count > MAX_MANIFEST_SEGMENTS || Some(entries.len()) != count.checked_mul(MANIFEST_ENTRY_LEN)
+    {
+        return Err(ManifestDecodeError::Body {
+            at: at(rest_at + 8),
+        });
+    }
+    let view = ManifestView {
+        seq,
+        key,
+        start_offset,
+        entries,
+    };
+    let mut previous: Option<RemoteSegment> = None;
+    for (i, raw) in entries.chunks_exact(MANIFEST_ENTRY_LEN).enumerate() {
+        let entry = raw
+            .try_into()
+            .ok()
+            .and_then(parse_entry)
+            .ok_or(ManifestDecodeError::Entry { entry: i })?;
+        if let Some(p) = previous {
+            if entry.extent.id <= p.extent.id || entry.extent.base_offset != p.extent.next_offset {
+                return Err(ManifestDecodeError::Order { entry: i });
+            }
+        } else if !entry.extent.contains(start_offset) {
+            return Err(ManifestDecodeError::Start { start_offset });
+        }
+        previous = Some(entry);
+    }
+    Ok(view)
+}

@@ -1,0 +1,194 @@
+//! The bounded cache of fetched remote bytes.
+//!
+//! Entries are whole chunks (`TierConfig::chunk_bytes`, aligned in the
+//! object) keyed by object and chunk number; the least recently used go
+//! first once the total passes the bound. A chunk is cached only after the
+//! fetch returned it whole; records in it are verified on every read, so a
+//! cached chunk is never trusted more than a fetched one.
+//!
+//! A remote segment's index object is kept parsed, not as bytes, under its
+//! object path (which names the segment's upload, so a new upload of the
+//! segment is a new key and a stale index is never found): a warm read then
+//! neither fetches nor parses it again. Its entries count against the same
+//! byte bound as the chunks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use felix_format::IndexEntry;
+use object_store::path::Path;
+
+/// The chunk number the cache keeps a parsed index object under.
+const WHOLE_OBJECT: u64 = u64::MAX;
+
+/// What one entry holds.
+#[derive(Debug, Clone)]
+enum Held {
+    /// A chunk of an object's bytes.
+    Chunk(Bytes),
+    /// A whole index object, checked against the manifest's CRC and parsed.
+    Index(Arc<[IndexEntry]>),
+}
+
+impl Held {
+    /// The bytes it counts against the bound.
+    fn len(&self) -> u64 {
+        match self {
+            Held::Chunk(b) => b.len() as u64,
+            Held::Index(e) => (e.len() * std::mem::size_of::<IndexEntry>()) as u64,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<(Path, u64), (Held, u64)>,
+    bytes: u64,
+    tick: u64,
+}
+
+/// A bounded LRU of remote chunks.
+#[derive(Debug)]
+pub(crate) struct ChunkCache {
+    limit: u64,
+    inner: Mutex<Inner>,
+}
+
+impl ChunkCache {
+    pub(crate) fn new(limit: u64) -> Self {
+        ChunkCache {
+            limit,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get_held(&self, object: &Path, chunk: u64) -> Option<Held> {
+        let mut inner = self.lock();
+        inner.tick += 1;
+        let tick = inner.tick;
+        let entry = inner.entries.get_mut(&(object.clone(), chunk))?;
+        entry.1 = tick;
+        Some(entry.0.clone())
+    }
+
+    pub(crate) fn get(&self, object: &Path, chunk: u64) -> Option<Bytes> {
+        match self.get_held(object, chunk)? {
+            Held::Chunk(b) => Some(b),
+            Held::Index(_) => None,
+        }
+    }
+
+    /// The parsed index object `object`, if held.
+    pub(crate) fn get_index(&self, object: &Path) -> Option<Arc<[IndexEntry]>> {
+        match self.get_held(object, WHOLE_OBJECT)? {
+            Held::Index(e) => Some(e),
+            Held::Chunk(_) => None,
+        }
+    }
+
+    pub(crate) fn insert(&self, object: &Path, chunk: u64, bytes: Bytes) {
+        self.insert_held(object, chunk, Held::Chunk(bytes));
+    }
+
+    /// Keeps index object `object`, already checked and parsed.
+    pub(crate) fn insert_index(&self, object: &Path, entries: Arc<[IndexEntry]>) {
+        self.insert_held(object, WHOLE_OBJECT, Held::Index(entries));
+    }
+
+    fn insert_held(&self, object: &Path, chunk: u64, held: Held) {
+        let len = held.len();
+        if len > self.limit {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.tick += 1;
+        let tick = inner.tick;
+        if let Some((old, _)) = inner.entries.insert((object.clone(), chunk), (held, tick)) {
+            inner.bytes -= old.len();
+        }
+        inner.bytes += len;
+        while inner.bytes > self.limit {
+            let Some(oldest) = inner
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some((gone, _)) = inner.entries.remove(&oldest) {
+                inner.bytes -= gone.len();
+            }
+        }
+    }
+
+    /// Forgets every chunk of `object` (its segment left the store).
+    pub(crate) fn forget(&self, object: &Path) {
+        let mut inner = self.lock();
+        let doomed: Vec<_> = inner
+            .entries
+            .keys()
+            .filter(|(o, _)| o == object)
+            .cloned()
+            .collect();
+        for k in doomed {
+            if let Some((gone, _)) = inner.entries.remove(&k) {
+                inner.bytes -= gone.len();
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_within_its_bound_evicting_the_least_recently_used() {
+        let cache = ChunkCache::new(10);
+        let a = Path::from("a");
+        cache.insert(&a, 0, Bytes::from(vec![0; 4]));
+        cache.insert(&a, 1, Bytes::from(vec![1; 4]));
+        assert!(cache.get(&a, 0).is_some());
+        cache.insert(&a, 2, Bytes::from(vec![2; 4]));
+        assert_eq!(cache.bytes(), 8);
+        assert!(cache.get(&a, 1).is_none());
+        assert!(cache.get(&a, 0).is_some() && cache.get(&a, 2).is_some());
+        cache.insert(&a, 3, Bytes::from(vec![3; 11]));
+        assert!(cache.get(&a, 3).is_none());
+        cache.forget(&a);
+        assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn a_parsed_index_counts_against_the_bound_and_is_not_a_chunk() {
+        let cache = ChunkCache::new(64);
+        let i = Path::from("i");
+        let entries: Arc<[IndexEntry]> = (0..2)
+            .map(|n| IndexEntry {
+                offset: n,
+                position: 64 + n,
+            })
+            .collect();
+        cache.insert_index(&i, Arc::clone(&entries));
+        assert_eq!(cache.bytes(), 32);
+        assert!(cache.get(&i, WHOLE_OBJECT).is_none());
+        let held = cache.get_index(&i).unwrap();
+        assert!(Arc::ptr_eq(&held, &entries));
+        // A chunk pushing the total past the bound evicts the index.
+        cache.insert(&i, 0, Bytes::from(vec![0; 40]));
+        assert!(cache.get_index(&i).is_none());
+        assert_eq!(cache.bytes(), 40);
+    }
+}

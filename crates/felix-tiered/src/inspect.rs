@@ -1,0 +1,193 @@
+//! A shard's remote copy read on its own, without a local shard or a tier
+//! over it: what an operator's tool lists, fetches and checks.
+
+use bytes::Bytes;
+use object_store::path::Path;
+
+use felix_format::tier_manifest::{
+    Manifest, RemoteObjectName, RemoteSegment, decode_manifest, manifest_object_name,
+};
+use felix_format::{FileKind, ShardKey};
+
+use crate::error::TieredError;
+use crate::offload::walk_records;
+use crate::read::check_whole;
+use crate::remote::Remote;
+use crate::stores::TierStore;
+
+/// One manifest version in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestObject {
+    /// The number in its name.
+    pub seq: u64,
+    /// The object.
+    pub object: Path,
+    /// Bytes the store holds.
+    pub size: u64,
+}
+
+/// One segment object a check found damaged or missing.
+#[derive(Debug)]
+pub struct RemoteFinding {
+    /// The segment's id.
+    pub segment: u64,
+    /// Which of its three objects.
+    pub kind: FileKind,
+    /// What is wrong: [`TieredError::RemoteLength`],
+    /// [`TieredError::RemoteChecksum`], [`TieredError::RemoteCorrupt`],
+    /// [`TieredError::RemoteExtent`], or the store's own error (a missing
+    /// object is a `get` that failed with `NotFound`).
+    pub error: TieredError,
+}
+
+/// A shard's objects under a prefix, read-only.
+#[derive(Debug, Clone)]
+pub struct RemoteShard {
+    remote: Remote,
+    key: ShardKey,
+}
+
+impl RemoteShard {
+    /// The objects of shard `key` under `prefix` in `store` (the prefix a
+    /// [`TierConfig`](crate::TierConfig) names).
+    pub fn new(store: TierStore, prefix: &str, key: &ShardKey) -> Self {
+        RemoteShard {
+            remote: Remote::new(store, prefix, key),
+            key: key.clone(),
+        }
+    }
+
+    /// The shard's key.
+    pub fn key(&self) -> &ShardKey {
+        &self.key
+    }
+
+    /// The prefix every object of the shard is under,
+    /// `{prefix}/{dir_name}`.
+    pub fn base(&self) -> &str {
+        &self.remote.base
+    }
+
+    /// Every manifest version in the store, oldest first.
+    pub async fn manifests(&self) -> Result<Vec<ManifestObject>, TieredError> {
+        let mut out: Vec<ManifestObject> = self
+            .remote
+            .list()
+            .await?
+            .into_iter()
+            .filter_map(|l| match l.name {
+                RemoteObjectName::Manifest(seq) => Some(ManifestObject {
+                    seq,
+                    object: l.path,
+                    size: l.size,
+                }),
+                _ => None,
+            })
+            .collect();
+        out.sort_by_key(|m| m.seq);
+        Ok(out)
+    }
+
+    /// The bytes of manifest version `seq`, as stored.
+    pub async fn fetch(&self, seq: u64) -> Result<Bytes, TieredError> {
+        self.remote
+            .get(&self.remote.object(&manifest_object_name(seq)))
+            .await
+    }
+
+    /// Manifest version `seq`, checked as an open checks it: it decodes,
+    /// holds the number its name says, and is this shard's.
+    pub async fn check(&self, seq: u64) -> Result<Manifest, TieredError> {
+        let object = self.remote.object(&manifest_object_name(seq));
+        let bytes = self.remote.get(&object).await?;
+        let view = decode_manifest(&bytes).map_err(|source| TieredError::Manifest {
+            object: object.clone(),
+            source,
+        })?;
+        if view.seq != seq {
+            return Err(TieredError::ManifestSeq {
+                object,
+                named: seq,
+                found: view.seq,
+            });
+        }
+        if !view.key.is(&self.key) {
+            return Err(TieredError::KeyMismatch { object });
+        }
+        Ok(view.to_manifest())
+    }
+
+    /// The manifest a tier opening the shard would use: the newest version
+    /// that decodes (`None` when there is none at all; an error when there
+    /// are versions and none decodes).
+    pub async fn newest(&self) -> Result<Option<Manifest>, TieredError> {
+        Ok(self.remote.load_manifest(&self.key).await?.0)
+    }
+
+    /// Checks one listed segment's three objects against its manifest
+    /// entry: each object's length and CRC-32, and every record of the
+    /// `.log` walked at full depth up to the entry's next offset (also when
+    /// its CRC fails, to name the damaged record's byte). Each object is
+    /// fetched whole (one get each), so this reads the segment's bytes
+    /// once. Returns what is wrong, nothing when all is well.
+    pub async fn verify_segment(&self, segment: &RemoteSegment) -> Vec<RemoteFinding> {
+        let mut findings = Vec::new();
+        let id = segment.extent.id;
+        for (kind, len, crc) in [
+            (FileKind::Segment, segment.extent.len, segment.segment_crc),
+            (FileKind::Index, segment.index_len, segment.index_crc),
+            (
+                FileKind::TimeIndex,
+                segment.time_index_len,
+                segment.time_index_crc,
+            ),
+        ] {
+            let object = self.remote.segment_object(id, segment.upload, kind);
+            let bytes = match self.remote.get(&object).await {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    findings.push(RemoteFinding {
+                        segment: id,
+                        kind,
+                        error,
+                    });
+                    continue;
+                }
+            };
+            let whole = check_whole(&object, &bytes, len, crc);
+            // The records are walked even when the CRC fails: the walk
+            // names the damaged record's byte, which the CRC cannot.
+            let walked = if kind == FileKind::Segment {
+                walk(&object, &bytes, segment)
+            } else {
+                Ok(())
+            };
+            for error in [whole.err(), walked.err()].into_iter().flatten() {
+                findings.push(RemoteFinding {
+                    segment: id,
+                    kind,
+                    error,
+                });
+            }
+        }
+        findings
+    }
+}
+
+/// Walks a `.log` object's records and holds their end to the manifest.
+fn walk(object: &Path, bytes: &[u8], segment: &RemoteSegment) -> Result<(), TieredError> {
+    let found_next =
+        walk_records(bytes).map_err(|(position, kind)| TieredError::RemoteCorrupt {
+            object: object.clone(),
+            position,
+            kind,
+        })?;
+    if found_next != segment.extent.next_offset {
+        return Err(TieredError::RemoteExtent {
+            object: object.clone(),
+            expected_next: segment.extent.next_offset,
+            found_next,
+        });
+    }
+    Ok(())
+}

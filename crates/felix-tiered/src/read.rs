@@ -1,0 +1,291 @@
+//! Reads through the tier: local first, then the remote segments the
+//! manifest lists, every record checked as a local read checks it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::path::Path;
+
+use felix_format::tier_manifest::RemoteSegment;
+use felix_format::{
+    CursorStep, FileKind, IndexEntry, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, parse_index,
+};
+use felix_storage::{ReadRecord, StorageError};
+
+use crate::error::TieredError;
+use crate::shard::TieredShard;
+
+impl TieredShard {
+    /// Reads whole records from `from` on, about `max_bytes` of them (at
+    /// least one if any is readable at `from`), as [`felix_storage::Shard::read`]
+    /// does: at or above the local log start from the local shard, below it
+    /// from the remote segment holding `from` (one segment per call; call
+    /// again from the last offset + 1). Below the remote start (or, with
+    /// nothing offloaded, the local start) is [`TieredError::Trimmed`].
+    pub async fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>, TieredError> {
+        if from >= self.shard.base_offset() {
+            match self.shard.read(from, max_bytes) {
+                // An offload moved the local start past `from` meanwhile:
+                // the records are remote now.
+                Err(StorageError::Trimmed { .. }) => {}
+                other => return Ok(other?),
+            }
+        }
+        let manifest = self.manifest();
+        let Some(segment) = manifest
+            .segments
+            .iter()
+            .find(|s| s.extent.contains(from) && from >= manifest.start_offset)
+        else {
+            let oldest = if manifest.segments.is_empty() {
+                self.shard.base_offset()
+            } else {
+                manifest.start_offset
+            };
+            if from >= oldest {
+                // Past the remote end and not local: the local shard says
+                // what it holds there.
+                return Ok(self.shard.read(from, max_bytes)?);
+            }
+            return Err(TieredError::Trimmed {
+                requested: from,
+                oldest,
+            });
+        };
+        self.read_remote(segment, from, max_bytes).await
+    }
+
+    /// Fetches chunk `chunk` of `object` (`len` bytes in all) through the
+    /// cache, checking it arrived whole.
+    async fn chunk(&self, object: &Path, len: u64, chunk: u64) -> Result<Bytes, TieredError> {
+        if let Some(bytes) = self.cache.get(object, chunk) {
+            return Ok(bytes);
+        }
+        let size = self.config.chunk_bytes;
+        let start = chunk.saturating_mul(size).min(len);
+        let end = start.saturating_add(size).min(len);
+        let bytes = self.remote.get_range(object, start..end).await?;
+        // A range past the end comes back short, not as an error: a
+        // truncated object must be reported, never read as a short segment.
+        if bytes.len() as u64 != end - start {
+            return Err(TieredError::RemoteLength {
+                object: object.clone(),
+                expected: len,
+                found: start + bytes.len() as u64,
+            });
+        }
+        self.cache.insert(object, chunk, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// A remote segment's index object, whole, matching its CRC and
+    /// parsed. It is fetched and parsed once and then kept in the cache
+    /// under its object path, which names the segment's upload: another
+    /// upload of the segment (a new manifest) never finds this one's index.
+    async fn index(&self, segment: &RemoteSegment) -> Result<Arc<[IndexEntry]>, TieredError> {
+        let path = self
+            .remote
+            .segment_object(segment.extent.id, segment.upload, FileKind::Index);
+        if let Some(entries) = self.cache.get_index(&path) {
+            return Ok(entries);
+        }
+        let bytes = self.remote.get(&path).await?;
+        check_whole(&path, &bytes, segment.index_len, segment.index_crc)?;
+        let entries: Arc<[IndexEntry]> =
+            match parse_index(&bytes, segment.extent.base_offset, segment.extent.len) {
+                Ok(view) => view.iter().collect(),
+                Err(kind) => {
+                    return Err(TieredError::RemoteCorrupt {
+                        object: path,
+                        position: 0,
+                        kind,
+                    });
+                }
+            };
+        self.cache.insert_index(&path, Arc::clone(&entries));
+        Ok(entries)
+    }
+
+    /// Where to start walking for `from`: the last index entry at or below
+    /// it, or the first record. A damaged index object is an error (it is
+    /// checked against the manifest's CRC, so it is rot, not a hint).
+    async fn start_for(
+        &self,
+        segment: &RemoteSegment,
+        from: u64,
+    ) -> Result<(u64, u64), TieredError> {
+        let first = (SEGMENT_HEADER_LEN as u64, segment.extent.base_offset);
+        if segment.index_len == 0 {
+            return Ok(first);
+        }
+        let index = self.index(segment).await?;
+        // parse_index checked the offsets ascend, so a binary search finds
+        // the last entry at or below `from`.
+        let below = index.partition_point(|e| e.offset <= from);
+        Ok(below
+            .checked_sub(1)
+            .and_then(|i| index.get(i))
+            .map_or(first, |e| (e.position, e.offset)))
+    }
+
+    pub(crate) async fn read_remote(
+        &self,
+        segment: &RemoteSegment,
+        from: u64,
+        max_bytes: u64,
+    ) -> Result<Vec<ReadRecord>, TieredError> {
+        let start = self.start_for(segment, from).await?;
+        match self.walk_remote(segment, start, from, max_bytes).await {
+            // The index is a hint: an entry that points at no record (a
+            // stale index uploaded as it was) is retried from the first
+            // record, whose position is certain.
+            Err(TieredError::RemoteCorrupt { .. }) if start.0 != SEGMENT_HEADER_LEN as u64 => {
+                let first = (SEGMENT_HEADER_LEN as u64, segment.extent.base_offset);
+                self.walk_remote(segment, first, from, max_bytes).await
+            }
+            other => other,
+        }
+    }
+
+    async fn walk_remote(
+        &self,
+        segment: &RemoteSegment,
+        (position, offset): (u64, u64),
+        from: u64,
+        max_bytes: u64,
+    ) -> Result<Vec<ReadRecord>, TieredError> {
+        let object =
+            self.remote
+                .segment_object(segment.extent.id, segment.upload, FileKind::Segment);
+        let len = segment.extent.len;
+        let size = self.config.chunk_bytes;
+        let mut cursor = RecordCursor::new(position, offset, len, ScanDepth::Full);
+        // `buf` holds the object's bytes from `buf_start` on.
+        let mut buf_start = position;
+        let mut buf = Bytes::new();
+        let mut next_chunk = position / size;
+        let mut out = Vec::new();
+        let mut taken = 0u64;
+        loop {
+            let at = usize::try_from(cursor.position() - buf_start).unwrap_or(usize::MAX);
+            match cursor.step(buf.get(at..).unwrap_or_default()) {
+                CursorStep::NeedBytes { .. } => {
+                    // Drop what the walk is past, then fetch the next chunk.
+                    let rest = buf.slice(at.min(buf.len())..);
+                    buf_start = cursor.position();
+                    let chunk = self.chunk(&object, len, next_chunk).await?;
+                    let chunk_start = next_chunk * size;
+                    let skip = usize::try_from(buf_start.saturating_sub(chunk_start))
+                        .unwrap_or(usize::MAX);
+                    buf = if rest.is_empty() {
+                        // The walk reads the cached chunk in place: a warm
+                        // read copies no more than its records' payloads.
+                        chunk.slice(skip.min(chunk.len())..)
+                    } else {
+                        // A record runs on into this chunk: join the two.
+                        let mut joined = Vec::with_capacity(rest.len() + chunk.len());
+                        joined.extend_from_slice(&rest);
+                        joined.extend_from_slice(&chunk);
+                        Bytes::from(joined)
+                    };
+                    next_chunk += 1;
+                }
+                CursorStep::Record(record) => {
+                    if record.header.offset < from {
+                        continue;
+                    }
+                    let len = record.encoded_len();
+                    if !out.is_empty() && taken + len > max_bytes {
+                        break;
+                    }
+                    taken += len;
+                    out.push(ReadRecord {
+                        offset: record.header.offset,
+                        timestamp_micros: record.header.timestamp_micros,
+                        payload: Bytes::copy_from_slice(record.payload().unwrap_or_default()),
+                    });
+                    if taken >= max_bytes {
+                        break;
+                    }
+                }
+                CursorStep::End | CursorStep::Declined { .. } => break,
+                CursorStep::Damage(d) => {
+                    return Err(TieredError::RemoteCorrupt {
+                        object,
+                        position: d.position,
+                        kind: d.kind,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Checks a whole object against the manifest's length and CRC.
+pub(crate) fn check_whole(
+    object: &Path,
+    bytes: &[u8],
+    len: u64,
+    crc: u32,
+) -> Result<(), TieredError> {
+    if bytes.len() as u64 != len {
+        return Err(TieredError::RemoteLength {
+            object: object.clone(),
+            expected: len,
+            found: bytes.len() as u64,
+        });
+    }
+    let found = crc32fast::hash(bytes);
+    if found != crc {
+        return Err(TieredError::RemoteChecksum {
+            object: object.clone(),
+            expected: crc,
+            found,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::config::{TierConfig, TierRetention};
+    use felix_format::ShardKey;
+    use felix_storage::{Record, Shard, StoreConfig};
+
+    #[tokio::test]
+    async fn a_segments_index_is_parsed_once_and_then_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            segment_size_bytes: 1024,
+            index_spacing_bytes: 128,
+            ..StoreConfig::default()
+        };
+        let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
+        for offset in 0..100u64 {
+            shard.append(&[Record::new(offset, vec![7; 40])]).unwrap();
+        }
+        let tier = TierConfig {
+            local: TierRetention {
+                max_bytes: Some(1500),
+                max_age: None,
+            },
+            chunk_bytes: 4096,
+            cache_bytes: 64 << 10,
+            ..TierConfig::default()
+        };
+        let key = ShardKey::new("t", "n", "s", 0);
+        let tiered = TieredShard::open(shard, key, crate::stores::in_memory(), tier)
+            .await
+            .unwrap();
+        tiered.offload().await.unwrap();
+        let manifest = tiered.manifest();
+        let segment = manifest.segments.iter().find(|s| s.index_len > 0).unwrap();
+        let first = tiered.index(segment).await.unwrap();
+        assert!(!first.is_empty());
+        let second = tiered.index(segment).await.unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+    }
+}

@@ -1,0 +1,216 @@
+//! One shard's objects in the store: its manifest versions and segment
+//! objects, read and written in the documented order.
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use felix_format::tier_manifest::{
+    Manifest, RemoteObjectName, decode_manifest, encode_manifest, manifest_object_name,
+    segment_object_name,
+};
+use felix_format::{FileKind, ShardKey};
+
+use crate::error::TieredError;
+use crate::stores::TierStore;
+
+/// Manifest versions kept: the newest and the one before it.
+const MANIFESTS_KEPT: usize = 2;
+
+/// A shard's prefix in a store.
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    pub(crate) store: TierStore,
+    /// `{prefix}/{dir_name}`.
+    pub(crate) base: String,
+}
+
+/// An object under a shard's prefix, by what its name says.
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    pub(crate) path: Path,
+    pub(crate) name: RemoteObjectName,
+    /// Bytes the store holds.
+    pub(crate) size: u64,
+}
+
+impl Remote {
+    pub(crate) fn new(store: TierStore, prefix: &str, key: &ShardKey) -> Self {
+        Remote {
+            store,
+            base: format!("{prefix}/{}", key.dir_name()),
+        }
+    }
+
+    pub(crate) fn object(&self, relative: &str) -> Path {
+        Path::from(format!("{}/{relative}", self.base))
+    }
+
+    pub(crate) fn segment_object(&self, id: u64, upload: u64, kind: FileKind) -> Path {
+        self.object(&segment_object_name(id, upload, kind))
+    }
+
+    /// Every object under the shard's prefix, classified.
+    pub(crate) async fn list(&self) -> Result<Vec<Listed>, TieredError> {
+        let prefix = Path::from(self.base.as_str());
+        let metas: Vec<object_store::ObjectMeta> = self
+            .store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|e| TieredError::store("list", &prefix, e))?;
+        let strip = format!("{}/", self.base);
+        Ok(metas
+            .into_iter()
+            .map(|m| {
+                let name = m
+                    .location
+                    .as_ref()
+                    .strip_prefix(&strip)
+                    .map_or(RemoteObjectName::Other, RemoteObjectName::parse);
+                Listed {
+                    path: m.location,
+                    name,
+                    size: m.size,
+                }
+            })
+            .collect())
+    }
+
+    /// The newest manifest that decodes, and every manifest object's path
+    /// with its seq (for pruning). A newer version that does not decode is
+    /// logged and passed over: the one before it is still whole. `None`
+    /// when the shard has no manifest yet.
+    pub(crate) async fn load_manifest(
+        &self,
+        key: &ShardKey,
+    ) -> Result<(Option<Manifest>, Vec<(u64, Path)>), TieredError> {
+        let mut versions: Vec<(u64, Path)> = self
+            .list()
+            .await?
+            .into_iter()
+            .filter_map(|l| match l.name {
+                RemoteObjectName::Manifest(seq) => Some((seq, l.path)),
+                _ => None,
+            })
+            .collect();
+        versions.sort_by_key(|(seq, _)| *seq);
+        let mut first_error = None;
+        for (seq, path) in versions.iter().rev() {
+            let bytes = self.get(path).await?;
+            match decode_manifest(&bytes) {
+                Ok(view) if view.seq == *seq => {
+                    if !view.key.is(key) {
+                        return Err(TieredError::KeyMismatch {
+                            object: path.clone(),
+                        });
+                    }
+                    return Ok((Some(view.to_manifest()), versions));
+                }
+                Ok(_) | Err(_) => {
+                    let err = decode_manifest(&bytes).err();
+                    tracing::warn!(object = %path, error = ?err, "remote manifest does not decode; trying the version before it");
+                    if first_error.is_none() {
+                        first_error = err.map(|source| TieredError::Manifest {
+                            object: path.clone(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        match first_error {
+            // Manifests exist but none decodes: refusing is the only safe
+            // answer (treating the shard as having none could re-upload
+            // over, or delete, what they list).
+            Some(err) => Err(err),
+            None => Ok((None, versions)),
+        }
+    }
+
+    /// Writes manifest `manifest.seq` with put-if-absent.
+    pub(crate) async fn put_manifest(&self, manifest: &Manifest) -> Result<(), TieredError> {
+        let mut bytes = Vec::new();
+        encode_manifest(manifest, &mut bytes).map_err(TieredError::Encode)?;
+        let path = self.object(&manifest_object_name(manifest.seq));
+        let opts = PutOptions::from(PutMode::Create);
+        let payload = PutPayload::from(Bytes::from(bytes.clone()));
+        match self.store.put_opts(&path, payload, opts).await {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                return Err(TieredError::Fenced { object: path });
+            }
+            Err(e) => return Err(TieredError::store("put", &path, e)),
+        }
+        // Read it back before anything relies on it: local segments are
+        // deleted on the strength of this object, and a store that kept a
+        // truncated or altered copy (and said it succeeded) must be caught
+        // here, not by the next reader.
+        let stored = self.get(&path).await?;
+        if stored[..] != bytes[..] {
+            // Never relied on: remove it so readers do not trip over it
+            // (if this fails too, readers pass over it to the version
+            // before, and the next write takes a higher number).
+            if let Err(e) = self.delete(&path).await {
+                tracing::warn!(object = %path, error = %e, "damaged new manifest not deleted");
+            }
+            return Err(match decode_manifest(&stored) {
+                Err(source) => TieredError::Manifest {
+                    object: path,
+                    source,
+                },
+                Ok(_) => TieredError::RemoteLength {
+                    object: path,
+                    expected: bytes.len() as u64,
+                    found: stored.len() as u64,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// Deletes manifest versions older than the newest [`MANIFESTS_KEPT`];
+    /// a failure is logged and left for the next pass.
+    pub(crate) async fn prune_manifests(&self, mut versions: Vec<(u64, Path)>, newest: u64) {
+        versions.retain(|(seq, _)| *seq <= newest);
+        versions.sort_by_key(|(seq, _)| *seq);
+        let old = versions.len().saturating_sub(MANIFESTS_KEPT);
+        for (_, path) in versions.into_iter().take(old) {
+            if let Err(e) = self.delete(&path).await {
+                tracing::warn!(object = %path, error = %e, "old manifest not deleted; the next pass retries");
+            }
+        }
+    }
+
+    pub(crate) async fn get(&self, path: &Path) -> Result<Bytes, TieredError> {
+        let result = self
+            .store
+            .get(path)
+            .await
+            .map_err(|e| TieredError::store("get", path, e))?;
+        result
+            .bytes()
+            .await
+            .map_err(|e| TieredError::store("get", path, e))
+    }
+
+    pub(crate) async fn get_range(
+        &self,
+        path: &Path,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, TieredError> {
+        self.store
+            .get_range(path, range)
+            .await
+            .map_err(|e| TieredError::store("get", path, e))
+    }
+
+    /// Deletes one object; one already gone is fine.
+    pub(crate) async fn delete(&self, path: &Path) -> Result<(), TieredError> {
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(TieredError::store("delete", path, e)),
+        }
+    }
+}
