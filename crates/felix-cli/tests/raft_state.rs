@@ -9,7 +9,9 @@ use common::{files, fixture_copy, s, transcript};
 #[test]
 fn verify_knows_a_good_raft_state_file_and_reports_no_stray() {
     let (root, dir) = fixture_copy("raft-state");
+    let before = files(root.path());
     let text = transcript(&["verify", s(&dir)], root.path());
+    assert_eq!(files(root.path()), before, "verify modified a file");
     assert!(text.contains("OK: opens cleanly"), "{text}");
     assert!(!text.contains("stray"), "{text}");
     assert!(!text.contains("note:"), "{text}");

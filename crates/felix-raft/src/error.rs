@@ -41,17 +41,19 @@ pub enum RaftLogError {
         /// What it is.
         not_regular: felix_io::NotRegularFile,
     },
-    /// The store a log was asked to live in syncs on a schedule of its own
-    /// (its durability is not [`Durability::None`](felix_storage::Durability::None)):
-    /// the log asks for the sync covering each append itself. Nothing was
-    /// opened or created.
+    /// The shard a log was asked to live in (a store's, or one configured
+    /// through [`LogOptions::config`](crate::LogOptions::config)) would sync
+    /// on a schedule of its own: its durability is not
+    /// [`Durability::None`](felix_storage::Durability::None), and the log
+    /// asks for the sync covering each append itself. Nothing was opened or
+    /// created.
     #[error(
-        "shard {key} cannot keep a Raft log: its store's durability is {found:?}, and a Raft log needs Durability::None (it requests the sync covering each append itself)"
+        "shard {shard} cannot keep a Raft log: its durability is {found:?}, and a Raft log needs Durability::None (it requests the sync covering each append itself)"
     )]
     Durability {
-        /// The shard asked for.
-        key: felix_storage::ShardKey,
-        /// The store's durability.
+        /// The shard asked for: its key in a store, its directory alone.
+        shard: String,
+        /// The durability found (the store's, or the one configured).
         found: felix_storage::Durability,
     },
     /// A record of the shard is not an entry this codec wrote.

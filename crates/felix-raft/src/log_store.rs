@@ -79,10 +79,13 @@ impl<C> Debug for LogOptions<C> {
 }
 
 impl<C> LogOptions<C> {
-    /// The shard's configuration. Default: [`StoreConfig::default`]. Its
-    /// durability is replaced by [`Durability::None`]: the log asks for the
-    /// sync covering each append itself, and reports it to openraft through
-    /// the append's callback.
+    /// The shard's configuration. Default: [`StoreConfig::default`] with
+    /// [`Durability::None`], the only durability a Raft log takes: the log
+    /// asks for the sync covering each append itself and reports it to
+    /// openraft through the append's callback, so another policy would sync
+    /// on a schedule of its own (or block appends) for nothing. A
+    /// configuration with another durability is refused at
+    /// [`open`](Self::open) with [`RaftLogError::Durability`].
     pub fn config(mut self, config: StoreConfig) -> Self {
         self.config = config;
         self
@@ -98,12 +101,14 @@ impl<C> LogOptions<C> {
     /// (recovery runs as for any shard), then the raft-state file, then a
     /// purge a crash interrupted is finished.
     pub fn open(self) -> Result<FelixLogStore<C>, RaftLogError> {
-        let config = StoreConfig {
-            durability: Durability::None,
-            ..self.config
-        };
+        if self.config.durability != Durability::None {
+            return Err(RaftLogError::Durability {
+                shard: self.dir.display().to_string(),
+                found: self.config.durability,
+            });
+        }
         let shard = Shard::options(&self.dir)
-            .config(config)
+            .config(self.config)
             .file_system(self.fs.clone())
             .open()?;
         FelixLogStore::on_shard(Arc::new(shard))
@@ -124,7 +129,10 @@ impl<C> FelixLogStore<C> {
     pub fn options(dir: impl AsRef<Path>) -> LogOptions<C> {
         LogOptions {
             dir: dir.as_ref().to_path_buf(),
-            config: StoreConfig::default(),
+            config: StoreConfig {
+                durability: Durability::None,
+                ..StoreConfig::default()
+            },
             fs: FileSystem::os(),
             types: PhantomData,
         }
@@ -157,7 +165,7 @@ impl<C> FelixLogStore<C> {
         let durability = store.config().durability;
         if durability != Durability::None {
             return Err(RaftLogError::Durability {
-                key: key.clone(),
+                shard: key.to_string(),
                 found: durability,
             });
         }
@@ -440,9 +448,8 @@ where
         // before its next command (`RaftCore::append_to_log`), so handing
         // the sync to a pool worker and the report back only adds wake-ups:
         // the lone appender syncs on this thread (as openraft's own RocksDB
-        // store flushes inside `append`). Measured against the hand-over
-        // (docs/performance.md): 1 client write in flight 1.01× raft-log
-        // instead of 0.89–0.94×, 64 in flight about 1.2× instead of 1.0×.
+        // store flushes inside `append`; the figures are in
+        // docs/performance.md).
         let outcome = shard.wait_durable(end);
         callback.log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
         Ok(())

@@ -103,7 +103,8 @@ fn log_in_a_store_that_syncs_on_its_own_is_refused_creating_nothing() {
     assert!(
         matches!(
             &err,
-            RaftLogError::Durability { key, found: Durability::OnCommit } if *key == group(0)
+            RaftLogError::Durability { shard, found: Durability::OnCommit }
+                if *shard == group(0).to_string()
         ),
         "{err:?}"
     );

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_raft::{FelixLogStore, TypeConfig};
-use felix_storage::{Preallocation, StoreConfig};
+use felix_storage::{Durability, Preallocation, StoreConfig};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
 
@@ -44,6 +44,7 @@ impl Rng {
 
 fn config() -> StoreConfig {
     StoreConfig {
+        durability: Durability::None,
         // A few entries a segment, so purges and truncations cross files.
         segment_size_bytes: 160,
         index_spacing_bytes: 64,

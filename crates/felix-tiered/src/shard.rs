@@ -48,7 +48,7 @@ impl TieredShard {
         config: TierConfig,
     ) -> Result<Self, TieredError> {
         config.validate()?;
-        let own = shard.retention();
+        let own = shard.config().retention;
         if own.max_bytes.is_some() || own.max_age.is_some() {
             return Err(TieredError::ShardRetentionOn);
         }

@@ -42,7 +42,9 @@ async fn offload_read_back_retention_and_sweep_over_s3() {
     assert!(shard.base_offset() > 0);
     let mut at = 0;
     while at < 300 {
-        for r in tiered.read(at, 400).await.unwrap() {
+        let records = tiered.read(at, 400).await.unwrap();
+        assert!(!records.is_empty(), "nothing read at {at}");
+        for r in records {
             assert_eq!((r.offset, &r.payload[..]), (at, &payload(at)[..]));
             at += 1;
         }

@@ -1,5 +1,6 @@
-//! Crash safety of the rewrite: stop after each step, as a crash would, and
-//! check that the next load sees the old history or the new one.
+//! Crash safety of the rewrite: the power cut after every call of a store
+//! on the simulated disk, and every state the crash could leave loaded: the
+//! old history or the new one, never a mix.
 
 use std::fs;
 

@@ -251,14 +251,6 @@ impl Shard {
         self.core.segments()
     }
 
-    /// The retention the shard applies itself (its
-    /// [`StoreConfig::retention`](crate::StoreConfig::retention)): a layer
-    /// that makes the deletion decision instead, as tiered storage does,
-    /// checks that it is off.
-    pub fn retention(&self) -> crate::Retention {
-        self.core.config.retention
-    }
-
     /// A snapshot of the shard's counters.
     pub fn stats(&self) -> ShardStats {
         self.core.stats()
