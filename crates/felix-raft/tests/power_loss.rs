@@ -22,25 +22,9 @@ use felix_storage::{Durability, Preallocation, StoreConfig};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
 
-use plans::plans;
+use plans::{Rng, plans};
 
 const DIR: &str = "/log";
-
-/// The same generator as felix-storage's sweeps, for its plans.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 fn config() -> StoreConfig {
     StoreConfig {

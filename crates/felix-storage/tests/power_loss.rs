@@ -31,9 +31,9 @@ use felix_storage::{
 };
 
 use check::{Checked, check};
-use plans::plans;
+use plans::{Rng, plans};
 use residual::Residual;
-use workload::{BLOCKS, Op, Rng, SMALL, Scale, workload};
+use workload::{BLOCKS, Op, SMALL, Scale, workload};
 
 const DIR: &str = "/shard";
 

@@ -18,25 +18,9 @@ use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, Vfs};
 use felix_storage::{Durability, Preallocation, Record, StorageError, Store, StoreConfig};
 
-use plans::plans;
+use plans::{Rng, plans};
 
 const ROOT: &str = "/root";
-
-/// The same generator as the main sweep's, for its plans.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 fn config() -> StoreConfig {
     StoreConfig {

@@ -20,7 +20,7 @@ use felix_storage::{
     Durability, Preallocation, Record, SegmentCopy, Shard, StorageError, StoreConfig,
 };
 
-use plans::plans;
+use plans::{Rng, plans};
 
 const DIR: &str = "/shard";
 const PAYLOAD: usize = 12;
@@ -29,22 +29,6 @@ const RECORD: u64 = (RECORD_HEADER_LEN + PAYLOAD) as u64;
 /// The segment replaced, and its record that rots.
 const SEGMENT: u64 = 1;
 const ROTTED: u64 = PER_SEGMENT + 2;
-
-/// The same generator as the main sweep's, for its plans.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 fn config() -> StoreConfig {
     StoreConfig {

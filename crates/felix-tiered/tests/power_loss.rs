@@ -26,26 +26,10 @@ use felix_io::sim::SimFs;
 use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
 use felix_tiered::{TierConfig, TierRetention, TierStore, TieredShard, stores};
 
-use plans::plans;
+use plans::{Rng, plans};
 
 const DIR: &str = "/shard";
 const RECORDS: u64 = 60;
-
-/// The same generator as felix-storage's sweep, for the sampled plans.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 fn shard_config() -> StoreConfig {
     StoreConfig {

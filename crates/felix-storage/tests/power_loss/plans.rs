@@ -4,7 +4,22 @@ use std::collections::BTreeSet;
 
 use felix_io::sim::{BLOCK_BYTES, CrashPlan, PendingOp, SimFs, Tear};
 
-use super::Rng;
+/// A small deterministic generator (xorshift64*), so every failure names a
+/// seed that reproduces it.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
 
 /// Subsets are enumerated in full up to this many pending operations.
 const EXHAUSTIVE_PENDING: usize = 6;

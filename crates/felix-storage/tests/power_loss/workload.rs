@@ -1,5 +1,7 @@
-//! The sweep's random workloads: the operations, the generator and the
-//! scales they run at.
+//! The sweep's random workloads: the operations and the scales they run
+//! at (the generator is the plans' `Rng`, shared by every sweep).
+
+use super::plans::Rng;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Op {
@@ -30,23 +32,6 @@ pub(crate) enum Op {
     Reset {
         ahead: u64,
     },
-}
-
-/// A small deterministic generator (xorshift64*), so every failure names a
-/// seed that reproduces it.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 /// The sizes a workload works at.
