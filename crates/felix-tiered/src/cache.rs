@@ -1,13 +1,13 @@
 //! The bounded cache of fetched remote bytes.
 //!
 //! Entries are whole chunks (`TierConfig::chunk_bytes`, aligned in the
-//! object) keyed by object and chunk number; the least recently used go
+//! object) keyed by object (its name's parts, not its path) and chunk number; the least recently used go
 //! first once the total passes the bound. A chunk is cached only after the
 //! fetch returned it whole; records in it are verified on every read, so a
 //! cached chunk is never trusted more than a fetched one.
 //!
 //! A remote segment's index object is kept parsed, not as bytes, under its
-//! object path (which names the segment's upload, so a new upload of the
+//! object (whose name includes the segment's upload, so a new upload of the
 //! segment is a new key and a stale index is never found): a warm read then
 //! neither fetches nor parses it again. Its entries count against the same
 //! byte bound as the chunks.
@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use felix_format::IndexEntry;
-use object_store::path::Path;
+
+use crate::remote::SegmentObject;
 
 /// The chunk number the cache keeps a parsed index object under.
 const WHOLE_OBJECT: u64 = u64::MAX;
@@ -43,7 +44,7 @@ impl Held {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<(Path, u64), (Held, u64)>,
+    entries: HashMap<(SegmentObject, u64), (Held, u64)>,
     bytes: u64,
     tick: u64,
 }
@@ -67,16 +68,16 @@ impl ChunkCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn get_held(&self, object: &Path, chunk: u64) -> Option<Held> {
+    fn get_held(&self, object: SegmentObject, chunk: u64) -> Option<Held> {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
-        let entry = inner.entries.get_mut(&(object.clone(), chunk))?;
+        let entry = inner.entries.get_mut(&(object, chunk))?;
         entry.1 = tick;
         Some(entry.0.clone())
     }
 
-    pub(crate) fn get(&self, object: &Path, chunk: u64) -> Option<Bytes> {
+    pub(crate) fn get(&self, object: SegmentObject, chunk: u64) -> Option<Bytes> {
         match self.get_held(object, chunk)? {
             Held::Chunk(b) => Some(b),
             Held::Index(_) => None,
@@ -84,23 +85,23 @@ impl ChunkCache {
     }
 
     /// The parsed index object `object`, if held.
-    pub(crate) fn get_index(&self, object: &Path) -> Option<Arc<[IndexEntry]>> {
+    pub(crate) fn get_index(&self, object: SegmentObject) -> Option<Arc<[IndexEntry]>> {
         match self.get_held(object, WHOLE_OBJECT)? {
             Held::Index(e) => Some(e),
             Held::Chunk(_) => None,
         }
     }
 
-    pub(crate) fn insert(&self, object: &Path, chunk: u64, bytes: Bytes) {
+    pub(crate) fn insert(&self, object: SegmentObject, chunk: u64, bytes: Bytes) {
         self.insert_held(object, chunk, Held::Chunk(bytes));
     }
 
     /// Keeps index object `object`, already checked and parsed.
-    pub(crate) fn insert_index(&self, object: &Path, entries: Arc<[IndexEntry]>) {
+    pub(crate) fn insert_index(&self, object: SegmentObject, entries: Arc<[IndexEntry]>) {
         self.insert_held(object, WHOLE_OBJECT, Held::Index(entries));
     }
 
-    fn insert_held(&self, object: &Path, chunk: u64, held: Held) {
+    fn insert_held(&self, object: SegmentObject, chunk: u64, held: Held) {
         let len = held.len();
         if len > self.limit {
             return;
@@ -108,7 +109,7 @@ impl ChunkCache {
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
-        if let Some((old, _)) = inner.entries.insert((object.clone(), chunk), (held, tick)) {
+        if let Some((old, _)) = inner.entries.insert((object, chunk), (held, tick)) {
             inner.bytes -= old.len();
         }
         inner.bytes += len;
@@ -117,7 +118,7 @@ impl ChunkCache {
                 .entries
                 .iter()
                 .min_by_key(|(_, (_, t))| *t)
-                .map(|(k, _)| k.clone())
+                .map(|(k, _)| *k)
             else {
                 break;
             };
@@ -128,13 +129,13 @@ impl ChunkCache {
     }
 
     /// Forgets every chunk of `object` (its segment left the store).
-    pub(crate) fn forget(&self, object: &Path) {
+    pub(crate) fn forget(&self, object: SegmentObject) {
         let mut inner = self.lock();
         let doomed: Vec<_> = inner
             .entries
             .keys()
-            .filter(|(o, _)| o == object)
-            .cloned()
+            .filter(|(o, _)| *o == object)
+            .copied()
             .collect();
         for k in doomed {
             if let Some((gone, _)) = inner.entries.remove(&k) {
@@ -153,42 +154,69 @@ impl ChunkCache {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use felix_format::FileKind;
+
+    fn object(id: u64, kind: FileKind) -> SegmentObject {
+        SegmentObject {
+            id,
+            upload: 7,
+            kind,
+        }
+    }
 
     #[test]
     fn stays_within_its_bound_evicting_the_least_recently_used() {
         let cache = ChunkCache::new(10);
-        let a = Path::from("a");
-        cache.insert(&a, 0, Bytes::from(vec![0; 4]));
-        cache.insert(&a, 1, Bytes::from(vec![1; 4]));
-        assert!(cache.get(&a, 0).is_some());
-        cache.insert(&a, 2, Bytes::from(vec![2; 4]));
+        let a = object(1, FileKind::Segment);
+        cache.insert(a, 0, Bytes::from(vec![0; 4]));
+        cache.insert(a, 1, Bytes::from(vec![1; 4]));
+        assert!(cache.get(a, 0).is_some());
+        cache.insert(a, 2, Bytes::from(vec![2; 4]));
         assert_eq!(cache.bytes(), 8);
-        assert!(cache.get(&a, 1).is_none());
-        assert!(cache.get(&a, 0).is_some() && cache.get(&a, 2).is_some());
-        cache.insert(&a, 3, Bytes::from(vec![3; 11]));
-        assert!(cache.get(&a, 3).is_none());
-        cache.forget(&a);
+        assert!(cache.get(a, 1).is_none());
+        assert!(cache.get(a, 0).is_some() && cache.get(a, 2).is_some());
+        cache.insert(a, 3, Bytes::from(vec![3; 11]));
+        assert!(cache.get(a, 3).is_none());
+        cache.forget(a);
         assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn another_upload_or_file_of_a_segment_is_another_entry() {
+        let cache = ChunkCache::new(64);
+        let first = object(3, FileKind::Segment);
+        cache.insert(first, 0, Bytes::from_static(b"first"));
+        let again = SegmentObject { upload: 8, ..first };
+        assert!(cache.get(again, 0).is_none());
+        assert!(cache.get(object(3, FileKind::Index), 0).is_none());
+        assert!(cache.get(object(4, FileKind::Segment), 0).is_none());
+        assert_eq!(cache.get(first, 0).as_deref(), Some(&b"first"[..]));
+        // Forgetting the first upload leaves another's chunks.
+        cache.insert(again, 0, Bytes::from_static(b"again"));
+        cache.forget(first);
+        assert!(cache.get(first, 0).is_none());
+        assert_eq!(cache.get(again, 0).as_deref(), Some(&b"again"[..]));
+        assert_eq!(cache.bytes(), 5);
     }
 
     #[test]
     fn a_parsed_index_counts_against_the_bound_and_is_not_a_chunk() {
         let cache = ChunkCache::new(64);
-        let i = Path::from("i");
+        let i = object(2, FileKind::Index);
         let entries: Arc<[IndexEntry]> = (0..2)
             .map(|n| IndexEntry {
                 offset: n,
                 position: 64 + n,
             })
             .collect();
-        cache.insert_index(&i, Arc::clone(&entries));
+        cache.insert_index(i, Arc::clone(&entries));
         assert_eq!(cache.bytes(), 32);
-        assert!(cache.get(&i, WHOLE_OBJECT).is_none());
-        let held = cache.get_index(&i).unwrap();
+        assert!(cache.get(i, WHOLE_OBJECT).is_none());
+        let held = cache.get_index(i).unwrap();
         assert!(Arc::ptr_eq(&held, &entries));
         // A chunk pushing the total past the bound evicts the index.
-        cache.insert(&i, 0, Bytes::from(vec![0; 40]));
-        assert!(cache.get_index(&i).is_none());
+        cache.insert(i, 0, Bytes::from(vec![0; 40]));
+        assert!(cache.get_index(i).is_none());
         assert_eq!(cache.bytes(), 40);
     }
 }

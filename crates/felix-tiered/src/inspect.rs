@@ -7,13 +7,15 @@ use object_store::path::Path;
 use felix_format::tier_manifest::{
     Manifest, RemoteObjectName, RemoteSegment, decode_manifest, manifest_object_name,
 };
-use felix_format::{FileKind, ShardKey};
+use felix_format::{CorruptionKind, FileKind, ShardKey};
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
 
 use crate::error::TieredError;
-use crate::offload::walk_records;
-use crate::read::check_whole;
+use crate::read::check_counts;
 use crate::remote::Remote;
 use crate::stores::TierStore;
+use crate::walk::SegmentWalk;
 
 /// One manifest version in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,12 +126,43 @@ impl RemoteShard {
         Ok(self.remote.load_manifest(&self.key).await?.0)
     }
 
+    /// Reads `object` as a stream: its length and CRC-32, and `walk` fed
+    /// every piece (stopped at the first damage). Nothing is held whole.
+    async fn stream(
+        &self,
+        object: &Path,
+        walk: Option<SegmentWalk>,
+    ) -> Result<(u64, u32, Option<Result<SegmentWalk, (u64, CorruptionKind)>>), TieredError> {
+        let mut pieces = self
+            .remote
+            .store
+            .get(object)
+            .await
+            .map_err(|e| TieredError::store("get", object, e))?
+            .into_stream();
+        let mut walk = walk.map(Ok);
+        let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
+        while let Some(piece) = pieces
+            .try_next()
+            .await
+            .map_err(|e| TieredError::store("get", object, e))?
+        {
+            len += piece.len() as u64;
+            crc.update(&piece);
+            if let Some(Ok(w)) = &mut walk
+                && let Err(damage) = w.feed(&piece)
+            {
+                walk = Some(Err(damage));
+            }
+        }
+        Ok((len, crc.finalize(), walk))
+    }
+
     /// Checks one listed segment's three objects against its manifest
     /// entry: each object's length and CRC-32, and every record of the
     /// `.log` walked at full depth up to the entry's next offset (also when
     /// its CRC fails, to name the damaged record's byte). Each object is
-    /// fetched whole (one get each), so this reads the segment's bytes
-    /// once. Returns what is wrong, nothing when all is well.
+    /// read once as a stream (one get each) and never held whole. Returns what is wrong, nothing when all is well.
     pub async fn verify_segment(&self, segment: &RemoteSegment) -> Vec<RemoteFinding> {
         let mut findings = Vec::new();
         let id = segment.extent.id;
@@ -143,8 +176,9 @@ impl RemoteShard {
             ),
         ] {
             let object = self.remote.segment_object(id, segment.upload, kind);
-            let bytes = match self.remote.get(&object).await {
-                Ok(bytes) => bytes,
+            let walk = (kind == FileKind::Segment).then(|| SegmentWalk::new(segment.extent.len));
+            let (found, crc_found, walk) = match self.stream(&object, walk).await {
+                Ok(streamed) => streamed,
                 Err(error) => {
                     findings.push(RemoteFinding {
                         segment: id,
@@ -154,13 +188,12 @@ impl RemoteShard {
                     continue;
                 }
             };
-            let whole = check_whole(&object, &bytes, len, crc);
+            let whole = check_counts(&object, (len, crc), (found, crc_found));
             // The records are walked even when the CRC fails: the walk
             // names the damaged record's byte, which the CRC cannot.
-            let walked = if kind == FileKind::Segment {
-                walk(&object, &bytes, segment)
-            } else {
-                Ok(())
+            let walked = match walk {
+                Some(walk) => walked(&object, walk, segment),
+                None => Ok(()),
             };
             for error in [whole.err(), walked.err()].into_iter().flatten() {
                 findings.push(RemoteFinding {
@@ -174,14 +207,19 @@ impl RemoteShard {
     }
 }
 
-/// Walks a `.log` object's records and holds their end to the manifest.
-fn walk(object: &Path, bytes: &[u8], segment: &RemoteSegment) -> Result<(), TieredError> {
-    let found_next =
-        walk_records(bytes).map_err(|(position, kind)| TieredError::RemoteCorrupt {
-            object: object.clone(),
-            position,
-            kind,
-        })?;
+/// Holds a walk of a `.log` object's records, damage or end, to the
+/// manifest.
+fn walked(
+    object: &Path,
+    walk: Result<SegmentWalk, (u64, CorruptionKind)>,
+    segment: &RemoteSegment,
+) -> Result<(), TieredError> {
+    let corrupt = |(position, kind)| TieredError::RemoteCorrupt {
+        object: object.clone(),
+        position,
+        kind,
+    };
+    let found_next = walk.and_then(|w| w.finish()).map_err(corrupt)?;
     if found_next != segment.extent.next_offset {
         return Err(TieredError::RemoteExtent {
             object: object.clone(),

@@ -33,6 +33,8 @@ mod remote;
 mod retention;
 mod shard;
 pub mod stores;
+mod upload;
+mod walk;
 
 pub use config::{TierConfig, TierConfigError, TierRetention};
 pub use error::{StoreSetupError, TieredError};

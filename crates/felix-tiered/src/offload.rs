@@ -2,23 +2,15 @@
 //! record them in a new manifest, and only then delete them locally.
 
 use std::hash::{BuildHasher, Hasher};
-use std::path::Path as FsPath;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
-
+use felix_format::FileKind;
 use felix_format::tier_manifest::RemoteSegment;
-use felix_format::{
-    CorruptionKind, CursorStep, FileKind, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth,
-    SegmentHeader, file_name,
-};
-use felix_io::OpenMode;
-use felix_storage::{FileSystem, SegmentInfo};
+use felix_storage::SegmentInfo;
 
 use crate::config::TierRetention;
 use crate::error::TieredError;
+use crate::remote::SegmentObject;
 use crate::shard::TieredShard;
 
 /// What an offload pass did.
@@ -76,167 +68,25 @@ fn upload_id() -> u64 {
     h.finish()
 }
 
-/// Reads a whole local file through the shard's file system (a missing
-/// optional file reads as empty). The sealed files are small enough to
-/// hold whole; the upload needs them in memory for the CRC anyway.
-fn read_local(fs: &FileSystem, path: &FsPath, optional: bool) -> Result<Vec<u8>, TieredError> {
-    let err = |source| TieredError::LocalFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = match fs.open(path, OpenMode::Read) {
-        Ok(f) => f,
-        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err(e)),
-    };
-    let len = file.file_len().map_err(err)?;
-    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
-    file.read_exact_at(&mut bytes, 0).map_err(err)?;
-    Ok(bytes)
-}
-
-/// Checks every record of a sealed segment's bytes exactly as a read
-/// would, before they leave the disk: rot is never offloaded.
-fn check_segment(path: &FsPath, bytes: &[u8], info: &SegmentInfo) -> Result<(), TieredError> {
-    let found_next = walk_records(bytes).map_err(|(position, kind)| TieredError::LocalCorrupt {
-        path: path.to_path_buf(),
-        position,
-        kind,
-    })?;
-    if found_next != info.extent.next_offset {
-        return Err(TieredError::LocalExtent {
-            path: path.to_path_buf(),
-            expected_next: info.extent.next_offset,
-            found_next,
-        });
-    }
-    Ok(())
-}
-
-/// Walks every record of a whole sealed segment's bytes at full depth
-/// (header, then each record's header and payload checksums and offsets).
-/// Returns one past the last record's offset, or where and how it is
-/// damaged.
-pub(crate) fn walk_records(bytes: &[u8]) -> Result<u64, (u64, CorruptionKind)> {
-    let header = SegmentHeader::decode(bytes).map_err(|k| (0, k))?;
-    let mut cursor = RecordCursor::new(
-        SEGMENT_HEADER_LEN as u64,
-        header.base_offset,
-        bytes.len() as u64,
-        ScanDepth::Full,
-    );
-    loop {
-        let from = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
-        match cursor.step(bytes.get(from..).unwrap_or_default()) {
-            CursorStep::Record(_) => {}
-            CursorStep::End => break,
-            CursorStep::Damage(d) => return Err((d.position, d.kind)),
-            // The whole file is in hand, so the cursor never needs more
-            // (and `step` never declines).
-            CursorStep::NeedBytes { needed } => {
-                return Err((
-                    cursor.position(),
-                    CorruptionKind::Truncated {
-                        needed,
-                        available: bytes.len() as u64 - cursor.position(),
-                    },
-                ));
-            }
-            CursorStep::Declined { .. } => break,
-        }
-    }
-    Ok(cursor.next_offset())
-}
-
 impl TieredShard {
-    /// Puts one object (multipart above the part size) and checks that the
-    /// store holds exactly its length: a store that kept a truncated
-    /// object fails here, before any manifest lists it.
-    async fn put_object(&self, path: &Path, bytes: Bytes) -> Result<(), TieredError> {
-        let store = &self.remote.store;
-        let len = bytes.len() as u64;
-        if len <= self.config.part_bytes {
-            store
-                .put(path, PutPayload::from(bytes))
-                .await
-                .map_err(|e| TieredError::store("put", path, e))?;
-        } else {
-            let upload = store
-                .put_multipart(path)
-                .await
-                .map_err(|e| TieredError::store("put", path, e))?;
-            let part = usize::try_from(self.config.part_bytes).unwrap_or(usize::MAX);
-            let mut writer = WriteMultipart::new_with_chunk_size(upload, part);
-            let mut at = 0;
-            while at < bytes.len() {
-                let end = (at + part).min(bytes.len());
-                if let Err(e) = writer
-                    .wait_for_capacity(self.config.upload_concurrency)
-                    .await
-                {
-                    let _ = writer.abort().await;
-                    return Err(TieredError::store("put", path, e));
-                }
-                writer.put(bytes.slice(at..end));
-                at = end;
-            }
-            writer
-                .finish()
-                .await
-                .map_err(|e| TieredError::store("put", path, e))?;
-        }
-        let meta = store
-            .head(path)
-            .await
-            .map_err(|e| TieredError::store("head", path, e))?;
-        if meta.size != len {
-            return Err(TieredError::RemoteLength {
-                object: path.clone(),
-                expected: len,
-                found: meta.size,
-            });
-        }
-        Ok(())
-    }
-
     /// Uploads one sealed segment's three files under a fresh upload id.
     async fn upload_segment(&self, info: &SegmentInfo) -> Result<RemoteSegment, TieredError> {
-        let dir = self.shard.dir();
-        let fs = self.shard.file_system();
-        let id = info.extent.id;
-        let log_path = dir.join(file_name(id, FileKind::Segment).as_str());
-        let mut log = read_local(fs, &log_path, false)?;
-        // Sealed segments are cut to their records; anything past the
-        // extent is not the segment's.
-        log.truncate(usize::try_from(info.extent.len).unwrap_or(usize::MAX));
-        check_segment(&log_path, &log, info)?;
-        let index = read_local(fs, &dir.join(file_name(id, FileKind::Index).as_str()), true)?;
-        let time_index = read_local(
-            fs,
-            &dir.join(file_name(id, FileKind::TimeIndex).as_str()),
-            true,
-        )?;
         let upload = upload_id();
-        let entry = RemoteSegment {
-            extent: info.extent,
-            index_len: index.len() as u64,
-            time_index_len: time_index.len() as u64,
-            max_timestamp_micros: info.max_timestamp_micros,
-            upload,
-            segment_crc: crc32fast::hash(&log),
-            index_crc: crc32fast::hash(&index),
-            time_index_crc: crc32fast::hash(&time_index),
-        };
         // Data first, then its indexes: an object a manifest lists is
         // complete, and a crash leaves only unlisted orphans.
-        for (kind, bytes) in [
-            (FileKind::Segment, log),
-            (FileKind::Index, index),
-            (FileKind::TimeIndex, time_index),
-        ] {
-            let path = self.remote.segment_object(id, upload, kind);
-            self.put_object(&path, Bytes::from(bytes)).await?;
-        }
+        let log = self.upload_file(info, upload, FileKind::Segment).await?;
+        let index = self.upload_file(info, upload, FileKind::Index).await?;
+        let time_index = self.upload_file(info, upload, FileKind::TimeIndex).await?;
+        let entry = RemoteSegment {
+            extent: info.extent,
+            index_len: index.len,
+            time_index_len: time_index.len,
+            max_timestamp_micros: info.max_timestamp_micros,
+            upload,
+            segment_crc: log.crc,
+            index_crc: index.crc,
+            time_index_crc: time_index.crc,
+        };
         Ok(entry)
     }
 
@@ -322,12 +172,12 @@ impl TieredShard {
             .collect();
         let mut deleted = 0;
         for object in self.remote.list().await? {
-            if let felix_format::tier_manifest::RemoteObjectName::Segment { id, upload, .. } =
+            if let felix_format::tier_manifest::RemoteObjectName::Segment { id, upload, kind } =
                 object.name
                 && !listed.contains(&(id, upload))
             {
                 self.remote.delete(&object.path).await?;
-                self.cache.forget(&object.path);
+                self.cache.forget(SegmentObject { id, upload, kind });
                 deleted += 1;
             }
         }

@@ -13,6 +13,7 @@ use felix_format::{
 use felix_storage::{ReadRecord, StorageError};
 
 use crate::error::TieredError;
+use crate::remote::SegmentObject;
 use crate::shard::TieredShard;
 
 impl TieredShard {
@@ -56,20 +57,26 @@ impl TieredShard {
     }
 
     /// Fetches chunk `chunk` of `object` (`len` bytes in all) through the
-    /// cache, checking it arrived whole.
-    async fn chunk(&self, object: &Path, len: u64, chunk: u64) -> Result<Bytes, TieredError> {
+    /// cache, checking it arrived whole. Its path is built only to fetch.
+    async fn chunk(
+        &self,
+        object: SegmentObject,
+        len: u64,
+        chunk: u64,
+    ) -> Result<Bytes, TieredError> {
         if let Some(bytes) = self.cache.get(object, chunk) {
             return Ok(bytes);
         }
+        let path = self.remote.path(object);
         let size = self.config.chunk_bytes;
         let start = chunk.saturating_mul(size).min(len);
         let end = start.saturating_add(size).min(len);
-        let bytes = self.remote.get_range(object, start..end).await?;
+        let bytes = self.remote.get_range(&path, start..end).await?;
         // A range past the end comes back short, not as an error: a
         // truncated object must be reported, never read as a short segment.
         if bytes.len() as u64 != end - start {
             return Err(TieredError::RemoteLength {
-                object: object.clone(),
+                object: path,
                 expected: len,
                 found: start + bytes.len() as u64,
             });
@@ -80,15 +87,14 @@ impl TieredShard {
 
     /// A remote segment's index object, whole, matching its CRC and
     /// parsed. It is fetched and parsed once and then kept in the cache
-    /// under its object path, which names the segment's upload: another
+    /// under its object, whose name includes the segment's upload: another
     /// upload of the segment (a new manifest) never finds this one's index.
     async fn index(&self, segment: &RemoteSegment) -> Result<Arc<[IndexEntry]>, TieredError> {
-        let path = self
-            .remote
-            .segment_object(segment.extent.id, segment.upload, FileKind::Index);
-        if let Some(entries) = self.cache.get_index(&path) {
+        let object = SegmentObject::of(segment, FileKind::Index);
+        if let Some(entries) = self.cache.get_index(object) {
             return Ok(entries);
         }
+        let path = self.remote.path(object);
         let bytes = self.remote.get(&path).await?;
         check_whole(&path, &bytes, segment.index_len, segment.index_crc)?;
         let entries: Arc<[IndexEntry]> =
@@ -102,7 +108,7 @@ impl TieredShard {
                     });
                 }
             };
-        self.cache.insert_index(&path, Arc::clone(&entries));
+        self.cache.insert_index(object, Arc::clone(&entries));
         Ok(entries)
     }
 
@@ -154,9 +160,7 @@ impl TieredShard {
         from: u64,
         max_bytes: u64,
     ) -> Result<Vec<ReadRecord>, TieredError> {
-        let object =
-            self.remote
-                .segment_object(segment.extent.id, segment.upload, FileKind::Segment);
+        let object = SegmentObject::of(segment, FileKind::Segment);
         let len = segment.extent.len;
         let size = self.config.chunk_bytes;
         let mut cursor = RecordCursor::new(position, offset, len, ScanDepth::Full);
@@ -173,7 +177,7 @@ impl TieredShard {
                     // Drop what the walk is past, then fetch the next chunk.
                     let rest = buf.slice(at.min(buf.len())..);
                     buf_start = cursor.position();
-                    let chunk = self.chunk(&object, len, next_chunk).await?;
+                    let chunk = self.chunk(object, len, next_chunk).await?;
                     let chunk_start = next_chunk * size;
                     let skip = usize::try_from(buf_start.saturating_sub(chunk_start))
                         .unwrap_or(usize::MAX);
@@ -211,7 +215,7 @@ impl TieredShard {
                 CursorStep::End | CursorStep::Declined { .. } => break,
                 CursorStep::Damage(d) => {
                     return Err(TieredError::RemoteCorrupt {
-                        object,
+                        object: self.remote.path(object),
                         position: d.position,
                         kind: d.kind,
                     });
@@ -229,19 +233,33 @@ pub(crate) fn check_whole(
     len: u64,
     crc: u32,
 ) -> Result<(), TieredError> {
-    if bytes.len() as u64 != len {
+    check_counts(
+        object,
+        (len, crc),
+        (bytes.len() as u64, crc32fast::hash(bytes)),
+    )
+}
+
+/// Checks an object's length and CRC-32 as found against the manifest's
+/// (`(len, crc)` each; the length first, since a short object's CRC says
+/// nothing more).
+pub(crate) fn check_counts(
+    object: &Path,
+    (len, crc): (u64, u32),
+    (found_len, found_crc): (u64, u32),
+) -> Result<(), TieredError> {
+    if found_len != len {
         return Err(TieredError::RemoteLength {
             object: object.clone(),
             expected: len,
-            found: bytes.len() as u64,
+            found: found_len,
         });
     }
-    let found = crc32fast::hash(bytes);
-    if found != crc {
+    if found_crc != crc {
         return Err(TieredError::RemoteChecksum {
             object: object.clone(),
             expected: crc,
-            found,
+            found: found_crc,
         });
     }
     Ok(())

@@ -7,8 +7,8 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use felix_format::tier_manifest::{
-    Manifest, RemoteObjectName, decode_manifest, encode_manifest, manifest_object_name,
-    segment_object_name,
+    Manifest, RemoteObjectName, RemoteSegment, decode_manifest, encode_manifest,
+    manifest_object_name, segment_object_name,
 };
 use felix_format::{FileKind, ShardKey};
 
@@ -24,6 +24,28 @@ pub(crate) struct Remote {
     pub(crate) store: TierStore,
     /// `{prefix}/{dir_name}`.
     pub(crate) base: String,
+}
+
+/// One of a segment upload's objects, by the parts of its name. The read
+/// cache keys on it, so a warm read builds no object path: building one
+/// (formatting, then `Path`'s parsing and percent-encoding) cost more than
+/// the rest of a warm read together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SegmentObject {
+    pub(crate) id: u64,
+    pub(crate) upload: u64,
+    pub(crate) kind: FileKind,
+}
+
+impl SegmentObject {
+    /// Object `kind` of the upload `segment` names.
+    pub(crate) fn of(segment: &RemoteSegment, kind: FileKind) -> Self {
+        SegmentObject {
+            id: segment.extent.id,
+            upload: segment.upload,
+            kind,
+        }
+    }
 }
 
 /// An object under a shard's prefix, by what its name says.
@@ -49,6 +71,11 @@ impl Remote {
 
     pub(crate) fn segment_object(&self, id: u64, upload: u64, kind: FileKind) -> Path {
         self.object(&segment_object_name(id, upload, kind))
+    }
+
+    /// The path of `object`.
+    pub(crate) fn path(&self, object: SegmentObject) -> Path {
+        self.segment_object(object.id, object.upload, object.kind)
     }
 
     /// Every object under the shard's prefix, classified.

@@ -8,6 +8,7 @@ use felix_format::tier_manifest::RemoteSegment;
 
 use crate::config::TierRetention;
 use crate::error::TieredError;
+use crate::remote::SegmentObject;
 use crate::shard::TieredShard;
 
 /// How many of the oldest `segments` `retention` deletes now: while the
@@ -65,8 +66,9 @@ impl TieredShard {
         self.publish(&manifest);
         for s in &removed {
             for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
-                let path = self.remote.segment_object(s.extent.id, s.upload, kind);
-                self.cache.forget(&path);
+                let object = SegmentObject::of(s, kind);
+                self.cache.forget(object);
+                let path = self.remote.path(object);
                 if let Err(e) = self.remote.delete(&path).await {
                     tracing::warn!(object = %path, error = %e, "unlisted remote object not deleted; a sweep removes it");
                 }

@@ -1,0 +1,172 @@
+//! What an offload sends: a segment larger than a part goes up in parts,
+//! each checked just before it is sent, and a rotted local segment is
+//! neither uploaded, listed nor deleted.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::ObjectStore;
+
+use felix_format::{CorruptionKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, ShardKey};
+use felix_storage::{Preallocation, Record, Shard, StoreConfig};
+use felix_tiered::{TierConfig, TierRetention, TieredError, TieredShard, stores};
+
+/// Payload bytes of each record: a 5 MiB part ends inside one.
+const PAYLOAD: usize = 100_000;
+/// The part size: the smallest S3 allows.
+const PART: u64 = 5 << 20;
+
+fn payload(offset: u64) -> Vec<u8> {
+    (0..PAYLOAD).map(|i| (offset as usize + i) as u8).collect()
+}
+
+/// Where record `offset` of the first segment starts.
+fn position(offset: u64) -> u64 {
+    SEGMENT_HEADER_LEN as u64 + offset * (RECORD_HEADER_LEN + PAYLOAD) as u64
+}
+
+/// A shard whose segments roll at 12 MB (two parts and some), holding
+/// `records` records: the first segment sealed.
+fn shard(dir: &std::path::Path, records: u64) -> Arc<Shard> {
+    let config = StoreConfig {
+        segment_size_bytes: 12 << 20,
+        preallocate: Preallocation::Off,
+        ..StoreConfig::default()
+    };
+    let shard = Arc::new(Shard::options(dir).config(config).open().unwrap());
+    for offset in 0..records {
+        shard
+            .append(&[Record::new(offset, payload(offset))])
+            .unwrap();
+    }
+    assert!(shard.segments().len() >= 2, "the first segment is sealed");
+    shard
+}
+
+fn tier() -> TierConfig {
+    TierConfig {
+        local: TierRetention {
+            max_bytes: Some(1),
+            max_age: None,
+        },
+        part_bytes: PART,
+        upload_concurrency: 2,
+        ..TierConfig::default()
+    }
+}
+
+async fn objects(store: &Arc<dyn ObjectStore>) -> Vec<(String, u64)> {
+    let mut all: Vec<(String, u64)> = store
+        .list(None)
+        .map_ok(|m| (m.location.to_string(), m.size))
+        .try_collect()
+        .await
+        .unwrap();
+    all.sort();
+    all
+}
+
+/// Flips one bit of the payload of record `offset` of the first segment.
+fn rot(dir: &std::path::Path, offset: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let log = dir.join(felix_format::file_name(0, felix_format::FileKind::Segment).as_str());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(log)
+        .unwrap();
+    let at = position(offset) + RECORD_HEADER_LEN as u64 + 10;
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, at).unwrap();
+    file.write_all_at(&[byte[0] ^ 0x08], at).unwrap();
+    position(offset)
+}
+
+#[tokio::test]
+async fn a_segment_larger_than_a_part_goes_up_in_parts_and_reads_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = shard(dir.path(), 130);
+    let first = shard.segments()[0];
+    assert!(first.extent.len > 2 * PART);
+    let store = stores::in_memory();
+    let key = ShardKey::new("t", "n", "parts", 0);
+    let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
+        .await
+        .unwrap();
+    let outcome = tiered.offload().await.unwrap();
+    assert!(outcome.uploaded.contains(&first.extent.id));
+    let listed = tiered.manifest().segments[0];
+    assert_eq!(listed.extent, first.extent);
+    let log = objects(&store)
+        .await
+        .into_iter()
+        .find(|(name, _)| name.ends_with(".log"))
+        .unwrap();
+    assert_eq!(log.1, first.extent.len);
+    let mut at = 0;
+    while at < first.extent.next_offset {
+        for r in tiered.read(at, 1 << 20).await.unwrap() {
+            assert_eq!(r.offset, at);
+            assert_eq!(&r.payload[..], &payload(at)[..], "offset {at}");
+            at += 1;
+        }
+    }
+}
+
+#[tokio::test]
+async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = shard(dir.path(), 130);
+    let first = shard.segments()[0];
+    // A record wholly in the third part: the first two were sent already
+    // when it is found.
+    let offset = (2 * PART + 300_000) / (RECORD_HEADER_LEN + PAYLOAD) as u64;
+    let position = rot(dir.path(), offset);
+    assert!(position > 2 * PART && position < first.extent.len);
+    let store = stores::in_memory();
+    let key = ShardKey::new("t", "n", "rot", 0);
+    let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
+        .await
+        .unwrap();
+    let err = tiered.offload().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::RecordChecksum { .. }, .. }
+                if *p == position
+        ),
+        "{err:?}"
+    );
+    // Nothing listed, no object of the segment completed, nothing deleted.
+    assert_eq!(tiered.remote_range(), 0..0);
+    assert!(
+        objects(&store).await.is_empty(),
+        "{:?}",
+        objects(&store).await
+    );
+    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.segments()[0].extent, first.extent);
+}
+
+#[tokio::test]
+async fn rot_in_a_segment_within_one_part_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = shard(dir.path(), 130);
+    let position = rot(dir.path(), 3);
+    let store = stores::in_memory();
+    let config = TierConfig {
+        part_bytes: 16 << 20,
+        ..tier()
+    };
+    let key = ShardKey::new("t", "n", "one-put", 0);
+    let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), config)
+        .await
+        .unwrap();
+    let err = tiered.offload().await.unwrap_err();
+    assert!(
+        matches!(&err, TieredError::LocalCorrupt { position: p, .. } if *p == position),
+        "{err:?}"
+    );
+    assert!(objects(&store).await.is_empty());
+    assert_eq!(shard.base_offset(), 0);
+}
