@@ -172,6 +172,38 @@ fn manifest_fetch_writes_the_bytes_as_stored() {
 }
 
 #[test]
+fn manifest_commands_name_the_shard_by_key_when_its_directory_is_gone() {
+    let (_tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let by_dir = run(["manifest", "list", s(&dir), "--remote", &url]);
+    assert_eq!(by_dir.code, 0, "{}", by_dir.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let key = ["--key", "acme", "default", "orders", "3"];
+    let listed = run([["manifest", "list", "--remote", &url].as_slice(), &key].concat());
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.stdout, by_dir.stdout);
+    let checked = run([["manifest", "check", "--remote", &url].as_slice(), &key].concat());
+    assert_eq!(checked.code, 0, "{}", checked.stderr);
+    // Another shard's key finds none of these objects.
+    let other = run([
+        "manifest", "list", "--remote", &url, "--key", "acme", "default", "orders", "4",
+    ]);
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    assert!(
+        other
+            .stdout
+            .contains("0 manifest versions under felix/acme_default_orders_4-"),
+        "{}",
+        other.stdout
+    );
+    let bad = run([
+        "manifest", "list", "--remote", &url, "--key", "acme", "default", "orders", "x",
+    ]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("not a u32"), "{}", bad.stderr);
+}
+
+#[test]
 fn a_damaged_remote_object_is_named_and_exits_1() {
     let (tmp, dir, bucket) = offloaded();
     let url = format!("file://{}", bucket.display());

@@ -1,27 +1,29 @@
-//! Panic-free big-endian field access for fixed-size headers.
+//! Panic-free big-endian field access, for every decoder of the crate.
 //!
-//! Headers are decoded from arrays whose length the type system already
-//! knows, so these helpers cannot fail; they exist so that no decoder needs
-//! an index expression that could panic.
+//! Fixed headers are decoded from arrays whose length the type system
+//! already knows, and variable bodies (the tier manifest's) only after
+//! their length was checked, so a read out of range never happens; these
+//! helpers exist so that no decoder needs an index expression that could
+//! panic.
 
-/// Reads a big-endian `u16` at `at` of a fixed array, or 0 if out of range.
-pub(crate) fn u16_at<const N: usize>(bytes: &[u8; N], at: usize) -> u16 {
+/// Reads a big-endian `u16` at `at`, or 0 if out of range.
+pub(crate) fn u16_at(bytes: &[u8], at: usize) -> u16 {
     bytes
         .get(at..at + 2)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u16::from_be_bytes)
 }
 
-/// Reads a big-endian `u32` at `at` of a fixed array, or 0 if out of range.
-pub(crate) fn u32_at<const N: usize>(bytes: &[u8; N], at: usize) -> u32 {
+/// Reads a big-endian `u32` at `at`, or 0 if out of range.
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     bytes
         .get(at..at + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_be_bytes)
 }
 
-/// Reads a big-endian `u64` at `at` of a fixed array, or 0 if out of range.
-pub(crate) fn u64_at<const N: usize>(bytes: &[u8; N], at: usize) -> u64 {
+/// Reads a big-endian `u64` at `at`, or 0 if out of range.
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes
         .get(at..at + 8)
         .and_then(|s| s.try_into().ok())

@@ -56,7 +56,17 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct Common {
     /// The shard directory (its key file names the shard's objects).
-    path: PathBuf,
+    #[arg(required_unless_present = "key")]
+    path: Option<PathBuf>,
+    /// The shard's key instead of its directory, for a shard whose local
+    /// directory is gone or unreadable.
+    #[arg(
+        long,
+        num_args = 4,
+        value_names = ["TENANT", "NAMESPACE", "STREAM", "SHARD"],
+        conflicts_with = "path"
+    )]
+    key: Option<Vec<String>>,
     #[command(flatten)]
     remote: RemoteArgs,
     /// Print JSON lines.
@@ -71,8 +81,30 @@ impl Common {
                 "manifest needs --remote URL (file:///DIR or s3://BUCKET[/PREFIX])".into(),
             ));
         };
-        Ok((opened, shard_key(&self.path)?))
+        let key = match (&self.key, &self.path) {
+            (Some(parts), _) => key_from_parts(parts)?,
+            (None, Some(path)) => shard_key(path)?,
+            (None, None) => {
+                return Err(CliError::Usage(
+                    "manifest needs a shard directory or --key".into(),
+                ));
+            }
+        };
+        Ok((opened, key))
     }
+}
+
+/// The key `--key TENANT NAMESPACE STREAM SHARD` names.
+fn key_from_parts(parts: &[String]) -> Result<ShardKey, CliError> {
+    let [tenant, namespace, stream, shard] = parts else {
+        return Err(CliError::Usage(
+            "--key takes four values: TENANT NAMESPACE STREAM SHARD".into(),
+        ));
+    };
+    let shard: u32 = shard
+        .parse()
+        .map_err(|_| CliError::Usage(format!("--key: the shard number {shard:?} is not a u32")))?;
+    Ok(ShardKey::new(tenant, namespace, stream, shard))
 }
 
 /// The exact key in `dir`'s key file.

@@ -34,6 +34,7 @@
 
 use alloc::vec::Vec;
 
+use crate::bytes_be::{u32_at, u64_at};
 use crate::checksum::{crc32, crc32_continue};
 use crate::key_file::{KeyFileDecodeError, KeyFileView, decode_key_file, encode_key_file};
 use crate::{SegmentExtent, ShardKey};
@@ -347,40 +348,28 @@ impl<'a> ManifestView<'a> {
     }
 }
 
-fn be64(raw: &[u8], at: usize) -> u64 {
-    raw.get(at..at + 8)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u64::from_be_bytes)
-}
-
-fn be32(raw: &[u8], at: usize) -> u32 {
-    raw.get(at..at + 4)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u32::from_be_bytes)
-}
-
 /// An entry's fields; `None` if it is inconsistent on its own.
 fn parse_entry(raw: &[u8; MANIFEST_ENTRY_LEN]) -> Option<RemoteSegment> {
     let extent = SegmentExtent {
-        id: be64(raw, 0),
-        base_offset: be64(raw, 8),
-        next_offset: be64(raw, 16),
-        len: be64(raw, 24),
+        id: u64_at(raw, 0),
+        base_offset: u64_at(raw, 8),
+        next_offset: u64_at(raw, 16),
+        len: u64_at(raw, 24),
     };
     let reserved_zero = raw.get(76..).is_some_and(|r| r.iter().all(|&b| b == 0));
     if extent.next_offset <= extent.base_offset || extent.len == 0 || !reserved_zero {
         return None;
     }
-    let ts = be64(raw, 48);
+    let ts = u64_at(raw, 48);
     Some(RemoteSegment {
         extent,
-        index_len: be64(raw, 32),
-        time_index_len: be64(raw, 40),
+        index_len: u64_at(raw, 32),
+        time_index_len: u64_at(raw, 40),
         max_timestamp_micros: (ts != NO_TIMESTAMP).then_some(ts),
-        upload: be64(raw, 56),
-        segment_crc: be32(raw, 64),
-        index_crc: be32(raw, 68),
-        time_index_crc: be32(raw, 72),
+        upload: u64_at(raw, 56),
+        segment_crc: u32_at(raw, 64),
+        index_crc: u32_at(raw, 68),
+        time_index_crc: u32_at(raw, 72),
     })
 }
 
@@ -396,7 +385,7 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
     let Some((header, body)) = bytes.split_first_chunk::<MANIFEST_HEADER_LEN>() else {
         return Err(ManifestDecodeError::Short { len: bytes.len() });
     };
-    let magic = be32(header, 0);
+    let magic = u32_at(header, 0);
     if magic != MANIFEST_MAGIC {
         return Err(ManifestDecodeError::Magic { found: magic });
     }
@@ -408,21 +397,21 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
     if flags != 0 {
         return Err(ManifestDecodeError::Flags { found: flags });
     }
-    let seq = be64(header, 8);
-    let body_len = be32(header, 16);
+    let seq = u64_at(header, 8);
+    let body_len = u32_at(header, 16);
     if body_len as usize > MAX_MANIFEST_BODY_LEN || body_len as usize != body.len() {
         return Err(ManifestDecodeError::BodyLength {
             body_len: u64::from(body_len),
             present: body.len(),
         });
     }
-    let expected = be32(header, 20);
+    let expected = u32_at(header, 20);
     let found = crc32_continue(crc32(header.get(..20).unwrap_or_default()), body);
     if expected != found {
         return Err(ManifestDecodeError::Checksum { expected, found });
     }
     let at = |rel: usize| MANIFEST_HEADER_LEN + rel;
-    let key_len = be32(body, 0) as usize;
+    let key_len = u32_at(body, 0) as usize;
     let Some(key_bytes) = body.get(4..4usize.saturating_add(key_len)) else {
         return Err(ManifestDecodeError::Body { at: at(0) });
     };
@@ -431,8 +420,8 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
     let Some(fixed) = body.get(rest_at..rest_at + 12) else {
         return Err(ManifestDecodeError::Body { at: at(rest_at) });
     };
-    let start_offset = be64(fixed, 0);
-    let count = be32(fixed, 8) as usize;
+    let start_offset = u64_at(fixed, 0);
+    let count = u32_at(fixed, 8) as usize;
     let entries_at = rest_at + 12;
     let entries = body.get(entries_at..).unwrap_or_default();
     if count > MAX_MANIFEST_SEGMENTS || Some(entries.len()) != count.checked_mul(MANIFEST_ENTRY_LEN)

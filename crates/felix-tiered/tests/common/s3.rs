@@ -46,6 +46,10 @@ pub async fn start(root: &std::path::Path) -> TestS3 {
             tokio::select! {
                 accepted = listener.accept() => {
                     let Ok((socket, _)) = accepted else { continue };
+                    // Without it the end of each response waits for the
+                    // client's delayed acknowledgement (Nagle): a 1 MiB
+                    // get took 51 ms instead of under 10.
+                    let _ = socket.set_nodelay(true);
                     let conn = http.serve_connection(TokioIo::new(socket), service.clone()).into_owned();
                     tokio::spawn(async move { let _ = conn.await; });
                 }
