@@ -43,6 +43,32 @@ pub struct RemoteFinding {
 }
 
 /// A shard's objects under a prefix, read-only.
+///
+/// What an operator's check needs without a local shard: the manifest
+/// versions, the newest that decodes, and each listed segment verified.
+///
+/// ```
+/// use felix_format::ShardKey;
+/// use felix_tiered::{RemoteShard, stores};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), felix_tiered::TieredError> {
+/// let key = ShardKey::new("acme", "default", "orders", 0);
+/// // The same prefix as the tier's `TierConfig::prefix` (default "felix").
+/// let remote = RemoteShard::new(stores::in_memory(), "felix", &key);
+/// match remote.newest().await? {
+///     None => println!("nothing offloaded"),
+///     Some(manifest) => {
+///         for segment in &manifest.segments {
+///             for finding in remote.verify_segment(segment).await {
+///                 println!("segment {} {:?}: {}", finding.segment, finding.kind, finding.error);
+///             }
+///         }
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct RemoteShard {
     remote: Remote,

@@ -12,6 +12,45 @@
 //! the manifest that lists its remote copy is durable.** A crash or an
 //! object-store failure at any point therefore leaves every record in the
 //! local shard, the remote store, or both.
+//!
+//! # Example
+//!
+//! A shard whose sealed segments go to an object store (here in memory;
+//! [`stores::local_dir`] and [`stores::s3`] are the others) once more than
+//! 4 KiB is local, then read back from offset 0 through the tier:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use felix_format::ShardKey;
+//! use felix_storage::{Record, Shard, StoreConfig};
+//! use felix_tiered::{TierConfig, TierRetention, TieredShard, stores};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let config = StoreConfig { segment_size_bytes: 1024, ..StoreConfig::default() };
+//! let shard = Arc::new(Shard::options(dir.path()).config(config).open()?);
+//! for i in 0..200u64 {
+//!     shard.append(&[Record::new(i, format!("record {i}"))])?;
+//! }
+//! let tier = TierConfig {
+//!     local: TierRetention { max_bytes: Some(4096), max_age: None },
+//!     ..TierConfig::default()
+//! };
+//! let key = ShardKey::new("acme", "default", "orders", 0);
+//! let tiered = TieredShard::open(Arc::clone(&shard), key, stores::in_memory(), tier).await?;
+//!
+//! let outcome = tiered.offload().await?;
+//! assert!(!outcome.uploaded.is_empty());
+//! // The local log now starts past what was offloaded...
+//! assert_eq!(shard.base_offset(), outcome.local_start);
+//! assert_eq!(tiered.remote_range(), 0..outcome.local_start);
+//! // ...and the tier reads it back from the store, every record checked.
+//! let first = tiered.read(0, 1).await?;
+//! assert_eq!(&first[0].payload[..], b"record 0");
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 // Bytes come back from a remote store: nothing here may panic on them.
 #![warn(

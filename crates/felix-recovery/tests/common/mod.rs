@@ -6,6 +6,8 @@
 //! code under test.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub(crate) mod two_segments;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
