@@ -1,8 +1,9 @@
 //! The bounded cache of fetched remote bytes.
 //!
 //! Entries are whole chunks (`TierConfig::chunk_bytes`, aligned in the
-//! object) keyed by object (its name's parts, not its path) and chunk number; the least recently used go
-//! first once the total passes the bound. A chunk is cached only after the
+//! object) keyed by object (its name's parts, not its path) and chunk
+//! number; the least recently used go first once the total passes the
+//! bound. A chunk is cached only after the
 //! fetch returned it whole; records in it are verified on every read, so a
 //! cached chunk is never trusted more than a fetched one.
 //!

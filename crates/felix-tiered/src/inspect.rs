@@ -7,13 +7,13 @@ use object_store::path::Path;
 use felix_format::tier_manifest::{
     Manifest, RemoteObjectName, RemoteSegment, decode_manifest, manifest_object_name,
 };
-use felix_format::{CorruptionKind, FileKind, ShardKey};
+use felix_format::{FileKind, ShardKey};
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 
 use crate::error::TieredError;
 use crate::read::check_counts;
-use crate::remote::Remote;
+use crate::remote::{Remote, SegmentObject};
 use crate::stores::TierStore;
 use crate::walk::SegmentWalk;
 
@@ -153,12 +153,12 @@ impl RemoteShard {
     }
 
     /// Reads `object` as a stream: its length and CRC-32, and `walk` fed
-    /// every piece (stopped at the first damage). Nothing is held whole.
+    /// every piece (it keeps the first damage). Nothing is held whole.
     async fn stream(
         &self,
         object: &Path,
-        walk: Option<SegmentWalk>,
-    ) -> Result<(u64, u32, Option<Result<SegmentWalk, (u64, CorruptionKind)>>), TieredError> {
+        mut walk: Option<SegmentWalk>,
+    ) -> Result<(u64, u32, Option<SegmentWalk>), TieredError> {
         let mut pieces = self
             .remote
             .store
@@ -166,7 +166,6 @@ impl RemoteShard {
             .await
             .map_err(|e| TieredError::store("get", object, e))?
             .into_stream();
-        let mut walk = walk.map(Ok);
         let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
         while let Some(piece) = pieces
             .try_next()
@@ -175,10 +174,10 @@ impl RemoteShard {
         {
             len += piece.len() as u64;
             crc.update(&piece);
-            if let Some(Ok(w)) = &mut walk
-                && let Err(damage) = w.feed(&piece)
-            {
-                walk = Some(Err(damage));
+            if let Some(walk) = &mut walk {
+                // Damage stays in the walk, which `walked` reports; the
+                // stream is still read to the end for its length and CRC.
+                let _ = walk.feed(&piece);
             }
         }
         Ok((len, crc.finalize(), walk))
@@ -201,7 +200,7 @@ impl RemoteShard {
                 segment.time_index_crc,
             ),
         ] {
-            let object = self.remote.segment_object(id, segment.upload, kind);
+            let object = self.remote.path(SegmentObject::of(segment, kind));
             let walk = (kind == FileKind::Segment).then(|| SegmentWalk::new(segment.extent.len));
             let (found, crc_found, walk) = match self.stream(&object, walk).await {
                 Ok(streamed) => streamed,
@@ -218,7 +217,7 @@ impl RemoteShard {
             // The records are walked even when the CRC fails: the walk
             // names the damaged record's byte, which the CRC cannot.
             let walked = match walk {
-                Some(walk) => walked(&object, walk, segment),
+                Some(walk) => walked(&object, &walk, segment),
                 None => Ok(()),
             };
             for error in [whole.err(), walked.err()].into_iter().flatten() {
@@ -235,17 +234,13 @@ impl RemoteShard {
 
 /// Holds a walk of a `.log` object's records, damage or end, to the
 /// manifest.
-fn walked(
-    object: &Path,
-    walk: Result<SegmentWalk, (u64, CorruptionKind)>,
-    segment: &RemoteSegment,
-) -> Result<(), TieredError> {
+fn walked(object: &Path, walk: &SegmentWalk, segment: &RemoteSegment) -> Result<(), TieredError> {
     let corrupt = |(position, kind)| TieredError::RemoteCorrupt {
         object: object.clone(),
         position,
         kind,
     };
-    let found_next = walk.and_then(|w| w.finish()).map_err(corrupt)?;
+    let found_next = walk.finish().map_err(corrupt)?;
     if found_next != segment.extent.next_offset {
         return Err(TieredError::RemoteExtent {
             object: object.clone(),

@@ -9,6 +9,7 @@ use felix_storage::TimestampHit;
 
 use crate::error::TieredError;
 use crate::read::check_whole;
+use crate::remote::SegmentObject;
 use crate::shard::TieredShard;
 
 /// Bytes a lookup walks per fetch.
@@ -55,9 +56,9 @@ impl TieredShard {
         if segment.time_index_len == 0 {
             return Ok(segment.extent.base_offset);
         }
-        let path =
-            self.remote
-                .segment_object(segment.extent.id, segment.upload, FileKind::TimeIndex);
+        let path = self
+            .remote
+            .path(SegmentObject::of(segment, FileKind::TimeIndex));
         let bytes = self.remote.get(&path).await?;
         check_whole(
             &path,

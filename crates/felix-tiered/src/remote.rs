@@ -69,13 +69,9 @@ impl Remote {
         Path::from(format!("{}/{relative}", self.base))
     }
 
-    pub(crate) fn segment_object(&self, id: u64, upload: u64, kind: FileKind) -> Path {
-        self.object(&segment_object_name(id, upload, kind))
-    }
-
     /// The path of `object`.
     pub(crate) fn path(&self, object: SegmentObject) -> Path {
-        self.segment_object(object.id, object.upload, object.kind)
+        self.object(&segment_object_name(object.id, object.upload, object.kind))
     }
 
     /// Every object under the shard's prefix, classified.

@@ -1,7 +1,9 @@
 //! Puts of a sealed segment's files, a part at a time: each part is read,
-//! checked and added to the object's CRC just before it is sent, so an
-//! upload holds at most `upload_concurrency` parts in memory, whatever the
-//! segment's size.
+//! its complete records checked and added to the object's CRC just before
+//! it is sent, so an upload holds at most `upload_concurrency` parts in
+//! memory, and one record running across two parts, whatever the
+//! segment's size. A record is checked before the part holding its last
+//! byte is sent, and every record before the upload completes.
 
 use std::path::Path as FsPath;
 
@@ -157,14 +159,14 @@ impl TieredShard {
                 match sent {
                     Ok(bytes) => writer.put(bytes),
                     Err(e) => {
-                        let _ = writer.abort().await;
+                        abort(writer, object).await;
                         return Err(e);
                     }
                 }
                 at += n;
             }
             if let Err(e) = source.finish(info) {
-                let _ = writer.abort().await;
+                abort(writer, object).await;
                 return Err(e);
             }
             writer.finish().await.map_err(put_error)?;
@@ -184,5 +186,14 @@ impl TieredShard {
             len,
             crc: source.crc.clone().finalize(),
         })
+    }
+}
+
+/// Aborts a multipart upload that must not complete. A failed abort leaves
+/// parts the store keeps but lists nowhere (no sweep can see them): it is
+/// logged, and the store's own rule for abandoned uploads removes them.
+async fn abort(writer: WriteMultipart, object: &object_store::path::Path) {
+    if let Err(e) = writer.abort().await {
+        tracing::warn!(object = %object, error = %e, "multipart upload not aborted; its parts stay until the store's rule for abandoned uploads");
     }
 }

@@ -12,7 +12,9 @@ use felix_format::{
 /// fed its bytes in order in pieces of any size.
 ///
 /// A record that runs from one piece into the next is gathered into a
-/// small buffer of its own; every other record is checked in place.
+/// buffer of its own (so a walk holds at most one record besides the piece
+/// in hand); every other record is checked in place. Damage is final: every
+/// later `feed` and `finish` report it again.
 #[derive(Debug)]
 pub(crate) struct SegmentWalk {
     len: u64,
@@ -23,7 +25,17 @@ pub(crate) struct SegmentWalk {
     /// The bytes from the cursor's position that the pieces fed so far
     /// hold but that do not yet make a whole record (or header).
     carry: Vec<u8>,
+    /// What the cursor last said it needs from its position: a walk that
+    /// ends short reports it.
+    needed: u64,
+    /// The first damage found.
+    damage: Option<(u64, CorruptionKind)>,
 }
+
+/// A carry buffer grown past this is given back once its record is read:
+/// a record can be up to `MAX_PAYLOAD_BYTES`, and one such record must not
+/// keep its buffer for the rest of the walk.
+const CARRY_KEPT: usize = 1 << 20;
 
 impl SegmentWalk {
     /// A walk of a segment of `len` bytes.
@@ -33,17 +45,32 @@ impl SegmentWalk {
             fed: 0,
             cursor: None,
             carry: Vec::new(),
+            needed: SEGMENT_HEADER_LEN as u64,
+            damage: None,
         }
     }
 
     /// Walks the records `piece` completes. Pieces past `len` bytes in all
     /// are not the segment's: only the first `len` are walked. Returns where
-    /// and how the segment is damaged.
+    /// and how the segment is damaged (and the same again on every later
+    /// call once it is).
     pub(crate) fn feed(&mut self, piece: &[u8]) -> Result<(), (u64, CorruptionKind)> {
+        if let Some(damage) = self.damage {
+            return Err(damage);
+        }
+        let walked = self.walk(piece);
+        if let Err(damage) = walked {
+            self.damage = Some(damage);
+        }
+        walked
+    }
+
+    fn walk(&mut self, piece: &[u8]) -> Result<(), (u64, CorruptionKind)> {
         let room = usize::try_from(self.len - self.fed).unwrap_or(usize::MAX);
         let mut piece = piece.get(..room.min(piece.len())).unwrap_or_default();
         self.fed += piece.len() as u64;
         let carry = &mut self.carry;
+        let last_needed = &mut self.needed;
         let cursor = match self.cursor.as_mut() {
             Some(cursor) => cursor,
             None => {
@@ -71,6 +98,7 @@ impl SegmentWalk {
         while !carry.is_empty() {
             match cursor.step(carry) {
                 CursorStep::NeedBytes { needed } => {
+                    *last_needed = needed;
                     let needed = usize::try_from(needed).unwrap_or(usize::MAX);
                     let (head, rest) = piece.split_at(gather(carry, needed, piece));
                     carry.extend_from_slice(head);
@@ -79,7 +107,13 @@ impl SegmentWalk {
                         return Ok(()); // the piece ended first
                     }
                 }
-                CursorStep::Record(_) => carry.clear(),
+                CursorStep::Record(_) => {
+                    if carry.capacity() > CARRY_KEPT {
+                        *carry = Vec::new();
+                    } else {
+                        carry.clear();
+                    }
+                }
                 CursorStep::End | CursorStep::Declined { .. } => return Ok(()),
                 CursorStep::Damage(d) => return Err((d.position, d.kind)),
             }
@@ -88,11 +122,18 @@ impl SegmentWalk {
         // carried.
         let piece_start = self.fed - piece.len() as u64;
         loop {
-            let at = usize::try_from(cursor.position() - piece_start).unwrap_or(usize::MAX);
+            // The cursor is never behind the piece: the carry (empty here)
+            // held every byte before it.
+            let at = cursor
+                .position()
+                .checked_sub(piece_start)
+                .and_then(|at| usize::try_from(at).ok())
+                .unwrap_or(usize::MAX);
             let here = piece.get(at..).unwrap_or_default();
             match cursor.step(here) {
                 CursorStep::Record(_) => {}
-                CursorStep::NeedBytes { .. } => {
+                CursorStep::NeedBytes { needed } => {
+                    *last_needed = needed;
                     carry.extend_from_slice(here);
                     return Ok(());
                 }
@@ -103,28 +144,25 @@ impl SegmentWalk {
     }
 
     /// Ends the walk once all `len` bytes were fed: one past the last
-    /// record's offset. Fewer bytes fed than `len` is a truncated segment.
+    /// record's offset. Fewer bytes fed than `len` is a truncated segment:
+    /// `Truncated` at the record (or header) it cut, with the bytes that
+    /// record needs and those there were.
     pub(crate) fn finish(&self) -> Result<u64, (u64, CorruptionKind)> {
+        if let Some(damage) = self.damage {
+            return Err(damage);
+        }
         let truncated = |position: u64| {
             Err((
                 position,
                 CorruptionKind::Truncated {
-                    needed: self.len - position,
-                    available: self.fed - position,
+                    needed: self.needed,
+                    available: self.fed.saturating_sub(position),
                 },
             ))
         };
         match &self.cursor {
-            // The header's own decoder says what is wrong with a short one.
-            None => Err((
-                0,
-                SegmentHeader::decode(&self.carry)
-                    .err()
-                    .unwrap_or(CorruptionKind::Truncated {
-                        needed: SEGMENT_HEADER_LEN as u64,
-                        available: self.fed,
-                    }),
-            )),
+            // Not even the segment header arrived whole.
+            None => truncated(0),
             Some(cursor) if self.fed < self.len => truncated(cursor.position()),
             // Every byte fed and no damage: the cursor checked its end, so
             // the records reached it.
@@ -180,26 +218,76 @@ mod tests {
     }
 
     #[test]
-    fn a_walk_fed_fewer_bytes_than_the_segment_is_truncated_where_it_stopped() {
-        let (bytes, at) = segment(&[10, 10]);
+    fn a_walk_fed_fewer_bytes_than_the_segment_is_truncated_at_the_record_it_cut() {
+        let (bytes, at) = segment(&[10, 20, 10]);
+        // Cut inside the middle record, in two pieces: the record needs its
+        // own length, not the rest of the segment.
+        let cut = at[1] as usize + RECORD_HEADER_LEN + 5;
         let mut walk = SegmentWalk::new(bytes.len() as u64);
-        walk.feed(&bytes[..bytes.len() - 4]).unwrap();
+        walk.feed(&bytes[..at[1] as usize + 3]).unwrap();
+        walk.feed(&bytes[at[1] as usize + 3..cut]).unwrap();
         assert_eq!(
             walk.finish(),
             Err((
                 at[1],
                 CorruptionKind::Truncated {
-                    needed: (RECORD_HEADER_LEN + 10) as u64,
-                    available: (RECORD_HEADER_LEN + 6) as u64,
+                    needed: (RECORD_HEADER_LEN + 20) as u64,
+                    available: (RECORD_HEADER_LEN + 5) as u64,
                 }
             ))
         );
+        // Cut at a record boundary: the next record's header is needed.
+        let mut at_boundary = SegmentWalk::new(bytes.len() as u64);
+        at_boundary.feed(&bytes[..at[2] as usize]).unwrap();
+        assert_eq!(
+            at_boundary.finish(),
+            Err((
+                at[2],
+                CorruptionKind::Truncated {
+                    needed: RECORD_HEADER_LEN as u64,
+                    available: 0,
+                }
+            ))
+        );
+        // Cut inside the segment header.
         let mut short = SegmentWalk::new(bytes.len() as u64);
         short.feed(&bytes[..5]).unwrap();
-        assert!(matches!(
+        assert_eq!(
             short.finish(),
-            Err((0, CorruptionKind::Truncated { .. }))
+            Err((
+                0,
+                CorruptionKind::Truncated {
+                    needed: SEGMENT_HEADER_LEN as u64,
+                    available: 5,
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn damage_is_reported_again_by_every_later_feed_and_by_finish() {
+        let (mut bytes, at) = segment(&[10, 10, 10]);
+        let flipped = at[1] as usize + RECORD_HEADER_LEN + 2;
+        bytes[flipped] ^= 1;
+        let mut walk = SegmentWalk::new(bytes.len() as u64);
+        let first = walk.feed(&bytes[..flipped + 20]).unwrap_err();
+        assert!(matches!(
+            first,
+            (p, CorruptionKind::RecordChecksum { .. }) if p == at[1]
         ));
+        assert_eq!(walk.feed(&bytes[flipped + 20..]), Err(first));
+        assert_eq!(walk.finish(), Err(first));
+    }
+
+    #[test]
+    fn a_record_larger_than_the_kept_carry_walks_and_its_buffer_is_given_back() {
+        let (bytes, _) = segment(&[10, CARRY_KEPT * 2, 10]);
+        let mut walk = SegmentWalk::new(bytes.len() as u64);
+        for piece in bytes.chunks(64 << 10) {
+            walk.feed(piece).unwrap();
+        }
+        assert_eq!(walk.finish(), Ok(103));
+        assert!(walk.carry.capacity() <= CARRY_KEPT);
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! What an offload sends: a segment larger than a part goes up in parts,
-//! each checked just before it is sent, and a rotted local segment is
-//! neither uploaded, listed nor deleted.
+//! each record checked before the part holding its last byte is sent, and
+//! a rotted or cut local segment's upload is aborted: nothing completed,
+//! listed or deleted.
+
+mod common;
 
 use std::sync::Arc;
+
+use common::parts::{PartCounts, PartsStore};
 
 use futures::TryStreamExt;
 use object_store::ObjectStore;
 
 use felix_format::{CorruptionKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, ShardKey};
 use felix_storage::{Preallocation, Record, Shard, StoreConfig};
-use felix_tiered::{TierConfig, TierRetention, TieredError, TieredShard, stores};
+use felix_tiered::{RemoteShard, TierConfig, TierRetention, TieredError, TieredShard, stores};
 
 /// Payload bytes of each record: a 5 MiB part ends inside one.
 const PAYLOAD: usize = 100_000;
@@ -88,15 +93,31 @@ async fn a_segment_larger_than_a_part_goes_up_in_parts_and_reads_back_whole() {
     let shard = shard(dir.path(), 130);
     let first = shard.segments()[0];
     assert!(first.extent.len > 2 * PART);
-    let store = stores::in_memory();
+    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let store: Arc<dyn ObjectStore> = parts.clone();
     let key = ShardKey::new("t", "n", "parts", 0);
-    let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
+    let tiered = TieredShard::open(Arc::clone(&shard), key.clone(), store.clone(), tier())
         .await
         .unwrap();
     let outcome = tiered.offload().await.unwrap();
-    assert!(outcome.uploaded.contains(&first.extent.id));
+    assert_eq!(outcome.uploaded, vec![first.extent.id]);
+    // Only the `.log` is over a part: one multipart upload, in whole parts
+    // and a last short one.
+    assert_eq!(
+        parts.counts(),
+        PartCounts {
+            started: 1,
+            parts: first.extent.len.div_ceil(PART) as usize,
+            completed: 1,
+            aborted: 0,
+        }
+    );
     let listed = tiered.manifest().segments[0];
     assert_eq!(listed.extent, first.extent);
+    // The CRCs summed part by part are the stored objects' own.
+    let remote = RemoteShard::new(store.clone(), "felix", &key);
+    let findings = remote.verify_segment(&listed).await;
+    assert!(findings.is_empty(), "{findings:?}");
     let log = objects(&store)
         .await
         .into_iter()
@@ -123,7 +144,8 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
     let offset = (2 * PART + 300_000) / (RECORD_HEADER_LEN + PAYLOAD) as u64;
     let position = rot(dir.path(), offset);
     assert!(position > 2 * PART && position < first.extent.len);
-    let store = stores::in_memory();
+    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let store: Arc<dyn ObjectStore> = parts.clone();
     let key = ShardKey::new("t", "n", "rot", 0);
     let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
         .await
@@ -137,7 +159,17 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
         ),
         "{err:?}"
     );
-    // Nothing listed, no object of the segment completed, nothing deleted.
+    // Two parts went up before the third was read; the upload was aborted,
+    // not completed. Nothing listed, nothing deleted.
+    assert_eq!(
+        parts.counts(),
+        PartCounts {
+            started: 1,
+            parts: 2,
+            completed: 0,
+            aborted: 1,
+        }
+    );
     assert_eq!(tiered.remote_range(), 0..0);
     assert!(
         objects(&store).await.is_empty(),
@@ -164,9 +196,53 @@ async fn rot_in_a_segment_within_one_part_sends_nothing() {
         .unwrap();
     let err = tiered.offload().await.unwrap_err();
     assert!(
-        matches!(&err, TieredError::LocalCorrupt { position: p, .. } if *p == position),
+        matches!(
+            &err,
+            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::RecordChecksum { .. }, .. }
+                if *p == position
+        ),
         "{err:?}"
     );
     assert!(objects(&store).await.is_empty());
+    assert_eq!(shard.base_offset(), 0);
+}
+
+#[tokio::test]
+async fn a_local_segment_cut_short_of_its_extent_is_not_offloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = shard(dir.path(), 130);
+    let first = shard.segments()[0];
+    let log = dir
+        .path()
+        .join(felix_format::file_name(0, felix_format::FileKind::Segment).as_str());
+    let cut = first.extent.len - 10;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let store: Arc<dyn ObjectStore> = parts.clone();
+    let key = ShardKey::new("t", "n", "cut", 0);
+    let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
+        .await
+        .unwrap();
+    let err = tiered.offload().await.unwrap_err();
+    // The last record lost its last 10 bytes: the walk, bounded by the
+    // file, finds it torn where it starts.
+    let last = position(first.extent.next_offset - 1);
+    assert!(
+        matches!(
+            &err,
+            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::Truncated { needed, available }, .. }
+                if *p == last && *needed == (RECORD_HEADER_LEN + PAYLOAD) as u64 && *available == *needed - 10
+        ),
+        "{err:?}"
+    );
+    assert_eq!(parts.counts().completed, 0);
+    assert_eq!(parts.counts().aborted, 1);
+    assert!(objects(&store).await.is_empty());
+    assert_eq!(tiered.remote_range(), 0..0);
     assert_eq!(shard.base_offset(), 0);
 }

@@ -13,9 +13,9 @@
 //! copy.
 //!
 //! With `--remote`, a tiered shard's remote copy is verified too: every
-//! object the newest manifest lists is fetched whole and held to its
-//! manifest entry (length, CRC-32), and every record of each remote
-//! segment is walked at full depth; damage there ends with exit 1, like
+//! object the newest manifest lists is read (as a stream, never held
+//! whole) and held to its manifest entry (length, CRC-32), and every
+//! record of each remote segment is walked at full depth; damage there ends with exit 1, like
 //! damage on disk.
 //!
 //! A PATH naming one segment file verifies that segment's whole shard:
