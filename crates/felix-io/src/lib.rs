@@ -263,6 +263,20 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// follow one (a link is refused as [`FileType::Symlink`]), so nothing
     /// is ever created or emptied outside the directory named.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
+
+    /// [`Vfs::open`], and the file's length when the open learnt it on the
+    /// way (`None`: ask [`VfsFile::file_len`]). The real file system's open
+    /// `fstat`s the descriptor to refuse anything but a regular file, and
+    /// that answer holds the length: a caller that needs it at once (a
+    /// small file read whole, a segment's header check) asks once, not
+    /// twice. The default learns nothing.
+    fn open_with_len(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
+        Ok((self.open(path, mode)?, None))
+    }
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file at `path`. Open handles keep working.

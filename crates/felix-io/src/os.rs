@@ -113,7 +113,18 @@ fn custom(flags: OFlags) -> i32 {
 /// see docs/performance.md). When the open fails, or opens something
 /// else, a look at the name says what is there, so the error names the
 /// file type and whether a link led to it exactly as before.
-fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Result<File> {
+///
+/// Returns the file and its length, from that `fstat`.
+///
+/// `blocking: false` leaves `O_NONBLOCK` set, one system call fewer, for a
+/// descriptor only ever `flock`ed (whose `LOCK_NB` says itself whether to
+/// wait), never read or written.
+fn open_regular(
+    path: &Path,
+    options: &mut OpenOptions,
+    follow: bool,
+    blocking: bool,
+) -> io::Result<(File, u64)> {
     let mut flags = OFlags::NONBLOCK;
     if !follow {
         flags |= OFlags::NOFOLLOW;
@@ -139,7 +150,8 @@ fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Res
             });
         }
     };
-    let file_type = file_type_of(file.metadata()?.file_type());
+    let meta = file.metadata()?;
+    let file_type = file_type_of(meta.file_type());
     if file_type != FileType::Regular {
         drop(file);
         return Err(match check_regular(path, follow) {
@@ -155,12 +167,22 @@ fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Res
     // O_NONBLOCK has no meaning for a regular file on Linux, but a file
     // system may give it one; the descriptor goes back to blocking I/O.
     // Nothing else `fcntl` can set was asked for, so no flags are read.
-    rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
-    Ok(file)
+    if blocking {
+        rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+    }
+    Ok((file, meta.len()))
 }
 
 impl Vfs for OsFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        Ok(self.open_with_len(path, mode)?.0)
+    }
+
+    fn open_with_len(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
         let mut options = OpenOptions::new();
         match mode {
             OpenMode::Read => options.read(true),
@@ -170,7 +192,8 @@ impl Vfs for OsFs {
             OpenMode::CreateOrOpen => options.read(true).write(true).create(true).truncate(false),
         };
         let follow = matches!(mode, OpenMode::Read | OpenMode::ReadWrite);
-        Ok(Arc::new(OsFile(open_regular(path, &mut options, follow)?)))
+        let (file, len) = open_regular(path, &mut options, follow, true)?;
+        Ok((Arc::new(OsFile(file)), Some(len)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -222,7 +245,7 @@ impl Vfs for OsFs {
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        let file = open_regular(path, &mut options, false)?;
+        let (file, _) = open_regular(path, &mut options, false, false)?;
         // An advisory lock dies with its process, so a crash never leaves a
         // stale lock behind (unlike a pid file).
         lock_exclusive(file)
