@@ -66,6 +66,7 @@ mod classify;
 mod clean;
 mod error;
 mod facts;
+mod held;
 mod inspection;
 mod key_file;
 mod listing;
@@ -94,7 +95,9 @@ pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
 pub use log_start::{StoredLogStart, read_log_start, write_log_start};
-pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
+pub use open::{
+    NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard, open_shard_with_key,
+};
 pub use raft_state::{StoredRaftState, read_raft_state};
 pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,

@@ -46,6 +46,10 @@ pub(crate) struct Listing {
     pub(crate) key_file: bool,
     /// Whether a raft-state file (a regular file) is present.
     pub(crate) raft_state: bool,
+    /// Whether anything (of any type) is named like the epochs file or its
+    /// temporary: when not, loading the history has nothing to read or
+    /// remove.
+    pub(crate) epochs_named: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -112,6 +116,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         clean_shutdown: false,
         key_file: false,
         raft_state: false,
+        epochs_named: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -125,6 +130,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         let regular = file_type == FileType::Regular;
         let readable = regular || file_type == FileType::Symlink;
         let kind = ShardFileName::parse(&name);
+        listing.epochs_named |= matches!(kind, ShardFileName::Epochs | ShardFileName::EpochsTemp);
         let temporary = match kind {
             ShardFileName::SegmentTemp(id) => Some(TemporaryKind::SegmentCreation(id)),
             ShardFileName::SegmentCopy(id) => Some(TemporaryKind::SegmentReplacement(id)),

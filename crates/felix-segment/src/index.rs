@@ -100,8 +100,8 @@ impl SparseIndex {
         base_offset: u64,
         segment_len: u64,
     ) -> std::result::Result<Self, IndexLoadError> {
-        let file = match fs.open(path, OpenMode::Read) {
-            Ok(file) => file,
+        let (file, len) = match fs.open_with_len(path, OpenMode::Read) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(IndexLoadError::Missing {
                     path: path.to_path_buf(),
@@ -109,7 +109,24 @@ impl SparseIndex {
             }
             Err(e) => return Err(IndexLoadError::Io(IoError::new("open", path, e))),
         };
-        let index_len = file_len(&*file, path).map_err(IndexLoadError::Io)?;
+        Self::load_file(&*file, len, path, base_offset, segment_len)
+    }
+
+    /// [`Self::load`] from `file`, the index file at `path` already open
+    /// (by recovery, read-write, so that the writer continuing the segment
+    /// keeps the descriptor instead of opening the file again); `len` its
+    /// length when the open said it ([`felix_io::Vfs::open_with_len`]).
+    pub fn load_file(
+        file: &dyn VfsFile,
+        len: Option<u64>,
+        path: &Path,
+        base_offset: u64,
+        segment_len: u64,
+    ) -> std::result::Result<Self, IndexLoadError> {
+        let index_len = match len {
+            Some(len) => len,
+            None => file_len(file, path).map_err(IndexLoadError::Io)?,
+        };
         // Positions ascend strictly and records are at least 28 bytes, so a
         // valid index cannot hold more entries than this; a longer file is
         // garbage and is not read into memory.
@@ -127,7 +144,7 @@ impl SparseIndex {
             });
         }
         let mut bytes = vec![0u8; usize::try_from(index_len).unwrap_or(0)];
-        read_exact_at(&*file, path, &mut bytes, 0).map_err(IndexLoadError::Io)?;
+        read_exact_at(file, path, &mut bytes, 0).map_err(IndexLoadError::Io)?;
         let view = parse_index(&bytes, base_offset, segment_len).map_err(|kind| {
             IndexLoadError::Invalid {
                 path: path.to_path_buf(),
@@ -491,8 +508,16 @@ impl IndexFile {
     /// failure instead of returning it: the index is then held in memory
     /// only, since an index is an accelerator, never a reason to stop
     /// writing.
-    pub(crate) fn try_create(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
-        if let Some(file) = Self::reuse(segment, entries) {
+    ///
+    /// `open`, when given, is the index file already open read-write (by
+    /// recovery, which read it under the shard's lock): it is checked and
+    /// kept instead of the file being opened again.
+    pub(crate) fn try_create(
+        segment: &SegmentFile,
+        entries: &[IndexEntry],
+        open: Option<Arc<dyn VfsFile>>,
+    ) -> Option<Self> {
+        if let Some(file) = Self::reuse(segment, entries, open) {
             return Some(file);
         }
         match Self::create(
@@ -513,9 +538,16 @@ impl IndexFile {
     /// (as a clean close leaves it): opening a shard then writes and syncs
     /// nothing. Whether it was ever synced does not matter, since an index
     /// is never trusted without checking.
-    fn reuse(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
+    fn reuse(
+        segment: &SegmentFile,
+        entries: &[IndexEntry],
+        open_file: Option<Arc<dyn VfsFile>>,
+    ) -> Option<Self> {
         let path = segment.index_path();
-        let file = open(segment.fs(), &path, OpenMode::ReadWrite).ok()?;
+        let file = match open_file {
+            Some(file) => file,
+            None => open(segment.fs(), &path, OpenMode::ReadWrite).ok()?,
+        };
         let expected = SparseIndex::from_entries(segment.base_offset(), entries.to_vec()).encoded();
         if file.file_len().ok()? != expected.len() as u64 {
             return None;
