@@ -14,8 +14,10 @@
 //! Invariants this crate keeps:
 //!
 //! * It writes nothing unless its caller chose a repair: [`inspect`] opens
-//!   every file read-only; only [`repair`] (and [`open_shard`], which calls
-//!   it) modifies the directory, and both require the directory's
+//!   every file read-only (an [`open_shard`] opens the newest segment and
+//!   its index read-write, under the lock, to hand them to the writer, and
+//!   writes nothing through them); only [`repair`] (and [`open_shard`],
+//!   which calls it) modifies the directory, and both require the directory's
 //!   [`ShardLock`], so no repair races a writer. (A clean close's
 //!   [`write_clean_shutdown`] is the one other write.)
 //! * Data flows one way: the directory is listed, each segment measured
