@@ -15,8 +15,8 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use felix_io::{FileSystem, OpenMode, VfsFile};
-use felix_segment::{IndexLoadError, SegmentFile, SparseIndex};
+use felix_io::{FileSystem, OpenMode};
+use felix_segment::{IndexLoadError, OpenedIndex, SegmentFile, SparseIndex};
 
 /// Descriptors an open's inspection kept for the writer.
 #[derive(Debug)]
@@ -25,8 +25,9 @@ pub(crate) struct Held {
     pub(crate) id: u64,
     /// The newest segment, opened read-write, its header checked.
     pub(crate) segment: SegmentFile,
-    /// Its index file, opened read-write, when it opened.
-    pub(crate) index: Option<Arc<dyn VfsFile>>,
+    /// Its index file, opened read-write, when it opened, with what was
+    /// read from it when it loaded.
+    pub(crate) index: Option<OpenedIndex>,
 }
 
 /// What an inspection is for.
@@ -62,14 +63,18 @@ pub(crate) fn open_segment(
 pub(crate) fn load_index(
     segment: &SegmentFile,
     valid_len: u64,
-    kept: &mut Option<Arc<dyn VfsFile>>,
+    kept: &mut Option<OpenedIndex>,
 ) -> Option<Result<SparseIndex, IndexLoadError>> {
     let path = segment.index_path();
     match segment.fs().open_with_len(&path, OpenMode::ReadWrite) {
         Ok((file, len)) => {
             let base = segment.base_offset();
-            let loaded = SparseIndex::load_file(&*file, len, &path, base, valid_len);
-            *kept = Some(file);
+            let (loaded, bytes) = match SparseIndex::load_file(&*file, len, &path, base, valid_len)
+            {
+                Ok((index, bytes)) => (Ok(index), Some(bytes)),
+                Err(e) => (Err(e), None),
+            };
+            *kept = Some(OpenedIndex { file, bytes });
             Some(loaded)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_io::{FileSystem, OpenMode, VfsFile};
-use felix_segment::{SegmentError, SegmentFile, SparseIndex, TimeIndex};
+use felix_io::{FileSystem, OpenMode};
+use felix_segment::{OpenedIndex, SegmentError, SegmentFile, SparseIndex, TimeIndex};
 
 use crate::classify::{RepairClass, RepairPolicy};
 use crate::error::{RecoveryError, unexpected_segment_error};
@@ -122,11 +122,11 @@ pub struct NewestSegment {
     pub len: u64,
     /// Its index, rebuilt by the scan.
     pub index: SparseIndex,
-    /// Its index file as the inspection opened it, read-write, when
-    /// nothing was repaired since: for the writer to keep
+    /// Its index file as the inspection opened (and read) it, read-write,
+    /// when nothing was repaired since: for the writer to keep
     /// ([`SegmentWriter::resume_with_index_file`](felix_segment::SegmentWriter::resume_with_index_file))
-    /// rather than open the file again.
-    pub index_file: Option<Arc<dyn VfsFile>>,
+    /// rather than open and read the file again.
+    pub index_file: Option<OpenedIndex>,
     /// Its time index, built by the same walk (not sealed: the writer goes
     /// on from it).
     pub time_index: TimeIndex,

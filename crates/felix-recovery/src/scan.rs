@@ -21,10 +21,10 @@ use felix_format::time_index::TimeIndexEntry;
 use felix_format::{
     Damage, FileKind, IndexEntry, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, file_name,
 };
-use felix_io::{FileSystem, IoError, OpenMode, VfsFile};
+use felix_io::{FileSystem, IoError, OpenMode};
 use felix_segment::{
-    IndexBuilder, RecordWalk, SegmentError, SegmentFile, SparseIndex, TimeIndex, TimeIndexBuilder,
-    TimeIndexCheck, TimeIndexLoadError, WalkStep, first_stale_entry, header_of,
+    IndexBuilder, OpenedIndex, RecordWalk, SegmentError, SegmentFile, SparseIndex, TimeIndex,
+    TimeIndexBuilder, TimeIndexCheck, TimeIndexLoadError, WalkStep, first_stale_entry, header_of,
 };
 
 use crate::classify::{Role, role};
@@ -386,7 +386,7 @@ fn segment_open_error(err: SegmentError, path: &Path) -> RecoveryError {
 fn load_index(
     segment: &SegmentFile,
     valid_len: u64,
-    kept: Option<&mut Option<Arc<dyn VfsFile>>>,
+    kept: Option<&mut Option<OpenedIndex>>,
 ) -> Result<SparseIndex, IndexProblem> {
     if let Some(loaded) = kept.and_then(|kept| crate::held::load_index(segment, valid_len, kept)) {
         return loaded.map_err(|err| IndexProblem::of_load_error(&err));
@@ -408,7 +408,7 @@ fn load_index(
 fn check_index(
     segment: &SegmentFile,
     valid_len: u64,
-    kept: Option<&mut Option<Arc<dyn VfsFile>>>,
+    kept: Option<&mut Option<OpenedIndex>>,
 ) -> Result<IndexFacts, RecoveryError> {
     let index = match load_index(segment, valid_len, kept) {
         Ok(index) => index,

@@ -22,10 +22,10 @@ use felix_format::{
 };
 
 use crate::error::{Result, SegmentError};
-use felix_io::{FileSystem, OpenMode, VfsFile};
+use felix_io::{FileSystem, OpenMode};
 
 use crate::fs::{open, sync_data, sync_dir};
-use crate::index::{ActiveIndex, IndexFile, SparseIndex, entry_due};
+use crate::index::{ActiveIndex, IndexFile, OpenedIndex, SparseIndex, entry_due};
 use crate::segment::{ReadLimit, SegmentFile};
 use crate::time_index::{ActiveTimeIndex, TimeIndex};
 use felix_format::time_index::TimeIndexEntry;
@@ -179,8 +179,9 @@ impl SegmentWriter {
 
     /// [`Self::resume`], given the segment's index file already open
     /// read-write (recovery opens it so to check it under the shard's
-    /// lock): the descriptor is kept when the file holds exactly `index`,
-    /// so a clean reopen opens the file once, not twice.
+    /// lock): the descriptor is kept when the file holds exactly `index`
+    /// (judged from the bytes recovery read, when it kept them), so a
+    /// clean reopen opens and reads the file once, not twice.
     pub fn resume_with_index_file(
         segment: Arc<SegmentFile>,
         next_offset: u64,
@@ -188,7 +189,7 @@ impl SegmentWriter {
         index: SparseIndex,
         time_index: TimeIndex,
         config: SegmentConfig,
-        index_file: Option<Arc<dyn VfsFile>>,
+        index_file: Option<OpenedIndex>,
     ) -> Result<Self> {
         debug_assert!(
             time_index
