@@ -314,6 +314,21 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// any file inside it cannot release it, which is what makes it a
     /// writer's lock. The lock lasts as long as the returned guard.
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>>;
+
+    /// [`Vfs::try_lock_dir`], and once the lock is held the directory's
+    /// entries as [`Vfs::list_dir`] gives them (the listing's own error
+    /// apart from the lock's). The real file system reads them through the
+    /// locked descriptor, opening the directory once rather than twice; the
+    /// default locks, then lists.
+    #[allow(clippy::type_complexity)]
+    fn try_lock_dir_listing(
+        &self,
+        dir: &Path,
+    ) -> io::Result<Option<(LockGuard, io::Result<Vec<DirEntry>>)>> {
+        Ok(self
+            .try_lock_dir(dir)?
+            .map(|guard| (guard, self.list_dir(dir))))
+    }
     /// The size in bytes of the file system holding `dir` (free or not):
     /// no file there can be larger. `Ok(None)` when the file system does
     /// not say, as the simulation does not.

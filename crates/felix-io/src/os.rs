@@ -261,9 +261,75 @@ impl Vfs for OsFs {
         lock_exclusive(file)
     }
 
+    fn try_lock_dir_listing(
+        &self,
+        dir: &Path,
+    ) -> io::Result<Option<(LockGuard, io::Result<Vec<DirEntry>>)>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(custom(OFlags::DIRECTORY))
+            .open(dir)?;
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+            Err(errno) => return Err(errno.into()),
+        }
+        // The descriptor is fresh, so its reads start at the first entry.
+        let listing = list_descriptor(&file);
+        Ok(Some((LockGuard::new(file), listing)))
+    }
+
     fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
         let stat = rustix::fs::statvfs(dir)?;
         Ok(Some(stat.f_blocks.saturating_mul(stat.f_frsize)))
+    }
+}
+
+/// The entries of the directory open as `dir` (from its current read
+/// position), as [`Vfs::list_dir`] gives them: `.` and `..` left out, each
+/// entry's own type from the listing (`d_type`), or from an `lstat` of it
+/// where the file system does not fill that in.
+fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
+    use std::os::unix::ffi::OsStringExt;
+
+    // Room for many entries a call; one entry needs at most 280 bytes.
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut entries = Vec::new();
+    let mut raw = rustix::fs::RawDir::new(dir, buf.spare_capacity_mut());
+    while let Some(entry) = raw.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let file_type = match entry.file_type() {
+            rustix::fs::FileType::Unknown => {
+                let stat = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+                rustix::fs::FileType::from_raw_mode(stat.st_mode)
+            }
+            known => known,
+        };
+        entries.push(DirEntry {
+            name: std::ffi::OsString::from_vec(bytes.to_vec()),
+            file_type: file_type_of_raw(file_type),
+        });
+    }
+    Ok(entries)
+}
+
+/// A `rustix` file type as a [`FileType`].
+fn file_type_of_raw(t: rustix::fs::FileType) -> FileType {
+    use rustix::fs::FileType as Raw;
+    match t {
+        Raw::RegularFile => FileType::Regular,
+        Raw::Directory => FileType::Directory,
+        Raw::Symlink => FileType::Symlink,
+        Raw::Fifo => FileType::Fifo,
+        Raw::Socket => FileType::Socket,
+        Raw::CharacterDevice => FileType::CharDevice,
+        Raw::BlockDevice => FileType::BlockDevice,
+        Raw::Unknown => FileType::Unknown,
     }
 }
 

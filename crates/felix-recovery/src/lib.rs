@@ -98,7 +98,7 @@ pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
 pub use log_start::{StoredLogStart, read_log_start, write_log_start};
 pub use open::{
-    NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard, open_shard_with_key,
+    NewestSegment, OpenHints, OpenOptions, RecoveredShard, inspect, open_shard, open_shard_with,
 };
 pub use raft_state::{StoredRaftState, read_raft_state};
 pub use repair::{

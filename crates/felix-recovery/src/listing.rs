@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use felix_format::ShardFileName;
-use felix_io::{FileSystem, FileType, IoError, NotRegularFile};
+use felix_io::{DirEntry, FileSystem, FileType, IoError, NotRegularFile};
 
 use crate::error::RecoveryError;
 use crate::report::{Note, TemporaryKind};
@@ -98,10 +98,19 @@ impl Listing {
     }
 }
 
-pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
-    let entries = fs
-        .list_dir(dir)
-        .map_err(|e| IoError::new("list directory", dir, e))?;
+/// Lists `dir`, or takes `listed`, its entries as the caller just read them
+/// (through the lock's descriptor: [`crate::ShardLock::acquire_listing`]).
+pub(crate) fn list_dir(
+    fs: &FileSystem,
+    dir: &Path,
+    listed: Option<Vec<DirEntry>>,
+) -> Result<Listing, RecoveryError> {
+    let entries = match listed {
+        Some(entries) => entries,
+        None => fs
+            .list_dir(dir)
+            .map_err(|e| IoError::new("list directory", dir, e))?,
+    };
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
     let mut time_indexes = BTreeSet::new();

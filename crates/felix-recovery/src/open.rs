@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_io::{FileSystem, OpenMode};
+use felix_io::{DirEntry, FileSystem, OpenMode};
 use felix_segment::{OpenedIndex, SegmentError, SegmentFile, SparseIndex, TimeIndex};
 
 use crate::classify::{RepairClass, RepairPolicy};
@@ -38,7 +38,7 @@ pub fn inspect(
     shard: &str,
     options: &InspectOptions,
 ) -> Result<Inspection, RecoveryError> {
-    Ok(inspect_with(fs, dir, shard, options, Purpose::default())?.inspection)
+    Ok(inspect_with(fs, dir, shard, options, Purpose::default(), None)?.inspection)
 }
 
 /// What [`inspect_with`] found, with what an open's inspection kept.
@@ -59,9 +59,10 @@ fn inspect_with(
     shard: &str,
     options: &InspectOptions,
     purpose: Purpose<'_>,
+    listed: Option<Vec<DirEntry>>,
 ) -> Result<Inspected, RecoveryError> {
     let shard: Arc<str> = Arc::from(shard);
-    let listing = list_dir(fs, dir)?;
+    let listing = list_dir(fs, dir, listed)?;
     let last_id = listing.segments.last().copied();
     let epochs_named = listing.epochs_named;
     let (facts, held) = crate::scan::gather(fs, dir, &shard, listing, options, purpose)?;
@@ -77,7 +78,7 @@ fn inspect_with(
             use_clean_shutdown: false,
             ..purpose
         };
-        let mut full = inspect_with(fs, dir, &shard, options, again)?;
+        let mut full = inspect_with(fs, dir, &shard, options, again, None)?;
         full.inspection.notes.push(Note::CleanShutdownUnused {
             reason: CleanShutdownUnused::NewestRemoved,
         });
@@ -189,23 +190,34 @@ pub fn open_shard(
     options: &OpenOptions,
     lock: &ShardLock,
 ) -> Result<RecoveredShard, RecoveryError> {
-    open_inner(fs, dir, shard, options, lock, None)
+    open_inner(fs, dir, shard, options, lock, OpenHints::default())
 }
 
-/// [`open_shard`] for a caller that has just read the directory's key file
-/// ([`read_key_file`](crate::read_key_file)) while no other writer could
-/// change it (a store checks a shard's key before opening it, holding its
-/// root's lock): the inspection reports `key` instead of reading the file
-/// again.
-pub fn open_shard_with_key(
+/// What a caller of [`open_shard_with`] read of the directory just before,
+/// while no other writer could change it, so that the open does not read
+/// it again. Default: nothing.
+#[derive(Debug, Default)]
+pub struct OpenHints {
+    /// The key file as [`read_key_file`](crate::read_key_file) read it (a
+    /// store checks a shard's key before opening it, holding its root's
+    /// lock): the inspection reports it instead of reading the file again.
+    pub key: Option<StoredKey>,
+    /// The directory's entries, as
+    /// [`ShardLock::acquire_listing`] read them through the lock's
+    /// descriptor: the inspection takes them instead of listing again.
+    pub listing: Option<Vec<DirEntry>>,
+}
+
+/// [`open_shard`], taking what `hints` hold instead of reading it again.
+pub fn open_shard_with(
     fs: &FileSystem,
     dir: &Path,
     shard: &str,
     options: &OpenOptions,
     lock: &ShardLock,
-    key: &StoredKey,
+    hints: OpenHints,
 ) -> Result<RecoveredShard, RecoveryError> {
-    open_inner(fs, dir, shard, options, lock, Some(key))
+    open_inner(fs, dir, shard, options, lock, hints)
 }
 
 fn open_inner(
@@ -214,18 +226,18 @@ fn open_inner(
     shard: &str,
     options: &OpenOptions,
     lock: &ShardLock,
-    key: Option<&StoredKey>,
+    hints: OpenHints,
 ) -> Result<RecoveredShard, RecoveryError> {
     let purpose = Purpose {
         use_clean_shutdown: options.use_clean_shutdown,
         for_writer: true,
-        key,
+        key: hints.key.as_ref(),
     };
     let Inspected {
         mut inspection,
         mut held,
         epochs_named,
-    } = inspect_with(fs, dir, shard, &options.inspect, purpose)?;
+    } = inspect_with(fs, dir, shard, &options.inspect, purpose, hints.listing)?;
     let repaired = repair(fs, &inspection, options.repair_policy, lock)?;
     let actions = repaired.actions;
     inspection.notes.extend(repaired.notes);

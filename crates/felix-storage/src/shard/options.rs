@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use felix_epochs::{EpochsFile, LoadStatus, Loaded};
-use felix_io::{FileSystem, IoError};
+use felix_io::{DirEntry, FileSystem, IoError};
 use felix_recovery::{
-    IndexCheck, InspectOptions, Note, OpenOptions, StoredKey, open_shard, open_shard_with_key,
+    IndexCheck, InspectOptions, Note, OpenHints, OpenOptions, StoredKey, open_shard_with,
 };
 use felix_segment::{ReadBuffers, SegmentWriter};
 
@@ -232,7 +232,9 @@ impl ShardOptions {
                 }
             })?;
         }
-        let lock = ShardLock::acquire(fs, dir)?;
+        // The directory's entries read through the lock's descriptor, for
+        // recovery to take instead of opening the directory again.
+        let (lock, listing) = ShardLock::acquire_listing(fs, dir)?;
         let background = self.background;
         // A shard opened alone starts (at most) one sync thread: it has one
         // sync in flight at a time.
@@ -243,7 +245,7 @@ impl ShardOptions {
                 (pool.clone(), Some(pool))
             }
         };
-        let core = match self.recover(label, lock, pool) {
+        let core = match self.recover(label, lock, listing, pool) {
             Ok(core) => Arc::new(core),
             Err(err) => {
                 if let Some(pool) = own_pool {
@@ -272,7 +274,13 @@ impl ShardOptions {
     }
 
     /// Recovery, then the shard's state, with its directory locked.
-    fn recover(self, label: Arc<str>, lock: ShardLock, pool: SyncPool) -> Result<Core> {
+    fn recover(
+        self,
+        label: Arc<str>,
+        lock: ShardLock,
+        listing: Option<Vec<DirEntry>>,
+        pool: SyncPool,
+    ) -> Result<Core> {
         let started = Instant::now();
         let Self {
             dir,
@@ -297,10 +305,11 @@ impl ShardOptions {
             use_clean_shutdown: true,
             keep_clean_shutdown,
         };
-        let recovered = match known.and_then(|k| k.key) {
-            Some(key) => open_shard_with_key(&fs, &dir, &label, &options, &lock, &key)?,
-            None => open_shard(&fs, &dir, &label, &options, &lock)?,
+        let hints = OpenHints {
+            key: known.and_then(|k| k.key),
+            listing,
         };
+        let recovered = open_shard_with(&fs, &dir, &label, &options, &lock, hints)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }
