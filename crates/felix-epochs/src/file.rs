@@ -71,6 +71,20 @@ pub struct Loaded {
     pub removed_stale_temp: bool,
 }
 
+impl Loaded {
+    /// What [`EpochsFile::load`] finds in a directory holding neither the
+    /// file nor its temporary, for a caller whose listing of the directory
+    /// (under the shard's lock) just showed that: an empty history, nothing
+    /// removed, without asking the file system again.
+    pub fn absent() -> Self {
+        Self {
+            history: EpochHistory::new(),
+            status: LoadStatus::Absent,
+            removed_stale_temp: false,
+        }
+    }
+}
+
 /// The epochs file of one shard directory.
 ///
 /// A shard has one writer: [`load`](Self::load) removes a stale temporary,

@@ -263,6 +263,20 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// follow one (a link is refused as [`FileType::Symlink`]), so nothing
     /// is ever created or emptied outside the directory named.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
+
+    /// [`Vfs::open`], and the file's length when the open learnt it on the
+    /// way (`None`: ask [`VfsFile::file_len`]). The real file system's open
+    /// `fstat`s the descriptor to refuse anything but a regular file, and
+    /// that answer holds the length: a caller that needs it at once (a
+    /// small file read whole, a segment's header check) asks once, not
+    /// twice. The default learns nothing.
+    fn open_with_len(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
+        Ok((self.open(path, mode)?, None))
+    }
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file at `path`. Open handles keep working.
@@ -300,6 +314,21 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// any file inside it cannot release it, which is what makes it a
     /// writer's lock. The lock lasts as long as the returned guard.
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>>;
+
+    /// [`Vfs::try_lock_dir`], and once the lock is held the directory's
+    /// entries as [`Vfs::list_dir`] gives them (the listing's own error
+    /// apart from the lock's). The real file system reads them through the
+    /// locked descriptor, opening the directory once rather than twice; the
+    /// default locks, then lists.
+    #[allow(clippy::type_complexity)]
+    fn try_lock_dir_listing(
+        &self,
+        dir: &Path,
+    ) -> io::Result<Option<(LockGuard, io::Result<Vec<DirEntry>>)>> {
+        Ok(self
+            .try_lock_dir(dir)?
+            .map(|guard| (guard, self.list_dir(dir))))
+    }
     /// The size in bytes of the file system holding `dir` (free or not):
     /// no file there can be larger. `Ok(None)` when the file system does
     /// not say, as the simulation does not.

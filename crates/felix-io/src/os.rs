@@ -113,7 +113,18 @@ fn custom(flags: OFlags) -> i32 {
 /// see docs/performance.md). When the open fails, or opens something
 /// else, a look at the name says what is there, so the error names the
 /// file type and whether a link led to it exactly as before.
-fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Result<File> {
+///
+/// Returns the file and its length, from that `fstat`.
+///
+/// `blocking: false` leaves `O_NONBLOCK` set, one system call fewer, for a
+/// descriptor only ever `flock`ed (whose `LOCK_NB` says itself whether to
+/// wait), never read or written.
+fn open_regular(
+    path: &Path,
+    options: &mut OpenOptions,
+    follow: bool,
+    blocking: bool,
+) -> io::Result<(File, u64)> {
     let mut flags = OFlags::NONBLOCK;
     if !follow {
         flags |= OFlags::NOFOLLOW;
@@ -139,7 +150,8 @@ fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Res
             });
         }
     };
-    let file_type = file_type_of(file.metadata()?.file_type());
+    let meta = file.metadata()?;
+    let file_type = file_type_of(meta.file_type());
     if file_type != FileType::Regular {
         drop(file);
         return Err(match check_regular(path, follow) {
@@ -155,12 +167,22 @@ fn open_regular(path: &Path, options: &mut OpenOptions, follow: bool) -> io::Res
     // O_NONBLOCK has no meaning for a regular file on Linux, but a file
     // system may give it one; the descriptor goes back to blocking I/O.
     // Nothing else `fcntl` can set was asked for, so no flags are read.
-    rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
-    Ok(file)
+    if blocking {
+        rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+    }
+    Ok((file, meta.len()))
 }
 
 impl Vfs for OsFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        Ok(self.open_with_len(path, mode)?.0)
+    }
+
+    fn open_with_len(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
         let mut options = OpenOptions::new();
         match mode {
             OpenMode::Read => options.read(true),
@@ -170,7 +192,8 @@ impl Vfs for OsFs {
             OpenMode::CreateOrOpen => options.read(true).write(true).create(true).truncate(false),
         };
         let follow = matches!(mode, OpenMode::Read | OpenMode::ReadWrite);
-        Ok(Arc::new(OsFile(open_regular(path, &mut options, follow)?)))
+        let (file, len) = open_regular(path, &mut options, follow, true)?;
+        Ok((Arc::new(OsFile(file)), Some(len)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -222,7 +245,7 @@ impl Vfs for OsFs {
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        let file = open_regular(path, &mut options, false)?;
+        let (file, _) = open_regular(path, &mut options, false, false)?;
         // An advisory lock dies with its process, so a crash never leaves a
         // stale lock behind (unlike a pid file).
         lock_exclusive(file)
@@ -238,9 +261,75 @@ impl Vfs for OsFs {
         lock_exclusive(file)
     }
 
+    fn try_lock_dir_listing(
+        &self,
+        dir: &Path,
+    ) -> io::Result<Option<(LockGuard, io::Result<Vec<DirEntry>>)>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(custom(OFlags::DIRECTORY))
+            .open(dir)?;
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+            Err(errno) => return Err(errno.into()),
+        }
+        // The descriptor is fresh, so its reads start at the first entry.
+        let listing = list_descriptor(&file);
+        Ok(Some((LockGuard::new(file), listing)))
+    }
+
     fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
         let stat = rustix::fs::statvfs(dir)?;
         Ok(Some(stat.f_blocks.saturating_mul(stat.f_frsize)))
+    }
+}
+
+/// The entries of the directory open as `dir` (from its current read
+/// position), as [`Vfs::list_dir`] gives them: `.` and `..` left out, each
+/// entry's own type from the listing (`d_type`), or from an `lstat` of it
+/// where the file system does not fill that in.
+fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
+    use std::os::unix::ffi::OsStringExt;
+
+    // Room for many entries a call; one entry needs at most 280 bytes.
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut entries = Vec::new();
+    let mut raw = rustix::fs::RawDir::new(dir, buf.spare_capacity_mut());
+    while let Some(entry) = raw.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let file_type = match entry.file_type() {
+            rustix::fs::FileType::Unknown => {
+                let stat = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+                rustix::fs::FileType::from_raw_mode(stat.st_mode)
+            }
+            known => known,
+        };
+        entries.push(DirEntry {
+            name: std::ffi::OsString::from_vec(bytes.to_vec()),
+            file_type: file_type_of_raw(file_type),
+        });
+    }
+    Ok(entries)
+}
+
+/// A `rustix` file type as a [`FileType`].
+fn file_type_of_raw(t: rustix::fs::FileType) -> FileType {
+    use rustix::fs::FileType as Raw;
+    match t {
+        Raw::RegularFile => FileType::Regular,
+        Raw::Directory => FileType::Directory,
+        Raw::Symlink => FileType::Symlink,
+        Raw::Fifo => FileType::Fifo,
+        Raw::Socket => FileType::Socket,
+        Raw::CharacterDevice => FileType::CharDevice,
+        Raw::BlockDevice => FileType::BlockDevice,
+        Raw::Unknown => FileType::Unknown,
     }
 }
 

@@ -53,12 +53,15 @@ pub fn read_small_file(
     path: &Path,
     max_len: usize,
 ) -> Result<Option<Vec<u8>>, ReadSmallError> {
-    let file = match fs.open(path, OpenMode::Read) {
-        Ok(file) => file,
+    let (file, len) = match fs.open_with_len(path, OpenMode::Read) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(IoError::new("open", path, e).into()),
     };
-    let len = file.file_len().map_err(|e| IoError::new("stat", path, e))?;
+    let len = match len {
+        Some(len) => len,
+        None => file.file_len().map_err(|e| IoError::new("stat", path, e))?,
+    };
     let size = usize::try_from(len)
         .ok()
         .filter(|&n| n <= max_len)

@@ -162,3 +162,28 @@ fn dir_lock_holds_while_files_in_the_directory_are_removed() {
     drop(file_guard);
     assert!(fs.try_lock_dir(dir.path()).unwrap().is_some());
 }
+
+#[test]
+fn lock_dir_listing_lists_as_list_dir_does_and_holds_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join("fifo"));
+    std::os::unix::fs::symlink("/dev/null", dir.path().join("null")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    // More names than one read of the directory returns, and long ones.
+    for i in 0..300 {
+        std::fs::write(dir.path().join(format!("{i:0>200}")), b"").unwrap();
+    }
+    let fs = FileSystem::os();
+    let sorted = |mut entries: Vec<felix_io::DirEntry>| {
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        entries
+    };
+    let (guard, listed) = fs.try_lock_dir_listing(dir.path()).unwrap().expect("free");
+    let listed = sorted(listed.unwrap());
+    assert_eq!(listed.len(), 303);
+    assert_eq!(listed, sorted(fs.list_dir(dir.path()).unwrap()));
+    assert!(matches!(fs.try_lock_dir(dir.path()), Ok(None)));
+    assert!(matches!(fs.try_lock_dir_listing(dir.path()), Ok(None)));
+    drop(guard);
+    assert!(fs.try_lock_dir(dir.path()).unwrap().is_some());
+}

@@ -27,13 +27,16 @@ use crate::report::{CleanShutdownUnused, Note};
 /// Reads the clean-shutdown file of `dir`: `None` when there is none.
 fn load(fs: &FileSystem, dir: &Path) -> Option<Result<Vec<SegmentExtent>, CleanShutdownUnused>> {
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
-    let file = match fs.open(&path, OpenMode::Read) {
-        Ok(file) => file,
+    let (file, len) = match fs.open_with_len(&path, OpenMode::Read) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(e) => return Some(Err(unreadable("open", &e))),
     };
     let read = || -> Result<Vec<SegmentExtent>, CleanShutdownUnused> {
-        let len = file.file_len().map_err(|e| unreadable("stat", &e))?;
+        let len = match len {
+            Some(len) => len,
+            None => file.file_len().map_err(|e| unreadable("stat", &e))?,
+        };
         let size = usize::try_from(len)
             .ok()
             .filter(|&n| n <= MAX_CLEAN_SHUTDOWN_FILE_LEN)

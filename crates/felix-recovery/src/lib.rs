@@ -14,8 +14,10 @@
 //! Invariants this crate keeps:
 //!
 //! * It writes nothing unless its caller chose a repair: [`inspect`] opens
-//!   every file read-only; only [`repair`] (and [`open_shard`], which calls
-//!   it) modifies the directory, and both require the directory's
+//!   every file read-only (an [`open_shard`] opens the newest segment and
+//!   its index read-write, under the lock, to hand them to the writer, and
+//!   writes nothing through them); only [`repair`] (and [`open_shard`],
+//!   which calls it) modifies the directory, and both require the directory's
 //!   [`ShardLock`], so no repair races a writer. (A clean close's
 //!   [`write_clean_shutdown`] is the one other write.)
 //! * Data flows one way: the directory is listed, each segment measured
@@ -66,6 +68,7 @@ mod classify;
 mod clean;
 mod error;
 mod facts;
+mod held;
 mod inspection;
 mod key_file;
 mod listing;
@@ -94,7 +97,9 @@ pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
 pub use lock::{LockError, ShardLock, StoreLock};
 pub use log_start::{StoredLogStart, read_log_start, write_log_start};
-pub use open::{NewestSegment, OpenOptions, RecoveredShard, inspect, open_shard};
+pub use open::{
+    NewestSegment, OpenHints, OpenOptions, RecoveredShard, inspect, open_shard, open_shard_with,
+};
 pub use raft_state::{StoredRaftState, read_raft_state};
 pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,

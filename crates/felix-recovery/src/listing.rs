@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use felix_format::ShardFileName;
-use felix_io::{FileSystem, FileType, IoError, NotRegularFile};
+use felix_io::{DirEntry, FileSystem, FileType, IoError, NotRegularFile};
 
 use crate::error::RecoveryError;
 use crate::report::{Note, TemporaryKind};
@@ -46,6 +46,10 @@ pub(crate) struct Listing {
     pub(crate) key_file: bool,
     /// Whether a raft-state file (a regular file) is present.
     pub(crate) raft_state: bool,
+    /// Whether anything (of any type) is named like the epochs file or its
+    /// temporary: when not, loading the history has nothing to read or
+    /// remove.
+    pub(crate) epochs_named: bool,
     /// Temporaries an interrupted write of ours left, sorted by name: an
     /// open removes them (unlinking opens nothing). A directory under such
     /// a name cannot be unlinked and is in `not_files` instead.
@@ -94,10 +98,19 @@ impl Listing {
     }
 }
 
-pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryError> {
-    let entries = fs
-        .list_dir(dir)
-        .map_err(|e| IoError::new("list directory", dir, e))?;
+/// Lists `dir`, or takes `listed`, its entries as the caller just read them
+/// (through the lock's descriptor: [`crate::ShardLock::acquire_listing`]).
+pub(crate) fn list_dir(
+    fs: &FileSystem,
+    dir: &Path,
+    listed: Option<Vec<DirEntry>>,
+) -> Result<Listing, RecoveryError> {
+    let entries = match listed {
+        Some(entries) => entries,
+        None => fs
+            .list_dir(dir)
+            .map_err(|e| IoError::new("list directory", dir, e))?,
+    };
     let mut logs = BTreeSet::new();
     let mut indexes = BTreeSet::new();
     let mut time_indexes = BTreeSet::new();
@@ -112,6 +125,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         clean_shutdown: false,
         key_file: false,
         raft_state: false,
+        epochs_named: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
         unwritable_indexes: HashSet::new(),
@@ -125,6 +139,7 @@ pub(crate) fn list_dir(fs: &FileSystem, dir: &Path) -> Result<Listing, RecoveryE
         let regular = file_type == FileType::Regular;
         let readable = regular || file_type == FileType::Symlink;
         let kind = ShardFileName::parse(&name);
+        listing.epochs_named |= matches!(kind, ShardFileName::Epochs | ShardFileName::EpochsTemp);
         let temporary = match kind {
             ShardFileName::SegmentTemp(id) => Some(TemporaryKind::SegmentCreation(id)),
             ShardFileName::SegmentCopy(id) => Some(TemporaryKind::SegmentReplacement(id)),

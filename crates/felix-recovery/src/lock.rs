@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use felix_format::LOCK_FILE_NAME;
-use felix_io::{FileSystem, IoError, LockGuard};
+use felix_io::{DirEntry, FileSystem, IoError, LockGuard};
 
 /// Why [`ShardLock::acquire`] did not take the lock.
 ///
@@ -81,13 +81,49 @@ impl ShardLock {
     /// Fails with [`LockError::Locked`] when another process (or another
     /// handle in this one) holds it.
     pub fn acquire(fs: &FileSystem, dir: &Path) -> Result<Self, LockError> {
-        let locked = || LockError::Locked {
-            dir: dir.to_path_buf(),
-        };
         let dir_guard = match fs.try_lock_dir(dir) {
             Ok(Some(guard)) => guard,
-            Ok(None) => return Err(locked()),
+            Ok(None) => {
+                return Err(LockError::Locked {
+                    dir: dir.to_path_buf(),
+                });
+            }
             Err(e) => return Err(IoError::new("lock", dir, e).into()),
+        };
+        Self::with_dir_guard(fs, dir, dir_guard)
+    }
+
+    /// [`Self::acquire`], and the directory's entries read through the
+    /// locked descriptor once its lock is held (`None` when they could not
+    /// be read: an open then lists the directory itself and reports what
+    /// fails), for [`open_shard_with`](crate::open_shard_with) to take
+    /// instead of opening the directory a second time. (The older
+    /// releases' `lock` file, created after the listing when missing, is
+    /// nothing an inspection reports.)
+    pub fn acquire_listing(
+        fs: &FileSystem,
+        dir: &Path,
+    ) -> Result<(Self, Option<Vec<DirEntry>>), LockError> {
+        let (dir_guard, listed) = match fs.try_lock_dir_listing(dir) {
+            Ok(Some(locked)) => locked,
+            Ok(None) => {
+                return Err(LockError::Locked {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(IoError::new("lock", dir, e).into()),
+        };
+        Ok((Self::with_dir_guard(fs, dir, dir_guard)?, listed.ok()))
+    }
+
+    /// The lock, its directory's own taken: the older releases' file next.
+    fn with_dir_guard(
+        fs: &FileSystem,
+        dir: &Path,
+        dir_guard: LockGuard,
+    ) -> Result<Self, LockError> {
+        let locked = || LockError::Locked {
+            dir: dir.to_path_buf(),
         };
         let path = dir.join(LOCK_FILE_NAME);
         let file_guard = match fs.try_lock(&path) {

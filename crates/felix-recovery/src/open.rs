@@ -8,12 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use felix_format::SegmentExtent;
-use felix_io::{FileSystem, OpenMode};
-use felix_segment::{SegmentError, SegmentFile, SparseIndex, TimeIndex};
+use felix_io::{DirEntry, FileSystem, OpenMode};
+use felix_segment::{OpenedIndex, SegmentError, SegmentFile, SparseIndex, TimeIndex};
 
 use crate::classify::{RepairClass, RepairPolicy};
 use crate::error::{RecoveryError, unexpected_segment_error};
+use crate::held::{Held, Purpose};
 use crate::inspection::{InspectOptions, Inspection};
+use crate::key_file::StoredKey;
 use crate::listing::list_dir;
 use crate::lock::ShardLock;
 use crate::repair::{remove_clean_shutdown, remove_temporaries, repair};
@@ -36,7 +38,16 @@ pub fn inspect(
     shard: &str,
     options: &InspectOptions,
 ) -> Result<Inspection, RecoveryError> {
-    inspect_with(fs, dir, shard, options, false)
+    Ok(inspect_with(fs, dir, shard, options, Purpose::default(), None)?.inspection)
+}
+
+/// What [`inspect_with`] found, with what an open's inspection kept.
+struct Inspected {
+    inspection: Inspection,
+    /// The newest segment's descriptors (an open's inspection only).
+    held: Option<Held>,
+    /// Whether anything is named like the epochs file or its temporary.
+    epochs_named: bool,
 }
 
 /// [`inspect`], optionally trusting a clean-shutdown file that lists
@@ -47,12 +58,14 @@ fn inspect_with(
     dir: &Path,
     shard: &str,
     options: &InspectOptions,
-    use_clean_shutdown: bool,
-) -> Result<Inspection, RecoveryError> {
+    purpose: Purpose<'_>,
+    listed: Option<Vec<DirEntry>>,
+) -> Result<Inspected, RecoveryError> {
     let shard: Arc<str> = Arc::from(shard);
-    let listing = list_dir(fs, dir)?;
+    let listing = list_dir(fs, dir, listed)?;
     let last_id = listing.segments.last().copied();
-    let facts = crate::scan::gather(fs, dir, &shard, listing, options, use_clean_shutdown)?;
+    let epochs_named = listing.epochs_named;
+    let (facts, held) = crate::scan::gather(fs, dir, &shard, listing, options, purpose)?;
     let trusted = facts.trusted_clean_shutdown;
     let inspection = crate::plan::plan(dir, &shard, facts);
     // A trusted record covers sealed segments only: if the segment it
@@ -60,13 +73,22 @@ fn inspect_with(
     // continue was never scanned, so everything is inspected instead.
     let last_live = inspection.live_segments().last().map(|s| s.id);
     if trusted && last_live != last_id {
-        let mut full = inspect_with(fs, dir, &shard, options, false)?;
-        full.notes.push(Note::CleanShutdownUnused {
+        drop(held);
+        let again = Purpose {
+            use_clean_shutdown: false,
+            ..purpose
+        };
+        let mut full = inspect_with(fs, dir, &shard, options, again, None)?;
+        full.inspection.notes.push(Note::CleanShutdownUnused {
             reason: CleanShutdownUnused::NewestRemoved,
         });
         return Ok(full);
     }
-    Ok(inspection)
+    Ok(Inspected {
+        inspection,
+        held,
+        epochs_named,
+    })
 }
 
 /// What to do on open.
@@ -101,6 +123,11 @@ pub struct NewestSegment {
     pub len: u64,
     /// Its index, rebuilt by the scan.
     pub index: SparseIndex,
+    /// Its index file as the inspection opened (and read) it, read-write,
+    /// when nothing was repaired since: for the writer to keep
+    /// ([`SegmentWriter::resume_with_index_file`](felix_segment::SegmentWriter::resume_with_index_file))
+    /// rather than open and read the file again.
+    pub index_file: Option<OpenedIndex>,
     /// Its time index, built by the same walk (not sealed: the writer goes
     /// on from it).
     pub time_index: TimeIndex,
@@ -139,6 +166,10 @@ pub struct RecoveredShard {
     /// the record says, nothing repaired): everything in it was made
     /// durable by that close, so no sync is needed before acknowledging it.
     pub as_closed: bool,
+    /// Whether the directory holds nothing named like the epochs file or
+    /// its temporary (felix-epochs' files): loading the generation history
+    /// then has nothing to read or remove.
+    pub epochs_absent: bool,
 }
 
 /// Opens the shard directory `dir` on the file system `fs` for writing
@@ -159,8 +190,54 @@ pub fn open_shard(
     options: &OpenOptions,
     lock: &ShardLock,
 ) -> Result<RecoveredShard, RecoveryError> {
-    let mut inspection =
-        inspect_with(fs, dir, shard, &options.inspect, options.use_clean_shutdown)?;
+    open_inner(fs, dir, shard, options, lock, OpenHints::default())
+}
+
+/// What a caller of [`open_shard_with`] read of the directory just before,
+/// while no other writer could change it, so that the open does not read
+/// it again. Default: nothing.
+#[derive(Debug, Default)]
+pub struct OpenHints {
+    /// The key file as [`read_key_file`](crate::read_key_file) read it (a
+    /// store checks a shard's key before opening it, holding its root's
+    /// lock): the inspection reports it instead of reading the file again.
+    pub key: Option<StoredKey>,
+    /// The directory's entries, as
+    /// [`ShardLock::acquire_listing`] read them through the lock's
+    /// descriptor: the inspection takes them instead of listing again.
+    pub listing: Option<Vec<DirEntry>>,
+}
+
+/// [`open_shard`], taking what `hints` hold instead of reading it again.
+pub fn open_shard_with(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &OpenOptions,
+    lock: &ShardLock,
+    hints: OpenHints,
+) -> Result<RecoveredShard, RecoveryError> {
+    open_inner(fs, dir, shard, options, lock, hints)
+}
+
+fn open_inner(
+    fs: &FileSystem,
+    dir: &Path,
+    shard: &str,
+    options: &OpenOptions,
+    lock: &ShardLock,
+    hints: OpenHints,
+) -> Result<RecoveredShard, RecoveryError> {
+    let purpose = Purpose {
+        use_clean_shutdown: options.use_clean_shutdown,
+        for_writer: true,
+        key: hints.key.as_ref(),
+    };
+    let Inspected {
+        mut inspection,
+        mut held,
+        epochs_named,
+    } = inspect_with(fs, dir, shard, &options.inspect, purpose, hints.listing)?;
     let repaired = repair(fs, &inspection, options.repair_policy, lock)?;
     let actions = repaired.actions;
     inspection.notes.extend(repaired.notes);
@@ -196,13 +273,25 @@ pub fn open_shard(
             }
             continue;
         }
-        let file = match SegmentFile::open(
-            fs,
-            dir,
-            summary.id,
-            Arc::clone(&inspection.shard),
-            OpenMode::ReadWrite,
-        ) {
+        // The descriptors the inspection kept, when nothing was repaired
+        // since: the files are those it checked, under the lock.
+        let (kept, index_file) = match held.take() {
+            Some(held) if held.id == summary.id && actions.is_empty() => {
+                (Some(held.segment), held.index)
+            }
+            _ => (None, None),
+        };
+        let opened = match kept {
+            Some(file) => Ok((file, summary.file_len)),
+            None => SegmentFile::open(
+                fs,
+                dir,
+                summary.id,
+                Arc::clone(&inspection.shard),
+                OpenMode::ReadWrite,
+            ),
+        };
+        let file = match opened {
             Ok((file, _)) => file,
             Err(SegmentError::Io(err)) => return Err(err.into()),
             // The header verified when inspected, and the lock keeps
@@ -244,6 +333,7 @@ pub fn open_shard(
             next_offset: summary.next_offset.unwrap_or(file.base_offset()),
             len: summary.valid_len,
             index,
+            index_file,
             time_index,
             file: Arc::new(file),
         });
@@ -264,5 +354,6 @@ pub fn open_shard(
         actions,
         clean_shutdown_kept,
         as_closed,
+        epochs_absent: !epochs_named,
     })
 }

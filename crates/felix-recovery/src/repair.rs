@@ -282,15 +282,19 @@ fn write_record(
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
     let io_err =
         |op: &'static str, at: &Path, e: io::Error| RecoveryError::Io(IoError::new(op, at, e));
-    for name in [&path, &temp_path] {
-        match fs.entry_type(name) {
-            Ok(None | Some(FileType::Regular)) => {}
-            Ok(Some(file_type)) => {
-                tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no clean-shutdown file written");
-                return Ok(false);
-            }
-            Err(e) => return Err(io_err("stat", name, e)),
+    // Only a regular file under either name is ours to replace: the
+    // record's name is looked at first, the temporary's only when it is
+    // about to be used (not for a write in place).
+    let ours = |name: &Path| match fs.entry_type(name) {
+        Ok(None | Some(FileType::Regular)) => Ok(true),
+        Ok(Some(file_type)) => {
+            tracing::warn!(path = %name.display(), %file_type, "not a regular file, left alone; no clean-shutdown file written");
+            Ok(false)
         }
+        Err(e) => Err(io_err("stat", name, e)),
+    };
+    if !ours(&path)? {
+        return Ok(false);
     }
     let mut bytes = Vec::new();
     // A shard's segments always form a valid list; a refusal here is a
@@ -298,14 +302,19 @@ fn write_record(
     encode_clean_shutdown(segments, &mut bytes)
         .map_err(|e| io_err("encode clean-shutdown", &temp_path, io::Error::other(e)))?;
     if !sync
-        && let Ok(file) = fs.open(&path, OpenMode::ReadWrite)
-        && file.file_len().is_ok_and(|len| len == bytes.len() as u64)
+        && let Ok((file, len)) = fs.open_with_len(&path, OpenMode::ReadWrite)
+        && len
+            .map_or_else(|| file.file_len(), Ok)
+            .is_ok_and(|len| len == bytes.len() as u64)
     {
         // A rename over the old record would start writeback of the new
         // one at once (ext4 does, for replace-by-rename), on every close.
         file.write_all_at(&bytes, 0)
             .map_err(|e| io_err("write", &path, e))?;
         return Ok(true);
+    }
+    if !ours(&temp_path)? {
+        return Ok(false);
     }
     let temp = fs
         .open(&temp_path, OpenMode::CreateTruncate)

@@ -23,8 +23,8 @@ use felix_format::{
 };
 use felix_io::{FileSystem, IoError, OpenMode};
 use felix_segment::{
-    IndexBuilder, RecordWalk, SegmentError, SegmentFile, SparseIndex, TimeIndex, TimeIndexBuilder,
-    TimeIndexCheck, TimeIndexLoadError, WalkStep, first_stale_entry, header_of,
+    IndexBuilder, OpenedIndex, RecordWalk, SegmentError, SegmentFile, SparseIndex, TimeIndex,
+    TimeIndexBuilder, TimeIndexCheck, TimeIndexLoadError, WalkStep, first_stale_entry, header_of,
 };
 
 use crate::classify::{Role, role};
@@ -32,6 +32,7 @@ use crate::error::{RecoveryError, unexpected_segment_error};
 use crate::facts::{
     IndexFacts, RecordFacts, ScannedSegment, SegmentFacts, SegmentState, ShardFacts,
 };
+use crate::held::{Held, Purpose};
 use crate::inspection::{IndexCheck, InspectOptions};
 use crate::listing::Listing;
 use crate::report::{IndexProblem, TimeIndexProblem};
@@ -196,22 +197,27 @@ pub fn scan_segment_checking(
 /// `use_clean_shutdown`, a clean-shutdown record that lists exactly the
 /// directory's segments stands for every sealed one (see `clean.rs` for why
 /// that is safe); the newest is always scanned in full.
+/// For an open (`purpose.for_writer`), the newest segment's descriptors
+/// come back too (see `held.rs`).
 pub(crate) fn gather(
     fs: &FileSystem,
     dir: &Path,
     shard: &Arc<str>,
     listing: Listing,
     options: &InspectOptions,
-    use_clean_shutdown: bool,
-) -> Result<ShardFacts, RecoveryError> {
-    let (trusted, clean_shutdown_note) = if use_clean_shutdown && listing.clean_shutdown {
+    purpose: Purpose<'_>,
+) -> Result<(ShardFacts, Option<Held>), RecoveryError> {
+    let (trusted, clean_shutdown_note) = if purpose.use_clean_shutdown && listing.clean_shutdown {
         crate::clean::trusted_sealed(fs, dir, &listing.segments, options)
     } else {
         (None, None)
     };
-    let key = listing
-        .key_file
-        .then(|| crate::key_file::read_key_file(fs, dir));
+    // A key the caller read just before is the file's: taken as read,
+    // unless it read none (a file that appeared since is read).
+    let key = listing.key_file.then(|| match purpose.key {
+        Some(known) if *known != crate::StoredKey::Missing => known.clone(),
+        _ => crate::key_file::read_key_file(fs, dir),
+    });
     let log_start = if listing.log_start {
         crate::log_start::read_log_start(fs, dir)
     } else {
@@ -231,6 +237,7 @@ pub(crate) fn gather(
         _ => false,
     };
     let mut segments = Vec::with_capacity(count);
+    let mut held = None;
     for (i, &id) in ids.iter().enumerate() {
         let role = role(i, count, last_abandoned);
         let listed = trusted
@@ -239,11 +246,14 @@ pub(crate) fn gather(
             .filter(|_| !role.newest);
         let state = match listed {
             Some(extent) => SegmentState::Trusted(*extent),
-            None => measure_segment(fs, dir, shard, id, role, options)?,
+            None => {
+                let keep = (purpose.for_writer && role.newest).then_some(&mut held);
+                measure_segment(fs, dir, shard, id, role, options, keep)?
+            }
         };
         segments.push(SegmentFacts { id, role, state });
     }
-    Ok(ShardFacts {
+    let facts = ShardFacts {
         listing,
         trusted_clean_shutdown: trusted.is_some(),
         clean_newest: trusted.as_ref().and_then(|t| t.last().copied()),
@@ -252,10 +262,12 @@ pub(crate) fn gather(
         log_start,
         raft_state,
         segments,
-    })
+    };
+    Ok((facts, held))
 }
 
-/// Opens segment `id` read-only and measures it.
+/// Opens segment `id` read-only and measures it; with `keep`, read-write,
+/// keeping its descriptors there for the writer (see `held.rs`).
 fn measure_segment(
     fs: &FileSystem,
     dir: &Path,
@@ -263,22 +275,32 @@ fn measure_segment(
     id: u64,
     role: Role,
     options: &InspectOptions,
+    keep: Option<&mut Option<Held>>,
 ) -> Result<SegmentState, RecoveryError> {
     let path = segment_path(dir, id);
-    let (segment, file_len) =
-        match SegmentFile::open(fs, dir, id, Arc::clone(shard), OpenMode::Read) {
-            Ok(opened) => opened,
-            Err(SegmentError::Corrupt { kind, .. }) => {
-                let file_len = felix_segment::fs::open(fs, &path, OpenMode::Read)
-                    .and_then(|f| felix_segment::fs::file_len(&*f, &path))?;
-                return Ok(SegmentState::HeaderDamaged {
-                    file_len,
-                    kind,
-                    abandoned_shape: role.last && looks_abandoned(fs, &path),
-                });
-            }
-            Err(other) => return Err(segment_open_error(other, &path)),
-        };
+    let writable = keep
+        .is_some()
+        .then(|| crate::held::open_segment(fs, dir, id, shard))
+        .flatten();
+    let read_write = writable.is_some();
+    let opened = match writable {
+        Some(opened) => Ok(opened),
+        None => SegmentFile::open(fs, dir, id, Arc::clone(shard), OpenMode::Read),
+    };
+    let mut index_file = None;
+    let (segment, file_len) = match opened {
+        Ok(opened) => opened,
+        Err(SegmentError::Corrupt { kind, .. }) => {
+            let file_len = felix_segment::fs::open(fs, &path, OpenMode::Read)
+                .and_then(|f| felix_segment::fs::file_len(&*f, &path))?;
+            return Ok(SegmentState::HeaderDamaged {
+                file_len,
+                kind,
+                abandoned_shape: role.last && looks_abandoned(fs, &path),
+            });
+        }
+        Err(other) => return Err(segment_open_error(other, &path)),
+    };
     // Only a sealed segment has a time index file, and only a walk of all
     // its records can say whether it is right: loaded first, for the walk
     // to check.
@@ -297,7 +319,8 @@ fn measure_segment(
         let first = ScanStart::first_record(&segment);
         let spacing = options.index_spacing_bytes;
         let scan = scan_segment(&segment, file_len, first, ScanDepth::Full, spacing)?;
-        let index = check_index(&segment, scan.valid_len)?;
+        let kept = read_write.then_some(&mut index_file);
+        let index = check_index(&segment, scan.valid_len, kept)?;
         (scan, index, None, true)
     } else {
         let (scan, index, wrong) = scan_sealed(&segment, file_len, options, time_entries)?;
@@ -319,8 +342,16 @@ fn measure_segment(
         )?),
         None => None,
     };
+    let base_offset = segment.base_offset();
+    if let Some(keep) = keep.filter(|_| read_write) {
+        *keep = Some(Held {
+            id,
+            segment,
+            index: index_file,
+        });
+    }
     Ok(SegmentState::Scanned(Box::new(ScannedSegment {
-        base_offset: segment.base_offset(),
+        base_offset,
         file_len,
         records: RecordFacts {
             next_offset: scan.next_offset,
@@ -352,7 +383,14 @@ fn segment_open_error(err: SegmentError, path: &Path) -> RecoveryError {
 }
 
 /// Loads a segment's index; why it cannot be used, when it cannot.
-fn load_index(segment: &SegmentFile, valid_len: u64) -> Result<SparseIndex, IndexProblem> {
+fn load_index(
+    segment: &SegmentFile,
+    valid_len: u64,
+    kept: Option<&mut Option<OpenedIndex>>,
+) -> Result<SparseIndex, IndexProblem> {
+    if let Some(loaded) = kept.and_then(|kept| crate::held::load_index(segment, valid_len, kept)) {
+        return loaded.map_err(|err| IndexProblem::of_load_error(&err));
+    }
     // An unreadable index is rebuilt like a missing one (the data is what
     // matters), but it is reported as what it is.
     SparseIndex::load(
@@ -367,8 +405,12 @@ fn load_index(segment: &SegmentFile, valid_len: u64) -> Result<SparseIndex, Inde
 /// Whether a segment's index loads and the records vouch for every entry
 /// (see [`first_stale_entry`]). An index may lag its segment, but never lead
 /// it or disagree with it.
-fn check_index(segment: &SegmentFile, valid_len: u64) -> Result<IndexFacts, RecoveryError> {
-    let index = match load_index(segment, valid_len) {
+fn check_index(
+    segment: &SegmentFile,
+    valid_len: u64,
+    kept: Option<&mut Option<OpenedIndex>>,
+) -> Result<IndexFacts, RecoveryError> {
+    let index = match load_index(segment, valid_len, kept) {
         Ok(index) => index,
         Err(problem) => return Ok(unusable(problem)),
     };
@@ -428,10 +470,10 @@ fn scan_sealed(
             &[],
             time,
         )?;
-        let index = check_index(segment, checked.scan.valid_len)?;
+        let index = check_index(segment, checked.scan.valid_len, None)?;
         return Ok((checked.scan, index, Some(checked.wrong_time_entry)));
     }
-    let index = load_index(segment, file_len);
+    let index = load_index(segment, file_len, None);
     if options.index_check == IndexCheck::EveryEntry {
         let entries = index.as_ref().map_or(&[][..], SparseIndex::entries);
         let checked = scan_segment_checking(

@@ -21,6 +21,26 @@ pub fn open(fs: &FileSystem, path: &Path, mode: OpenMode) -> Result<Arc<dyn VfsF
     fs.open(path, mode).map_err(|e| IoError::new(op, path, e))
 }
 
+/// [`open`], and the file's length: as the open learnt it, or asked.
+pub fn open_with_len(
+    fs: &FileSystem,
+    path: &Path,
+    mode: OpenMode,
+) -> Result<(Arc<dyn VfsFile>, u64)> {
+    let op = match mode {
+        OpenMode::Read | OpenMode::ReadWrite => "open",
+        OpenMode::CreateNew | OpenMode::CreateTruncate | OpenMode::CreateOrOpen => "create",
+    };
+    let (file, len) = fs
+        .open_with_len(path, mode)
+        .map_err(|e| IoError::new(op, path, e))?;
+    let len = match len {
+        Some(len) => len,
+        None => file_len(&*file, path)?,
+    };
+    Ok((file, len))
+}
+
 /// `fsync`s a directory so that entries created, renamed or removed in it
 /// survive a power loss. Creating a file makes its data durable only once
 /// the directory entry naming it is durable too.

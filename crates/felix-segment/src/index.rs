@@ -100,8 +100,8 @@ impl SparseIndex {
         base_offset: u64,
         segment_len: u64,
     ) -> std::result::Result<Self, IndexLoadError> {
-        let file = match fs.open(path, OpenMode::Read) {
-            Ok(file) => file,
+        let (file, len) = match fs.open_with_len(path, OpenMode::Read) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(IndexLoadError::Missing {
                     path: path.to_path_buf(),
@@ -109,7 +109,25 @@ impl SparseIndex {
             }
             Err(e) => return Err(IndexLoadError::Io(IoError::new("open", path, e))),
         };
-        let index_len = file_len(&*file, path).map_err(IndexLoadError::Io)?;
+        Self::load_file(&*file, len, path, base_offset, segment_len).map(|(index, _)| index)
+    }
+
+    /// [`Self::load`] from `file`, the index file at `path` already open
+    /// (by recovery, read-write, so that the writer continuing the segment
+    /// keeps the descriptor instead of opening the file again); `len` its
+    /// length when the open said it ([`felix_io::Vfs::open_with_len`]).
+    /// Returns the bytes read beside the index, for [`OpenedIndex`].
+    pub fn load_file(
+        file: &dyn VfsFile,
+        len: Option<u64>,
+        path: &Path,
+        base_offset: u64,
+        segment_len: u64,
+    ) -> std::result::Result<(Self, Vec<u8>), IndexLoadError> {
+        let index_len = match len {
+            Some(len) => len,
+            None => file_len(file, path).map_err(IndexLoadError::Io)?,
+        };
         // Positions ascend strictly and records are at least 28 bytes, so a
         // valid index cannot hold more entries than this; a longer file is
         // garbage and is not read into memory.
@@ -127,17 +145,18 @@ impl SparseIndex {
             });
         }
         let mut bytes = vec![0u8; usize::try_from(index_len).unwrap_or(0)];
-        read_exact_at(&*file, path, &mut bytes, 0).map_err(IndexLoadError::Io)?;
+        read_exact_at(file, path, &mut bytes, 0).map_err(IndexLoadError::Io)?;
         let view = parse_index(&bytes, base_offset, segment_len).map_err(|kind| {
             IndexLoadError::Invalid {
                 path: path.to_path_buf(),
                 kind,
             }
         })?;
-        Ok(Self {
+        let index = Self {
             base_offset,
             entries: view.iter().collect(),
-        })
+        };
+        Ok((index, bytes))
     }
 
     /// Writes the whole index to `path` on `fs` (replacing any file there)
@@ -461,6 +480,18 @@ impl ActiveIndex {
 /// extended (64 KiB).
 const PENDING_CHUNK_ENTRIES: usize = 4096;
 
+/// An index file recovery opened read-write under the shard's lock, for
+/// the writer continuing its segment to keep (see
+/// [`SegmentWriter::resume_with_index_file`](crate::SegmentWriter::resume_with_index_file)).
+#[derive(Debug)]
+pub struct OpenedIndex {
+    /// The descriptor, read-write.
+    pub file: Arc<dyn VfsFile>,
+    /// What recovery read from it, when it loaded ([`SparseIndex::load_file`])
+    /// and nothing was written to it since: the file's whole content.
+    pub bytes: Option<Vec<u8>>,
+}
+
 /// The active segment's index file, extended as entries accumulate.
 #[derive(Debug)]
 pub(crate) struct IndexFile {
@@ -491,8 +522,17 @@ impl IndexFile {
     /// failure instead of returning it: the index is then held in memory
     /// only, since an index is an accelerator, never a reason to stop
     /// writing.
-    pub(crate) fn try_create(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
-        if let Some(file) = Self::reuse(segment, entries) {
+    ///
+    /// `open`, when given, is the index file already open read-write (by
+    /// recovery, which read it under the shard's lock): it is checked (from
+    /// the bytes recovery read, when it kept them) and kept instead of the
+    /// file being opened and read again.
+    pub(crate) fn try_create(
+        segment: &SegmentFile,
+        entries: &[IndexEntry],
+        open: Option<OpenedIndex>,
+    ) -> Option<Self> {
+        if let Some(file) = Self::reuse(segment, entries, open) {
             return Some(file);
         }
         match Self::create(
@@ -513,15 +553,28 @@ impl IndexFile {
     /// (as a clean close leaves it): opening a shard then writes and syncs
     /// nothing. Whether it was ever synced does not matter, since an index
     /// is never trusted without checking.
-    fn reuse(segment: &SegmentFile, entries: &[IndexEntry]) -> Option<Self> {
+    fn reuse(
+        segment: &SegmentFile,
+        entries: &[IndexEntry],
+        opened: Option<OpenedIndex>,
+    ) -> Option<Self> {
         let path = segment.index_path();
-        let file = open(segment.fs(), &path, OpenMode::ReadWrite).ok()?;
+        let (file, read) = match opened {
+            Some(opened) => (opened.file, opened.bytes),
+            None => (open(segment.fs(), &path, OpenMode::ReadWrite).ok()?, None),
+        };
         let expected = SparseIndex::from_entries(segment.base_offset(), entries.to_vec()).encoded();
-        if file.file_len().ok()? != expected.len() as u64 {
-            return None;
-        }
-        let mut found = vec![0u8; expected.len()];
-        file.read_exact_at(&mut found, 0).ok()?;
+        let found = match read {
+            Some(read) => read,
+            None => {
+                if file.file_len().ok()? != expected.len() as u64 {
+                    return None;
+                }
+                let mut found = vec![0u8; expected.len()];
+                file.read_exact_at(&mut found, 0).ok()?;
+                found
+            }
+        };
         (found == expected).then_some(Self {
             file,
             path,

@@ -34,7 +34,9 @@ mod walk;
 mod writer;
 
 pub use error::{Result, SegmentError};
-pub use index::{ActiveIndex, IndexBuilder, IndexLoadError, SparseIndex, seek_entries, seek_span};
+pub use index::{
+    ActiveIndex, IndexBuilder, IndexLoadError, OpenedIndex, SparseIndex, seek_entries, seek_span,
+};
 pub use lookup::TimestampHit;
 pub use reader::{CHUNK_BYTES, ChunkedReader};
 pub use run::{ReadBuffers, RecordRun, RunIter, RunRecord};

@@ -17,7 +17,7 @@ use felix_format::{
 use crate::error::{Result, SegmentError};
 use felix_io::{FileSystem, OpenMode, VfsFile};
 
-use crate::fs::{file_len, open, read_exact_at};
+use crate::fs::{open_with_len, read_exact_at};
 use crate::reader::ChunkedReader;
 use crate::run::{POOLED_READ_BYTES, ReadBuffers, RecordRun};
 
@@ -144,8 +144,7 @@ impl SegmentFile {
         shard: Arc<str>,
         mode: OpenMode,
     ) -> Result<(Self, u64)> {
-        let file = open(fs, &path, mode)?;
-        let len = file_len(&*file, &path)?;
+        let (file, len) = open_with_len(fs, &path, mode)?;
         let mut raw = [0u8; SEGMENT_HEADER_LEN];
         let available = usize::try_from(len)
             .unwrap_or(usize::MAX)

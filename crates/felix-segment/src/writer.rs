@@ -25,7 +25,7 @@ use crate::error::{Result, SegmentError};
 use felix_io::{FileSystem, OpenMode};
 
 use crate::fs::{open, sync_data, sync_dir};
-use crate::index::{ActiveIndex, IndexFile, SparseIndex, entry_due};
+use crate::index::{ActiveIndex, IndexFile, OpenedIndex, SparseIndex, entry_due};
 use crate::segment::{ReadLimit, SegmentFile};
 use crate::time_index::{ActiveTimeIndex, TimeIndex};
 use felix_format::time_index::TimeIndexEntry;
@@ -133,7 +133,7 @@ impl SegmentWriter {
         fs.rename(&temp, &path)
             .map_err(|e| SegmentError::io("rename", &temp, e))?;
         let segment = SegmentFile::from_parts(fs, id, header, path, file, shard);
-        let index_file = IndexFile::try_create(&segment, &[]);
+        let index_file = IndexFile::try_create(&segment, &[], None);
         sync_dir(fs, dir)?;
         tracing::debug!(shard = %segment.shard(), segment = id, base_offset, "segment created");
         Ok(Self {
@@ -174,13 +174,30 @@ impl SegmentWriter {
         time_index: TimeIndex,
         config: SegmentConfig,
     ) -> Result<Self> {
+        Self::resume_with_index_file(segment, next_offset, len, index, time_index, config, None)
+    }
+
+    /// [`Self::resume`], given the segment's index file already open
+    /// read-write (recovery opens it so to check it under the shard's
+    /// lock): the descriptor is kept when the file holds exactly `index`
+    /// (judged from the bytes recovery read, when it kept them), so a
+    /// clean reopen opens and reads the file once, not twice.
+    pub fn resume_with_index_file(
+        segment: Arc<SegmentFile>,
+        next_offset: u64,
+        len: u64,
+        index: SparseIndex,
+        time_index: TimeIndex,
+        config: SegmentConfig,
+        index_file: Option<OpenedIndex>,
+    ) -> Result<Self> {
         debug_assert!(
             time_index
                 .last_offset()
                 .is_none_or(|last| last < next_offset),
             "the time index observed records the segment holds"
         );
-        let index_file = IndexFile::try_create(&segment, index.entries());
+        let index_file = IndexFile::try_create(&segment, index.entries(), index_file);
         Ok(Self {
             segment,
             next_offset,
@@ -429,7 +446,7 @@ impl SegmentWriter {
             if self.index_file.is_none() {
                 self.index_file = self
                     .index
-                    .with_entries(|entries| IndexFile::try_create(&segment, entries));
+                    .with_entries(|entries| IndexFile::try_create(&segment, entries, None));
             } else if self.write_pending_index().is_ok()
                 && let Some(Err(e)) = self.index_file.as_ref().map(IndexFile::sync)
             {

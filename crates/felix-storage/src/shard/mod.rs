@@ -50,6 +50,7 @@ pub use bounds::{Offsets, ReadBound, Tail};
 pub use commit::{AppendFuture, DurableFuture, TailFuture};
 pub use felix_segment::{RecordRun, RunIter, RunRecord};
 pub use log::{ReadRecord, SegmentInfo};
+pub(crate) use options::Known;
 pub use options::ShardOptions;
 pub use replace::SegmentCopy;
 pub use replica::{ReplicatedRecord, ReplicatedRun};

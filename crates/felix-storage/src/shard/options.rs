@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use felix_epochs::{EpochsFile, LoadStatus};
-use felix_io::{FileSystem, IoError};
-use felix_recovery::{IndexCheck, InspectOptions, Note, OpenOptions, open_shard};
+use felix_epochs::{EpochsFile, LoadStatus, Loaded};
+use felix_io::{DirEntry, FileSystem, IoError};
+use felix_recovery::{
+    IndexCheck, InspectOptions, Note, OpenHints, OpenOptions, StoredKey, open_shard_with,
+};
 use felix_segment::{ReadBuffers, SegmentWriter};
 
 use super::Shard;
@@ -66,6 +68,25 @@ pub struct ShardOptions {
     keep_clean_shutdown: bool,
     /// The store's sync pool; `None`: the shard makes its own.
     pool: Option<SyncPool>,
+    /// What the store knows of the shard before opening it; `None`: the
+    /// open asks for itself.
+    known: Option<Known>,
+}
+
+/// What a store knows of a shard's directory before opening it, so that
+/// the open does not ask the file system again.
+#[derive(Debug, Clone)]
+pub(crate) struct Known {
+    /// The size of the file system holding the store's root, asked once per
+    /// store (the segment size is checked against it): a store's shard
+    /// directories are in its root, on its file system.
+    pub(crate) capacity: Option<u64>,
+    /// Whether the store saw the directory itself (a directory, not a link
+    /// to one) just before: it is neither looked for nor created.
+    pub(crate) dir_exists: bool,
+    /// The key file as the store read it just before, under its root's
+    /// lock: recovery reports it instead of reading the file again.
+    pub(crate) key: Option<StoredKey>,
 }
 
 impl ShardOptions {
@@ -82,6 +103,7 @@ impl ShardOptions {
             read_buffers: None,
             keep_clean_shutdown: false,
             pool: None,
+            known: None,
         }
     }
 
@@ -160,6 +182,12 @@ impl ShardOptions {
         self
     }
 
+    /// Takes what the store knows of the directory instead of asking.
+    pub(crate) fn known(mut self, known: Known) -> Self {
+        self.known = Some(known);
+        self
+    }
+
     /// Opens the shard, running recovery.
     ///
     /// The configuration is checked first ([`StoreConfig::validate`], and
@@ -186,19 +214,27 @@ impl ShardOptions {
         self.config.validate()?;
         let fs = &self.fs;
         let dir = &self.dir;
-        if !fs.is_dir(dir) && !self.create_if_missing {
+        let dir_exists = self.known.as_ref().is_some_and(|k| k.dir_exists);
+        if !dir_exists && !self.create_if_missing && !fs.is_dir(dir) {
             return Err(StorageError::ShardNotFound { dir: dir.clone() });
         }
-        let capacity = nearest_existing(fs, dir)
-            .and_then(|existing| fs.capacity_bytes(existing).ok().flatten());
+        let capacity = match &self.known {
+            Some(known) => known.capacity,
+            None => nearest_existing(fs, dir)
+                .and_then(|existing| fs.capacity_bytes(existing).ok().flatten()),
+        };
         self.config.validate_for(capacity)?;
-        felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| {
-            StorageError::Segment {
-                shard: Arc::clone(&label),
-                source: source.into(),
-            }
-        })?;
-        let lock = ShardLock::acquire(fs, dir)?;
+        if !dir_exists {
+            felix_segment::fs::create_dir_all_durable(fs, dir).map_err(|source| {
+                StorageError::Segment {
+                    shard: Arc::clone(&label),
+                    source: source.into(),
+                }
+            })?;
+        }
+        // The directory's entries read through the lock's descriptor, for
+        // recovery to take instead of opening the directory again.
+        let (lock, listing) = ShardLock::acquire_listing(fs, dir)?;
         let background = self.background;
         // A shard opened alone starts (at most) one sync thread: it has one
         // sync in flight at a time.
@@ -209,7 +245,7 @@ impl ShardOptions {
                 (pool.clone(), Some(pool))
             }
         };
-        let core = match self.recover(label, lock, pool) {
+        let core = match self.recover(label, lock, listing, pool) {
             Ok(core) => Arc::new(core),
             Err(err) => {
                 if let Some(pool) = own_pool {
@@ -238,7 +274,13 @@ impl ShardOptions {
     }
 
     /// Recovery, then the shard's state, with its directory locked.
-    fn recover(self, label: Arc<str>, lock: ShardLock, pool: SyncPool) -> Result<Core> {
+    fn recover(
+        self,
+        label: Arc<str>,
+        lock: ShardLock,
+        listing: Option<Vec<DirEntry>>,
+        pool: SyncPool,
+    ) -> Result<Core> {
         let started = Instant::now();
         let Self {
             dir,
@@ -248,6 +290,7 @@ impl ShardOptions {
             clock,
             read_buffers,
             keep_clean_shutdown,
+            known,
             ..
         } = self;
         let options = OpenOptions {
@@ -262,7 +305,11 @@ impl ShardOptions {
             use_clean_shutdown: true,
             keep_clean_shutdown,
         };
-        let recovered = open_shard(&fs, &dir, &label, &options, &lock)?;
+        let hints = OpenHints {
+            key: known.and_then(|k| k.key),
+            listing,
+        };
+        let recovered = open_shard_with(&fs, &dir, &label, &options, &lock, hints)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }
@@ -294,13 +341,14 @@ impl ShardOptions {
         let (writer, next_segment_id) = match recovered.newest {
             Some(newest) => {
                 let id = newest.file.id();
-                let writer = SegmentWriter::resume(
+                let writer = SegmentWriter::resume_with_index_file(
                     newest.file,
                     newest.next_offset,
                     newest.len,
                     newest.index,
                     newest.time_index,
                     segment_config,
+                    newest.index_file,
                 )
                 .map_err(seg_err)?;
                 // What recovery left may still be only in the page cache (a
@@ -338,7 +386,12 @@ impl ShardOptions {
         }
         let next_offset = writer.next_offset();
         let epochs_file = EpochsFile::new(&fs, &dir);
-        let loaded = epochs_file.load();
+        // The listing saw neither the file nor its temporary: nothing to
+        // read or remove (the lock keeps every other writer out).
+        let loaded = match recovered.epochs_absent {
+            true => Loaded::absent(),
+            false => epochs_file.load(),
+        };
         if let LoadStatus::Discarded(reason) = &loaded.status {
             tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
         }

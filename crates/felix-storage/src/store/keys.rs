@@ -11,7 +11,6 @@ use std::path::Path;
 
 use felix_format::key_file::encode_key_file;
 use felix_format::{ShardKey, is_shard_dir_name};
-use felix_io::FileSystem;
 use felix_recovery::{StoredKey, read_key_file};
 
 use super::{Store, store_io};
@@ -114,23 +113,26 @@ pub(super) fn check_key(key: &ShardKey) -> Result<()> {
     })
 }
 
-/// Checks the key file of `dir`, the directory of `key`, before the shard
-/// is opened: `Ok(true)` when it must be written (missing or unusable),
-/// [`StorageError::KeyFileDisagrees`] when it names another key.
-pub(super) fn check_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<bool> {
-    match read_key_file(fs, dir) {
-        StoredKey::Key(found) if found == *key => Ok(false),
-        StoredKey::Key(found) => Err(StorageError::KeyFileDisagrees {
-            dir: dir.to_path_buf(),
-            requested: Box::new(key.clone()),
-            found: Box::new(found),
-        }),
-        StoredKey::Missing => Ok(true),
+/// Checks `stored`, what the key file of `dir` (the directory of `key`)
+/// holds, before the shard is opened: `Ok(true)` when it must be written
+/// (missing or unusable), [`StorageError::KeyFileDisagrees`] when it names
+/// another key.
+pub(super) fn check_key_file(dir: &Path, key: &ShardKey, stored: &StoredKey) -> Result<bool> {
+    Ok(match stored {
+        StoredKey::Key(found) if found == key => false,
+        StoredKey::Key(found) => {
+            return Err(StorageError::KeyFileDisagrees {
+                dir: dir.to_path_buf(),
+                requested: Box::new(key.clone()),
+                found: Box::new(found.clone()),
+            });
+        }
+        StoredKey::Missing => true,
         StoredKey::Unusable(problem) => {
             // The directory's name is the key's (a 64-bit hash of the exact
             // key is in it), so the key is taken and written again.
             tracing::warn!(dir = %dir.display(), %problem, "the key file is unusable; writing it again");
-            Ok(true)
+            true
         }
-    }
+    })
 }

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use felix_format::ShardKey;
-use felix_io::FileSystem;
+use felix_io::{FileSystem, FileType};
+use felix_recovery::{StoredKey, read_key_file};
 use felix_segment::ReadBuffers;
 
 use crate::config::StoreConfig;
@@ -33,7 +34,7 @@ use crate::lock::StoreLock;
 use crate::maintenance::Maintenance;
 use crate::pool::SyncPool;
 use crate::scrubber::Scrubber;
-use crate::shard::Shard;
+use crate::shard::{Known, Shard};
 
 use self::open_shards::OpenShards;
 
@@ -122,6 +123,10 @@ struct Inner {
     /// Held until [`Store::close`]: one store per root, even while every
     /// shard is closed and none of their locks is held.
     root_lock: Mutex<Option<StoreLock>>,
+    /// The size of the file system holding the root (`None`: it does not
+    /// say), asked once at open: a shard's segment size is checked against
+    /// it, its directory being in the root.
+    capacity: Option<u64>,
 }
 
 impl Store {
@@ -152,6 +157,8 @@ impl Store {
         felix_segment::fs::create_dir_all_durable(fs, root)?;
         let root_lock = StoreLock::acquire(fs, root)?;
         delete::remove_tombstones(fs, root)?;
+        // Asked once: every shard's segment size is checked against it.
+        let capacity = fs.capacity_bytes(root).ok().flatten();
         let inner = Arc::new(Inner {
             fs: fs.clone(),
             root: root.to_path_buf(),
@@ -161,6 +168,7 @@ impl Store {
             stop: Mutex::new(false),
             read_buffers: Arc::default(),
             root_lock: Mutex::new(Some(root_lock)),
+            capacity,
         });
         let shared = Arc::clone(&inner);
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
@@ -304,7 +312,12 @@ impl Store {
             });
         }
         self.make_room(&mut shards);
-        let shard = self.open_dir(key, initial_offset)?;
+        let known = Known {
+            capacity: self.inner.capacity,
+            dir_exists: false,
+            key: None,
+        };
+        let shard = self.open_dir(key, initial_offset, known)?;
         // The first segment is durable; now the name of what it holds.
         self.write_key_or_close(&shard, key)?;
         shards.insert(key.clone(), Arc::clone(&shard));
@@ -435,20 +448,33 @@ impl Store {
     /// unusable.
     fn open_existing(&self, key: &ShardKey) -> Result<Arc<Shard>> {
         let dir = self.dir_of(key);
-        let exists = self
-            .inner
-            .fs
-            .entry_type(&dir)
-            .map_err(|e| store_io("stat", &dir, e))?
-            .is_some();
-        if !exists {
-            return Err(StorageError::NotFound {
-                key: key.clone(),
-                dir,
-            });
-        }
-        let write_key = keys::check_key_file(&self.inner.fs, &dir, key)?;
-        let shard = self.open_dir(key, 0)?;
+        let stored = read_key_file(&self.inner.fs, &dir);
+        // A key file read says the directory is there; without one, a look
+        // at the name says whether it is.
+        let dir_exists = match &stored {
+            StoredKey::Key(_) => true,
+            StoredKey::Missing | StoredKey::Unusable(_) => {
+                let Some(file_type) = self
+                    .inner
+                    .fs
+                    .entry_type(&dir)
+                    .map_err(|e| store_io("stat", &dir, e))?
+                else {
+                    return Err(StorageError::NotFound {
+                        key: key.clone(),
+                        dir,
+                    });
+                };
+                file_type == FileType::Directory
+            }
+        };
+        let write_key = keys::check_key_file(&dir, key, &stored)?;
+        let known = Known {
+            capacity: self.inner.capacity,
+            dir_exists,
+            key: Some(stored),
+        };
+        let shard = self.open_dir(key, 0, known)?;
         if write_key {
             self.write_key_or_close(&shard, key)?;
         }
@@ -457,7 +483,7 @@ impl Store {
 
     /// The one place the store opens a [`Shard`]: the directory of `key`,
     /// created if missing with its log at `initial_offset`.
-    fn open_dir(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
+    fn open_dir(&self, key: &ShardKey, initial_offset: u64, known: Known) -> Result<Arc<Shard>> {
         let name = key.dir_name();
         let shard = Shard::options(self.inner.root.join(&name))
             .config(self.inner.config)
@@ -468,6 +494,7 @@ impl Store {
             .keep_clean_shutdown()
             .read_buffers(Arc::clone(&self.inner.read_buffers))
             .sync_pool(self.inner.pool.clone())
+            .known(known)
             .open()?;
         Ok(Arc::new(shard))
     }
