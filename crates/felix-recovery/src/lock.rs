@@ -94,16 +94,32 @@ impl ShardLock {
     }
 
     /// [`Self::acquire`], and the directory's entries read through the
-    /// locked descriptor once its lock is held (`None` when they could not
-    /// be read: an open then lists the directory itself and reports what
-    /// fails), for [`open_shard_with`](crate::open_shard_with) to take
-    /// instead of opening the directory a second time. (The older
-    /// releases' `lock` file, created after the listing when missing, is
-    /// nothing an inspection reports.)
+    /// locked descriptor once both locks are held (`None` when they could
+    /// not be read: an open then lists the directory itself and reports
+    /// what fails), for [`open_shard_with`](crate::open_shard_with) to take
+    /// instead of opening the directory a second time.
+    ///
+    /// The older releases' `lock` file is locked first: a writer of an
+    /// earlier release holds only that one, so until it is ours that writer
+    /// may still be changing the directory, and a listing read before it
+    /// could miss what it did last (a segment rolled, a clean-shutdown
+    /// record written). Both locks are taken without waiting, so the order
+    /// cannot deadlock with a holder taking them the other way round.
     pub fn acquire_listing(
         fs: &FileSystem,
         dir: &Path,
     ) -> Result<(Self, Option<Vec<DirEntry>>), LockError> {
+        let file_guard = match Self::lock_earlier_releases_file(fs, dir) {
+            Ok(guard) => guard,
+            // No directory: its own lock below says so, naming it. (If it
+            // appears meanwhile, the locks are taken in the plain order and
+            // the open lists it itself.)
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let lock = Self::acquire(fs, dir)?;
+                return Ok((lock, None));
+            }
+            Err(e) => return Err(Self::file_lock_error(dir, e)),
+        };
         let (dir_guard, listed) = match fs.try_lock_dir_listing(dir) {
             Ok(Some(locked)) => locked,
             Ok(None) => {
@@ -113,7 +129,21 @@ impl ShardLock {
             }
             Err(e) => return Err(IoError::new("lock", dir, e).into()),
         };
-        Ok((Self::with_dir_guard(fs, dir, dir_guard)?, listed.ok()))
+        let listed = match listed {
+            Ok(entries) => Some(entries),
+            Err(e) => {
+                tracing::debug!(dir = %dir.display(), error = %e, "listing through the lock failed; the open lists the directory itself");
+                None
+            }
+        };
+        Ok((
+            Self {
+                dir: dir.to_path_buf(),
+                _dir: dir_guard,
+                _file: file_guard,
+            },
+            listed,
+        ))
     }
 
     /// The lock, its directory's own taken: the older releases' file next.
@@ -122,27 +152,46 @@ impl ShardLock {
         dir: &Path,
         dir_guard: LockGuard,
     ) -> Result<Self, LockError> {
-        let locked = || LockError::Locked {
-            dir: dir.to_path_buf(),
-        };
-        let path = dir.join(LOCK_FILE_NAME);
-        let file_guard = match fs.try_lock(&path) {
-            Ok(Some(guard)) => Some(guard),
-            // Held by an earlier release's writer or tool.
-            Ok(None) => return Err(locked()),
-            Err(e) => match felix_io::not_regular_file(&e) {
-                Some(what) => {
-                    tracing::warn!(path = %path.display(), %what, "lock file left alone; the shard directory's own lock holds");
-                    None
-                }
-                None => return Err(IoError::new("lock", &path, e).into()),
-            },
-        };
+        let file_guard =
+            Self::lock_earlier_releases_file(fs, dir).map_err(|e| Self::file_lock_error(dir, e))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             _dir: dir_guard,
             _file: file_guard,
         })
+    }
+
+    /// Locks `<dir>/lock` for earlier releases (created if missing): `None`
+    /// when it is something other than a regular file, left alone (the
+    /// directory's lock is the one that counts); an error of kind
+    /// `WouldBlock` when an earlier release's writer or tool holds it.
+    fn lock_earlier_releases_file(
+        fs: &FileSystem,
+        dir: &Path,
+    ) -> std::io::Result<Option<LockGuard>> {
+        let path = dir.join(LOCK_FILE_NAME);
+        match fs.try_lock(&path) {
+            Ok(Some(guard)) => Ok(Some(guard)),
+            Ok(None) => Err(std::io::ErrorKind::WouldBlock.into()),
+            Err(e) => match felix_io::not_regular_file(&e) {
+                Some(what) => {
+                    tracing::warn!(path = %path.display(), %what, "lock file left alone; the shard directory's own lock holds");
+                    Ok(None)
+                }
+                None => Err(e),
+            },
+        }
+    }
+
+    /// What a failure of [`Self::lock_earlier_releases_file`] means.
+    fn file_lock_error(dir: &Path, e: std::io::Error) -> LockError {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            LockError::Locked {
+                dir: dir.to_path_buf(),
+            }
+        } else {
+            IoError::new("lock", &dir.join(LOCK_FILE_NAME), e).into()
+        }
     }
 
     /// The directory this lock holds.

@@ -228,6 +228,9 @@ fn open_inner(
     lock: &ShardLock,
     hints: OpenHints,
 ) -> Result<RecoveredShard, RecoveryError> {
+    // The hints are only as good as their source: the lock of this very
+    // directory, held since they were read.
+    debug_assert_eq!(lock.dir(), dir, "the lock held is the opened directory's");
     let purpose = Purpose {
         use_clean_shutdown: options.use_clean_shutdown,
         for_writer: true,
@@ -273,10 +276,13 @@ fn open_inner(
             }
             continue;
         }
-        // The descriptors the inspection kept, when nothing was repaired
-        // since: the files are those it checked, under the lock.
+        // The descriptors the inspection kept, when nothing was planned
+        // (so nothing attempted: a rebuild that renamed its index and then
+        // failed to sync the directory is a note, not an action, and the
+        // kept index would be the unlinked one): the files are those it
+        // checked, under the lock.
         let (kept, index_file) = match held.take() {
-            Some(held) if held.id == summary.id && actions.is_empty() => {
+            Some(held) if held.id == summary.id && inspection.plan.is_empty() => {
                 (Some(held.segment), held.index)
             }
             _ => (None, None),
