@@ -190,7 +190,7 @@ impl ShardLock {
                 dir: dir.to_path_buf(),
             }
         } else {
-            IoError::new("lock", &dir.join(LOCK_FILE_NAME), e).into()
+            IoError::new("lock", dir.join(LOCK_FILE_NAME), e).into()
         }
     }
 
