@@ -180,6 +180,18 @@ impl VfsFile for SimFile {
 }
 
 impl Vfs for SimFs {
+    fn open_with_len(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
+        // The length the open saw, as the real file system gives it: the
+        // sweeps then run the branch production runs.
+        let file = self.open(path, mode)?;
+        let len = file.file_len()?;
+        Ok((file, Some(len)))
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
         let mut state = self.lock();
         let creating = matches!(
