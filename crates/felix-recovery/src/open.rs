@@ -209,6 +209,20 @@ pub struct OpenHints {
 }
 
 /// [`open_shard`], taking what `hints` hold instead of reading it again.
+///
+/// ```
+/// use felix_io::FileSystem;
+/// use felix_recovery::{OpenHints, OpenOptions, ShardLock, open_shard_with};
+///
+/// let dir = tempfile::tempdir()?;
+/// let fs = FileSystem::os();
+/// // The entries are read through the lock, once both its locks are held.
+/// let (lock, listing) = ShardLock::acquire_listing(&fs, dir.path())?;
+/// let hints = OpenHints { listing, ..OpenHints::default() };
+/// let shard = open_shard_with(&fs, dir.path(), "demo", &OpenOptions::default(), &lock, hints)?;
+/// assert!(shard.newest.is_none() && shard.sealed.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn open_shard_with(
     fs: &FileSystem,
     dir: &Path,
