@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::parts::{PartCounts, PartsStore};
+use common::counting::{CountingStore, PartCounts};
 
 use futures::TryStreamExt;
 use object_store::ObjectStore;
@@ -93,7 +93,7 @@ async fn a_segment_larger_than_a_part_goes_up_in_parts_and_reads_back_whole() {
     let shard = shard(dir.path(), 130);
     let first = shard.segments()[0];
     assert!(first.extent.len > 2 * PART);
-    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let parts = Arc::new(CountingStore::new(stores::in_memory()));
     let store: Arc<dyn ObjectStore> = parts.clone();
     let key = ShardKey::new("t", "n", "parts", 0);
     let tiered = TieredShard::open(Arc::clone(&shard), key.clone(), store.clone(), tier())
@@ -104,7 +104,7 @@ async fn a_segment_larger_than_a_part_goes_up_in_parts_and_reads_back_whole() {
     // Only the `.log` is over a part: one multipart upload, in whole parts
     // and a last short one.
     assert_eq!(
-        parts.counts(),
+        parts.parts(),
         PartCounts {
             started: 1,
             parts: first.extent.len.div_ceil(PART) as usize,
@@ -144,7 +144,7 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
     let offset = (2 * PART + 300_000) / (RECORD_HEADER_LEN + PAYLOAD) as u64;
     let position = rot(dir.path(), offset);
     assert!(position > 2 * PART && position < first.extent.len);
-    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let parts = Arc::new(CountingStore::new(stores::in_memory()));
     let store: Arc<dyn ObjectStore> = parts.clone();
     let key = ShardKey::new("t", "n", "rot", 0);
     let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
@@ -162,7 +162,7 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
     // Two parts went up before the third was read; the upload was aborted,
     // not completed. Nothing listed, nothing deleted.
     assert_eq!(
-        parts.counts(),
+        parts.parts(),
         PartCounts {
             started: 1,
             parts: 2,
@@ -222,7 +222,7 @@ async fn a_local_segment_cut_short_of_its_extent_is_not_offloaded() {
         .unwrap()
         .set_len(cut)
         .unwrap();
-    let parts = Arc::new(PartsStore::new(stores::in_memory()));
+    let parts = Arc::new(CountingStore::new(stores::in_memory()));
     let store: Arc<dyn ObjectStore> = parts.clone();
     let key = ShardKey::new("t", "n", "cut", 0);
     let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
@@ -240,8 +240,8 @@ async fn a_local_segment_cut_short_of_its_extent_is_not_offloaded() {
         ),
         "{err:?}"
     );
-    assert_eq!(parts.counts().completed, 0);
-    assert_eq!(parts.counts().aborted, 1);
+    assert_eq!(parts.parts().completed, 0);
+    assert_eq!(parts.parts().aborted, 1);
     assert!(objects(&store).await.is_empty());
     assert_eq!(tiered.remote_range(), 0..0);
     assert_eq!(shard.base_offset(), 0);

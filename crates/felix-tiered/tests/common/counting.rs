@@ -1,5 +1,6 @@
 //! A store that records the path of every get (gets, ranged gets and
-//! heads) and passes every call through.
+//! heads), counts what happens to its multipart uploads (parts sent,
+//! completed, aborted), and passes every call through.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -8,14 +9,28 @@ use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UploadPart,
 };
 
-/// Records the object of each get.
+/// What the multipart uploads saw, all uploads together.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartCounts {
+    /// Uploads started.
+    pub started: usize,
+    /// Parts sent.
+    pub parts: usize,
+    /// Uploads completed.
+    pub completed: usize,
+    /// Uploads aborted.
+    pub aborted: usize,
+}
+
+/// Records the object of each get and counts multipart calls.
 #[derive(Debug)]
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     gets: Mutex<Vec<Path>>,
+    parts: Arc<Mutex<PartCounts>>,
 }
 
 impl CountingStore {
@@ -23,7 +38,13 @@ impl CountingStore {
         CountingStore {
             inner,
             gets: Mutex::new(Vec::new()),
+            parts: Arc::default(),
         }
+    }
+
+    /// The multipart counts so far.
+    pub fn parts(&self) -> PartCounts {
+        *self.parts.lock().unwrap()
     }
 
     /// The objects got since the last call, in order, and forgets them.
@@ -35,6 +56,30 @@ impl CountingStore {
 impl fmt::Display for CountingStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CountingStore({})", self.inner)
+    }
+}
+
+#[derive(Debug)]
+struct CountedUpload {
+    inner: Box<dyn MultipartUpload>,
+    counts: Arc<Mutex<PartCounts>>,
+}
+
+#[async_trait::async_trait]
+impl MultipartUpload for CountedUpload {
+    fn put_part(&mut self, data: PutPayload) -> UploadPart {
+        self.counts.lock().unwrap().parts += 1;
+        self.inner.put_part(data)
+    }
+
+    async fn complete(&mut self) -> Result<PutResult> {
+        self.counts.lock().unwrap().completed += 1;
+        self.inner.complete().await
+    }
+
+    async fn abort(&mut self) -> Result<()> {
+        self.counts.lock().unwrap().aborted += 1;
+        self.inner.abort().await
     }
 }
 
@@ -54,7 +99,12 @@ impl ObjectStore for CountingStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        let inner = self.inner.put_multipart_opts(location, opts).await?;
+        self.parts.lock().unwrap().started += 1;
+        Ok(Box::new(CountedUpload {
+            inner,
+            counts: Arc::clone(&self.parts),
+        }))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {

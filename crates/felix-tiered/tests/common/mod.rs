@@ -4,7 +4,6 @@
 
 pub mod counting;
 pub mod faults;
-pub mod parts;
 pub mod s3;
 
 use std::sync::Arc;
