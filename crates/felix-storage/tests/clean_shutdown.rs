@@ -92,19 +92,12 @@ fn check_all(shard: &Shard, next: u64) {
 #[test]
 fn open_after_close_opens_only_the_newest_segment_and_removes_the_record() {
     let sim = closed_shard();
-    let newest = sim
-        .list_dir(Path::new(DIR))
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name.to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".log"))
-        .max()
-        .unwrap();
+    let newest = newest_segment(&sim);
     let from = sim.log().len();
     let shard = open(&sim);
     assert_eq!(
         segments_opened(&sim, from),
-        vec![Path::new(DIR).join(&newest)],
+        vec![newest],
         "the newest segment is opened once, to scan it and then to write; no sealed one is opened"
     );
     // Removed, durably, before the open returned.

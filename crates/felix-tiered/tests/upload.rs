@@ -87,6 +87,19 @@ fn rot(dir: &std::path::Path, offset: u64) -> u64 {
     position(offset)
 }
 
+/// The offload failed on the rotted record at `position`, by its checksum.
+fn assert_rot_refused<T: std::fmt::Debug>(offload: Result<T, TieredError>, position: u64) {
+    let err = offload.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::RecordChecksum { .. }, .. }
+                if *p == position
+        ),
+        "{err:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_segment_larger_than_a_part_goes_up_in_parts_and_reads_back_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -150,15 +163,7 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
     let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), tier())
         .await
         .unwrap();
-    let err = tiered.offload().await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::RecordChecksum { .. }, .. }
-                if *p == position
-        ),
-        "{err:?}"
-    );
+    assert_rot_refused(tiered.offload().await, position);
     // Two parts went up before the third was read; the upload was aborted,
     // not completed. Nothing listed, nothing deleted.
     assert_eq!(
@@ -194,15 +199,7 @@ async fn rot_in_a_segment_within_one_part_sends_nothing() {
     let tiered = TieredShard::open(Arc::clone(&shard), key, store.clone(), config)
         .await
         .unwrap();
-    let err = tiered.offload().await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            TieredError::LocalCorrupt { position: p, kind: CorruptionKind::RecordChecksum { .. }, .. }
-                if *p == position
-        ),
-        "{err:?}"
-    );
+    assert_rot_refused(tiered.offload().await, position);
     assert!(objects(&store).await.is_empty());
     assert_eq!(shard.base_offset(), 0);
 }
