@@ -52,6 +52,7 @@
 
 mod error;
 mod os;
+mod os_dir;
 pub mod sim;
 mod small_file;
 
@@ -336,6 +337,13 @@ pub trait Vfs: Send + Sync + fmt::Debug {
         let _ = dir;
         Ok(None)
     }
+    /// This file system with the directory `dir` held open, for
+    /// [`FileSystem::through_dir`]; `None` (the default) when it has no
+    /// such thing or `dir` cannot be opened now.
+    fn through_dir(&self, dir: &Path) -> Option<FileSystem> {
+        let _ = dir;
+        None
+    }
 }
 
 /// Removes the directory `dir` and everything in it: each entry that is
@@ -414,6 +422,40 @@ impl FileSystem {
     /// A handle sharing an existing `Arc`.
     pub fn from_arc(vfs: Arc<dyn Vfs>) -> Self {
         Self(vfs)
+    }
+
+    /// This file system with the directory `dir` held open while the
+    /// returned handle (or a clone of it, or a file opened through it)
+    /// lives: the real file system opens `dir`'s entries by name relative
+    /// to one descriptor of it, so each open looks up one name instead of
+    /// walking `dir`'s path again, and locks `dir` (with or without its
+    /// listing, [`Vfs::try_lock_dir_listing`]) through that same
+    /// descriptor the first time it is asked to. Everything else, and
+    /// every other path, goes as through `self`; where the file system has
+    /// nothing of the kind or `dir` cannot be opened now, the handle is
+    /// `self`'s, and the calls made through it say what fails.
+    ///
+    /// For a short run of opens in one directory that nobody renames
+    /// meanwhile (a shard's directory while its lock is taken): opens then
+    /// reach the directory held, whatever its name has become, while
+    /// renames and removals go by name.
+    ///
+    /// ```
+    /// use felix_io::{FileSystem, OpenMode};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let fs = FileSystem::os();
+    /// fs.open(&dir.path().join("a"), OpenMode::CreateNew)?.write_all_at(b"hi", 0)?;
+    /// let held = fs.through_dir(dir.path());
+    /// let (file, len) = held.open_with_len(&dir.path().join("a"), OpenMode::Read)?;
+    /// assert_eq!(len, Some(2));
+    /// let mut buf = [0u8; 2];
+    /// file.read_exact_at(&mut buf, 0)?;
+    /// assert_eq!(&buf, b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn through_dir(&self, dir: &Path) -> Self {
+        self.0.through_dir(dir).unwrap_or_else(|| self.clone())
     }
 }
 

@@ -1,16 +1,19 @@
 //! The real file system: `std::fs` plus `rustix` for `fallocate`, `flock`
 //! and the open flags, with no unsafe code and no buffering.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use rustix::fs::{FallocateFlags, FlockOperation, OFlags, fallocate, flock};
+use rustix::fs::{CWD, FallocateFlags, FlockOperation, Mode, OFlags, fallocate, flock, openat};
+use rustix::path::Arg;
 
 use crate::{
-    DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile, not_regular_file,
+    DirEntry, FileSystem, FileType, LockGuard, NotRegularFile, OpenMode, Vfs, VfsFile,
+    not_regular_file,
 };
 
 /// The operating system's file system.
@@ -19,6 +22,11 @@ pub struct OsFs;
 
 #[derive(Debug)]
 struct OsFile(File);
+
+/// `file` as a [`VfsFile`].
+pub(crate) fn file(file: File) -> Arc<dyn VfsFile> {
+    Arc::new(OsFile(file))
+}
 
 impl VfsFile for OsFile {
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
@@ -96,12 +104,50 @@ fn check_regular(path: &Path, follow: bool) -> io::Result<bool> {
     }
 }
 
-/// Open flags as `OpenOptionsExt::custom_flags` takes them.
-fn custom(flags: OFlags) -> i32 {
-    i32::try_from(flags.bits()).unwrap_or(0)
+/// The access and creation flags of `mode`: what `std`'s `OpenOptions`
+/// would ask for, so a file opened by path and one opened by name in a
+/// directory held open are opened alike.
+pub(crate) fn mode_flags(mode: OpenMode) -> OFlags {
+    match mode {
+        OpenMode::Read => OFlags::RDONLY,
+        OpenMode::ReadWrite => OFlags::RDWR,
+        OpenMode::CreateNew => OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
+        OpenMode::CreateTruncate => OFlags::RDWR | OFlags::CREATE | OFlags::TRUNC,
+        OpenMode::CreateOrOpen => OFlags::RDWR | OFlags::CREATE,
+    }
 }
 
-/// Opens `path` (a regular file) with `options`, never blocking on a FIFO
+/// The flags of a lock file's open: created if missing, never emptied,
+/// opened for writing only (`flock` needs nothing more).
+pub(crate) const LOCK_FILE_FLAGS: OFlags = OFlags::WRONLY.union(OFlags::CREATE);
+
+/// Whether `mode` follows a symbolic link at the name: only the modes that
+/// create nothing do.
+pub(crate) fn follows(mode: OpenMode) -> bool {
+    matches!(mode, OpenMode::Read | OpenMode::ReadWrite)
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, 0o666)`: `dir` is [`CWD`] for a
+/// path opened as it is, or a directory held open for a name in it. New
+/// files get `0o666` less the umask, as `std` gives them.
+pub(crate) fn open_file_at<Fd: AsFd, P: Arg>(dir: Fd, name: P, flags: OFlags) -> io::Result<File> {
+    openat(
+        dir,
+        name,
+        flags | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )
+    .map(File::from)
+    .map_err(io::Error::from)
+}
+
+/// A read-only descriptor of the directory `dir` itself (following a link
+/// to one, as a path through it would), for `flock` and listings.
+pub(crate) fn open_directory(dir: &Path) -> io::Result<File> {
+    open_file_at(CWD, dir, OFlags::RDONLY | OFlags::DIRECTORY)
+}
+
+/// Opens `path` (a regular file) with `flags`, never blocking on a FIFO
 /// and never keeping a descriptor of anything but a regular file.
 ///
 /// `O_NONBLOCK` keeps a FIFO from blocking the open, `O_NOFOLLOW` (unless
@@ -121,7 +167,26 @@ fn custom(flags: OFlags) -> i32 {
 /// wait), never read or written.
 fn open_regular(
     path: &Path,
-    options: &mut OpenOptions,
+    flags: OFlags,
+    follow: bool,
+    blocking: bool,
+) -> io::Result<(File, u64)> {
+    open_regular_by(
+        |extra| open_file_at(CWD, path, flags | extra),
+        path,
+        follow,
+        blocking,
+    )
+}
+
+/// [`open_regular`] with the open itself left to `open`, which adds the
+/// flags it is given to its own: the same checks whether the file is
+/// opened by its path or by its name in a directory held open
+/// (`os_dir.rs`). `path` names the file in errors and in the look that
+/// says what is there when the open fails.
+pub(crate) fn open_regular_by(
+    open: impl FnOnce(OFlags) -> io::Result<File>,
+    path: &Path,
     follow: bool,
     blocking: bool,
 ) -> io::Result<(File, u64)> {
@@ -129,7 +194,7 @@ fn open_regular(
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
-    let file = match options.custom_flags(custom(flags)).open(path) {
+    let file = match open(flags) {
         Ok(file) => file,
         // O_NOFOLLOW met a link.
         Err(e) if !follow && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
@@ -183,17 +248,8 @@ impl Vfs for OsFs {
         path: &Path,
         mode: OpenMode,
     ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
-        let mut options = OpenOptions::new();
-        match mode {
-            OpenMode::Read => options.read(true),
-            OpenMode::ReadWrite => options.read(true).write(true),
-            OpenMode::CreateNew => options.read(true).write(true).create_new(true),
-            OpenMode::CreateTruncate => options.read(true).write(true).create(true).truncate(true),
-            OpenMode::CreateOrOpen => options.read(true).write(true).create(true).truncate(false),
-        };
-        let follow = matches!(mode, OpenMode::Read | OpenMode::ReadWrite);
-        let (file, len) = open_regular(path, &mut options, follow, true)?;
-        Ok((Arc::new(OsFile(file)), Some(len)))
+        let (file, len) = open_regular(path, mode_flags(mode), follows(mode), true)?;
+        Ok((self::file(file), Some(len)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -243,9 +299,7 @@ impl Vfs for OsFs {
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(false).write(true);
-        let (file, _) = open_regular(path, &mut options, false, false)?;
+        let (file, _) = open_regular(path, LOCK_FILE_FLAGS, false, false)?;
         // An advisory lock dies with its process, so a crash never leaves a
         // stale lock behind (unlike a pid file).
         lock_exclusive(file)
@@ -254,34 +308,24 @@ impl Vfs for OsFs {
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
         // A read-only descriptor of the directory itself: `flock` locks its
         // inode, which no change to the directory's entries can replace.
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(custom(OFlags::DIRECTORY))
-            .open(dir)?;
-        lock_exclusive(file)
+        lock_exclusive(open_directory(dir)?)
     }
 
     fn try_lock_dir_listing(
         &self,
         dir: &Path,
     ) -> io::Result<Option<(LockGuard, io::Result<Vec<DirEntry>>)>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(custom(OFlags::DIRECTORY))
-            .open(dir)?;
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
-            Err(errno) => return Err(errno.into()),
-        }
-        // The descriptor is fresh, so its reads start at the first entry.
-        let listing = list_descriptor(&file);
-        Ok(Some((LockGuard::new(file), listing)))
+        let file = open_directory(dir)?;
+        Ok(lock_then_list(&file)?.map(|listing| (LockGuard::new(file), listing)))
     }
 
     fn capacity_bytes(&self, dir: &Path) -> io::Result<Option<u64>> {
         let stat = rustix::fs::statvfs(dir)?;
         Ok(Some(stat.f_blocks.saturating_mul(stat.f_frsize)))
+    }
+
+    fn through_dir(&self, dir: &Path) -> Option<FileSystem> {
+        crate::os_dir::OsDirFs::open(dir).ok().map(FileSystem::new)
     }
 }
 
@@ -289,7 +333,7 @@ impl Vfs for OsFs {
 /// position), as [`Vfs::list_dir`] gives them: `.` and `..` left out, each
 /// entry's own type from the listing (`d_type`), or from an `lstat` of it
 /// where the file system does not fill that in.
-fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
+pub(crate) fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
     use std::os::unix::ffi::OsStringExt;
 
     // Room for many entries a call; one entry needs at most 280 bytes.
@@ -318,6 +362,18 @@ fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
     Ok(entries)
 }
 
+/// `flock(LOCK_EX | LOCK_NB)` on the directory open as `dir`, then, once
+/// it is held, its entries read through the same descriptor (a fresh one,
+/// whose reads start at the first entry); `None` when someone else holds
+/// the lock. The listing's own error is apart from the lock's.
+pub(crate) fn lock_then_list(dir: &File) -> io::Result<Option<io::Result<Vec<DirEntry>>>> {
+    match flock(dir, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(list_descriptor(dir))),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(errno) => Err(errno.into()),
+    }
+}
+
 /// A `rustix` file type as a [`FileType`].
 fn file_type_of_raw(t: rustix::fs::FileType) -> FileType {
     use rustix::fs::FileType as Raw;
@@ -334,7 +390,7 @@ fn file_type_of_raw(t: rustix::fs::FileType) -> FileType {
 }
 
 /// `flock(LOCK_EX | LOCK_NB)` on `file`, kept in the guard.
-fn lock_exclusive(file: File) -> io::Result<Option<LockGuard>> {
+pub(crate) fn lock_exclusive(file: File) -> io::Result<Option<LockGuard>> {
     match flock(&file, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(Some(LockGuard::new(file))),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),

@@ -87,6 +87,11 @@ pub(crate) struct Known {
     /// The key file as the store read it just before, under its root's
     /// lock: recovery reports it instead of reading the file again.
     pub(crate) key: Option<StoredKey>,
+    /// The file system with the directory held open, as the store read the
+    /// key file through it ([`FileSystem::through_dir`]): the lock and
+    /// recovery go on through the same descriptor. `None`: the open holds
+    /// the directory itself.
+    pub(crate) held: Option<FileSystem>,
 }
 
 impl ShardOptions {
@@ -232,9 +237,16 @@ impl ShardOptions {
                 }
             })?;
         }
-        // The directory's entries read through the lock's descriptor, for
-        // recovery to take instead of opening the directory again.
-        let (lock, listing) = ShardLock::acquire_listing(fs, dir)?;
+        // The directory held open for the open's run of opens in it (each
+        // then looks up one name, not the whole path), its lock taken and
+        // its entries read through that descriptor, for recovery to take
+        // instead of opening the directory again. The shard itself keeps
+        // the file system by path (`FileSystem::through_dir`).
+        let held = match self.known.as_ref().and_then(|k| k.held.clone()) {
+            Some(held) => held,
+            None => fs.through_dir(dir),
+        };
+        let (lock, listing) = ShardLock::acquire_listing(&held, dir)?;
         let background = self.background;
         // A shard opened alone starts (at most) one sync thread: it has one
         // sync in flight at a time.
@@ -245,7 +257,7 @@ impl ShardOptions {
                 (pool.clone(), Some(pool))
             }
         };
-        let core = match self.recover(label, lock, listing, pool) {
+        let core = match self.recover(label, &held, lock, listing, pool) {
             Ok(core) => Arc::new(core),
             Err(err) => {
                 if let Some(pool) = own_pool {
@@ -277,6 +289,7 @@ impl ShardOptions {
     fn recover(
         self,
         label: Arc<str>,
+        held: &FileSystem,
         lock: ShardLock,
         listing: Option<Vec<DirEntry>>,
         pool: SyncPool,
@@ -309,7 +322,7 @@ impl ShardOptions {
             key: known.and_then(|k| k.key),
             listing,
         };
-        let recovered = open_shard_with(&fs, &dir, &label, &options, &lock, hints)?;
+        let recovered = open_shard_with(held, &dir, &label, &options, &lock, hints)?;
         for finding in &recovered.inspection.findings {
             tracing::warn!(finding = %finding, "recovery finding");
         }

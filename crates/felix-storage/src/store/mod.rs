@@ -316,6 +316,7 @@ impl Store {
             capacity: self.inner.capacity,
             dir_exists: false,
             key: None,
+            held: None,
         };
         let shard = self.open_dir(key, initial_offset, known)?;
         // The first segment is durable; now the name of what it holds.
@@ -448,7 +449,10 @@ impl Store {
     /// unusable.
     fn open_existing(&self, key: &ShardKey) -> Result<Arc<Shard>> {
         let dir = self.dir_of(key);
-        let stored = read_key_file(&self.inner.fs, &dir);
+        // Held open from here to the end of the shard's open, so that each
+        // of its opens looks up one name, not the whole path.
+        let held = self.inner.fs.through_dir(&dir);
+        let stored = read_key_file(&held, &dir);
         // A key file read says the directory is there; without one, a look
         // at the name says whether it is.
         let dir_exists = match &stored {
@@ -473,6 +477,7 @@ impl Store {
             capacity: self.inner.capacity,
             dir_exists,
             key: Some(stored),
+            held: Some(held),
         };
         let shard = self.open_dir(key, 0, known)?;
         if write_key {
