@@ -308,6 +308,85 @@ fn append_past_the_in_flight_bound_fails_fast_or_waits_as_asked() {
     assert!(!*ran.lock().unwrap(), "a refused callback never runs");
 }
 
+/// While a sync of the shard is pending, futures' batches are queued with
+/// their offsets, not written: the worker writes them all in one `write`
+/// just before the next sync, which covers them.
+#[test]
+fn futures_appended_while_a_sync_is_pending_are_written_together_before_the_next_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let shard = open_on(&fs, dir.path(), on_commit());
+    fs.close_gate();
+    let first = shard.append_async(&records(0, 1, 16)).unwrap();
+    fs.await_waiting(1);
+    let before = shard.stats();
+    assert_eq!((before.appends, before.writes), (1, 1));
+    let rest: Vec<_> = (1..64)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    for (i, append) in rest.iter().enumerate() {
+        assert_eq!(append.receipt().first_offset, i as u64 + 1);
+    }
+    // Assigned, not yet in the file: nothing more is written or readable.
+    let queued = shard.stats();
+    assert_eq!((queued.appends, queued.writes), (1, 1));
+    assert_eq!(shard.offsets().written, 1);
+    assert!(read_all(&shard, 0).is_empty());
+    fs.open_gate();
+    block_on(first).unwrap();
+    for append in rest {
+        block_on(append).unwrap();
+    }
+    let after = shard.stats();
+    assert_eq!((after.appends, after.writes, after.syncs), (64, 2, 2));
+    assert_eq!(shard.durable_offset(), 64);
+    let read = read_all(&shard, 0);
+    assert_eq!(read.len(), 64);
+    for (i, (offset, payload)) in read.iter().enumerate() {
+        assert_eq!(*offset, i as u64);
+        assert_eq!(payload[..], records(i as u64, 1, 16)[0].payload[..]);
+    }
+}
+
+/// The write of batches queued for a pending sync fails: their futures get
+/// the write's error, the shard stops, and the sync pending still makes
+/// what was written before durable.
+#[test]
+fn a_failed_write_of_queued_batches_fails_their_futures_with_the_error() {
+    let sim = SimFs::new();
+    let fs = GatedFs::new(sim.clone());
+    let shard = open_on(&fs, std::path::Path::new("/shard"), on_commit());
+    fs.close_gate();
+    let first = shard.append_async(&records(0, 1, 16)).unwrap();
+    fs.await_waiting(1);
+    let queued: Vec<_> = (1..4)
+        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .collect();
+    sim.inject(Fault {
+        op: FaultOp::Write,
+        path_contains: ".log".into(),
+        skip: 0,
+        effect: FaultEffect::Errno(EIO),
+    });
+    fs.open_gate();
+    assert_eq!(block_on(first).unwrap().first_offset, 0);
+    for append in queued {
+        let outcome = block_on(append).map(drop);
+        assert!(
+            matches!(&outcome, Err(StorageError::Segment { shard, source })
+                if &**shard == "test-shard"
+                    && format!("{source}").contains("Input/output error")),
+            "{outcome:?}"
+        );
+    }
+    assert!(matches!(
+        shard.append_async(&records(4, 1, 16)).map(drop),
+        Err(StorageError::Poisoned { .. })
+    ));
+    assert_eq!(shard.durable_offset(), 1);
+    assert_eq!(read_all(&shard, 0).len(), 1);
+}
+
 /// The sync held at the gate fails when released: every completion pending
 /// then gets the I/O error itself; every one asked for afterwards gets
 /// `Poisoned`, and a consumer is told the shard stopped.

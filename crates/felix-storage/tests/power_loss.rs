@@ -179,7 +179,11 @@ fn run(
         }
         let ok = match *op {
             Op::Append { count, len } => {
-                let next = shard.next_offset();
+                // Behind appends in flight, which may still be queued for
+                // the sync pending to write (so not yet in `next_offset`).
+                let next = in_flight
+                    .last()
+                    .map_or_else(|| shard.next_offset(), |(_, a)| a.receipt().last_offset + 1);
                 let batch: Vec<_> = (0..count)
                     .map(|i| {
                         serial += 1;

@@ -11,17 +11,29 @@ use super::{AppendReceipt, ReadBound, Shard, Tail};
 use crate::error::Result;
 
 impl Shard {
-    /// Appends a batch and returns as soon as it is written, with a future
-    /// that resolves once it is acknowledged: under
+    /// Appends a batch and returns as soon as it has its offsets, with a
+    /// future that resolves once it is acknowledged: under
     /// [`Durability::OnCommit`](crate::Durability::OnCommit), once an
     /// `fdatasync` covers it; otherwise at once. No thread waits for the
     /// sync: the shard's sync pool makes it and wakes the future, so one
     /// thread (or a runtime's few) can keep thousands of appends in flight.
     ///
+    /// Under `OnCommit`, a batch appended while a sync of the shard is
+    /// pending (queued or in flight: it covers what was written before it,
+    /// so this batch waits for the next one anyway) is not written here: it
+    /// is queued with its offsets, and the sync worker writes every batch
+    /// queued meanwhile in one `write` just before the next sync. Until
+    /// then it counts in no written offset ([`Shard::next_offset`],
+    /// [`ReadBound::Written`]); the receipt says its offsets. Otherwise, and
+    /// under the other durabilities, the batch is in the file when this
+    /// returns.
+    ///
     /// Completions of one shard resolve in offset order. The error returned
     /// here means nothing was acknowledged (as [`Shard::append`]'s: an empty
-    /// batch, the shard closed or poisoned, a failed write). Dropping the
-    /// future does not undo the write (see [`AppendFuture`]).
+    /// batch, the shard closed or poisoned, a failed write); a queued
+    /// batch's failed write reaches its future instead, with the write's
+    /// error. Dropping the future does not undo the write (see
+    /// [`AppendFuture`]).
     ///
     /// Past [`StoreConfig::max_appends_in_flight`](crate::StoreConfig::max_appends_in_flight)
     /// appends whose future is pending, this blocks the calling thread
@@ -35,7 +47,7 @@ impl Shard {
     /// let pending: Vec<_> = (0..8)
     ///     .map(|i| shard.append_async(&[Record::new(i, "event")]))
     ///     .collect::<Result<_, _>>()?;
-    /// // Written, so their offsets are known; durable once each resolves.
+    /// // Their offsets are known at once; durable once each resolves.
     /// assert_eq!(pending[7].receipt().first_offset, 7);
     /// # let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     /// # runtime.block_on(async {
@@ -66,8 +78,10 @@ impl Shard {
         Ok(AppendFuture::new(receipt, DurableFuture::new(slot)))
     }
 
-    /// Appends a batch and returns as soon as it is written; `callback`
-    /// runs once the batch is acknowledged (as for [`Shard::append_async`])
+    /// Appends a batch and returns as soon as it has its offsets (written,
+    /// or queued for the pending sync to write, as for
+    /// [`Shard::append_async`]); `callback` runs once the batch is
+    /// acknowledged (as for [`Shard::append_async`])
     /// with its receipt, or with the failure or the close that came first.
     ///
     /// Callbacks run on the sync pool's dispatch thread — one thread per
@@ -214,10 +228,16 @@ impl Core {
             return Ok(receipt);
         }
         let admission = self.commit.admit(wait)?;
-        // Written under the writer lock by this thread (not queued for a
-        // combining leader: nothing would hand this caller the lead), so
-        // the records are in the file when this returns.
-        let receipt = {
+        // With a sync of the shard pending, the next one covers this batch
+        // at the earliest: it is queued for the worker to write, with every
+        // other batch queued meanwhile, in one `write` just before that
+        // sync (no system call here, and no write into pages being written
+        // back). Otherwise it is written under the writer lock by this
+        // thread (not queued for a combining leader: nothing would hand
+        // this caller the lead), and in the file when this returns.
+        let receipt = if self.commit.sync_pending() {
+            self.append_queued(records)?
+        } else {
             let mut state = self.lock_writer()?;
             self.append_locked(&mut state, records, Synced::ByCaller)?
         };

@@ -258,7 +258,11 @@ impl ShardOptions {
             }
         };
         let core = match self.recover(label, &held, lock, listing, pool) {
-            Ok(core) => Arc::new(core),
+            Ok(core) => {
+                let core = Arc::new(core);
+                core.commit.set_queued_writes(Arc::downgrade(&core) as _);
+                core
+            }
             Err(err) => {
                 if let Some(pool) = own_pool {
                     pool.shutdown();

@@ -27,6 +27,7 @@ use std::thread::Thread;
 use felix_format::record_encoded_len;
 use felix_segment::Record;
 
+use super::QueuedWrites;
 use crate::error::{Result, StorageError};
 use crate::shard::AppendReceipt;
 use crate::shard::core::Core;
@@ -44,8 +45,10 @@ pub(crate) struct Queue {
     /// Where each batch ends in `records` (a batch is never split across
     /// segments, so rolls need the boundaries).
     ends: Vec<usize>,
-    /// The appender of each queued batch, to hand the lead to.
-    owners: Vec<Thread>,
+    /// The appender of each queued batch, to hand the lead to; `None` for
+    /// a batch queued by an append with a completion, whose caller never
+    /// waits to be handed anything (the sync worker writes it).
+    owners: Vec<Option<Thread>>,
     /// The offset the next queued record gets: the writer's next offset plus
     /// everything queued or being written by the leader.
     next: u64,
@@ -168,32 +171,47 @@ impl Core {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Queues a validated batch, assigning its offsets: `owner` is the
+    /// thread to hand the lead to, and when it is given, whether it must
+    /// lead now (nobody does). Without one the batch waits for a leader or
+    /// for the sync worker, which writes what is queued before it syncs.
+    fn enqueue(&self, records: &[Record], owner: Option<Thread>) -> Result<(AppendReceipt, bool)> {
+        let mut queue = self.queue();
+        // Close marks the shard with the queue held: nothing is queued
+        // after it.
+        self.check_open()?;
+        self.check_poison()?;
+        let first_offset = queue.next;
+        // Refused before the batch is queued: offsets assigned here are a
+        // promise the leader must keep.
+        let next = self.check_offsets(first_offset, records.len())?;
+        queue.records.extend_from_slice(records);
+        let end = queue.records.len();
+        queue.ends.push(end);
+        let lead = owner.is_some() && !std::mem::replace(&mut queue.leading, true);
+        queue.owners.push(owner);
+        queue.next = next;
+        self.commit.set_assigned(queue.next);
+        let receipt = AppendReceipt {
+            first_offset,
+            last_offset: queue.next - 1,
+        };
+        Ok((receipt, lead))
+    }
+
+    /// An on-commit append with a completion, queued for the sync already
+    /// pending to write (`Commit::sync_pending`): its offsets are assigned
+    /// and it is written, with whatever else queued, in one `write` before
+    /// that sync (or by a combining leader first). The batch has been
+    /// validated.
+    pub(crate) fn append_queued(&self, records: &[Record]) -> Result<AppendReceipt> {
+        Ok(self.enqueue(records, None)?.0)
+    }
+
     /// An on-commit append through the queue (see the module docs). The
     /// batch has been validated.
     pub(crate) fn append_combined(&self, records: &[Record]) -> Result<AppendReceipt> {
-        let (receipt, lead) = {
-            let mut queue = self.queue();
-            // Close marks the shard with the queue held: nothing is queued
-            // after it.
-            self.check_open()?;
-            self.check_poison()?;
-            let first_offset = queue.next;
-            // Refused before the batch is queued: offsets assigned here are
-            // a promise the leader must keep.
-            let next = self.check_offsets(first_offset, records.len())?;
-            queue.records.extend_from_slice(records);
-            let end = queue.records.len();
-            queue.ends.push(end);
-            queue.owners.push(std::thread::current());
-            queue.next = next;
-            self.commit.set_assigned(queue.next);
-            let lead = !std::mem::replace(&mut queue.leading, true);
-            let receipt = AppendReceipt {
-                first_offset,
-                last_offset: queue.next - 1,
-            };
-            (receipt, lead)
-        };
+        let (receipt, lead) = self.enqueue(records, Some(std::thread::current()))?;
         if lead {
             self.lead()?;
         }
@@ -240,7 +258,7 @@ impl Core {
                     // This appender's own batch went out in the first
                     // round; the oldest queued one's owner leads next.
                     queue.leading = false;
-                    let next = queue.owners.first().cloned();
+                    let next = queue.owners.iter().flatten().next().cloned();
                     drop(queue);
                     state.spare = spare;
                     drop(state);
@@ -323,6 +341,14 @@ impl Core {
             self.write_run(state, run, run_batches, run_bytes, Synced::ByCaller)?;
         }
         Ok(())
+    }
+}
+
+impl QueuedWrites for Core {
+    fn write_queued(&self) {
+        // Taking the writer lock writes what is queued, then pokes the pool
+        // for the waiters it covered.
+        drop(self.writer_state());
     }
 }
 

@@ -1,8 +1,8 @@
 //! One turn of group commit on a pool worker: when a shard asks for a
 //! sync, and what a sync does once it returns.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::settle::{Deferred, Settle};
@@ -19,7 +19,7 @@ impl Commit {
         !state.stop
             && !state.paused
             && self.poison.get().is_none()
-            && self.written() > state.durable
+            && self.sync_end() > state.durable
             && (state.writeback || state.waiters.needs_sync(state.durable))
     }
 
@@ -216,8 +216,20 @@ impl SyncJob for Commit {
         }
         // Still queued while it lingers: no appender syncs inline meanwhile.
         let mut state = self.linger(state);
+        // Batches queued for this sync are written now, in one `write`, and
+        // covered by it. Still queued meanwhile, so appends go on queuing.
+        if self.assigned() > self.written()
+            && let Some(writes) = self.writes.get().and_then(Weak::upgrade)
+        {
+            drop(state);
+            writes.write_queued();
+            state = self.lock();
+        }
         state.queued = false;
-        if state.syncing || !self.sync_wanted(&state) {
+        // Nothing new written (the write failed and stopped the shard, or
+        // the shard is going): no sync, rather than one covering nothing
+        // queued again and again.
+        if state.syncing || !self.sync_wanted(&state) || self.written() <= state.durable {
             return;
         }
         state.writeback = false;

@@ -59,11 +59,15 @@ impl SyncData for FakeSync {
     }
 }
 
+#[derive(Debug)]
 struct Shard {
     commit: Arc<Commit>,
     file: Arc<FakeFile>,
     /// The writer lock: appends take offsets and write under it.
     writer: Mutex<u64>,
+    /// The write-combining queue: one past the last offset assigned to a
+    /// queued batch (the writer's end when nothing is queued).
+    queue: Mutex<u64>,
     pool: SyncPool,
 }
 
@@ -85,10 +89,56 @@ impl Shard {
             commit,
             file,
             writer: Mutex::new(0),
+            queue: Mutex::new(0),
             pool,
         })
     }
 
+    /// An append with a completion as the shard makes it: queued for the
+    /// pending sync to write when one is pending, else written (with
+    /// whatever is queued first, as the writer lock's guard does). Returns
+    /// the offset after it.
+    fn append_completing(&self) -> u64 {
+        if self.commit.sync_pending() {
+            let mut assigned = self.queue.lock().unwrap();
+            *assigned += 1;
+            self.commit.set_assigned(*assigned);
+            return *assigned;
+        }
+        let mut next = self.writer.lock().unwrap();
+        let mut assigned = self.queue.lock().unwrap();
+        let poke = *assigned > *next;
+        *assigned += 1;
+        *next = *assigned;
+        self.file.written.store(*next, SeqCst);
+        self.commit.set_written(*next);
+        let end = *next;
+        drop((assigned, next));
+        if poke {
+            self.commit.poke();
+        }
+        end
+    }
+}
+
+impl super::QueuedWrites for Shard {
+    fn write_queued(&self) {
+        let mut next = self.writer.lock().unwrap();
+        let assigned = self.queue.lock().unwrap();
+        let wrote = *assigned > *next;
+        if wrote {
+            *next = *assigned;
+            self.file.written.store(*next, SeqCst);
+            self.commit.set_written(*next);
+        }
+        drop((assigned, next));
+        if wrote {
+            self.commit.poke();
+        }
+    }
+}
+
+impl Shard {
     /// Writes one record; returns the offset after it.
     fn write(&self) -> u64 {
         let mut next = self.writer.lock().unwrap();
@@ -188,6 +238,38 @@ fn loom_future_and_callback_complete_once_after_their_sync() {
         }
         shard.pool.shutdown();
         assert_eq!(runs.load(SeqCst), 1);
+    });
+}
+
+/// Two futures, the second appended while the first one's sync may be
+/// pending (then queued, not written, for the worker to write before it
+/// syncs): both complete exactly once, after a sync covered them; a
+/// queued batch that nobody writes or syncs is a deadlock loom reports.
+#[test]
+fn loom_futures_queued_for_a_pending_sync_complete_durable() {
+    model(|| {
+        let shard = Shard::new(0);
+        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
+        let appender = {
+            let shard = Arc::clone(&shard);
+            loom::thread::spawn(move || {
+                let end = shard.append_completing();
+                let (slot, done) = Commit::future_slot();
+                shard.commit.watch_durable(end, true, done, None);
+                let outcome = loom::future::block_on(super::DurableFuture::new(slot));
+                shard.check_durable(end, &outcome);
+                outcome.unwrap();
+            })
+        };
+        let end = shard.append_completing();
+        let (slot, done) = Commit::future_slot();
+        shard.commit.watch_durable(end, true, done, None);
+        let outcome = loom::future::block_on(super::DurableFuture::new(slot));
+        shard.check_durable(end, &outcome);
+        outcome.unwrap();
+        appender.join().unwrap();
+        assert_eq!(shard.commit.durable(), 2);
+        shard.pool.shutdown();
     });
 }
 

@@ -21,7 +21,13 @@
 //!   shards take turns. Callbacks run on the pool's dispatch thread.
 //!
 //! Appends that arrive while a sync is in flight are covered by the next
-//! one, so a hundred concurrent appenders cost a handful of syncs.
+//! one, so a hundred concurrent appenders cost a handful of syncs. An
+//! append with a future or a callback that arrives while a sync is pending
+//! is not even written: its batch is queued with its offsets
+//! (`combine.rs`), and the worker has every queued batch written, in one
+//! `write`, just before its next sync (`job.rs`, [`QueuedWrites`]), so
+//! the appending thread makes no system call and writes no page the sync
+//! is writing back.
 //! Consumers waiting for the tail (`tail.rs`) are on the same list and are
 //! completed by the same sync or append.
 //!
@@ -78,6 +84,15 @@ impl SyncData for SyncHandle {
     fn sync_data(&self) -> felix_segment::Result<()> {
         SyncHandle::sync_data(self)
     }
+}
+
+/// Who writes the batches queued with their offsets assigned
+/// (`combine.rs`): the shard, so that a sync worker has them written, in one
+/// `write`, just before the sync that covers them.
+pub(crate) trait QueuedWrites: Send + Sync + std::fmt::Debug {
+    /// Writes every batch queued so far; a failure poisons the shard (and
+    /// so fails their waiters).
+    fn write_queued(&self);
 }
 
 /// What group commit knows, under the commit lock.
@@ -157,6 +172,10 @@ pub(crate) struct Commit {
     pub(crate) synced_appends: StatCounter,
     /// The shard's metric handles (`metrics.rs`).
     pub(crate) metrics: ShardMetrics,
+    /// The shard, which writes queued batches before a sync (`job.rs`).
+    /// Unset (a commit on its own, as the model checks it): syncs cover
+    /// what is written, and nothing is queued for them.
+    writes: OnceLock<Weak<dyn QueuedWrites>>,
 }
 
 impl Commit {
@@ -198,6 +217,7 @@ impl Commit {
             in_flight: InFlight::new(max_in_flight),
             syncs: StatCounter::new(0),
             synced_appends: StatCounter::new(0),
+            writes: OnceLock::new(),
             metrics,
         })
     }
@@ -398,6 +418,31 @@ impl Commit {
 
     fn assigned(&self) -> u64 {
         self.assigned.load(Acquire)
+    }
+
+    /// Names who writes queued batches before a sync: the shard, once.
+    pub(crate) fn set_queued_writes(&self, writes: Weak<dyn QueuedWrites>) {
+        let _ = self.writes.set(writes);
+    }
+
+    /// How far the next sync would reach: everything assigned when the
+    /// shard writes what is queued just before it, what is written
+    /// otherwise.
+    fn sync_end(&self) -> u64 {
+        if self.writes.get().is_some() {
+            self.assigned()
+        } else {
+            self.written()
+        }
+    }
+
+    /// Whether a sync of the shard is queued, lingering or in flight: an
+    /// append's future that comes now is covered by the next one at the
+    /// earliest, so its batch may as well be queued for that sync to write
+    /// (`Core::append_completion`).
+    pub(crate) fn sync_pending(&self) -> bool {
+        let state = self.lock();
+        state.queued || state.syncing
     }
 
     /// Moves the durable offset (forwards, or back to the end of a cut
