@@ -71,35 +71,47 @@ fn execute(root: &Path, r: &Run) -> Result<Value, String> {
     serde_json::from_str(line).map_err(|e| format!("{}: bad JSON line {line:?}: {e}", r.label))
 }
 
+/// The figures of a JSON line's top level that targets compare.
+const LINE_FIGURES: [&str; 5] = [
+    "records_per_second",
+    "bytes_per_second",
+    "elapsed_seconds",
+    "appends_per_sync",
+    "peak_rss_bytes",
+];
+
+/// The latency quantiles compared, as `latency_{q}_us`.
+const LATENCY_QUANTILES: [&str; 3] = ["p50", "p99", "max"];
+
+/// The figures under a JSON line's `notes` that targets compare.
+const NOTE_FIGURES: [&str; 8] = [
+    "rss_after_open_bytes",
+    "empty_reads",
+    "allocated_bytes_per_shard",
+    "read_p50_us",
+    "lookup_over_read_p50",
+    "open_descriptors",
+    "threads",
+    "rss_bytes",
+];
+
 /// The figures compared, from one JSON line.
 fn figures(line: &Value) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     let num = |v: &Value| v.as_f64();
-    for key in [
-        "records_per_second",
-        "bytes_per_second",
-        "elapsed_seconds",
-        "appends_per_sync",
-        "peak_rss_bytes",
-    ] {
+    for key in LINE_FIGURES {
         if let Some(v) = line.get(key).and_then(num) {
             out.insert(key.to_string(), v);
         }
     }
     if let Some(lat) = line.get("latency_us") {
-        for q in ["p50", "p99", "max"] {
+        for q in LATENCY_QUANTILES {
             if let Some(v) = lat.get(q).and_then(num) {
                 out.insert(format!("latency_{q}_us"), v);
             }
         }
     }
-    for note in [
-        "rss_after_open_bytes",
-        "empty_reads",
-        "allocated_bytes_per_shard",
-        "read_p50_us",
-        "lookup_over_read_p50",
-    ] {
+    for note in NOTE_FIGURES {
         if let Some(v) = line.pointer(&format!("/notes/{note}")).and_then(num) {
             out.insert(note.into(), v);
         }
@@ -435,9 +447,19 @@ mod tests {
                     "labels are unique in {}",
                     scenario.key
                 );
-                // Every target compares with a run or a scenario that exists.
+                // Every target compares with a run or a scenario that exists,
+                // by a figure a run's line is read for.
                 for target in &scenario.targets {
-                    if let Target::Ratio { against, .. } = target {
+                    if let Target::Ratio {
+                        against, figure, ..
+                    } = target
+                    {
+                        let read = LINE_FIGURES.contains(figure)
+                            || NOTE_FIGURES.contains(figure)
+                            || LATENCY_QUANTILES
+                                .iter()
+                                .any(|q| *figure == format!("latency_{q}_us"));
+                        assert!(read, "{}: {figure} is never read", scenario.key);
                         match *against {
                             Against::Run(label) => assert!(
                                 scenario.runs.iter().any(|r| r.label == label),
