@@ -435,10 +435,13 @@ impl FileSystem {
     /// nothing of the kind or `dir` cannot be opened now, the handle is
     /// `self`'s, and the calls made through it say what fails.
     ///
-    /// For a short run of opens in one directory that nobody renames
-    /// meanwhile (a shard's directory while its lock is taken): opens then
-    /// reach the directory held, whatever its name has become, while
-    /// renames and removals go by name.
+    /// For opens in one directory that nobody renames meanwhile (a shard's
+    /// directory while its lock is held): opens reach the directory held,
+    /// whatever its name has become, while renames and removals go by
+    /// name. The descriptor lives as long as the handle or any file opened
+    /// through it that keeps a clone (a segment file keeps the file system
+    /// it was opened with); a lock taken through it shares it, so a locked
+    /// shard holds no descriptor more.
     ///
     /// ```
     /// use felix_io::{FileSystem, OpenMode};

@@ -129,16 +129,25 @@ pub(crate) fn follows(mode: OpenMode) -> bool {
 
 /// `openat(dir, name, flags | O_CLOEXEC, 0o666)`: `dir` is [`CWD`] for a
 /// path opened as it is, or a directory held open for a name in it. New
-/// files get `0o666` less the umask, as `std` gives them.
-pub(crate) fn open_file_at<Fd: AsFd, P: Arg>(dir: Fd, name: P, flags: OFlags) -> io::Result<File> {
-    openat(
-        dir,
-        name,
-        flags | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o666),
-    )
-    .map(File::from)
-    .map_err(io::Error::from)
+/// files get `0o666` less the umask, and an open interrupted by a signal
+/// (`EINTR`, which a network file system may return) is made again, as
+/// `std` does.
+pub(crate) fn open_file_at<Fd: AsFd, P: Arg + Copy>(
+    dir: Fd,
+    name: P,
+    flags: OFlags,
+) -> io::Result<File> {
+    loop {
+        match openat(
+            &dir,
+            name,
+            flags | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        ) {
+            Err(rustix::io::Errno::INTR) => {}
+            opened => return opened.map(File::from).map_err(io::Error::from),
+        }
+    }
 }
 
 /// A read-only descriptor of the directory `dir` itself (following a link

@@ -123,10 +123,26 @@ impl Core {
     /// Takes the writer lock and the queue, writing whatever is queued first.
     /// A failure to write poisons the shard; holders check for that.
     pub(crate) fn writer_state(&self) -> WriterGuard<'_> {
-        let mut state = self
+        let state = self
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.guard_writer(state)
+    }
+
+    /// [`Core::writer_state`] if the writer lock is free now; `None` while
+    /// someone holds it (who writes what is queued: see [`QueuedWrites`]).
+    fn try_writer_state(&self) -> Option<WriterGuard<'_>> {
+        let state = match self.writer.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(self.guard_writer(state))
+    }
+
+    /// The writer lock held as `state`, with the queue taken and drained.
+    fn guard_writer<'a>(&'a self, mut state: MutexGuard<'a, WriterState>) -> WriterGuard<'a> {
         if !self.on_commit() {
             return WriterGuard {
                 shard: self,
@@ -262,8 +278,12 @@ impl Core {
                     drop(queue);
                     state.spare = spare;
                     drop(state);
-                    if let Some(next) = next {
-                        next.unpark();
+                    match next {
+                        Some(next) => next.unpark(),
+                        // Only batches of appends with a completion are
+                        // left, whose callers take no lead: the sync worker
+                        // writes them.
+                        None => self.commit.poke(),
                     }
                     Counters::add(&self.counters.lead_handoffs, 1);
                     return Ok(());
@@ -345,10 +365,10 @@ impl Core {
 }
 
 impl QueuedWrites for Core {
-    fn write_queued(&self) {
+    fn write_queued(&self) -> bool {
         // Taking the writer lock writes what is queued, then pokes the pool
         // for the waiters it covered.
-        drop(self.writer_state());
+        self.try_writer_state().map(drop).is_some()
     }
 }
 
@@ -357,9 +377,86 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::Ordering::Relaxed;
 
+    use std::time::Duration;
+
     use felix_segment::Record;
 
+    use super::QueuedWrites;
     use crate::{Durability, Preallocation, Shard, StoreConfig};
+
+    fn on_commit() -> StoreConfig {
+        StoreConfig {
+            durability: Durability::OnCommit,
+            preallocate: Preallocation::Off,
+            ..StoreConfig::default()
+        }
+    }
+
+    /// A sync worker asked to write the queue while someone holds the
+    /// writer lock returns at once, saying so, instead of waiting (a close
+    /// holds it across the very sync the worker may owe it).
+    #[test]
+    fn writing_the_queue_never_waits_for_the_writer_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = Shard::options(dir.path())
+            .config(on_commit())
+            .open()
+            .unwrap();
+        let core = shard.core();
+        let held = core.writer_state();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| tx.send(core.write_queued()).unwrap());
+            assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(false));
+        });
+        drop(held);
+        assert!(core.write_queued());
+    }
+
+    /// Blocking appenders and futures share the queue, with the lead handed
+    /// over after every round: a lead left with only futures' batches
+    /// (whose callers take no lead) pokes the worker, which writes them.
+    /// Every append completes, durable, at a unique offset.
+    #[cfg(not(loom))]
+    #[test]
+    fn futures_queued_behind_leaders_that_hand_over_all_complete() {
+        const THREADS: u64 = 8;
+        const PER_THREAD: u64 = 40;
+        let dir = tempfile::tempdir().unwrap();
+        let shard = Arc::new(
+            Shard::options(dir.path())
+                .config(on_commit())
+                .open()
+                .unwrap(),
+        );
+        shard.core().max_lead_rounds.store(1, Relaxed);
+        let blocking: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let shard = Arc::clone(&shard);
+                std::thread::spawn(move || {
+                    (0..PER_THREAD)
+                        .map(|_| shard.append(&[Record::new(0, "b")]).unwrap().first_offset)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let futures: Vec<_> = (0..THREADS * PER_THREAD)
+            .map(|_| shard.append_async(&[Record::new(0, "f")]).unwrap())
+            .collect();
+        let mut offsets: Vec<u64> = futures.iter().map(|f| f.receipt().first_offset).collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for append in futures {
+            runtime.block_on(append).unwrap();
+        }
+        for thread in blocking {
+            offsets.extend(thread.join().unwrap());
+        }
+        offsets.sort_unstable();
+        assert_eq!(offsets, (0..2 * THREADS * PER_THREAD).collect::<Vec<_>>());
+        assert_eq!(shard.durable_offset(), 2 * THREADS * PER_THREAD);
+    }
 
     /// With one round per leader, leads are handed over constantly; every
     /// append still completes, durable, at a unique offset.

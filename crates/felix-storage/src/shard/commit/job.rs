@@ -218,18 +218,30 @@ impl SyncJob for Commit {
         let mut state = self.linger(state);
         // Batches queued for this sync are written now, in one `write`, and
         // covered by it. Still queued meanwhile, so appends go on queuing.
+        let mut queue_written = true;
         if self.assigned() > self.written()
+            && self.sync_wanted(&state)
             && let Some(writes) = self.writes.get().and_then(Weak::upgrade)
         {
             drop(state);
-            writes.write_queued();
+            queue_written = writes.write_queued();
+            drop(writes);
             state = self.lock();
         }
         state.queued = false;
-        // Nothing new written (the write failed and stopped the shard, or
-        // the shard is going): no sync, rather than one covering nothing
-        // queued again and again.
-        if state.syncing || !self.sync_wanted(&state) || self.written() <= state.durable {
+        if state.syncing || !self.sync_wanted(&state) {
+            return;
+        }
+        if self.written() <= state.durable {
+            // Nothing newly written to sync. Batches queued since the queue
+            // was written found the shard queued, so it queues again for
+            // them; while the writer lock is held, its holder writes them
+            // and pokes the pool.
+            if queue_written {
+                let again = self.schedule(&mut state);
+                drop(state);
+                self.submit(again);
+            }
             return;
         }
         state.writeback = false;

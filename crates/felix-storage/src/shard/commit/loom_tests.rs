@@ -122,8 +122,11 @@ impl Shard {
 }
 
 impl super::QueuedWrites for Shard {
-    fn write_queued(&self) {
-        let mut next = self.writer.lock().unwrap();
+    fn write_queued(&self) -> bool {
+        let Ok(mut next) = self.writer.try_lock() else {
+            // The holder writes the queue (here: a direct append).
+            return false;
+        };
         let assigned = self.queue.lock().unwrap();
         let wrote = *assigned > *next;
         if wrote {
@@ -135,6 +138,7 @@ impl super::QueuedWrites for Shard {
         if wrote {
             self.commit.poke();
         }
+        true
     }
 }
 
@@ -146,6 +150,16 @@ impl Shard {
         self.file.written.store(*next, SeqCst);
         self.commit.set_written(*next);
         *next
+    }
+
+    /// Waits on a future for everything below `end` to be durable, and
+    /// checks what it reports.
+    fn await_durable(&self, end: u64) -> Result<(), StorageError> {
+        let (slot, done) = Commit::future_slot();
+        self.commit.watch_durable(end, true, done, None);
+        let outcome = loom::future::block_on(super::DurableFuture::new(slot));
+        self.check_durable(end, &outcome);
+        outcome
     }
 
     /// Checks a completion that reports records below `end` durable.
@@ -214,11 +228,7 @@ fn loom_future_and_callback_complete_once_after_their_sync() {
             let shard = Arc::clone(&shard);
             loom::thread::spawn(move || {
                 let end = shard.write();
-                let (slot, done) = Commit::future_slot();
-                shard.commit.watch_durable(end, true, done, None);
-                let outcome = loom::future::block_on(super::DurableFuture::new(slot));
-                shard.check_durable(end, &outcome);
-                outcome.unwrap();
+                shard.await_durable(end).unwrap();
             })
         };
         let end = shard.write();
@@ -254,19 +264,11 @@ fn loom_futures_queued_for_a_pending_sync_complete_durable() {
             let shard = Arc::clone(&shard);
             loom::thread::spawn(move || {
                 let end = shard.append_completing();
-                let (slot, done) = Commit::future_slot();
-                shard.commit.watch_durable(end, true, done, None);
-                let outcome = loom::future::block_on(super::DurableFuture::new(slot));
-                shard.check_durable(end, &outcome);
-                outcome.unwrap();
+                shard.await_durable(end).unwrap();
             })
         };
         let end = shard.append_completing();
-        let (slot, done) = Commit::future_slot();
-        shard.commit.watch_durable(end, true, done, None);
-        let outcome = loom::future::block_on(super::DurableFuture::new(slot));
-        shard.check_durable(end, &outcome);
-        outcome.unwrap();
+        shard.await_durable(end).unwrap();
         appender.join().unwrap();
         assert_eq!(shard.commit.durable(), 2);
         shard.pool.shutdown();
@@ -284,10 +286,7 @@ fn loom_close_leaves_no_completion_pending() {
             let shard = Arc::clone(&shard);
             loom::thread::spawn(move || {
                 let end = shard.write();
-                let (slot, done) = Commit::future_slot();
-                shard.commit.watch_durable(end, true, done, None);
-                let outcome = loom::future::block_on(super::DurableFuture::new(slot));
-                shard.check_durable(end, &outcome);
+                let outcome = shard.await_durable(end);
                 assert!(
                     matches!(outcome, Ok(()) | Err(StorageError::Closed { .. })),
                     "{outcome:?}"

@@ -90,9 +90,16 @@ impl SyncData for SyncHandle {
 /// (`combine.rs`): the shard, so that a sync worker has them written, in one
 /// `write`, just before the sync that covers them.
 pub(crate) trait QueuedWrites: Send + Sync + std::fmt::Debug {
-    /// Writes every batch queued so far; a failure poisons the shard (and
-    /// so fails their waiters).
-    fn write_queued(&self);
+    /// Writes every batch queued so far (a failure poisons the shard, and
+    /// so fails their waiters), unless the writer lock is held: then it
+    /// returns `false` at once, and the holder writes them. A writer's
+    /// guard writes the queue when it is taken and keeps it locked while
+    /// held; a combining leader writes until the queue is empty, and pokes
+    /// the pool when it leaves batches no appender will lead. A worker
+    /// never waits for the lock: a roll holds it across a seal's
+    /// `fdatasync`, a close across its last sync (which this worker may be
+    /// the one to make), and every other shard's syncs would wait too.
+    fn write_queued(&self) -> bool;
 }
 
 /// What group commit knows, under the commit lock.
