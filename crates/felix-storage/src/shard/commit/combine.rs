@@ -257,6 +257,7 @@ impl Core {
     /// after [`MAX_LEAD_ROUNDS`] rounds the lead passes on.
     fn lead(&self) -> Result<()> {
         let mut rounds = 0;
+        let mut last;
         loop {
             let mut state = self
                 .writer
@@ -270,24 +271,24 @@ impl Core {
                     state.spare = spare;
                     return Ok(());
                 }
-                if rounds >= self.max_lead_rounds.load(Relaxed).max(1) {
+                last = rounds >= self.max_lead_rounds.load(Relaxed).max(1);
+                if last && let Some(next) = queue.owners.iter().flatten().next().cloned() {
                     // This appender's own batch went out in the first
                     // round; the oldest queued one's owner leads next.
                     queue.leading = false;
-                    let next = queue.owners.iter().flatten().next().cloned();
                     drop(queue);
                     state.spare = spare;
                     drop(state);
-                    match next {
-                        Some(next) => next.unpark(),
-                        // Only batches of appends with a completion are
-                        // left, whose callers take no lead: the sync worker
-                        // writes them.
-                        None => self.commit.poke(),
-                    }
+                    next.unpark();
                     Counters::add(&self.counters.lead_handoffs, 1);
                     return Ok(());
                 }
+                // Past the rounds with only batches of appends with a
+                // completion left (whose callers take no lead): one more
+                // round writes them, then the lead ends. Handing over
+                // without writing would leave them to a poke of the pool
+                // that a worker about to find the writer lock taken could
+                // miss.
                 std::mem::swap(&mut spare.records, &mut queue.records);
                 std::mem::swap(&mut spare.ends, &mut queue.ends);
                 queue.owners.clear();
@@ -305,7 +306,24 @@ impl Core {
                 self.queue().leading = false;
                 return Err(err);
             }
+            // Every poke of the pool follows a write: a worker that found
+            // the writer lock taken either sees what was written when it
+            // looks again, or has stopped being queued by then, so the
+            // poke queues it.
             self.commit.poke();
+            if last {
+                let next = {
+                    let mut queue = self.queue();
+                    queue.leading = false;
+                    queue.owners.iter().flatten().next().cloned()
+                };
+                // An appender that queued during the last write leads next.
+                if let Some(next) = next {
+                    next.unpark();
+                    Counters::add(&self.counters.lead_handoffs, 1);
+                }
+                return Ok(());
+            }
         }
     }
 
@@ -405,11 +423,15 @@ mod tests {
         let core = shard.core();
         let held = core.writer_state();
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
+        let answered = std::thread::scope(|scope| {
             scope.spawn(|| tx.send(core.write_queued()).unwrap());
-            assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(false));
+            let answered = rx.recv_timeout(Duration::from_secs(10));
+            // Released before the scope waits for the thread, so a call
+            // that blocks fails the test instead of hanging it.
+            drop(held);
+            answered
         });
-        drop(held);
+        assert_eq!(answered, Ok(false));
         assert!(core.write_queued());
     }
 

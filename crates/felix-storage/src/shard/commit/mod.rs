@@ -94,8 +94,11 @@ pub(crate) trait QueuedWrites: Send + Sync + std::fmt::Debug {
     /// so fails their waiters), unless the writer lock is held: then it
     /// returns `false` at once, and the holder writes them. A writer's
     /// guard writes the queue when it is taken and keeps it locked while
-    /// held; a combining leader writes until the queue is empty, and pokes
-    /// the pool when it leaves batches no appender will lead. A worker
+    /// held; a combining leader writes until the queue is empty or hands
+    /// the lead to an appender with a batch queued (with only futures'
+    /// batches left it writes them first). Every holder pokes the pool
+    /// after a write, never without one, so the worker, which clears its
+    /// queued mark before it last looks at what is written, misses none. A worker
     /// never waits for the lock: a roll holds it across a seal's
     /// `fdatasync`, a close across its last sync (which this worker may be
     /// the one to make), and every other shard's syncs would wait too.
