@@ -8,11 +8,14 @@ use felix_recovery::{Action, Note};
 /// A snapshot of a shard's counters since it was opened.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShardStats {
-    /// Records appended.
+    /// Records appended. Counted once written: a batch queued for the
+    /// sync pending (an on-commit append with a future or a callback)
+    /// counts when the sync worker writes it.
     pub records_appended: u64,
-    /// Payload and header bytes appended.
+    /// Payload and header bytes appended (counted once written, as
+    /// `records_appended`).
     pub bytes_appended: u64,
-    /// Append calls (batches).
+    /// Append calls (batches), counted once written.
     pub appends: u64,
     /// `write` calls those appends made: fewer than `appends` when
     /// concurrent on-commit appends were combined into one `write`.
