@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
 
 use loom::sync::Mutex;
-use loom::sync::atomic::{AtomicU64, AtomicUsize};
+use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 use super::{Commit, Completion, SyncData};
 use crate::error::StorageError;
@@ -63,8 +63,13 @@ impl SyncData for FakeSync {
 struct Shard {
     commit: Arc<Commit>,
     file: Arc<FakeFile>,
-    /// The writer lock: appends take offsets and write under it.
-    writer: Mutex<u64>,
+    /// The writer lock, a flag taken by compare-and-swap (waiters yield),
+    /// so that the worker's `try_lock` is one attempt that never waits, as
+    /// std's is (loom's own `try_lock` can leave the thread blocked on the
+    /// mutex when another takes it meanwhile).
+    writer_held: AtomicBool,
+    /// The writer's end, read and written only while `writer_held` is ours.
+    next: AtomicU64,
     /// The write-combining queue: one past the last offset assigned to a
     /// queued batch (the writer's end when nothing is queued).
     queue: Mutex<u64>,
@@ -88,7 +93,8 @@ impl Shard {
         Arc::new(Self {
             commit,
             file,
-            writer: Mutex::new(0),
+            writer_held: AtomicBool::new(false),
+            next: AtomicU64::new(0),
             queue: Mutex::new(0),
             pool,
         })
@@ -105,36 +111,56 @@ impl Shard {
             self.commit.set_assigned(*assigned);
             return *assigned;
         }
-        let mut next = self.writer.lock().unwrap();
+        self.lock_writer();
         let mut assigned = self.queue.lock().unwrap();
-        let poke = *assigned > *next;
+        let poke = *assigned > self.next.load(SeqCst);
         *assigned += 1;
-        *next = *assigned;
-        self.file.written.store(*next, SeqCst);
-        self.commit.set_written(*next);
-        let end = *next;
-        drop((assigned, next));
+        let end = *assigned;
+        drop(assigned);
+        self.publish(end);
+        self.unlock_writer();
         if poke {
             self.commit.poke();
         }
         end
     }
+
+    fn lock_writer(&self) {
+        while !self.try_lock_writer() {
+            loom::thread::yield_now();
+        }
+    }
+
+    fn try_lock_writer(&self) -> bool {
+        self.writer_held
+            .compare_exchange(false, true, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    fn unlock_writer(&self) {
+        self.writer_held.store(false, SeqCst);
+    }
+
+    /// Records that the log is written up to `end` (writer lock held).
+    fn publish(&self, end: u64) {
+        self.next.store(end, SeqCst);
+        self.file.written.store(end, SeqCst);
+        self.commit.set_written(end);
+    }
 }
 
 impl super::QueuedWrites for Shard {
     fn write_queued(&self) -> bool {
-        let Ok(mut next) = self.writer.try_lock() else {
-            // The holder writes the queue (here: a direct append).
+        if !self.try_lock_writer() {
+            // The holder writes the queue (here: a direct append, a close).
             return false;
-        };
-        let assigned = self.queue.lock().unwrap();
-        let wrote = *assigned > *next;
-        if wrote {
-            *next = *assigned;
-            self.file.written.store(*next, SeqCst);
-            self.commit.set_written(*next);
         }
-        drop((assigned, next));
+        let assigned = *self.queue.lock().unwrap();
+        let wrote = assigned > self.next.load(SeqCst);
+        if wrote {
+            self.publish(assigned);
+        }
+        self.unlock_writer();
         if wrote {
             self.commit.poke();
         }
@@ -145,11 +171,11 @@ impl super::QueuedWrites for Shard {
 impl Shard {
     /// Writes one record; returns the offset after it.
     fn write(&self) -> u64 {
-        let mut next = self.writer.lock().unwrap();
-        *next += 1;
-        self.file.written.store(*next, SeqCst);
-        self.commit.set_written(*next);
-        *next
+        self.lock_writer();
+        let end = self.next.load(SeqCst) + 1;
+        self.publish(end);
+        self.unlock_writer();
+        end
     }
 
     /// Waits on a future for everything below `end` to be durable, and
@@ -271,6 +297,63 @@ fn loom_futures_queued_for_a_pending_sync_complete_durable() {
         shard.await_durable(end).unwrap();
         appender.join().unwrap();
         assert_eq!(shard.commit.durable(), 2);
+        shard.pool.shutdown();
+    });
+}
+
+/// A close as the shard makes one (the writer lock and the queue held
+/// throughout: what is queued written, a wait for everything to be durable,
+/// then the commit closed) while a first future's sync may be pending and
+/// a second future's batch queued for the worker: the close returns and
+/// both futures complete, durable or `Closed`. A worker that waited for the
+/// writer lock to write the queue would never make the close's sync.
+///
+/// Main waits for the appender by a flag before joining: the close's
+/// blocking wait may be unparked after it returned, and loom wakes a
+/// thread blocked in `join` on such an unpark (std does not).
+#[test]
+fn loom_close_with_a_future_queued_for_the_worker_returns() {
+    model(|| {
+        let shard = Shard::new(0);
+        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
+        let end = shard.append_completing();
+        let (first, done) = Commit::future_slot();
+        shard.commit.watch_durable(end, true, done, None);
+        let finished = Arc::new(AtomicUsize::new(0));
+        let appender = {
+            let (shard, finished) = (Arc::clone(&shard), Arc::clone(&finished));
+            loom::thread::spawn(move || {
+                let end = shard.append_completing();
+                let outcome = shard.await_durable(end);
+                assert!(
+                    matches!(outcome, Ok(()) | Err(StorageError::Closed { .. })),
+                    "{outcome:?}"
+                );
+                finished.store(1, SeqCst);
+            })
+        };
+        shard.lock_writer();
+        {
+            let assigned = shard.queue.lock().unwrap();
+            if *assigned > shard.next.load(SeqCst) {
+                shard.publish(*assigned);
+            }
+            let outcome = shard.commit.wait_durable(u64::MAX);
+            shard.check_durable(shard.next.load(SeqCst), &outcome);
+            outcome.unwrap();
+            shard.commit.close();
+        }
+        shard.unlock_writer();
+        while finished.load(SeqCst) == 0 {
+            loom::thread::yield_now();
+        }
+        appender.join().unwrap();
+        let outcome = first.get().expect("completed by its sync or the close");
+        shard.check_durable(end, &outcome);
+        assert!(
+            matches!(outcome, Ok(()) | Err(StorageError::Closed { .. })),
+            "{outcome:?}"
+        );
         shard.pool.shutdown();
     });
 }
