@@ -24,7 +24,7 @@ pub struct OsFs;
 struct OsFile(File);
 
 /// `file` as a [`VfsFile`].
-pub(crate) fn file(file: File) -> Arc<dyn VfsFile> {
+fn file(file: File) -> Arc<dyn VfsFile> {
     Arc::new(OsFile(file))
 }
 
@@ -107,7 +107,7 @@ fn check_regular(path: &Path, follow: bool) -> io::Result<bool> {
 /// The access and creation flags of `mode`: what `std`'s `OpenOptions`
 /// would ask for, so a file opened by path and one opened by name in a
 /// directory held open are opened alike.
-pub(crate) fn mode_flags(mode: OpenMode) -> OFlags {
+fn mode_flags(mode: OpenMode) -> OFlags {
     match mode {
         OpenMode::Read => OFlags::RDONLY,
         OpenMode::ReadWrite => OFlags::RDWR,
@@ -119,11 +119,11 @@ pub(crate) fn mode_flags(mode: OpenMode) -> OFlags {
 
 /// The flags of a lock file's open: created if missing, never emptied,
 /// opened for writing only (`flock` needs nothing more).
-pub(crate) const LOCK_FILE_FLAGS: OFlags = OFlags::WRONLY.union(OFlags::CREATE);
+const LOCK_FILE_FLAGS: OFlags = OFlags::WRONLY.union(OFlags::CREATE);
 
 /// Whether `mode` follows a symbolic link at the name: only the modes that
 /// create nothing do.
-pub(crate) fn follows(mode: OpenMode) -> bool {
+fn follows(mode: OpenMode) -> bool {
     matches!(mode, OpenMode::Read | OpenMode::ReadWrite)
 }
 
@@ -132,11 +132,7 @@ pub(crate) fn follows(mode: OpenMode) -> bool {
 /// files get `0o666` less the umask, and an open interrupted by a signal
 /// (`EINTR`, which a network file system may return) is made again, as
 /// `std` does.
-pub(crate) fn open_file_at<Fd: AsFd, P: Arg + Copy>(
-    dir: Fd,
-    name: P,
-    flags: OFlags,
-) -> io::Result<File> {
+fn open_file_at<Fd: AsFd, P: Arg + Copy>(dir: Fd, name: P, flags: OFlags) -> io::Result<File> {
     loop {
         match openat(
             &dir,
@@ -156,8 +152,48 @@ pub(crate) fn open_directory(dir: &Path) -> io::Result<File> {
     open_file_at(CWD, dir, OFlags::RDONLY | OFlags::DIRECTORY)
 }
 
-/// Opens `path` (a regular file) with `flags`, never blocking on a FIFO
-/// and never keeping a descriptor of anything but a regular file.
+/// Opens the regular file `name` in `dir` ([`CWD`] for a path opened as
+/// it is, or a directory held open: `os_dir.rs`) with `mode`; `path` names
+/// it in errors. The one open of both, with [`open_regular_by`]'s checks.
+pub(crate) fn open_at<Fd: AsFd, P: Arg + Copy>(
+    dir: Fd,
+    name: P,
+    path: &Path,
+    mode: OpenMode,
+) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
+    let flags = mode_flags(mode);
+    let (file, len) = open_regular_by(
+        |extra| open_file_at(&dir, name, flags | extra),
+        path,
+        follows(mode),
+        true,
+    )?;
+    Ok((self::file(file), Some(len)))
+}
+
+/// Locks the regular file `name` in `dir` (created if missing, never
+/// followed through a link), as [`open_at`] opens one; `path` names it in
+/// errors.
+pub(crate) fn lock_at<Fd: AsFd, P: Arg + Copy>(
+    dir: Fd,
+    name: P,
+    path: &Path,
+) -> io::Result<Option<LockGuard>> {
+    let (file, _) = open_regular_by(
+        |extra| open_file_at(&dir, name, LOCK_FILE_FLAGS | extra),
+        path,
+        false,
+        false,
+    )?;
+    // An advisory lock dies with its process, so a crash never leaves a
+    // stale lock behind (unlike a pid file).
+    lock_exclusive(file)
+}
+
+/// Opens a regular file with `open`, which adds the flags it is given to
+/// its own, never blocking on a FIFO and never keeping a descriptor of
+/// anything but a regular file; `path` names the file in errors and in the
+/// look that says what is there when the open fails.
 ///
 /// `O_NONBLOCK` keeps a FIFO from blocking the open, `O_NOFOLLOW` (unless
 /// `follow`) refuses a link at the name itself, and one `fstat` of the
@@ -174,26 +210,7 @@ pub(crate) fn open_directory(dir: &Path) -> io::Result<File> {
 /// `blocking: false` leaves `O_NONBLOCK` set, one system call fewer, for a
 /// descriptor only ever `flock`ed (whose `LOCK_NB` says itself whether to
 /// wait), never read or written.
-fn open_regular(
-    path: &Path,
-    flags: OFlags,
-    follow: bool,
-    blocking: bool,
-) -> io::Result<(File, u64)> {
-    open_regular_by(
-        |extra| open_file_at(CWD, path, flags | extra),
-        path,
-        follow,
-        blocking,
-    )
-}
-
-/// [`open_regular`] with the open itself left to `open`, which adds the
-/// flags it is given to its own: the same checks whether the file is
-/// opened by its path or by its name in a directory held open
-/// (`os_dir.rs`). `path` names the file in errors and in the look that
-/// says what is there when the open fails.
-pub(crate) fn open_regular_by(
+fn open_regular_by(
     open: impl FnOnce(OFlags) -> io::Result<File>,
     path: &Path,
     follow: bool,
@@ -257,8 +274,7 @@ impl Vfs for OsFs {
         path: &Path,
         mode: OpenMode,
     ) -> io::Result<(Arc<dyn VfsFile>, Option<u64>)> {
-        let (file, len) = open_regular(path, mode_flags(mode), follows(mode), true)?;
-        Ok((self::file(file), Some(len)))
+        open_at(CWD, path, path, mode)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -308,10 +324,7 @@ impl Vfs for OsFs {
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
-        let (file, _) = open_regular(path, LOCK_FILE_FLAGS, false, false)?;
-        // An advisory lock dies with its process, so a crash never leaves a
-        // stale lock behind (unlike a pid file).
-        lock_exclusive(file)
+        lock_at(CWD, path, path)
     }
 
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
@@ -342,7 +355,7 @@ impl Vfs for OsFs {
 /// position), as [`Vfs::list_dir`] gives them: `.` and `..` left out, each
 /// entry's own type from the listing (`d_type`), or from an `lstat` of it
 /// where the file system does not fill that in.
-pub(crate) fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
+fn list_descriptor(dir: &File) -> io::Result<Vec<DirEntry>> {
     use std::os::unix::ffi::OsStringExt;
 
     // Room for many entries a call; one entry needs at most 280 bytes.
@@ -399,7 +412,7 @@ fn file_type_of_raw(t: rustix::fs::FileType) -> FileType {
 }
 
 /// `flock(LOCK_EX | LOCK_NB)` on `file`, kept in the guard.
-pub(crate) fn lock_exclusive(file: File) -> io::Result<Option<LockGuard>> {
+fn lock_exclusive(file: File) -> io::Result<Option<LockGuard>> {
     match flock(&file, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(Some(LockGuard::new(file))),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),

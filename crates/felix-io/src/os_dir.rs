@@ -19,10 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{FlockOperation, flock};
 
-use crate::os::{
-    LOCK_FILE_FLAGS, follows, lock_then_list, mode_flags, open_directory, open_file_at,
-    open_regular_by,
-};
+use crate::os::{lock_at, lock_then_list, open_at, open_directory};
 use crate::{DirEntry, FileType, LockGuard, OpenMode, OsFs, Vfs, VfsFile};
 
 /// [`OsFs`], opening the entries of `dir` through a descriptor of it.
@@ -91,14 +88,7 @@ impl Vfs for OsDirFs {
         let Some(name) = self.name_in(path) else {
             return OsFs.open_with_len(path, mode);
         };
-        let flags = mode_flags(mode);
-        let (file, len) = open_regular_by(
-            |extra| open_file_at(&*self.fd, name, flags | extra),
-            path,
-            follows(mode),
-            true,
-        )?;
-        Ok((crate::os::file(file), Some(len)))
+        open_at(&*self.fd, name, path, mode)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -137,13 +127,7 @@ impl Vfs for OsDirFs {
         let Some(name) = self.name_in(path) else {
             return OsFs.try_lock(path);
         };
-        let (file, _) = open_regular_by(
-            |extra| open_file_at(&*self.fd, name, LOCK_FILE_FLAGS | extra),
-            path,
-            false,
-            false,
-        )?;
-        crate::os::lock_exclusive(file)
+        lock_at(&*self.fd, name, path)
     }
 
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<LockGuard>> {
