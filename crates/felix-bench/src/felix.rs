@@ -15,7 +15,7 @@ use crate::args::Args;
 pub use crate::args::{durability, preallocation};
 use crate::data::payload_pool;
 use crate::nosync::NoSyncFs;
-use crate::report::{Latencies, Measurement, rss_bytes};
+use crate::report::{CpuTime, Latencies, Measurement, rss_bytes};
 
 /// The label every benchmark shard carries.
 pub const SHARD_LABEL: &str = "bench";
@@ -130,9 +130,11 @@ pub fn append(args: &Args) -> Result<Measurement> {
         let before = shard.stats();
         go.wait();
         let started = Instant::now();
+        let cpu = CpuTime::now();
         let results = crate::join_appenders(handles);
-        (started.elapsed(), before, results)
+        (started.elapsed(), (before, cpu, CpuTime::now()), results)
     });
+    let (before, cpu, cpu_end) = before;
     let after = shard.stats();
     let mut latencies = Latencies::default();
     for r in results {
@@ -165,6 +167,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     }
     m.notes
         .insert("rolls".into(), json!(after.rolls - before.rolls));
+    cpu.per_record_notes(cpu_end, p.records, &mut m);
     drop(shard);
     if !args.get("keep", false)? {
         let _ = std::fs::remove_dir_all(&dir);

@@ -28,7 +28,8 @@ fn create(path: &Path) -> Result<File> {
         .map_err(err)
 }
 
-/// `append limit-write | limit-bufwriter | limit-fdatasync | limit-fsync`.
+/// `append limit-write | limit-bufwriter | limit-fdatasync | limit-fsync`
+/// (and `limit-group`, [`crate::group_limit`]).
 ///
 /// * `limit-write`: one `write` per batch of framed records (per record at
 ///   batch 1), nothing else.
@@ -39,6 +40,9 @@ fn create(path: &Path) -> Result<File> {
 /// The records are framed before measuring starts, so the loop only moves
 /// bytes.
 pub fn append(args: &Args) -> Result<Measurement> {
+    if args.implementation == "limit-group" {
+        return crate::group_limit::append(args);
+    }
     let p = AppendParams::from_args(args)?;
     let dir = args.dir()?;
     crate::fresh_dir(&dir).map_err(err)?;

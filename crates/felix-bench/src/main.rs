@@ -4,15 +4,20 @@
 
 use std::process::ExitCode;
 
-use felix_bench::{Args, Measurement, completions, contract, felix, limits, scrub, shards, time};
+use felix_bench::{
+    Args, Measurement, completions, contract, felix, limits, pool_limit, scrub, shards, time,
+};
 
 const USAGE: &str = "\
 usage: felix-bench <scenario> <impl> --dir DIR [--key value]...
 
 scenario        impls
-append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsync
+append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsync,
+                limit-group
                   --durability none|on_commit --payload-bytes 128 --batch N
                   --threads N --records N [--preallocate off|stepped|whole] [--timed false]
+                  (limit-group: --threads writing to one file, group commit by
+                  the first to find no sync running, each waiter unparked)
 append-async    felix      on-commit appends from one thread, --in-flight N futures
                   in flight, the oldest awaited each time (--records, --batch)
 prepare         felix      a shard of --records (or --bytes) records, --segment-bytes
@@ -39,9 +44,12 @@ shards-open     felix, limit   open the store and read one record of each shard
 shards-append   felix, limit   one on-commit append to each shard, --in-flight 64 from one
                   thread (--form futures) or from --threads 64 (--form threads)
                   (limit: open, pwrite, fdatasync, close each file from 64 threads)
-shards-commit   felix, limit   --records on-commit appends spread over --shards 1,000,
+shards-commit   felix, limit, limit-pool
+                  --records on-commit appends spread over --shards 1,000,
                   --in-flight 64 (--form futures) or --threads 64 (--form threads)
-                  (limit: write+fdatasync, a file per thread, 64 threads)
+                  (limit: write+fdatasync, a file per thread, 64 threads;
+                  limit-pool: one thread writes --in-flight 64 over --shards files,
+                  a pool of --sync-threads syncs them)
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
                   of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]
@@ -81,6 +89,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("shards-append", "limit") => shards::append_limit(args),
         ("shards-commit", "felix") => shards::commit(args),
         ("shards-commit", "limit") => shards::commit_limit(args),
+        ("shards-commit", "limit-pool") => pool_limit::commit(args),
         ("shards-du", "felix") => contract::shards_du(args),
         ("scrub-append", "felix") => scrub::scrub_append(args),
         (scenario, imp) => Err(format!("no run {scenario} {imp}\n\n{USAGE}")),

@@ -135,6 +135,74 @@ pub fn peak_rss_bytes() -> u64 {
     status_kib("VmHWM:") * 1024
 }
 
+/// CPU time used so far (user and system, from `/proc`), by the whole
+/// process and by the calling thread, to report what a timed part cost:
+/// [`CpuTime::per_record_notes`]. Zero where `/proc` is unavailable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTime {
+    /// Every thread's, in clock ticks.
+    pub process: u64,
+    /// The calling thread's, in clock ticks.
+    pub thread: u64,
+    /// Of that, in the kernel.
+    pub thread_system: u64,
+}
+
+impl CpuTime {
+    /// The CPU time used until now.
+    pub fn now() -> Self {
+        let thread = stat_ticks("/proc/thread-self/stat");
+        Self {
+            process: stat_ticks("/proc/self/stat").0,
+            thread: thread.0,
+            thread_system: thread.1,
+        }
+    }
+
+    /// Notes `cpu_us_per_record` (every thread),
+    /// `driver_cpu_us_per_record` (the thread that took both readings) and
+    /// `driver_system_us_per_record` (that thread's time in the kernel) for
+    /// `records` done between `self` and `now`, a later reading.
+    pub fn per_record_notes(self, now: Self, records: u64, m: &mut Measurement) {
+        let tick_us = 1e6 / rustix::param::clock_ticks_per_second().max(1) as f64;
+        let per = |ticks: u64| round(ticks as f64 * tick_us / records.max(1) as f64, 2);
+        m.notes.insert(
+            "cpu_us_per_record".into(),
+            json!(per(now.process.saturating_sub(self.process))),
+        );
+        m.notes.insert(
+            "driver_cpu_us_per_record".into(),
+            json!(per(now.thread.saturating_sub(self.thread))),
+        );
+        m.notes.insert(
+            "driver_system_us_per_record".into(),
+            json!(per(now.thread_system.saturating_sub(self.thread_system))),
+        );
+    }
+}
+
+/// `(utime + stime, stime)` of a `/proc/.../stat` file: its 14th and
+/// 15th fields, counted after the command name's closing parenthesis (the
+/// name may hold spaces and parentheses).
+fn stat_ticks(path: &str) -> (u64, u64) {
+    std::fs::read_to_string(path).map_or((0, 0), |stat| ticks_of(&stat))
+}
+
+fn ticks_of(stat: &str) -> (u64, u64) {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return (0, 0);
+    };
+    // `rest` starts at field 3 (the state).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field(14) + field(15), field(15))
+}
+
 /// The process's current resident set (`VmRSS`), in bytes.
 pub fn rss_bytes() -> u64 {
     status_kib("VmRSS:") * 1024
@@ -160,6 +228,14 @@ pub fn round(value: f64, digits: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_ticks_are_user_plus_system_after_a_name_with_spaces_and_parentheses() {
+        let stat = "4242 (felix (x) bench) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    37 5 0 0 20 0 3 0 12345 1000 200";
+        assert_eq!(ticks_of(stat), (42, 5));
+        assert_eq!(ticks_of("garbage"), (0, 0));
+    }
 
     #[test]
     fn latencies_summary_is_nearest_rank_in_micros() {
