@@ -16,25 +16,26 @@ pub use validate::{
 /// The default of [`StoreConfig::max_appends_in_flight`].
 pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
 
-/// The default of [`StoreConfig::sync_threads`]: eight times the available
-/// parallelism, at least 8 and at most 64. A worker blocked in `fdatasync`
-/// uses no CPU, and the device overlaps syncs of different files: on the
-/// 2-core development machine, 64 threads each syncing a file of their
-/// own made 5.6 k syncs/s at 1 thread, 15 k at 4, 39 k at 16 and 53 k at
-/// 64 (`felix-bench shards-commit limit --threads N`), and appends spread
-/// over 1,000 shards reached 14–21 k records/s with 4 workers, 25–37 k
-/// with 16, 25–34 k with 32 and 21–29 k with 64 (`shards-commit felix
-/// --sync-threads N`): past 16, the wake-ups of more workers on two cores
-/// cost more than the overlap gives. Workers start only when every one
-/// running is busy, so a store whose shards sync one at a time runs one.
-/// Asked once per process: the standard library reads the cgroup's files
-/// each time, and every `StoreConfig::default()` (each shard's options
-/// begin with one) would pay for it.
+/// The default of [`StoreConfig::sync_threads`]: sixteen times the
+/// available parallelism, at least 16 and at most 64. A worker blocked in
+/// `fdatasync` uses no CPU, and the device overlaps syncs of different
+/// files: on the 2-core development machine, 64 threads each syncing a
+/// file of their own made 5.6 k syncs/s at 1 thread, 15 k at 4, 39 k at
+/// 16, 51 k at 32 and 53 k at 64 (`felix-bench shards-commit limit
+/// --threads N`), so a pool needs about 32 syncs in flight to use the
+/// device. Appends spread over 1,000 shards, 64 in flight from one thread
+/// (`shards-commit felix --sync-threads N`, eight alternating rounds):
+/// 25.9 k records/s at 16 workers, 28.9 k at 32 (the median of the
+/// rounds' ratios 1.09×), 64 no better than 32. Workers start only when
+/// every one running is busy, so a store whose shards sync one at a time
+/// runs one. Asked once per process: the standard library reads the
+/// cgroup's files each time, and every `StoreConfig::default()` (each
+/// shard's options begin with one) would pay for it.
 pub fn default_sync_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        (8 * cores).clamp(8, 64)
+        (16 * cores).clamp(16, 64)
     })
 }
 
@@ -228,9 +229,9 @@ pub struct StoreConfig {
     /// opened alone has a pool of its own with the same bound, of which it
     /// starts one thread, since a shard has one sync in flight at a time.
     /// Completion callbacks run on one more thread of the pool, started on
-    /// the first callback. Default [`default_sync_threads`]: eight times
-    /// the available parallelism, at least 8 and at most 64 (its doc says
-    /// why, with the figures). 1 to
+    /// the first callback. Default [`default_sync_threads`]: sixteen
+    /// times the available parallelism, at least 16 and at most 64 (its
+    /// doc says why, with the figures). 1 to
     /// [`MAX_SYNC_THREADS`].
     pub sync_threads: usize,
     /// The most appends of one shard whose completion (a future or a
