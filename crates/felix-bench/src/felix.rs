@@ -167,7 +167,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     }
     m.notes
         .insert("rolls".into(), json!(after.rolls - before.rolls));
-    cpu.per_record_notes(cpu_end, p.records, &mut m);
+    cpu.process_notes(cpu_end, p.records, &mut m);
     drop(shard);
     if !args.get("keep", false)? {
         let _ = std::fs::remove_dir_all(&dir);

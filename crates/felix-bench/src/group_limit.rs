@@ -5,15 +5,18 @@
 //! `fdatasync` that began after its write returns. The first thread to
 //! find no sync running becomes the leader: it syncs everything written
 //! so far, wakes each thread that sync covered (an unpark each), and goes
-//! on syncing while more are waiting. Waking a group by one futex word and
-//! one `FUTEX_WAKE`, or by a condition variable, was no faster
-//! (docs/performance.md), so the unpark is kept: a thread woken per append
-//! is what a blocking API on OS threads pays at least.
+//! on syncing while more are waiting (it never hands the lead over, as
+//! felix storage's combining leader does after a few rounds, so its own
+//! append waits longer while the others go on). Waking a group by one
+//! futex word and one `FUTEX_WAKE`, or by a condition variable, was no
+//! faster (docs/performance.md), so the unpark is kept: a thread woken per
+//! append is what a blocking API on OS threads pays at least.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::Thread;
 use std::time::Instant;
 
@@ -24,12 +27,8 @@ use crate::data::{framed_pool, payload_pool};
 use crate::felix::{AppendParams, Result};
 use crate::report::{CpuTime, Latencies, Measurement};
 
-fn err(what: impl std::fmt::Display) -> String {
-    what.to_string()
-}
-
 /// A thread waiting for a sync: its flag, set once a sync covered its
-/// write, and the thread to unpark.
+/// write (or failed), and the thread to unpark.
 struct Waiter {
     done: Arc<AtomicBool>,
     thread: Thread,
@@ -43,45 +42,57 @@ struct Group {
     waiting: Vec<Waiter>,
     /// A leader is syncing.
     syncing: bool,
+    /// A sync failed: every thread stops with this, none is left parked.
+    failed: Option<String>,
 }
 
-/// `append limit-group --threads N`: `--records` batches of `--batch`
-/// framed records (of `--payload-bytes`), spread over the threads.
+/// The file every thread appends to, and the group's state.
+struct Log<'a> {
+    file: &'a File,
+    path: &'a Path,
+    group: Mutex<Group>,
+    syncs: AtomicU64,
+}
+
+/// `append limit-group --threads N`: `--records` records in batches of
+/// `--batch` framed records (of `--payload-bytes`), the batches spread
+/// over the threads. The file is removed afterwards unless `--keep true`.
 pub fn append(args: &Args) -> Result<Measurement> {
     let p = AppendParams::from_args(args)?;
     let dir = args.dir()?;
-    crate::fresh_dir(&dir).map_err(err)?;
+    crate::fresh_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("limit.log");
     let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(dir.join("limit.log"))
-        .map_err(err)?;
+        .open(&path)
+        .map_err(|e| format!("create {}: {e}", path.display()))?;
     let framed = framed_pool(&payload_pool(0, p.payload_bytes));
-    let batch: Vec<u8> = framed.iter().take(p.batch).flatten().copied().collect();
-    let group = Mutex::new(Group::default());
-    let syncs = AtomicU64::new(0);
+    // The pool's records in turn, as many as the batch holds.
+    let batch: Vec<u8> = (0..p.batch)
+        .flat_map(|j| framed[j % framed.len()].iter().copied())
+        .collect();
+    let log = Log {
+        file: &file,
+        path: &path,
+        group: Mutex::new(Group::default()),
+        syncs: AtomicU64::new(0),
+    };
     let appends = p.records.div_ceil(p.batch as u64);
     let started = Instant::now();
     let cpu = CpuTime::now();
     let per_thread: Vec<Result<Latencies>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..p.threads)
             .map(|t| {
-                let (file, batch, group, syncs) = (&file, &batch, &group, &syncs);
+                let (log, batch) = (&log, &batch);
                 let mine =
                     appends / p.threads as u64 + u64::from((t as u64) < appends % p.threads as u64);
                 scope.spawn(move || -> Result<Latencies> {
                     let mut latencies = Latencies::with_capacity(mine as usize);
                     for _ in 0..mine {
                         let at = Instant::now();
-                        let place = {
-                            let mut g = group.lock().unwrap_or_else(PoisonError::into_inner);
-                            let place = g.end;
-                            g.end += batch.len() as u64;
-                            place
-                        };
-                        file.write_all_at(batch, place).map_err(err)?;
-                        commit(file, group, syncs)?;
+                        log.append(batch)?;
                         latencies.push(at.elapsed());
                     }
                     Ok(latencies)
@@ -96,8 +107,11 @@ pub fn append(args: &Args) -> Result<Measurement> {
     for l in per_thread {
         latencies.extend(l?);
     }
+    let syncs = log.syncs.load(Ordering::Relaxed);
     drop(file);
-    let _ = std::fs::remove_dir_all(&dir);
+    if !args.get("keep", false)? {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let mut m = Measurement::new(
         "append",
         "limit-group",
@@ -112,50 +126,84 @@ pub fn append(args: &Args) -> Result<Measurement> {
     m.bytes = p.bytes();
     m.elapsed = elapsed;
     m.latencies = p.timed.then_some(latencies);
-    m.appends_per_sync = Some(appends as f64 / syncs.load(Ordering::Relaxed).max(1) as f64);
-    cpu.per_record_notes(cpu_end, p.records, &mut m);
+    m.appends_per_sync = Some(appends as f64 / syncs.max(1) as f64);
+    m.notes.insert("syncs".into(), json!(syncs));
+    cpu.process_notes(cpu_end, p.records, &mut m);
     Ok(m)
 }
 
-/// Returns once a sync that began after this thread's write has returned:
-/// leads the syncs if none is running, else waits to be woken by the
-/// leader whose sync covered it.
-fn commit(file: &std::fs::File, group: &Mutex<Group>, syncs: &AtomicU64) -> Result<()> {
-    let lock = || group.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut g = lock();
-    if g.syncing {
-        let done = Arc::new(AtomicBool::new(false));
-        g.waiting.push(Waiter {
-            done: Arc::clone(&done),
-            thread: std::thread::current(),
-        });
-        drop(g);
-        while !done.load(Ordering::Acquire) {
-            std::thread::park();
-        }
-        return Ok(());
+impl Log<'_> {
+    fn lock(&self) -> MutexGuard<'_, Group> {
+        self.group.lock().unwrap_or_else(PoisonError::into_inner)
     }
-    g.syncing = true;
-    let mut covered = std::mem::take(&mut g.waiting);
-    drop(g);
-    loop {
-        let synced = file.sync_data();
-        syncs.fetch_add(1, Ordering::Relaxed);
-        // Woken even when the sync failed: the run stops with its error,
-        // and no thread is left parked.
-        for waiter in covered.drain(..) {
-            waiter.done.store(true, Ordering::Release);
-            waiter.thread.unpark();
+
+    /// Writes `batch` at the next place and returns once it is durable.
+    fn append(&self, batch: &[u8]) -> Result<()> {
+        let place = {
+            let mut g = self.lock();
+            if let Some(failed) = &g.failed {
+                return Err(failed.clone());
+            }
+            let place = g.end;
+            g.end += batch.len() as u64;
+            place
+        };
+        self.file
+            .write_all_at(batch, place)
+            .map_err(|e| format!("write {} at {place}: {e}", self.path.display()))?;
+        self.commit()
+    }
+
+    /// Returns once a sync that began after this thread's write has
+    /// returned: leads the syncs if none is running, else waits to be
+    /// woken by the leader whose sync covered it.
+    fn commit(&self) -> Result<()> {
+        let mut g = self.lock();
+        if g.syncing {
+            let done = Arc::new(AtomicBool::new(false));
+            g.waiting.push(Waiter {
+                done: Arc::clone(&done),
+                thread: std::thread::current(),
+            });
+            drop(g);
+            while !done.load(Ordering::Acquire) {
+                std::thread::park();
+            }
+            return self.lock().failed.clone().map_or(Ok(()), Err);
         }
-        let mut g = lock();
-        if let Err(e) = synced {
-            g.syncing = false;
-            return Err(err(e));
+        g.syncing = true;
+        let mut covered = std::mem::take(&mut g.waiting);
+        drop(g);
+        loop {
+            let synced = self.file.sync_data();
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = synced {
+                // Everyone waiting, covered or not, stops with the error.
+                let failed = format!("fdatasync {}: {e}", self.path.display());
+                let mut g = self.lock();
+                g.failed = Some(failed.clone());
+                g.syncing = false;
+                covered.append(&mut g.waiting);
+                drop(g);
+                wake(covered);
+                return Err(failed);
+            }
+            // Woken before the next sync is taken, so that those woken
+            // first write in time for it.
+            wake(std::mem::take(&mut covered));
+            let mut g = self.lock();
+            if g.waiting.is_empty() {
+                g.syncing = false;
+                return Ok(());
+            }
+            covered = std::mem::take(&mut g.waiting);
         }
-        if g.waiting.is_empty() {
-            g.syncing = false;
-            return Ok(());
-        }
-        covered = std::mem::take(&mut g.waiting);
+    }
+}
+
+fn wake(waiters: Vec<Waiter>) {
+    for waiter in waiters {
+        waiter.done.store(true, Ordering::Release);
+        waiter.thread.unpark();
     }
 }

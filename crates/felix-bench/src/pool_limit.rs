@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
@@ -51,11 +51,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         .get("sync-threads", StoreConfig::default().sync_threads)?
         .max(1);
     let dir = args.dir()?.join("commit-pool-store");
-    let files = segment_files(&dir, shards, args)?;
-    let mut lens = files
-        .iter()
-        .map(|file| file.metadata().map(|m| m.len()).map_err(err))
-        .collect::<Result<Vec<u64>>>()?;
+    let (files, mut lens) = segment_files(&dir, shards, args)?;
     let record = vec![9u8; record_encoded_len(128) as usize];
     let queue = (Mutex::new(Jobs::default()), Condvar::new());
     let (jobs, ready) = (&queue.0, &queue.1);
@@ -78,7 +74,12 @@ pub fn commit(args: &Args) -> Result<Measurement> {
                         state = ready.wait(state).unwrap_or_else(PoisonError::into_inner);
                     };
                     drop(state);
-                    let synced = files[file].sync_data().map(|()| slot).map_err(err);
+                    let segment = &files[file];
+                    let synced = segment
+                        .file
+                        .sync_data()
+                        .map(|()| slot)
+                        .map_err(|e| format!("fdatasync {}: {e}", segment.path.display()));
                     if done_tx.send(synced).is_err() {
                         return;
                     }
@@ -117,27 +118,36 @@ pub fn commit(args: &Args) -> Result<Measurement> {
 /// each one's segment file opened for writing, with the space the store
 /// reserves ahead of a new segment's writes reserved again (a clean close
 /// gives it back).
-fn segment_files(root: &Path, shards: usize, args: &Args) -> Result<Vec<File>> {
+fn segment_files(root: &Path, shards: usize, args: &Args) -> Result<(Vec<Segment>, Vec<u64>)> {
     crate::fresh_dir(root).map_err(err)?;
     let store = Store::open(root, config(args)?).map_err(err)?;
     for i in 0..shards {
         store.create_shard(&key(i as u64)).map_err(err)?;
     }
     store.close().map_err(err)?;
-    let segment = file_name(0, FileKind::Segment);
+    let name = file_name(0, FileKind::Segment);
     (0..shards)
         .map(|i| {
-            let path = root.join(key(i as u64).dir_name()).join(segment.as_str());
+            let path = root.join(key(i as u64).dir_name()).join(name.as_str());
+            let at = |what: &str, e: std::io::Error| format!("{what} {}: {e}", path.display());
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .open(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let len = file.metadata().map_err(err)?.len();
-            fallocate(&file, FallocateFlags::KEEP_SIZE, len, RESERVED_AHEAD).map_err(err)?;
-            Ok(file)
+                .map_err(|e| at("open", e))?;
+            let len = file.metadata().map_err(|e| at("fstat", e))?.len();
+            fallocate(&file, FallocateFlags::KEEP_SIZE, len, RESERVED_AHEAD)
+                .map_err(|e| at("fallocate", e.into()))?;
+            Ok((Segment { file, path }, len))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()
+        .map(|segments| segments.into_iter().unzip())
+}
+
+/// A shard's segment file, and its path for errors.
+struct Segment {
+    file: File,
+    path: PathBuf,
 }
 
 /// What `Preallocation::Stepped`, the default, reserves past a new
@@ -147,7 +157,7 @@ const RESERVED_AHEAD: u64 = 32 << 10;
 /// The driving thread: writes each record, queues its sync, and refills a
 /// place as soon as any sync comes back.
 fn drive(
-    files: &[File],
+    files: &[Segment],
     lens: &mut [u64],
     record: &[u8],
     records: u64,
@@ -162,7 +172,11 @@ fn drive(
         let file = (issued % files.len() as u64) as usize;
         issued += 1;
         at[slot] = Instant::now();
-        files[file].write_all_at(record, lens[file]).map_err(err)?;
+        let segment = &files[file];
+        segment
+            .file
+            .write_all_at(record, lens[file])
+            .map_err(|e| format!("write {} at {}: {e}", segment.path.display(), lens[file]))?;
         lens[file] += record.len() as u64;
         jobs.lock()
             .unwrap_or_else(PoisonError::into_inner)

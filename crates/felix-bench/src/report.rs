@@ -137,7 +137,8 @@ pub fn peak_rss_bytes() -> u64 {
 
 /// CPU time used so far (user and system, from `/proc`), by the whole
 /// process and by the calling thread, to report what a timed part cost:
-/// [`CpuTime::per_record_notes`]. Zero where `/proc` is unavailable.
+/// [`CpuTime::process_notes`], [`CpuTime::per_record_notes`]. Zero where
+/// `/proc` is unavailable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuTime {
     /// Every thread's, in clock ticks.
@@ -159,26 +160,41 @@ impl CpuTime {
         }
     }
 
-    /// Notes `cpu_us_per_record` (every thread),
-    /// `driver_cpu_us_per_record` (the thread that took both readings) and
-    /// `driver_system_us_per_record` (that thread's time in the kernel) for
+    /// Notes `cpu_us_per_record`, every thread's CPU time per record for
     /// `records` done between `self` and `now`, a later reading.
-    pub fn per_record_notes(self, now: Self, records: u64, m: &mut Measurement) {
-        let tick_us = 1e6 / rustix::param::clock_ticks_per_second().max(1) as f64;
-        let per = |ticks: u64| round(ticks as f64 * tick_us / records.max(1) as f64, 2);
+    pub fn process_notes(self, now: Self, records: u64, m: &mut Measurement) {
         m.notes.insert(
             "cpu_us_per_record".into(),
-            json!(per(now.process.saturating_sub(self.process))),
+            json!(per_record(
+                now.process.saturating_sub(self.process),
+                records
+            )),
         );
+    }
+
+    /// [`CpuTime::process_notes`], and for a run driven from one thread
+    /// (the one that took both readings) its own: `driver_cpu_us_per_record`
+    /// and `driver_system_us_per_record` (its time in the kernel).
+    pub fn per_record_notes(self, now: Self, records: u64, m: &mut Measurement) {
+        self.process_notes(now, records, m);
         m.notes.insert(
             "driver_cpu_us_per_record".into(),
-            json!(per(now.thread.saturating_sub(self.thread))),
+            json!(per_record(now.thread.saturating_sub(self.thread), records)),
         );
         m.notes.insert(
             "driver_system_us_per_record".into(),
-            json!(per(now.thread_system.saturating_sub(self.thread_system))),
+            json!(per_record(
+                now.thread_system.saturating_sub(self.thread_system),
+                records
+            )),
         );
     }
+}
+
+/// `ticks` of CPU time in microseconds per record, to two decimals.
+fn per_record(ticks: u64, records: u64) -> f64 {
+    let tick_us = 1e6 / rustix::param::clock_ticks_per_second().max(1) as f64;
+    round(ticks as f64 * tick_us / records.max(1) as f64, 2)
 }
 
 /// `(utime + stime, stime)` of a `/proc/.../stat` file: its 14th and

@@ -366,6 +366,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     let per_thread = records / threads;
     let peak_threads = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let cpu = CpuTime::now();
     let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
@@ -391,6 +392,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         crate::join_appenders(workers)
     });
     let elapsed = started.elapsed();
+    let cpu_end = CpuTime::now();
     let (rss, fds) = (rss_bytes(), open_descriptors());
     let mut latencies = Latencies::with_capacity(records as usize);
     for l in results {
@@ -408,6 +410,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     m.records = per_thread * threads;
     m.bytes = m.records * record_encoded_len(128);
     m.elapsed = elapsed;
+    cpu.process_notes(cpu_end, m.records, &mut m);
     m.latencies = Some(latencies);
     m.appends_per_sync = Some(m.records as f64 / syncs.max(1) as f64);
     m.notes.insert("rss_bytes".into(), json!(rss));
@@ -461,7 +464,7 @@ pub fn commit_limit(args: &Args) -> Result<Measurement> {
     let _ = std::fs::remove_dir_all(&dir);
     let mut m = Measurement::new("shards-commit", "limit", json!({"threads": threads}));
     m.records = per_thread * threads;
-    cpu.per_record_notes(cpu_end, m.records, &mut m);
+    cpu.process_notes(cpu_end, m.records, &mut m);
     m.bytes = m.records * record.len() as u64;
     m.elapsed = elapsed;
     m.latencies = Some(latencies);
