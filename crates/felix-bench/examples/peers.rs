@@ -393,10 +393,7 @@ fn append(args: &Args) -> Result<Measurement> {
         let results = felix_bench::join_appenders(handles);
         (started.elapsed(), results)
     });
-    let mut latencies = Latencies::default();
-    for r in results {
-        latencies.extend(r?);
-    }
+    let latencies = Latencies::merged(results)?;
     let mut m = Measurement::new(
         "append",
         &args.implementation,

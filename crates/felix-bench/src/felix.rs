@@ -136,10 +136,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     });
     let (before, cpu, cpu_end) = before;
     let after = shard.stats();
-    let mut latencies = Latencies::default();
-    for r in results {
-        latencies.extend(r?);
-    }
+    let latencies = Latencies::merged(results)?;
     let mut m = Measurement::new(
         "append",
         &args.implementation,

@@ -103,10 +103,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     });
     let elapsed = started.elapsed();
     let cpu_end = CpuTime::now();
-    let mut latencies = Latencies::with_capacity(appends as usize);
-    for l in per_thread {
-        latencies.extend(l?);
-    }
+    let latencies = Latencies::merged(per_thread)?;
     let syncs = log.syncs.load(Ordering::Relaxed);
     drop(file);
     if !args.get("keep", false)? {

@@ -100,6 +100,16 @@ impl Latencies {
         self.nanos.extend(other.nanos);
     }
 
+    /// Every thread's samples, thread by thread, or the first thread's
+    /// failure: what a run's threads return, merged once they are joined.
+    pub fn merged(runs: Vec<Result<Latencies, String>>) -> Result<Latencies, String> {
+        let mut all = Latencies::with_capacity(runs.iter().flatten().map(Latencies::len).sum());
+        for run in runs {
+            all.extend(run?);
+        }
+        Ok(all)
+    }
+
     /// Number of samples.
     pub fn len(&self) -> usize {
         self.nanos.len()
@@ -244,6 +254,22 @@ pub fn round(value: f64, digits: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_latencies_keep_every_threads_samples_or_give_the_first_failure() {
+        let run = |micros: &[u64]| {
+            let mut l = Latencies::default();
+            for &us in micros {
+                l.push(Duration::from_micros(us));
+            }
+            Ok(l)
+        };
+        let all = Latencies::merged(vec![run(&[1, 2]), run(&[]), run(&[3])]).unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all.summary()["max"], 3.0);
+        let failed = Latencies::merged(vec![run(&[1]), Err("a".into()), Err("b".into())]);
+        assert_eq!(failed.err().as_deref(), Some("a"));
+    }
 
     #[test]
     fn cpu_ticks_are_user_plus_system_after_a_name_with_spaces_and_parentheses() {

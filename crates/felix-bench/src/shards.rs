@@ -261,10 +261,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     });
     let elapsed = started.elapsed();
     let rss = rss_bytes();
-    let mut latencies = Latencies::with_capacity(shards as usize);
-    for l in per_thread {
-        latencies.extend(l?);
-    }
+    let latencies = Latencies::merged(per_thread)?;
     store.close().map_err(err)?;
     let mut m = Measurement::new(
         "shards-append",
@@ -327,10 +324,7 @@ pub fn append_limit(args: &Args) -> Result<Measurement> {
         crate::join_appenders(workers)
     });
     let elapsed = started.elapsed();
-    let mut latencies = Latencies::with_capacity(shards as usize);
-    for l in results {
-        latencies.extend(l?);
-    }
+    let latencies = Latencies::merged(results)?;
     let mut m = Measurement::new(
         "shards-append",
         "limit",
@@ -394,10 +388,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     let elapsed = started.elapsed();
     let cpu_end = CpuTime::now();
     let (rss, fds) = (rss_bytes(), open_descriptors());
-    let mut latencies = Latencies::with_capacity(records as usize);
-    for l in results {
-        latencies.extend(l?);
-    }
+    let latencies = Latencies::merged(results)?;
     let syncs: u64 = handles.iter().map(|s| s.stats().syncs).sum();
     drop(handles);
     store.close().map_err(err)?;
@@ -457,10 +448,7 @@ pub fn commit_limit(args: &Args) -> Result<Measurement> {
     });
     let elapsed = started.elapsed();
     let cpu_end = CpuTime::now();
-    let mut latencies = Latencies::with_capacity(records as usize);
-    for l in results {
-        latencies.extend(l?);
-    }
+    let latencies = Latencies::merged(results)?;
     let _ = std::fs::remove_dir_all(&dir);
     let mut m = Measurement::new("shards-commit", "limit", json!({"threads": threads}));
     m.records = per_thread * threads;
