@@ -220,7 +220,10 @@ pub enum StorageError {
     /// or its store's [`Store::close`], [`Store::close_shard`],
     /// [`Store::reopen_shard`] or [`Store::delete_shard`]): every call on
     /// any of its handles gets this. Open it again (or ask the store for it
-    /// again) to go on.
+    /// again) to go on. An append under way when the close began is not
+    /// told this when the close made its records durable (a close syncs
+    /// everything written first): it returns its receipt, so an append
+    /// told `Closed` was not acknowledged.
     ///
     /// [`Store::close`]: crate::Store::close
     /// [`Store::close_shard`]: crate::Store::close_shard

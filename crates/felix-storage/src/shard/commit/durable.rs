@@ -27,14 +27,22 @@ impl Commit {
     /// were accepted before it began, so a failure that stopped the shard
     /// since covered them and is its error itself, not `Poisoned`.
     fn settled_now(&self, state: &CommitState, offset: u64, accepted: bool) -> Option<Result<()>> {
-        if self.is_closed() || state.stop {
-            return Some(Err(self.closed_error()));
-        }
         // Clamped, so a target past the log end never keeps the pool
         // syncing for records that do not exist. Checked before the poison:
         // a sync that covered the records acknowledges them even if a later
         // failure stopped the shard (the durable offset is frozen at it).
         let durable = state.durable >= offset.min(self.assigned());
+        if self.is_closed() || state.stop {
+            // A close syncs everything written before it marks the shard
+            // closed: an append whose records it covered is acknowledged,
+            // not failed (told `Closed`, its caller would append them
+            // again).
+            if accepted && durable && self.poison.get().is_none() {
+                self.synced_appends.fetch_add(1, Relaxed);
+                return Some(Ok(()));
+            }
+            return Some(Err(self.closed_error()));
+        }
         if self.poison.get().is_some() {
             if accepted && durable {
                 return Some(Ok(()));

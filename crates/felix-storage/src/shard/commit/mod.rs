@@ -374,9 +374,13 @@ impl Commit {
 
     fn stop_locked(&self, mut state: MutexGuard<'_, CommitState>) {
         state.stop = true;
+        let mut deferred = Deferred::default();
+        // Waiters whose records are durable (at a close, every one: it
+        // synced everything first) are acknowledged, not failed: an
+        // appender told `Closed` would append its records again.
+        self.settle_covered(&mut state, &mut deferred);
         let everyone = state.waiters.take_all();
         self.tail_written.store(0, SeqCst);
-        let mut deferred = Deferred::default();
         self.settle(&state, everyone, Settle::Closed, &mut deferred);
         drop(state);
         deferred.run(self);
