@@ -256,10 +256,13 @@ pub struct StoreConfig {
     /// its clean-shutdown record left true, its descriptors and lock
     /// released), and [`Store::open_shard`] opens it again when asked.
     /// Shards callers hold are never closed this way, so the store holds
-    /// more while callers hold more. An open shard holds 3 descriptors (its
-    /// directory's lock, the older releases' lock file, the active
-    /// segment), plus one per sealed segment a read has opened and while a
-    /// sync or roll runs a few more. Ignored by a shard opened on its own.
+    /// more while callers hold more. An open shard holds 4 descriptors (its
+    /// directory's lock, the older releases' lock file, the active segment
+    /// and its index), plus one per sealed segment a read has opened and
+    /// while a sync or roll runs a few more. Callers opening shards at once
+    /// stay within the budget together: each closes the idle shards it
+    /// makes room by before it opens its own. Ignored by a shard opened on
+    /// its own.
     /// Default 1,024. At least 1; no maximum.
     ///
     /// [`Store::close_shard`]: crate::Store::close_shard

@@ -53,7 +53,9 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_shard(&self, key: &ShardKey) -> Result<()> {
-        let mut shards = self.shards()?;
+        // Held to the end: an open or create of the key waits for the
+        // delete.
+        let claim = self.claim(key, false)?;
         let fs = &self.inner.fs;
         let root = &self.inner.root;
         let dir = self.dir_of(key);
@@ -76,7 +78,7 @@ impl Store {
                 found: Box::new(found),
             });
         }
-        if let Some(shard) = shards.remove(key)
+        if let Some(shard) = claim.take_open()
             && let Err(err) = shard.close_for_store()
         {
             // Its records are about to go; what matters is that its lock
@@ -105,6 +107,7 @@ impl Store {
         fs.sync_dir(root)
             .map_err(|e| store_io("fsync directory", root, e))?;
         drop(lock);
+        drop(claim);
         Ok(())
     }
 }

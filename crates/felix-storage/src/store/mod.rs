@@ -15,13 +15,14 @@
 //!   open removes tombstones a crash left.
 
 mod background;
+mod claims;
 mod delete;
 mod keys;
 mod open_shards;
 mod options;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use felix_format::ShardKey;
 use felix_io::{FileSystem, FileType};
@@ -110,9 +111,12 @@ struct Inner {
     fs: FileSystem,
     root: PathBuf,
     config: StoreConfig,
-    /// The open shards. Held while a shard is opened, closed or deleted, so
-    /// that two calls for one key never overlap.
+    /// The open shards, and the keys callers have claimed to open, close
+    /// or delete theirs (`claims.rs`): held only to look up, claim and
+    /// publish, never while a shard is opened or closed.
     shards: Mutex<OpenShards>,
+    /// Notified whenever a claim is released.
+    settled: Condvar,
     /// Every shard's syncs and completion callbacks.
     pool: SyncPool,
     /// Set by [`Store::close`].
@@ -164,6 +168,7 @@ impl Store {
             root: root.to_path_buf(),
             config,
             shards: Mutex::new(OpenShards::default()),
+            settled: Condvar::new(),
             pool: SyncPool::new("felix-store".into(), config.sync_threads),
             stop: Mutex::new(false),
             read_buffers: Arc::default(),
@@ -231,6 +236,11 @@ impl Store {
     /// or an unusable one is the key's all the same — its name is the key's
     /// directory name — and gets its key file written once it is open.
     ///
+    /// The open (and the close of an idle shard it makes room by) runs
+    /// without the store's lock: a shard recovering a long segment delays
+    /// only the callers asking for that key, who then get the same handle,
+    /// opened once; calls for other shards, open or not, go on meanwhile.
+    ///
     /// A broker that wants a shard whether or not it exists yet says so:
     ///
     /// ```
@@ -247,13 +257,17 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
-        let mut shards = self.shards()?;
-        if let Some(shard) = shards.get(key) {
+        if let Some(shard) = self.shards()?.get(key) {
             return Ok(shard);
         }
-        self.make_room(&mut shards);
+        let claim = self.claim(key, true)?;
+        // Opened by the caller whose claim this one waited for.
+        if let Some(shard) = claim.open_shard() {
+            return Ok(shard);
+        }
+        claim.make_room();
         let shard = self.open_existing(key)?;
-        shards.insert(key.clone(), Arc::clone(&shard));
+        claim.publish(&shard);
         Ok(shard)
     }
 
@@ -297,7 +311,7 @@ impl Store {
     /// ```
     pub fn create_shard_at(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
         keys::check_key(key)?;
-        let mut shards = self.shards()?;
+        let claim = self.claim(key, true)?;
         let dir = self.dir_of(key);
         let exists = self
             .inner
@@ -305,13 +319,13 @@ impl Store {
             .entry_type(&dir)
             .map_err(|e| store_io("stat", &dir, e))?
             .is_some();
-        if exists || shards.contains_key(key) {
+        if exists || claim.is_open() {
             return Err(StorageError::AlreadyExists {
                 key: key.clone(),
                 dir,
             });
         }
-        self.make_room(&mut shards);
+        claim.make_room();
         let known = Known {
             capacity: self.inner.capacity,
             dir_exists: false,
@@ -321,7 +335,7 @@ impl Store {
         let shard = self.open_dir(key, initial_offset, known)?;
         // The first segment is durable; now the name of what it holds.
         self.write_key_or_close(&shard, key)?;
-        shards.insert(key.clone(), Arc::clone(&shard));
+        claim.publish(&shard);
         Ok(shard)
     }
 
@@ -347,8 +361,8 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close_shard(&self, key: &ShardKey) -> Result<()> {
-        let mut shards = self.shards()?;
-        match shards.remove(key) {
+        let claim = self.claim(key, false)?;
+        match claim.take_open() {
             Some(shard) => shard.close_for_store(),
             None => Ok(()),
         }
@@ -378,15 +392,15 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reopen_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
-        let mut shards = self.shards()?;
-        if let Some(old) = shards.remove(key)
+        let claim = self.claim(key, true)?;
+        if let Some(old) = claim.take_open()
             && let Err(err) = old.close_for_store()
         {
             tracing::warn!(shard = old.label(), error = %err, "closing the shard before reopening it failed; recovery decides what it held");
         }
-        self.make_room(&mut shards);
+        claim.make_room();
         let shard = self.open_existing(key)?;
-        shards.insert(key.clone(), Arc::clone(&shard));
+        claim.publish(&shard);
         Ok(shard)
     }
 
@@ -402,8 +416,13 @@ impl Store {
     /// returned (each is logged). Then the sync pool stops: completion
     /// callbacks still pending run before this returns, and every pending
     /// future has completed. Closing a closed store does nothing.
+    ///
+    /// Opens, creates, closes and deletes of shards running in other
+    /// threads finish first (a shard they open is closed with the rest);
+    /// those that have not begun fail with [`StorageError::StoreClosed`].
     pub fn close(&self) -> Result<()> {
         self.stop_background();
+        self.await_claims();
         let shards = lock(&self.inner.shards).drain();
         let mut first_error = None;
         for shard in shards {
@@ -422,21 +441,9 @@ impl Store {
     fn shards(&self) -> Result<MutexGuard<'_, OpenShards>> {
         let shards = lock(&self.inner.shards);
         if *lock(&self.inner.stop) {
-            return Err(StorageError::StoreClosed {
-                root: self.inner.root.clone(),
-            });
+            return Err(self.closed());
         }
         Ok(shards)
-    }
-
-    /// Closes idle shards (least recently used first, none a caller holds)
-    /// so that one more can open within
-    /// [`StoreConfig::max_open_shards`].
-    fn make_room(&self, shards: &mut OpenShards) {
-        let keep = usize::try_from(self.inner.config.max_open_shards)
-            .unwrap_or(usize::MAX)
-            .saturating_sub(1);
-        shards.close_idle(keep);
     }
 
     /// The directory of `key`'s shard.

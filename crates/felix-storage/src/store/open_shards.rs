@@ -1,8 +1,9 @@
-//! The shards a store has open, and which of them it closes to stay within
+//! The shards a store has open, the keys callers have claimed (see
+//! `claims.rs`), and which shards it closes to stay within
 //! [`StoreConfig::max_open_shards`](crate::StoreConfig::max_open_shards):
 //! the least recently used that no caller holds a handle to.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use felix_format::ShardKey;
@@ -17,6 +18,14 @@ pub(super) struct OpenShards {
     by_use: BTreeMap<u64, ShardKey>,
     /// Counts hand-outs: a shard's `used` is the count at its last one.
     clock: u64,
+    /// The keys callers have claimed to open, create, close, reopen or
+    /// delete their shards without holding the map's lock: another caller
+    /// for one of them waits until its claim is released.
+    claimed: HashSet<ShardKey>,
+    /// How many claims end with a shard open (an open, a create, a
+    /// reopen): they count against the budget from the claim on, so that
+    /// callers opening shards at once stay within it together.
+    opening: usize,
 }
 
 #[derive(Debug)]
@@ -56,8 +65,33 @@ impl OpenShards {
         Some(entry.shard)
     }
 
+    pub(super) fn is_claimed(&self, key: &ShardKey) -> bool {
+        self.claimed.contains(key)
+    }
+
+    /// Whether any key is claimed.
+    pub(super) fn has_claims(&self) -> bool {
+        !self.claimed.is_empty()
+    }
+
+    /// Claims `key`, which no one has claimed; `opening` when the claim
+    /// ends with its shard open.
+    pub(super) fn claim(&mut self, key: ShardKey, opening: bool) {
+        let fresh = self.claimed.insert(key);
+        debug_assert!(fresh, "a key claimed twice");
+        self.opening += usize::from(opening);
+    }
+
+    /// Releases the claim on `key`, made with the same `opening`.
+    pub(super) fn release(&mut self, key: &ShardKey, opening: bool) {
+        let held = self.claimed.remove(key);
+        debug_assert!(held, "a claim released that was not made");
+        self.opening -= usize::from(opening);
+    }
+
     /// Every open shard, removed.
     pub(super) fn drain(&mut self) -> Vec<Arc<Shard>> {
+        debug_assert!(self.claimed.is_empty(), "drained while claims run");
         self.by_use.clear();
         self.shards.drain().map(|(_, e)| e.shard).collect()
     }
@@ -67,25 +101,28 @@ impl OpenShards {
         self.shards.values().map(|e| Arc::clone(&e.shard)).collect()
     }
 
-    /// Closes shards, least recently used first, until at most `keep`
-    /// remain open, choosing only shards no caller holds a handle to (the
-    /// map's is then the only one, and no new one can be made while the
-    /// caller holds the map's lock): a closed shard's handle would fail, so
-    /// a held one is never closed, and the store is over its budget while
-    /// callers hold more than `keep` shards. Returns how many were closed.
-    ///
-    /// A close that fails (a poisoned shard) is logged: its lock is released
-    /// all the same, and the next open recovers what it held.
-    pub(super) fn close_idle(&mut self, keep: usize) -> usize {
-        let mut closed = 0;
-        while self.shards.len() > keep {
+    /// Removes shards, least recently used first, until the open ones and
+    /// the claims that will open one number at most `budget`, choosing
+    /// only shards no caller holds a handle to or has claimed (the map's is then the only
+    /// one, and no new one can be made while the caller holds the map's
+    /// lock): a closed shard's handle would fail, so a held one is never
+    /// closed, and the store is over its budget while callers hold more.
+    /// Each removed shard's key is claimed (not opening) for the caller,
+    /// who closes the shard and then releases the claim, so an open of it
+    /// waits for its close.
+    pub(super) fn take_idle(&mut self, budget: usize) -> Vec<(ShardKey, Arc<Shard>)> {
+        let mut taken = Vec::new();
+        while self.shards.len() + self.opening > budget {
             let idle = self
                 .by_use
                 .values()
                 .find(|key| {
-                    self.shards
-                        .get(*key)
-                        .is_some_and(|e| Arc::strong_count(&e.shard) == 1)
+                    // A claimed one is its claimer's to close or hand out.
+                    !self.claimed.contains(*key)
+                        && self
+                            .shards
+                            .get(*key)
+                            .is_some_and(|e| Arc::strong_count(&e.shard) == 1)
                 })
                 .cloned();
             let Some(key) = idle else {
@@ -94,11 +131,9 @@ impl OpenShards {
             let Some(shard) = self.remove(&key) else {
                 break;
             };
-            if let Err(err) = shard.close_for_store() {
-                tracing::warn!(shard = shard.label(), error = %err, "closing an idle shard failed; its next open recovers it");
-            }
-            closed += 1;
+            self.claim(key.clone(), false);
+            taken.push((key, shard));
         }
-        closed
+        taken
     }
 }

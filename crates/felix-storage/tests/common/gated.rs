@@ -1,6 +1,7 @@
 //! A file system whose segment syncs can be held at a gate and are timed:
 //! for completions that must be pending at a given moment, and for sync
-//! latencies by shard.
+//! latencies by shard. The opens of files in one directory can be held
+//! too: for a shard's open that must be under way at a given moment.
 
 use std::collections::HashMap;
 use std::io;
@@ -19,6 +20,11 @@ struct Gate {
     waiting: Mutex<usize>,
     /// Every `.log` sync's duration, by the shard directory it is in.
     durations: Mutex<HashMap<PathBuf, Vec<Duration>>>,
+    /// Opens of files in this directory wait while it is set.
+    held_dir: Mutex<Option<PathBuf>>,
+    released: Condvar,
+    /// Opens waiting in the held directory now.
+    opens_waiting: Mutex<usize>,
 }
 
 /// `inner` with its segment syncs gated and timed.
@@ -72,6 +78,39 @@ impl<V: Vfs + Clone + 'static> GatedFs<V> {
             assert!(Instant::now() < deadline, "no sync reached the gate");
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Holds every open of a file in `dir` from now on until
+    /// [`GatedFs::release_opens`].
+    pub(crate) fn hold_opens_in(&self, dir: &Path) {
+        *self.gate.held_dir.lock().unwrap() = Some(dir.to_path_buf());
+    }
+
+    pub(crate) fn release_opens(&self) {
+        *self.gate.held_dir.lock().unwrap() = None;
+        self.gate.released.notify_all();
+    }
+
+    /// Waits until an open waits in the held directory.
+    pub(crate) fn await_held_open(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while *self.gate.opens_waiting.lock().unwrap() == 0 {
+            assert!(Instant::now() < deadline, "no open reached the gate");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Waits while `path`'s directory is the held one.
+    fn pass_open(&self, path: &Path) {
+        let mut held = self.gate.held_dir.lock().unwrap();
+        if held.as_deref() != path.parent() {
+            return;
+        }
+        *self.gate.opens_waiting.lock().unwrap() += 1;
+        while held.as_deref() == path.parent() {
+            held = self.gate.released.wait(held).unwrap();
+        }
+        *self.gate.opens_waiting.lock().unwrap() -= 1;
     }
 
     /// The durations of the segment syncs made in `dir`.
@@ -142,6 +181,7 @@ impl VfsFile for GatedFile {
 
 impl<V: Vfs + Clone + 'static> Vfs for GatedFs<V> {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        self.pass_open(path);
         // A segment is created as `{id}.log.tmp` and renamed: the handle
         // opened under the temporary name is the one later synced.
         let is_segment = path.file_name().is_some_and(|n| {
