@@ -260,9 +260,10 @@ pub struct StoreConfig {
     /// directory's lock, the older releases' lock file, the active segment
     /// and its index), plus one per sealed segment a read has opened and
     /// while a sync or roll runs a few more. Callers opening shards at once
-    /// stay within the budget together: each closes the idle shards it
-    /// makes room by before it opens its own. Ignored by a shard opened on
-    /// its own.
+    /// stay within the budget together (each closes the idle shards it
+    /// makes room by before it opens its own, and a shard being closed
+    /// counts until its close returns) as long as they are fewer than it:
+    /// no open waits for room. Ignored by a shard opened on its own.
     /// Default 1,024. At least 1; no maximum.
     ///
     /// [`Store::close_shard`]: crate::Store::close_shard

@@ -98,6 +98,10 @@ fn an_open_under_way_delays_neither_open_shards_nor_other_opens_nor_creates() {
         let store = Arc::clone(&store);
         std::thread::spawn(move || store.open_shard(&key(0)))
     };
+    // The second caller waits for the first one's claim: an open of its
+    // own would be held at the gate too.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(fs.held_opens(), 1);
 
     // While shard 0's open waits: the open shard, another shard's open, a
     // create and a close of others all return.
@@ -146,11 +150,10 @@ fn a_close_waits_for_the_open_under_way_and_closes_what_it_opened() {
         fs.await_held_open();
         let closing = scope.spawn(|| store.close());
         std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !closing.is_finished(),
-            "the close did not wait for the open"
-        );
+        let waited = !closing.is_finished();
+        // Released before asserting, so a failure leaves nothing waiting.
         fs.release_opens();
+        assert!(waited, "the close did not wait for the open");
         let opened = opening.join().unwrap().unwrap();
         closing.join().unwrap().unwrap();
         // Closed with the rest: its handle fails, its lock is released.
@@ -185,11 +188,10 @@ fn a_delete_waits_for_the_open_under_way_and_then_removes_the_shard() {
         fs.await_held_open();
         let deleting = scope.spawn(|| store.delete_shard(&key(0)));
         std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !deleting.is_finished(),
-            "the delete did not wait for the open"
-        );
+        let waited = !deleting.is_finished();
+        // Released before asserting, so a failure leaves nothing waiting.
         fs.release_opens();
+        assert!(waited, "the delete did not wait for the open");
         let opened = opening.join().unwrap().unwrap();
         deleting.join().unwrap().unwrap();
         assert!(matches!(
@@ -203,10 +205,43 @@ fn a_delete_waits_for_the_open_under_way_and_then_removes_the_shard() {
     ));
 }
 
+/// A close under way counts against the budget until it returns: an open
+/// meanwhile closes another idle shard to make room, instead of holding
+/// descriptors beside the closing one's.
+#[test]
+fn a_close_under_way_counts_against_the_budget_of_an_open_meanwhile() {
+    let root = tempfile::tempdir().unwrap();
+    let fs = GatedFs::new(OsFs);
+    let store = open_store(root.path(), &fs, 2);
+    for i in 0..3 {
+        store.create_shard(&key(i)).unwrap();
+    }
+    // Shards 1 and 2 are open and idle; shard 0 was closed to make room.
+    assert!(lock_free(&store, 0) && !lock_free(&store, 1) && !lock_free(&store, 2));
+    // Shard 1's close waits at its clean-shutdown record's open.
+    fs.hold_opens_in(&store.root().join(key(1).dir_name()));
+    std::thread::scope(|scope| {
+        let closing = scope.spawn(|| store.close_shard(&key(1)));
+        fs.await_held_open();
+        let reopened = store.open_shard(&key(0)).unwrap();
+        let (closed_for_it, still_closing) = (lock_free(&store, 2), !lock_free(&store, 1));
+        // Released before asserting, so a failure does not leave the close
+        // waiting for ever.
+        fs.release_opens();
+        // Shard 2 was closed for it: shards 0 and 1 held descriptors.
+        assert!(closed_for_it, "shard 2 still open beside a closing shard 1");
+        assert!(still_closing);
+        closing.join().unwrap().unwrap();
+        assert!(lock_free(&store, 1));
+        drop(reopened);
+    });
+}
+
 /// Eight threads open, append to, close and reopen six shards at once in
 /// a store that keeps at most three open: no call meets a lock another
 /// call of the store holds, every record appended is there at the end, and
-/// no more than three shards stay open.
+/// once the callers hold no handles the next open leaves no more than
+/// three shards open.
 #[test]
 fn calls_at_once_on_a_few_keys_stay_within_the_budget_and_lose_nothing() {
     const THREADS: u32 = 8;
@@ -215,9 +250,11 @@ fn calls_at_once_on_a_few_keys_stay_within_the_budget_and_lose_nothing() {
     let root = tempfile::tempdir().unwrap();
     let fs = GatedFs::new(OsFs);
     let store = open_store(root.path(), &fs, 3);
-    for i in 0..SHARDS {
+    // One more, closed, opened at the end.
+    for i in 0..=SHARDS {
         store.create_shard(&key(i)).unwrap();
     }
+    store.close_shard(&key(SHARDS)).unwrap();
     std::thread::scope(|scope| {
         for t in 0..THREADS {
             let store = &store;
@@ -243,9 +280,12 @@ fn calls_at_once_on_a_few_keys_stay_within_the_budget_and_lose_nothing() {
             });
         }
     });
-    let open = (0..SHARDS).filter(|&i| !lock_free(&store, i)).count();
+    // Opens running at once each go ahead when nothing idle is left to
+    // close; the next open, with no handle held, makes room.
+    drop(store.open_shard(&key(SHARDS)).unwrap());
+    let open = (0..=SHARDS).filter(|&i| !lock_free(&store, i)).count();
     assert!(open <= 3, "{open} shards open, budget 3");
-    let mut found: Vec<String> = (0..SHARDS)
+    let mut found: Vec<String> = (0..=SHARDS)
         .flat_map(|i| payloads(&store.open_shard(&key(i)).unwrap()))
         .map(|p| String::from_utf8(p).unwrap())
         .collect();

@@ -22,9 +22,13 @@
 //!   returns, so an open of it waits instead of finding its lock held.
 //! * Claims that will open a shard count against
 //!   [`StoreConfig::max_open_shards`](crate::StoreConfig::max_open_shards)
-//!   from the claim on, and each caller closes the idle shards it took
-//!   before opening its own: shards holding descriptors never outnumber the
-//!   budget because callers open at once.
+//!   from the claim on, and so do shards a close or a delete has taken
+//!   out of the map until their claims are released; each caller closes
+//!   the idle shards it took before opening its own. So shards holding
+//!   descriptors outnumber the budget only while callers hold handles to
+//!   more shards than it, or more callers than it open shards at once (no
+//!   caller waits for room: an open proceeds when nothing idle is left to
+//!   close).
 //! * [`Store::close`] waits for every claim to be released before it closes
 //!   the open shards, so a shard opened meanwhile is closed with the rest;
 //!   once the store is closed, nothing new is claimed.
@@ -46,6 +50,9 @@ pub(super) struct Claim<'a> {
     /// Whether the claim ends with the shard open (it counts against the
     /// budget).
     opening: bool,
+    /// Whether [`Claim::take_to_close`] took its shard (counted against
+    /// the budget until released).
+    closing: bool,
     /// Set once [`Claim::publish`] has released it.
     released: bool,
 }
@@ -72,6 +79,7 @@ impl Store {
             inner: &self.inner,
             key: key.clone(),
             opening,
+            closing: false,
             released: false,
         })
     }
@@ -102,9 +110,20 @@ impl Claim<'_> {
     }
 
     /// Takes the claimed key's shard out of the map, if it is open, for
-    /// the claimer to close.
+    /// the claimer to close before it opens the key again (a reopen: the
+    /// claim's open already counts against the budget).
     pub(super) fn take_open(&self) -> Option<Arc<Shard>> {
         lock(&self.inner.shards).remove(&self.key)
+    }
+
+    /// Takes the claimed key's shard out of the map, if it is open, for
+    /// the claimer to close for good (a close, a delete): counted against
+    /// the budget until the claim is released, as its descriptors are
+    /// held until then.
+    pub(super) fn take_to_close(&mut self) -> Option<Arc<Shard>> {
+        let shard = lock(&self.inner.shards).take_to_close(&self.key);
+        self.closing = shard.is_some();
+        shard
     }
 
     /// Closes idle shards (least recently used first, none a caller holds)
@@ -116,14 +135,23 @@ impl Claim<'_> {
     pub(super) fn make_room(&self) {
         let budget = usize::try_from(self.inner.config.max_open_shards).unwrap_or(usize::MAX);
         let taken = lock(&self.inner.shards).take_idle(budget);
-        for (key, shard) in taken {
-            // Claimed by `take_idle` for this caller.
-            let claim = Claim {
-                inner: self.inner,
-                key,
-                opening: false,
-                released: false,
-            };
+        // Every key `take_idle` claimed for this caller gets its guard
+        // before any close runs, so a close that panics leaves none
+        // claimed for ever.
+        let taken: Vec<_> = taken
+            .into_iter()
+            .map(|(key, shard)| {
+                let claim = Claim {
+                    inner: self.inner,
+                    key,
+                    opening: false,
+                    closing: false,
+                    released: false,
+                };
+                (claim, shard)
+            })
+            .collect();
+        for (claim, shard) in taken {
             if let Err(err) = shard.close_for_store() {
                 tracing::warn!(shard = shard.label(), error = %err, "closing an idle shard failed; its next open recovers it");
             }
@@ -138,7 +166,7 @@ impl Claim<'_> {
         // being opened.
         let mut shards = lock(&self.inner.shards);
         shards.insert(self.key.clone(), Arc::clone(shard));
-        shards.release(&self.key, self.opening);
+        shards.release(&self.key, self.opening, self.closing);
         drop(shards);
         self.released = true;
         self.inner.settled.notify_all();
@@ -148,7 +176,7 @@ impl Claim<'_> {
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         if !self.released {
-            lock(&self.inner.shards).release(&self.key, self.opening);
+            lock(&self.inner.shards).release(&self.key, self.opening, self.closing);
             self.inner.settled.notify_all();
         }
     }

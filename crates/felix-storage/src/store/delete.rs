@@ -55,7 +55,7 @@ impl Store {
     pub fn delete_shard(&self, key: &ShardKey) -> Result<()> {
         // Held to the end: an open or create of the key waits for the
         // delete.
-        let claim = self.claim(key, false)?;
+        let mut claim = self.claim(key, false)?;
         let fs = &self.inner.fs;
         let root = &self.inner.root;
         let dir = self.dir_of(key);
@@ -78,7 +78,7 @@ impl Store {
                 found: Box::new(found),
             });
         }
-        if let Some(shard) = claim.take_open()
+        if let Some(shard) = claim.take_to_close()
             && let Err(err) = shard.close_for_store()
         {
             // Its records are about to go; what matters is that its lock

@@ -361,8 +361,8 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close_shard(&self, key: &ShardKey) -> Result<()> {
-        let claim = self.claim(key, false)?;
-        match claim.take_open() {
+        let mut claim = self.claim(key, false)?;
+        match claim.take_to_close() {
             Some(shard) => shard.close_for_store(),
             None => Ok(()),
         }

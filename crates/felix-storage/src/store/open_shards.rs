@@ -26,6 +26,12 @@ pub(super) struct OpenShards {
     /// reopen): they count against the budget from the claim on, so that
     /// callers opening shards at once stay within it together.
     opening: usize,
+    /// How many claims close a shard taken out of the map (a close or a
+    /// delete) and have not yet released it: its descriptors are held
+    /// until then, so they count against the budget too. (An idle shard
+    /// closed to make room is not counted: the claim of the open it makes
+    /// room for is, and that open begins only once the close returns.)
+    closing: usize,
 }
 
 #[derive(Debug)]
@@ -82,11 +88,22 @@ impl OpenShards {
         self.opening += usize::from(opening);
     }
 
-    /// Releases the claim on `key`, made with the same `opening`.
-    pub(super) fn release(&mut self, key: &ShardKey, opening: bool) {
+    /// Releases the claim on `key`, made with the same `opening`;
+    /// `closing` when [`OpenShards::take_to_close`] took its shard.
+    pub(super) fn release(&mut self, key: &ShardKey, opening: bool, closing: bool) {
         let held = self.claimed.remove(key);
         debug_assert!(held, "a claim released that was not made");
         self.opening -= usize::from(opening);
+        self.closing -= usize::from(closing);
+    }
+
+    /// Removes the open shard of the claimed `key` for its claimer to
+    /// close, counting it against the budget until the claim is released.
+    pub(super) fn take_to_close(&mut self, key: &ShardKey) -> Option<Arc<Shard>> {
+        debug_assert!(self.claimed.contains(key), "taken without a claim");
+        let shard = self.remove(key)?;
+        self.closing += 1;
+        Some(shard)
     }
 
     /// Every open shard, removed.
@@ -101,8 +118,9 @@ impl OpenShards {
         self.shards.values().map(|e| Arc::clone(&e.shard)).collect()
     }
 
-    /// Removes shards, least recently used first, until the open ones and
-    /// the claims that will open one number at most `budget`, choosing
+    /// Removes shards, least recently used first, until the open ones, the
+    /// claims that will open one and the shards being closed by a close or
+    /// a delete number at most `budget`, choosing
     /// only shards no caller holds a handle to or has claimed (the map's is then the only
     /// one, and no new one can be made while the caller holds the map's
     /// lock): a closed shard's handle would fail, so a held one is never
@@ -112,7 +130,7 @@ impl OpenShards {
     /// waits for its close.
     pub(super) fn take_idle(&mut self, budget: usize) -> Vec<(ShardKey, Arc<Shard>)> {
         let mut taken = Vec::new();
-        while self.shards.len() + self.opening > budget {
+        while self.shards.len() + self.opening + self.closing > budget {
             let idle = self
                 .by_use
                 .values()

@@ -100,6 +100,11 @@ impl<V: Vfs + Clone + 'static> GatedFs<V> {
         }
     }
 
+    /// How many opens wait in the held directory now.
+    pub(crate) fn held_opens(&self) -> usize {
+        *self.gate.opens_waiting.lock().unwrap()
+    }
+
     /// Waits while `path`'s directory is the held one.
     fn pass_open(&self, path: &Path) {
         let mut held = self.gate.held_dir.lock().unwrap();

@@ -36,8 +36,9 @@ impl Commit {
             // A close syncs everything written before it marks the shard
             // closed: an append whose records it covered is acknowledged,
             // not failed (told `Closed`, its caller would append them
-            // again).
-            if accepted && durable && self.poison.get().is_none() {
+            // again). So is one a sync covered before a failure poisoned
+            // the shard (the durable offset is frozen at what was synced).
+            if accepted && durable {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Some(Ok(()));
             }
