@@ -122,7 +122,7 @@ impl Claim<'_> {
     /// held until then.
     pub(super) fn take_to_close(&mut self) -> Option<Arc<Shard>> {
         let shard = lock(&self.inner.shards).take_to_close(&self.key);
-        self.closing = shard.is_some();
+        self.closing |= shard.is_some();
         shard
     }
 

@@ -32,20 +32,25 @@ impl Commit {
         // a sync that covered the records acknowledges them even if a later
         // failure stopped the shard (the durable offset is frozen at it).
         let durable = state.durable >= offset.min(self.assigned());
+        // Once the shard is closed, stopped or poisoned, an append is
+        // acknowledged only by a sync that covered its own records: not
+        // clamped, since a failed write of queued batches gives their
+        // offsets back (`assigned` moves down) without writing them.
+        let own_records_durable = accepted && state.durable >= offset;
         if self.is_closed() || state.stop {
             // A close syncs everything written before it marks the shard
             // closed: an append whose records it covered is acknowledged,
             // not failed (told `Closed`, its caller would append them
             // again). So is one a sync covered before a failure poisoned
             // the shard (the durable offset is frozen at what was synced).
-            if accepted && durable {
+            if own_records_durable {
                 self.synced_appends.fetch_add(1, Relaxed);
                 return Some(Ok(()));
             }
             return Some(Err(self.closed_error()));
         }
         if self.poison.get().is_some() {
-            if accepted && durable {
+            if own_records_durable {
                 return Some(Ok(()));
             }
             return Some(Err(if accepted {

@@ -78,3 +78,47 @@ fn finish_sync_after_a_poison_leaves_durable_frozen() {
     commit.advance_durable(4);
     assert_eq!(commit.durable(), 0);
 }
+
+/// A failed write of queued batches gives their offsets back (`assigned`
+/// moves down to what was written) without writing them. Once the shard
+/// is closed or poisoned, an append of those offsets is told of it, not
+/// acknowledged by a sync that covered only the records before them; an
+/// append the sync did cover is acknowledged.
+#[test]
+fn a_stopped_shard_acknowledges_only_appends_a_sync_covered() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = writer(dir.path());
+    let new_commit = || {
+        let commit = Commit::new(
+            "t".into(),
+            true,
+            0,
+            writer.sync_handle(),
+            SyncPool::new("t".into(), 1),
+            16,
+            Default::default(),
+        );
+        commit.set_written(4);
+        let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
+        let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+        // Records 4..8 were queued (assigned), then their write failed and
+        // gave them back.
+        commit.set_assigned(8);
+        commit.set_assigned(4);
+        commit
+    };
+    let wait = |commit: &Commit, offset| commit.wait_durable_then(offset, true, &|| Ok(()));
+
+    let closed = new_commit();
+    closed.close();
+    assert!(matches!(wait(&closed, 8), Err(StorageError::Closed { .. })));
+    assert!(matches!(wait(&closed, 4), Ok(())));
+
+    let poisoned = new_commit();
+    poisoned.poison_with(StorageError::EmptyBatch { shard: "t".into() });
+    assert!(matches!(
+        wait(&poisoned, 8),
+        Err(StorageError::EmptyBatch { .. })
+    ));
+    assert!(matches!(wait(&poisoned, 4), Ok(())));
+}
