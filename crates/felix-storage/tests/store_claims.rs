@@ -131,6 +131,31 @@ fn an_open_under_way_delays_neither_open_shards_nor_other_opens_nor_creates() {
     assert_eq!(payloads(&first), [b"shard 0".to_vec()]);
 }
 
+/// Holds the open of shard 0 at the gate, runs `call` beside it and checks
+/// that `call` waits for that open; returns the shard it opened, once
+/// `call` has returned `Ok`.
+fn open_held_while(
+    store: &Store,
+    fs: &GatedFs<OsFs>,
+    what: &str,
+    call: impl FnOnce() -> felix_storage::Result<()> + Send,
+) -> Arc<felix_storage::Shard> {
+    fs.hold_opens_in(&store.root().join(key(0).dir_name()));
+    std::thread::scope(|scope| {
+        let opening = scope.spawn(|| store.open_shard(&key(0)));
+        fs.await_held_open();
+        let calling = scope.spawn(call);
+        std::thread::sleep(Duration::from_millis(50));
+        let waited = !calling.is_finished();
+        // Released before asserting, so a failure leaves nothing waiting.
+        fs.release_opens();
+        assert!(waited, "the {what} did not wait for the open");
+        let opened = opening.join().unwrap().unwrap();
+        calling.join().unwrap().unwrap();
+        opened
+    })
+}
+
 #[test]
 fn a_close_waits_for_the_open_under_way_and_closes_what_it_opened() {
     let root = tempfile::tempdir().unwrap();
@@ -144,24 +169,12 @@ fn a_close_waits_for_the_open_under_way_and_closes_what_it_opened() {
     store.close_shard(&key(0)).unwrap();
     store.create_shard(&key(1)).unwrap();
 
-    fs.hold_opens_in(&store.root().join(key(0).dir_name()));
-    std::thread::scope(|scope| {
-        let opening = scope.spawn(|| store.open_shard(&key(0)));
-        fs.await_held_open();
-        let closing = scope.spawn(|| store.close());
-        std::thread::sleep(Duration::from_millis(50));
-        let waited = !closing.is_finished();
-        // Released before asserting, so a failure leaves nothing waiting.
-        fs.release_opens();
-        assert!(waited, "the close did not wait for the open");
-        let opened = opening.join().unwrap().unwrap();
-        closing.join().unwrap().unwrap();
-        // Closed with the rest: its handle fails, its lock is released.
-        assert!(matches!(
-            opened.read(0, 1024),
-            Err(StorageError::Closed { .. })
-        ));
-    });
+    let opened = open_held_while(&store, &fs, "close", || store.close());
+    // Closed with the rest: its handle fails, its lock is released.
+    assert!(matches!(
+        opened.read(0, 1024),
+        Err(StorageError::Closed { .. })
+    ));
     assert!(lock_free(&store, 0) && lock_free(&store, 1));
     assert!(matches!(
         store.open_shard(&key(1)),
@@ -182,23 +195,11 @@ fn a_delete_waits_for_the_open_under_way_and_then_removes_the_shard() {
     store.create_shard(&key(0)).unwrap();
     store.close_shard(&key(0)).unwrap();
 
-    fs.hold_opens_in(&store.root().join(key(0).dir_name()));
-    std::thread::scope(|scope| {
-        let opening = scope.spawn(|| store.open_shard(&key(0)));
-        fs.await_held_open();
-        let deleting = scope.spawn(|| store.delete_shard(&key(0)));
-        std::thread::sleep(Duration::from_millis(50));
-        let waited = !deleting.is_finished();
-        // Released before asserting, so a failure leaves nothing waiting.
-        fs.release_opens();
-        assert!(waited, "the delete did not wait for the open");
-        let opened = opening.join().unwrap().unwrap();
-        deleting.join().unwrap().unwrap();
-        assert!(matches!(
-            opened.read(0, 1024),
-            Err(StorageError::Closed { .. })
-        ));
-    });
+    let opened = open_held_while(&store, &fs, "delete", || store.delete_shard(&key(0)));
+    assert!(matches!(
+        opened.read(0, 1024),
+        Err(StorageError::Closed { .. })
+    ));
     assert!(matches!(
         store.open_shard(&key(0)),
         Err(StorageError::NotFound { .. })

@@ -17,14 +17,9 @@ fn writer(dir: &std::path::Path) -> SegmentWriter {
     .unwrap()
 }
 
-/// A sync that was in flight when the log was cut must not mark the
-/// offsets written after the cut as durable: its `fdatasync` covered
-/// what the file held before.
-#[test]
-fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
-    let dir = tempfile::tempdir().unwrap();
-    let writer = writer(dir.path());
-    let commit = Commit::new(
+/// A shard's commit on `writer`'s segment: on-commit, a pool of one.
+fn commit_on(writer: &SegmentWriter) -> std::sync::Arc<Commit> {
+    Commit::new(
         "t".into(),
         true,
         0,
@@ -32,7 +27,17 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
         SyncPool::new("t".into(), 1),
         16,
         Default::default(),
-    );
+    )
+}
+
+/// A sync that was in flight when the log was cut must not mark the
+/// offsets written after the cut as durable: its `fdatasync` covered
+/// what the file held before.
+#[test]
+fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = writer(dir.path());
+    let commit = commit_on(&writer);
     commit.set_written(10);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
@@ -59,15 +64,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 fn finish_sync_after_a_poison_leaves_durable_frozen() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
-    let commit = Commit::new(
-        "t".into(),
-        true,
-        0,
-        writer.sync_handle(),
-        SyncPool::new("t".into(), 1),
-        16,
-        Default::default(),
-    );
+    let commit = commit_on(&writer);
     commit.set_written(4);
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
@@ -89,15 +86,7 @@ fn a_stopped_shard_acknowledges_only_appends_a_sync_covered() {
     let dir = tempfile::tempdir().unwrap();
     let writer = writer(dir.path());
     let new_commit = || {
-        let commit = Commit::new(
-            "t".into(),
-            true,
-            0,
-            writer.sync_handle(),
-            SyncPool::new("t".into(), 1),
-            16,
-            Default::default(),
-        );
+        let commit = commit_on(&writer);
         commit.set_written(4);
         let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
         let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
