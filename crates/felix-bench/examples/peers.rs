@@ -394,20 +394,13 @@ fn append(args: &Args) -> Result<Measurement> {
         (started.elapsed(), results)
     });
     let latencies = Latencies::merged(results)?;
-    let mut m = Measurement::new(
-        "append",
-        &args.implementation,
-        json!({
-            "durability": durability,
-            "payload_bytes": p.payload_bytes,
-            "batch": p.batch,
-            "threads": p.threads,
-        }),
+    let mut m = p.measurement(
+        ("append", &args.implementation),
+        &durability,
+        p.threads,
+        json!({}),
+        (elapsed, p.timed.then_some(latencies)),
     );
-    m.records = p.records;
-    m.bytes = p.bytes();
-    m.elapsed = elapsed;
-    m.latencies = p.timed.then_some(latencies);
     if let Value::Object(notes) = peer.notes() {
         m.notes = notes;
     }

@@ -78,22 +78,13 @@ pub fn append_async(args: &Args) -> Result<Measurement> {
     run(&shard, &batches, p.records, in_flight, Some(&mut latencies))?;
     let elapsed = started.elapsed();
     let after = shard.stats();
-    let mut m = Measurement::new(
-        "append-async",
-        &args.implementation,
-        json!({
-            "durability": "on_commit",
-            "payload_bytes": p.payload_bytes,
-            "batch": p.batch,
-            "in_flight": in_flight,
-            "threads": 1,
-            "preallocate": preallocate_name,
-        }),
+    let mut m = p.measurement(
+        ("append-async", &args.implementation),
+        "on_commit",
+        1,
+        json!({"in_flight": in_flight, "preallocate": preallocate_name}),
+        (elapsed, Some(latencies)),
     );
-    m.records = p.records;
-    m.bytes = p.bytes();
-    m.elapsed = elapsed;
-    m.latencies = Some(latencies);
     let syncs = after.syncs - before.syncs;
     let synced = after.synced_appends - before.synced_appends;
     m.appends_per_sync = Some(if syncs == 0 {

@@ -70,6 +70,35 @@ impl AppendParams {
     pub fn bytes(&self) -> u64 {
         self.records * record_encoded_len(self.payload_bytes as u32)
     }
+
+    /// The measurement of a run of these parameters: `scenario` by
+    /// `implementation`, its parameters (`durability`, the payload size,
+    /// the batch and `threads`, the threads that appended, then `extra`'s
+    /// keys), its records and bytes, `elapsed` and the `latencies` kept.
+    pub fn measurement(
+        &self,
+        (scenario, implementation): (&str, &str),
+        durability: &str,
+        threads: usize,
+        extra: serde_json::Value,
+        (elapsed, latencies): (std::time::Duration, Option<Latencies>),
+    ) -> Measurement {
+        let mut params = json!({
+            "durability": durability,
+            "payload_bytes": self.payload_bytes,
+            "batch": self.batch,
+            "threads": threads,
+        });
+        if let (Some(params), serde_json::Value::Object(extra)) = (params.as_object_mut(), extra) {
+            params.extend(extra);
+        }
+        let mut m = Measurement::new(scenario, implementation, params);
+        m.records = self.records;
+        m.bytes = self.bytes();
+        m.elapsed = elapsed;
+        m.latencies = latencies;
+        m
+    }
 }
 
 /// `append felix`: [`Shard::append`] from `--threads` threads.
@@ -137,21 +166,13 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let (before, cpu, cpu_end) = before;
     let after = shard.stats();
     let latencies = Latencies::merged(results)?;
-    let mut m = Measurement::new(
-        "append",
-        &args.implementation,
-        json!({
-            "durability": durability_name,
-            "payload_bytes": p.payload_bytes,
-            "batch": p.batch,
-            "threads": p.threads,
-            "preallocate": preallocate_name,
-        }),
+    let mut m = p.measurement(
+        ("append", &args.implementation),
+        &durability_name,
+        p.threads,
+        json!({"preallocate": preallocate_name}),
+        (elapsed, p.timed.then_some(latencies)),
     );
-    m.records = p.records;
-    m.bytes = p.bytes();
-    m.elapsed = elapsed;
-    m.latencies = p.timed.then_some(latencies);
     if config.durability == Durability::OnCommit {
         let syncs = after.syncs - before.syncs;
         let synced = after.synced_appends - before.synced_appends;

@@ -109,20 +109,13 @@ pub fn append(args: &Args) -> Result<Measurement> {
     if !args.get("keep", false)? {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let mut m = Measurement::new(
-        "append",
-        "limit-group",
-        json!({
-            "durability": "on_commit",
-            "payload_bytes": p.payload_bytes,
-            "batch": p.batch,
-            "threads": p.threads,
-        }),
+    let mut m = p.measurement(
+        ("append", "limit-group"),
+        "on_commit",
+        p.threads,
+        json!({}),
+        (elapsed, p.timed.then_some(latencies)),
     );
-    m.records = p.records;
-    m.bytes = p.bytes();
-    m.elapsed = elapsed;
-    m.latencies = p.timed.then_some(latencies);
     m.appends_per_sync = Some(appends as f64 / syncs.max(1) as f64);
     m.notes.insert("syncs".into(), json!(syncs));
     cpu.process_notes(cpu_end, p.records, &mut m);

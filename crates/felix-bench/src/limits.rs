@@ -101,20 +101,16 @@ pub fn append(args: &Args) -> Result<Measurement> {
     } else {
         "none"
     };
-    let mut m = Measurement::new(
-        "append",
-        kind,
-        json!({
-            "durability": durability,
-            "payload_bytes": p.payload_bytes,
-            "batch": p.batch,
-            "threads": 1,
-        }),
+    let mut m = p.measurement(
+        ("append", kind),
+        durability,
+        1,
+        json!({}),
+        (
+            elapsed,
+            (timed && kind != "limit-bufwriter").then_some(latencies),
+        ),
     );
-    m.records = p.records;
-    m.bytes = p.bytes();
-    m.elapsed = elapsed;
-    m.latencies = (timed && kind != "limit-bufwriter").then_some(latencies);
     if kind.contains("sync") {
         m.appends_per_sync = Some(1.0);
     }
