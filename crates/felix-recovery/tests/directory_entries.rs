@@ -307,3 +307,90 @@ fn open_removes_only_our_own_temporaries_and_strays_stay_strays() {
     );
     assert!(d.join("raft-state").exists());
 }
+
+/// Rewriting the clean-shutdown record, in place at a close that kept it
+/// (unsynced) or through its temporary (synced), never touches what holds
+/// its name unless that is a regular file: a FIFO, a socket, a directory
+/// and a link are left exactly as they were, nothing is written through
+/// the link (whose target is a file of exactly a record's length, the one
+/// an in-place write would take), no temporary is left, and the call says
+/// so with `Ok(false)` instead of blocking.
+#[test]
+fn clean_shutdown_rewrite_leaves_names_that_are_not_regular_files_alone() {
+    use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, SegmentExtent};
+    use felix_io::FileSystem;
+    use felix_recovery::{write_clean_shutdown, write_clean_shutdown_unsynced};
+
+    let segments = [SegmentExtent {
+        id: 0,
+        base_offset: 0,
+        next_offset: 3,
+        len: 200,
+    }];
+    // The target of the link: another record for one segment, as long as
+    // the one written.
+    let target_bytes = {
+        let dir = tempfile::tempdir().unwrap();
+        let other = [SegmentExtent {
+            len: 999,
+            ..segments[0]
+        }];
+        assert!(write_clean_shutdown(&FileSystem::os(), dir.path(), &other).unwrap());
+        std::fs::read(dir.path().join(CLEAN_SHUTDOWN_FILE_NAME)).unwrap()
+    };
+    type Plant = fn(&Path, &[u8]);
+    let cases: [(&str, FileType, Plant); 4] = [
+        ("fifo", FileType::Fifo, |p, _| mkfifo(p)),
+        ("socket", FileType::Socket, |p, _| {
+            // The socket stays in the directory after its listener closes.
+            drop(std::os::unix::net::UnixListener::bind(p).unwrap());
+        }),
+        ("directory", FileType::Directory, |p, _| {
+            std::fs::create_dir(p).unwrap()
+        }),
+        ("link to a record", FileType::Symlink, |p, bytes| {
+            let target = p.with_file_name("elsewhere");
+            std::fs::write(&target, bytes).unwrap();
+            std::os::unix::fs::symlink(&target, p).unwrap();
+        }),
+    ];
+    for sync in [false, true] {
+        for (what, file_type, plant) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(CLEAN_SHUTDOWN_FILE_NAME);
+            plant(&path, &target_bytes);
+            let root = dir.path().to_path_buf();
+            let written = within(move || {
+                let fs = FileSystem::os();
+                if sync {
+                    write_clean_shutdown(&fs, &root, &segments)
+                } else {
+                    write_clean_shutdown_unsynced(&fs, &root, &segments)
+                }
+                .map_err(|e| e.to_string())
+            });
+            assert_eq!(
+                written,
+                Ok(false),
+                "{what} (sync {sync}): no record written"
+            );
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            assert_eq!(
+                FileType::from(meta.file_type()),
+                file_type,
+                "{what} (sync {sync}): left as it was"
+            );
+            if file_type == FileType::Symlink {
+                assert_eq!(
+                    std::fs::read(dir.path().join("elsewhere")).unwrap(),
+                    target_bytes,
+                    "{what} (sync {sync}): nothing written through the link"
+                );
+            }
+            assert!(
+                !dir.path().join("clean-shutdown.tmp").exists(),
+                "{what} (sync {sync}): no temporary left"
+            );
+        }
+    }
+}
