@@ -14,8 +14,9 @@ use crate::shard::Shard;
 #[derive(Debug, Default)]
 pub(super) struct OpenShards {
     shards: HashMap<ShardKey, Entry>,
-    /// The open shards by `used`, least recently used first.
-    by_use: BTreeMap<u64, ShardKey>,
+    /// The open shards by `used`, least recently used first; each key
+    /// shared with its entry, so a hand-out moves it without a copy.
+    by_use: BTreeMap<u64, Arc<ShardKey>>,
     /// Counts hand-outs: a shard's `used` is the count at its last one.
     clock: u64,
     /// The keys callers have claimed to open, create, close, reopen or
@@ -38,6 +39,8 @@ pub(super) struct OpenShards {
 struct Entry {
     shard: Arc<Shard>,
     used: u64,
+    /// The key, as `by_use` holds it.
+    key: Arc<ShardKey>,
 }
 
 impl OpenShards {
@@ -47,7 +50,7 @@ impl OpenShards {
         self.clock += 1;
         self.by_use.remove(&entry.used);
         entry.used = self.clock;
-        self.by_use.insert(self.clock, key.clone());
+        self.by_use.insert(self.clock, Arc::clone(&entry.key));
         Some(Arc::clone(&entry.shard))
     }
 
@@ -59,8 +62,14 @@ impl OpenShards {
     pub(super) fn insert(&mut self, key: ShardKey, shard: Arc<Shard>) {
         self.clock += 1;
         let used = self.clock;
-        self.by_use.insert(used, key.clone());
-        if let Some(old) = self.shards.insert(key, Entry { shard, used }) {
+        let shared = Arc::new(key.clone());
+        self.by_use.insert(used, Arc::clone(&shared));
+        let entry = Entry {
+            shard,
+            used,
+            key: shared,
+        };
+        if let Some(old) = self.shards.insert(key, entry) {
             self.by_use.remove(&old.used);
         }
     }
@@ -134,6 +143,7 @@ impl OpenShards {
             let idle = self
                 .by_use
                 .values()
+                .map(|key| &**key)
                 .find(|key| {
                     // A claimed one is its claimer's to close or hand out.
                     !self.claimed.contains(*key)

@@ -212,9 +212,9 @@ impl Waiters {
         if !self.list.iter().any(covers) {
             return Vec::new();
         }
-        let (mut covered, rest): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.list).into_iter().partition(covers);
-        self.list = rest;
+        // In place: the list keeps its capacity, so adding waiters after a
+        // sync does not allocate again.
+        let mut covered: Vec<Waiter> = self.list.extract_if(.., |w| covers(w)).collect();
         self.recount();
         covered.sort_by_key(|w| w.target);
         covered
@@ -234,10 +234,10 @@ impl Waiters {
     /// Takes off every durability waiter, in offset order.
     #[must_use = "the waiters must be completed"]
     pub(crate) fn take_durability(&mut self) -> Vec<Waiter> {
-        let (mut taken, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.list)
-            .into_iter()
-            .partition(|w| w.watch == Watch::Durability);
-        self.list = rest;
+        let mut taken: Vec<Waiter> = self
+            .list
+            .extract_if(.., |w| w.watch == Watch::Durability)
+            .collect();
         self.durability = 0;
         taken.sort_by_key(|w| w.target);
         taken
