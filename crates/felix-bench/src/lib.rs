@@ -20,6 +20,7 @@ pub mod completions;
 pub mod contract;
 pub mod data;
 pub mod felix;
+pub mod format_floor;
 pub mod group_limit;
 pub mod limits;
 pub mod nosync;

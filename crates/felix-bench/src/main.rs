@@ -5,7 +5,8 @@
 use std::process::ExitCode;
 
 use felix_bench::{
-    Args, Measurement, completions, contract, felix, limits, pool_limit, scrub, shards, time,
+    Args, Measurement, completions, contract, felix, format_floor, limits, pool_limit, scrub,
+    shards, time,
 };
 
 const USAGE: &str = "\
@@ -38,12 +39,16 @@ follow          felix      a consumer follows a producer's --records appends wit
 shards-du       felix      --shards N shards of one record each, closed: bytes
                   allocated on disk [--preallocate off|stepped|whole]
 prepare-shards  felix      a store of --shards N (10,000) one-record shards, closed, and
-                  the limit's files beside it
+                  the limits' files beside it
 shards-open     felix, limit   open the store and read one record of each shard
                   (limit: list the root and each shard directory)
-shards-append   felix, limit   one on-commit append to each shard, --in-flight 64 from one
+shards-append   felix, limit, limit-format
+                  one on-commit append to each shard, --in-flight 64 from one
                   thread (--form futures) or from --threads 64 (--form threads)
-                  (limit: open, pwrite, fdatasync, close each file from 64 threads)
+                  (limit: open, pwrite, fdatasync, close each file from 64 threads;
+                  limit-format: the fewest calls a writer of the format makes, from
+                  64 threads: lock the shard directory and its lock file, list it,
+                  read the segment, pwrite, fdatasync, close)
 shards-commit   felix, limit, limit-pool
                   --records on-commit appends spread over --shards 1,000,
                   --in-flight 64 (--form futures) or --threads 64 (--form threads)
@@ -87,6 +92,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
         ("shards-open", "limit") => shards::open_limit(args),
         ("shards-append", "felix") => shards::append(args),
         ("shards-append", "limit") => shards::append_limit(args),
+        ("shards-append", "limit-format") => format_floor::append(args),
         ("shards-commit", "felix") => shards::commit(args),
         ("shards-commit", "limit") => shards::commit_limit(args),
         ("shards-commit", "limit-pool") => pool_limit::commit(args),

@@ -39,12 +39,13 @@ pub fn key(i: u64) -> ShardKey {
 }
 
 /// The store's configuration: `--durability` (on_commit), `--sync-threads`
-/// (the store's default).
+/// (the store's default), `--preallocate` (the store's default, `stepped`).
 pub(crate) fn config(args: &Args) -> Result<StoreConfig> {
     let default = StoreConfig::default();
     Ok(StoreConfig {
         durability: crate::args::durability(&args.text("durability", "on_commit"))?,
         sync_threads: args.get("sync-threads", default.sync_threads)?,
+        preallocate: crate::args::preallocation(&args.text("preallocate", "stepped"))?,
         ..default
     })
 }
@@ -107,8 +108,9 @@ pub(crate) const FD_SAMPLE_EVERY: u64 = 2_048;
 
 /// `prepare-shards felix`: a store of `--shards` shards (10,000), each
 /// holding one 128-byte record, closed cleanly; and beside it the limit's
-/// files, one per shard, each a segment header and one record. Built
-/// without syncs (the page cache is what the runs read).
+/// files, one per shard, each a segment header and one record, and the
+/// format floor's shard directories (`format_floor`). Built without syncs
+/// (the page cache is what the runs read).
 pub fn prepare(args: &Args) -> Result<Measurement> {
     let shards: u64 = args.get("shards", 10_000u64)?;
     let root = root(args)?;
@@ -135,6 +137,7 @@ pub fn prepare(args: &Args) -> Result<Measurement> {
     for i in 0..shards {
         std::fs::write(limit.join(format!("{i:05}.log")), &record).map_err(err)?;
     }
+    crate::format_floor::prepare(args, shards)?;
     let mut m = Measurement::new("prepare-shards", "felix", json!({"shards": shards}));
     m.records = shards;
     m.elapsed = started.elapsed();

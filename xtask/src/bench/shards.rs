@@ -133,6 +133,13 @@ pub(super) fn scenarios(s: &Sizes, shard: &str, shards: &str) -> Vec<Scenario> {
                     ),
                 ),
                 bench("limit", argv("shards-append limit", shards, &many_tail)),
+                // The fewest calls a writer of the format makes for the
+                // same work (felix-bench's format_floor.rs): how much of
+                // the gap to the one-file limit the format's own files set.
+                bench(
+                    "limit-format",
+                    argv("shards-append limit-format", shards, &many_tail),
+                ),
             ],
             RPS,
             false,
@@ -184,7 +191,7 @@ pub(super) fn scenarios(s: &Sizes, shard: &str, shards: &str) -> Vec<Scenario> {
     ]
 }
 
-/// The store of `prepare-shards`, with the limit's files beside it.
+/// The store of `prepare-shards`, with the limits' files beside it.
 pub(super) fn prepare_steps(s: &Sizes, shards: &str) -> Vec<Run> {
     vec![bench(
         "shards",

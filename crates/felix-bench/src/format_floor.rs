@@ -1,0 +1,178 @@
+//! `shards-append limit-format`: the fewest system calls a writer of the
+//! format makes to append one on-commit record to a shard it does not hold
+//! open, and let go of it again; a second reference for `shards-append`
+//! beside the one-file limit, to tell the format's cost from ours.
+//!
+//! Per shard, relative to descriptors (no path walked from the root twice):
+//! open the shard's directory and `flock` it (one writer per directory);
+//! open and `flock` its `lock` file (a writer of an earlier release locks
+//! only that); list the directory (its segments); open the newest segment,
+//! `fstat` it and read it whole (an open scans the newest segment: nothing
+//! says its tail was whole); `pwrite` one record at its end and
+//! `fdatasync`; close the three descriptors. Left out, and done by felix
+//! storage: reading the key file (which shard the directory holds), the
+//! clean-shutdown file (read at the open, rewritten at the close), opening
+//! the segment's index, and reserving space ahead of the write.
+
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use felix_format::{SEGMENT_HEADER_LEN, record_encoded_len};
+use rustix::fs::{Dir, FlockOperation, Mode, OFlags, flock, fstat, openat};
+use rustix::io::{pread, pwrite};
+use serde_json::json;
+
+use crate::args::Args;
+use crate::felix::Result;
+use crate::report::{Latencies, Measurement};
+use crate::shards::{err, raise_nofile};
+
+/// The segment each floor shard holds, named as felix storage names a
+/// shard's first segment.
+const SEGMENT: &str = "00000000000000000000.log";
+
+/// The files beside the segment in a floor shard, named as in a felix
+/// shard directory, with their sizes there (the lock file is empty).
+const OTHER_FILES: [(&str, usize); 4] = [
+    ("lock", 0),
+    ("key", 42),
+    ("clean-shutdown", 48),
+    ("00000000000000000000.index", 40),
+];
+
+/// The floor's shard directories under `--dir`.
+fn floor_dir(args: &Args) -> Result<PathBuf> {
+    Ok(args.dir()?.join("format-files"))
+}
+
+fn shard_name(i: u64) -> String {
+    format!("{i:05}")
+}
+
+/// Builds `shards` floor shard directories under `--dir`, each holding the
+/// files of a felix shard of one 128-byte record (their contents are not
+/// read as records), without syncs.
+pub fn prepare(args: &Args, shards: u64) -> Result<()> {
+    let root = floor_dir(args)?;
+    crate::fresh_dir(&root).map_err(err)?;
+    let segment = vec![7u8; SEGMENT_HEADER_LEN + record_encoded_len(128) as usize];
+    for i in 0..shards {
+        let dir = root.join(shard_name(i));
+        std::fs::create_dir(&dir).map_err(err)?;
+        std::fs::write(dir.join(SEGMENT), &segment).map_err(err)?;
+        for (name, len) in OTHER_FILES {
+            std::fs::write(dir.join(name), vec![1u8; len]).map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+/// `shards-append limit-format`: `--threads` threads (64) each take the
+/// next of `--shards` floor shards (10,000) in turn and make the calls the
+/// module docs list; each timed.
+pub fn append(args: &Args) -> Result<Measurement> {
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
+    raise_nofile();
+    let root = floor_dir(args)?;
+    crate::warm_page_cache(&root).map_err(err)?;
+    let root_fd = rustix::fs::open(
+        &root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("{}: {e}", root.display()))?;
+    let record = vec![9u8; record_encoded_len(128) as usize];
+    let next = AtomicU64::new(0);
+    let started = Instant::now();
+    let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (root, root_fd, record, next) = (&root, &root_fd, &record, &next);
+                scope.spawn(move || -> Result<Latencies> {
+                    let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
+                    let mut scan = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= shards {
+                            return Ok(latencies);
+                        }
+                        let at = Instant::now();
+                        append_one(root_fd, &shard_name(i), record, &mut scan)
+                            .map_err(|e| format!("{}: {e}", root.join(shard_name(i)).display()))?;
+                        latencies.push(at.elapsed());
+                    }
+                })
+            })
+            .collect();
+        crate::join_appenders(workers)
+    });
+    let elapsed = started.elapsed();
+    let latencies = Latencies::merged(results)?;
+    let mut m = Measurement::new(
+        "shards-append",
+        "limit-format",
+        json!({"shards": shards, "threads": threads}),
+    );
+    m.records = shards;
+    m.bytes = shards * record.len() as u64;
+    m.elapsed = elapsed;
+    m.latencies = Some(latencies);
+    Ok(m)
+}
+
+/// One shard's calls (see the module docs); `scan` is the reused buffer
+/// the segment is read into.
+fn append_one(
+    root: &OwnedFd,
+    name: &str,
+    record: &[u8],
+    scan: &mut Vec<u8>,
+) -> rustix::io::Result<()> {
+    let dir = openat(
+        root,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    flock(&dir, FlockOperation::NonBlockingLockExclusive)?;
+    let lock = openat(
+        &dir,
+        "lock",
+        OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
+    let mut listing = Dir::new(dir)?;
+    let mut newest_seen = false;
+    while let Some(entry) = listing.read() {
+        newest_seen |= entry?.file_name().to_bytes() == SEGMENT.as_bytes();
+    }
+    if !newest_seen {
+        return Err(rustix::io::Errno::NOENT);
+    }
+    let segment = openat(
+        listing.fd()?,
+        SEGMENT,
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let len = fstat(&segment)?.st_size as u64;
+    scan.resize(len as usize, 0);
+    let mut read = 0;
+    while read < scan.len() {
+        match pread(&segment, &mut scan[read..], read as u64)? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    let mut written = 0;
+    while written < record.len() {
+        written += pwrite(&segment, &record[written..], len + written as u64)?;
+    }
+    rustix::fs::fdatasync(&segment)?;
+    drop((segment, lock, listing));
+    Ok(())
+}
