@@ -77,13 +77,18 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let threads: u64 = args.get("threads", 64u64)?.max(1);
     raise_nofile();
     let root = floor_dir(args)?;
-    crate::warm_page_cache(&root).map_err(err)?;
     let root_fd = rustix::fs::open(
         &root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("{}: {e}", root.display()))?;
+    .map_err(|e| {
+        format!(
+            "open {}: {e} (made by prepare-shards felix with the same --dir)",
+            root.display()
+        )
+    })?;
+    crate::warm_page_cache(&root).map_err(err)?;
     let record = vec![9u8; record_encoded_len(128) as usize];
     let next = AtomicU64::new(0);
     let started = Instant::now();
@@ -100,8 +105,15 @@ pub fn append(args: &Args) -> Result<Measurement> {
                             return Ok(latencies);
                         }
                         let at = Instant::now();
-                        append_one(root_fd, &shard_name(i), record, &mut scan)
-                            .map_err(|e| format!("{}: {e}", root.join(shard_name(i)).display()))?;
+                        append_one(root_fd, &shard_name(i), record, &mut scan).map_err(
+                            |(call, file, e)| {
+                                let mut at = root.join(shard_name(i));
+                                if !file.is_empty() {
+                                    at.push(file);
+                                }
+                                format!("{call} {}: {e}", at.display())
+                            },
+                        )?;
                         latencies.push(at.elapsed());
                     }
                 })
@@ -123,6 +135,11 @@ pub fn append(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
+/// A failed call of [`append_one`]: the call, the name in the shard
+/// directory it was made on (empty for the directory itself), and what it
+/// returned.
+type Failed = (&'static str, &'static str, std::io::Error);
+
 /// One shard's calls (see the module docs); `scan` is the reused buffer
 /// the segment is read into.
 fn append_one(
@@ -130,49 +147,64 @@ fn append_one(
     name: &str,
     record: &[u8],
     scan: &mut Vec<u8>,
-) -> rustix::io::Result<()> {
+) -> std::result::Result<(), Failed> {
+    let at = |call: &'static str, file: &'static str| {
+        move |e: rustix::io::Errno| (call, file, std::io::Error::from(e))
+    };
     let dir = openat(
         root,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
-    flock(&dir, FlockOperation::NonBlockingLockExclusive)?;
+    )
+    .map_err(at("open", ""))?;
+    flock(&dir, FlockOperation::NonBlockingLockExclusive).map_err(at("flock", ""))?;
     let lock = openat(
         &dir,
         "lock",
         OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o644),
-    )?;
-    flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
-    let mut listing = Dir::new(dir)?;
+    )
+    .map_err(at("open", "lock"))?;
+    flock(&lock, FlockOperation::NonBlockingLockExclusive).map_err(at("flock", "lock"))?;
+    let mut listing = Dir::new(dir).map_err(at("list", ""))?;
     let mut newest_seen = false;
     while let Some(entry) = listing.read() {
-        newest_seen |= entry?.file_name().to_bytes() == SEGMENT.as_bytes();
+        newest_seen |= entry.map_err(at("list", ""))?.file_name().to_bytes() == SEGMENT.as_bytes();
     }
     if !newest_seen {
-        return Err(rustix::io::Errno::NOENT);
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "not in the listing");
+        return Err(("find", SEGMENT, missing));
     }
     let segment = openat(
-        listing.fd()?,
+        listing.fd().map_err(at("list", ""))?,
         SEGMENT,
         OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
-    let len = fstat(&segment)?.st_size as u64;
+    )
+    .map_err(at("open", SEGMENT))?;
+    let len = fstat(&segment).map_err(at("fstat", SEGMENT))?.st_size as u64;
     scan.resize(len as usize, 0);
     let mut read = 0;
     while read < scan.len() {
-        match pread(&segment, &mut scan[read..], read as u64)? {
+        match pread(&segment, &mut scan[read..], read as u64).map_err(at("pread", SEGMENT))? {
             0 => break,
             n => read += n,
         }
     }
     let mut written = 0;
     while written < record.len() {
-        written += pwrite(&segment, &record[written..], len + written as u64)?;
+        match pwrite(&segment, &record[written..], len + written as u64)
+            .map_err(at("pwrite", SEGMENT))?
+        {
+            0 => {
+                let none = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                return Err(("pwrite", SEGMENT, none));
+            }
+            n => written += n,
+        }
     }
-    rustix::fs::fdatasync(&segment)?;
+    rustix::fs::fdatasync(&segment).map_err(at("fdatasync", SEGMENT))?;
     drop((segment, lock, listing));
     Ok(())
 }

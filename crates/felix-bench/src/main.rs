@@ -55,6 +55,8 @@ shards-commit   felix, limit, limit-pool
                   (limit: write+fdatasync, a file per thread, 64 threads;
                   limit-pool: one thread writes --in-flight 64 over --shards files,
                   a pool of --sync-threads syncs them)
+                  (felix, in every shards- run: [--sync-threads N]
+                  [--preallocate off|stepped|whole], the store's defaults if not given)
 scrub-append    felix      OnCommit batch-1 appends while a scrub reads --sealed-bytes
                   of uncached sealed segments at full speed [--scrub false|read-crc]
                   [--scrub-nice N]

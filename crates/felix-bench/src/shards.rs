@@ -39,15 +39,31 @@ pub fn key(i: u64) -> ShardKey {
 }
 
 /// The store's configuration: `--durability` (on_commit), `--sync-threads`
-/// (the store's default), `--preallocate` (the store's default, `stepped`).
+/// and `--preallocate` (`off`, `stepped` or `whole`; both the store's
+/// defaults when not given).
 pub(crate) fn config(args: &Args) -> Result<StoreConfig> {
     let default = StoreConfig::default();
+    let preallocate = match args.text("preallocate", "").as_str() {
+        "" => default.preallocate,
+        name => crate::args::preallocation(name)?,
+    };
     Ok(StoreConfig {
         durability: crate::args::durability(&args.text("durability", "on_commit"))?,
         sync_threads: args.get("sync-threads", default.sync_threads)?,
-        preallocate: crate::args::preallocation(&args.text("preallocate", "stepped"))?,
+        preallocate,
         ..default
     })
+}
+
+/// Notes the store settings a run may be given (`config`'s), so that runs
+/// with different ones are told apart in the results.
+pub(crate) fn note_config(config: &StoreConfig, m: &mut Measurement) {
+    m.notes.insert(
+        "preallocate".into(),
+        json!(format!("{:?}", config.preallocate)),
+    );
+    m.notes
+        .insert("sync_threads".into(), json!(config.sync_threads));
 }
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit, so a run that holds
@@ -158,7 +174,8 @@ pub fn open(args: &Args) -> Result<Measurement> {
     // Built before the timed part, as a broker holds the keys it serves.
     let keys: Vec<ShardKey> = (0..shards).map(key).collect();
     let started = Instant::now();
-    let store = Store::open(&root, config(args)?).map_err(err)?;
+    let config = config(args)?;
+    let store = Store::open(&root, config).map_err(err)?;
     let mut bytes = 0u64;
     for key in &keys {
         let shard = store.open_shard(key).map_err(err)?;
@@ -170,6 +187,7 @@ pub fn open(args: &Args) -> Result<Measurement> {
     // Untimed: close cleanly again, so the next run opens the same state.
     store.close().map_err(err)?;
     let mut m = Measurement::new("shards-open", "felix", json!({"shards": shards}));
+    note_config(&config, &mut m);
     m.records = shards;
     m.bytes = bytes;
     m.elapsed = elapsed;
@@ -275,6 +293,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
         "felix",
         json!({"shards": shards, "threads": threads, "max_open_shards": config.max_open_shards}),
     );
+    note_config(&config, &mut m);
     m.records = shards;
     m.bytes = shards * record_encoded_len(128);
     m.elapsed = elapsed;
@@ -359,7 +378,8 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     let nofile = raise_nofile();
     let root = root(args)?.with_file_name("commit-store");
     crate::fresh_dir(&root).map_err(err)?;
-    let store = Store::open(&root, config(args)?).map_err(err)?;
+    let config = config(args)?;
+    let store = Store::open(&root, config).map_err(err)?;
     let handles = (0..shards)
         .map(|i| store.create_shard(&key(i)).map_err(err))
         .collect::<Result<Vec<_>>>()?;
@@ -405,6 +425,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         "felix",
         json!({"shards": shards, "threads": threads}),
     );
+    note_config(&config, &mut m);
     m.records = per_thread * threads;
     m.bytes = m.records * record_encoded_len(128);
     m.elapsed = elapsed;

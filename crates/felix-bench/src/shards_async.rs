@@ -18,7 +18,8 @@ use crate::args::Args;
 use crate::felix::Result;
 use crate::report::{CpuTime, Latencies, Measurement, rss_bytes};
 use crate::shards::{
-    FD_SAMPLE_EVERY, config, err, key, open_descriptors, raise_nofile, root, thread_count,
+    FD_SAMPLE_EVERY, config, err, key, note_config, open_descriptors, raise_nofile, root,
+    thread_count,
 };
 
 /// The executor's ready list: slots whose future was woken, and the
@@ -167,6 +168,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
         json!({"shards": shards, "in_flight": in_flight, "form": "futures",
                "max_open_shards": config.max_open_shards, "sync_threads": config.sync_threads}),
     );
+    note_config(&config, &mut m);
     m.records = shards;
     m.bytes = shards * record_encoded_len(128);
     m.elapsed = elapsed;
@@ -218,6 +220,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         json!({"shards": shards, "in_flight": in_flight, "form": "futures",
                "sync_threads": config.sync_threads}),
     );
+    note_config(&config, &mut m);
     m.records = records;
     m.bytes = records * record_encoded_len(128);
     m.elapsed = elapsed;
