@@ -12,22 +12,20 @@
 //! `fdatasync`; close the three descriptors. Left out, and done by felix
 //! storage: reading the key file (which shard the directory holds), the
 //! clean-shutdown file (read at the open, rewritten at the close), opening
-//! the segment's index, and reserving space ahead of the write.
+//! the segment's index, the `fcntl` that puts each descriptor it reads or
+//! writes back to blocking I/O, and reserving space ahead of the write.
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use felix_format::{SEGMENT_HEADER_LEN, record_encoded_len};
 use rustix::fs::{Dir, FlockOperation, Mode, OFlags, flock, fstat, openat};
 use rustix::io::{pread, pwrite};
-use serde_json::json;
 
 use crate::args::Args;
 use crate::felix::Result;
-use crate::report::{Latencies, Measurement};
-use crate::shards::{err, raise_nofile};
+use crate::report::Measurement;
+use crate::shards::{append_each_from_threads, err, raise_nofile};
 
 /// The segment each floor shard holds, named as felix storage names a
 /// shard's first segment.
@@ -73,8 +71,6 @@ pub fn prepare(args: &Args, shards: u64) -> Result<()> {
 /// next of `--shards` floor shards (10,000) in turn and make the calls the
 /// module docs list; each timed.
 pub fn append(args: &Args) -> Result<Measurement> {
-    let shards: u64 = args.get("shards", 10_000u64)?;
-    let threads: u64 = args.get("threads", 64u64)?.max(1);
     raise_nofile();
     let root = floor_dir(args)?;
     let root_fd = rustix::fs::open(
@@ -90,49 +86,15 @@ pub fn append(args: &Args) -> Result<Measurement> {
     })?;
     crate::warm_page_cache(&root).map_err(err)?;
     let record = vec![9u8; record_encoded_len(128) as usize];
-    let next = AtomicU64::new(0);
-    let started = Instant::now();
-    let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let (root, root_fd, record, next) = (&root, &root_fd, &record, &next);
-                scope.spawn(move || -> Result<Latencies> {
-                    let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
-                    let mut scan = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= shards {
-                            return Ok(latencies);
-                        }
-                        let at = Instant::now();
-                        append_one(root_fd, &shard_name(i), record, &mut scan).map_err(
-                            |(call, file, e)| {
-                                let mut at = root.join(shard_name(i));
-                                if !file.is_empty() {
-                                    at.push(file);
-                                }
-                                format!("{call} {}: {e}", at.display())
-                            },
-                        )?;
-                        latencies.push(at.elapsed());
-                    }
-                })
-            })
-            .collect();
-        crate::join_appenders(workers)
-    });
-    let elapsed = started.elapsed();
-    let latencies = Latencies::merged(results)?;
-    let mut m = Measurement::new(
-        "shards-append",
-        "limit-format",
-        json!({"shards": shards, "threads": threads}),
-    );
-    m.records = shards;
-    m.bytes = shards * record.len() as u64;
-    m.elapsed = elapsed;
-    m.latencies = Some(latencies);
-    Ok(m)
+    append_each_from_threads(args, "limit-format", record.len(), Vec::new, |i, scan| {
+        append_one(&root_fd, &shard_name(i), &record, scan).map_err(|(call, file, e)| {
+            let mut at = root.join(shard_name(i));
+            if !file.is_empty() {
+                at.push(file);
+            }
+            format!("{call} {}: {e}", at.display())
+        })
+    })
 }
 
 /// A failed call of [`append_one`]: the call, the name in the shard

@@ -314,11 +314,42 @@ pub fn append(args: &Args) -> Result<Measurement> {
 /// open it, `pwrite` one 156-byte record at its end, `fdatasync` and close
 /// it.
 pub fn append_limit(args: &Args) -> Result<Measurement> {
-    let shards: u64 = args.get("shards", 10_000u64)?;
-    let threads: u64 = args.get("threads", 64u64)?.max(1);
     raise_nofile();
     let dir = limit_dir(args)?;
     let record = vec![9u8; record_encoded_len(128) as usize];
+    append_each_from_threads(
+        args,
+        "limit",
+        record.len(),
+        || (),
+        |i, ()| {
+            let path = dir.join(format!("{i:05}.log"));
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(err)?;
+            let len = file.metadata().map_err(err)?.len();
+            file.write_all_at(&record, len).map_err(err)?;
+            file.sync_data().map_err(err)
+        },
+    )
+}
+
+/// The `shards-append` run of a limit, `imp`: `--threads` threads (64)
+/// each take the next of `--shards` shards (10,000) in turn and call
+/// `append(i, state)` for shard `i`, each call timed; `state` is each
+/// thread's own (`new_state` makes it), for buffers reused across calls.
+/// Each call appends one record of `record_len` bytes.
+pub(crate) fn append_each_from_threads<S>(
+    args: &Args,
+    imp: &str,
+    record_len: usize,
+    new_state: impl Fn() -> S + Sync,
+    append: impl Fn(u64, &mut S) -> Result<()> + Sync,
+) -> Result<Measurement> {
+    let shards: u64 = args.get("shards", 10_000u64)?;
+    let threads: u64 = args.get("threads", 64u64)?.max(1);
     let next = AtomicU64::new(0);
     let started = Instant::now();
     let results: Vec<Result<Latencies>> = std::thread::scope(|scope| {
@@ -326,23 +357,15 @@ pub fn append_limit(args: &Args) -> Result<Measurement> {
             .map(|_| {
                 scope.spawn(|| -> Result<Latencies> {
                     let mut latencies = Latencies::with_capacity((shards / threads + 1) as usize);
+                    let mut state = new_state();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= shards {
                             return Ok(latencies);
                         }
-                        let t = Instant::now();
-                        let path = dir.join(format!("{i:05}.log"));
-                        let file = OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .open(&path)
-                            .map_err(err)?;
-                        let len = file.metadata().map_err(err)?.len();
-                        file.write_all_at(&record, len).map_err(err)?;
-                        file.sync_data().map_err(err)?;
-                        drop(file);
-                        latencies.push(t.elapsed());
+                        let at = Instant::now();
+                        append(i, &mut state)?;
+                        latencies.push(at.elapsed());
                     }
                 })
             })
@@ -353,11 +376,11 @@ pub fn append_limit(args: &Args) -> Result<Measurement> {
     let latencies = Latencies::merged(results)?;
     let mut m = Measurement::new(
         "shards-append",
-        "limit",
+        imp,
         json!({"shards": shards, "threads": threads}),
     );
     m.records = shards;
-    m.bytes = shards * record.len() as u64;
+    m.bytes = shards * record_len as u64;
     m.elapsed = elapsed;
     m.latencies = Some(latencies);
     Ok(m)
