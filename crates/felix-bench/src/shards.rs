@@ -38,6 +38,12 @@ pub fn key(i: u64) -> ShardKey {
     ShardKey::new("bench", "default", "many", i as u32)
 }
 
+/// The keys of shards `0..shards`, built before a run's timed part, as a
+/// broker holds the keys it serves.
+pub(crate) fn keys(shards: u64) -> Vec<ShardKey> {
+    (0..shards).map(key).collect()
+}
+
 /// The store's configuration: `--durability` (on_commit), `--sync-threads`
 /// and `--preallocate` (`off`, `stepped` or `whole`; both the store's
 /// defaults when not given).
@@ -171,8 +177,7 @@ pub fn open(args: &Args) -> Result<Measurement> {
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
     let rss_before = rss_bytes();
-    // Built before the timed part, as a broker holds the keys it serves.
-    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
+    let keys = keys(shards);
     let started = Instant::now();
     let config = config(args)?;
     let store = Store::open(&root, config).map_err(err)?;
@@ -250,8 +255,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let next = AtomicU64::new(0);
     let peak_fds = AtomicU64::new(0);
     let peak_threads = AtomicU64::new(0);
-    // Built before the timed part, as a broker holds the keys it serves.
-    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
+    let keys = keys(shards);
     let started = Instant::now();
     let per_thread: Vec<Result<Latencies>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)

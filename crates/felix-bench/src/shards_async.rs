@@ -18,7 +18,7 @@ use crate::args::Args;
 use crate::felix::Result;
 use crate::report::{CpuTime, Latencies, Measurement, rss_bytes};
 use crate::shards::{
-    FD_SAMPLE_EVERY, config, err, key, note_config, open_descriptors, raise_nofile, root,
+    FD_SAMPLE_EVERY, config, err, key, keys, note_config, open_descriptors, raise_nofile, root,
     thread_count,
 };
 
@@ -49,8 +49,8 @@ impl Wake for SlotWaker {
 /// The `k`-th append goes to the shard of `keys[k mod keys.len()]`,
 /// `in_flight` at a time from this thread; the store is asked for the shard
 /// each time (and may reopen it), by a key built before the timed part, as
-/// a broker holds the keys it serves. Each completion's place is refilled at once, whichever it is, as an
-/// event loop polling its tasks would: appends to different shards complete
+/// a broker holds the keys it serves. Each completion's place is refilled
+/// at once, whichever it is, as an event loop polling its tasks would: appends to different shards complete
 /// out of order, and awaiting the oldest each time leaves places empty
 /// behind a slow sync, so fewer than `in_flight` would be in flight where
 /// the limit keeps its threads busy. Descriptors are counted every
@@ -156,7 +156,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
     let store = Store::open(&root, config).map_err(err)?;
-    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
+    let keys = keys(shards);
     let started = Instant::now();
     let (latencies, fds, threads) = drive(&store, shards, in_flight, FD_SAMPLE_EVERY, &keys)?;
     let elapsed = started.elapsed();
@@ -200,7 +200,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
         .map(|i| store.create_shard(&key(i)).map_err(err))
         .collect::<Result<Vec<_>>>()?;
     let before: u64 = handles.iter().map(|s| s.stats().syncs).sum();
-    let keys: Vec<ShardKey> = (0..shards).map(key).collect();
+    let keys = keys(shards);
     let started = Instant::now();
     let cpu = CpuTime::now();
     // Every shard is open before the timed part, so the descriptors held
@@ -229,8 +229,6 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     cpu.per_record_notes(cpu_end, records, &mut m);
     m.notes.insert("rss_bytes".into(), json!(rss));
     m.notes.insert("threads".into(), json!(threads));
-    m.notes
-        .insert("sync_threads".into(), json!(config.sync_threads));
     m.notes.insert("open_descriptors".into(), json!(fds));
     m.notes.insert("rlimit_nofile".into(), json!(nofile));
     Ok(m)

@@ -3,6 +3,7 @@
 //! [`StoreConfig::max_open_shards`](crate::StoreConfig::max_open_shards):
 //! the least recently used that no caller holds a handle to.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -13,9 +14,10 @@ use crate::shard::Shard;
 /// The open shards, each with when it was last handed out.
 #[derive(Debug, Default)]
 pub(super) struct OpenShards {
-    shards: HashMap<ShardKey, Entry>,
-    /// The open shards by `used`, least recently used first; each key
-    /// shared with its entry, so a hand-out moves it without a copy.
+    /// Keyed by the key `by_use` shares, so a hand-out moves it there
+    /// without a copy.
+    shards: HashMap<Arc<ShardKey>, Entry>,
+    /// The open shards by `used`, least recently used first.
     by_use: BTreeMap<u64, Arc<ShardKey>>,
     /// Counts hand-outs: a shard's `used` is the count at its last one.
     clock: u64,
@@ -38,19 +40,18 @@ pub(super) struct OpenShards {
 #[derive(Debug)]
 struct Entry {
     shard: Arc<Shard>,
-    used: u64,
-    /// The key, as `by_use` holds it.
-    key: Arc<ShardKey>,
+    /// Set through a shared reference, so that a hand-out needs one look-up
+    /// that returns the map's key too.
+    used: Cell<u64>,
 }
 
 impl OpenShards {
     /// The open shard of `key`, marked as used now.
     pub(super) fn get(&mut self, key: &ShardKey) -> Option<Arc<Shard>> {
-        let entry = self.shards.get_mut(key)?;
+        let (shared, entry) = self.shards.get_key_value(key)?;
         self.clock += 1;
-        self.by_use.remove(&entry.used);
-        entry.used = self.clock;
-        self.by_use.insert(self.clock, Arc::clone(&entry.key));
+        self.by_use.remove(&entry.used.replace(self.clock));
+        self.by_use.insert(self.clock, Arc::clone(shared));
         Some(Arc::clone(&entry.shard))
     }
 
@@ -62,21 +63,20 @@ impl OpenShards {
     pub(super) fn insert(&mut self, key: ShardKey, shard: Arc<Shard>) {
         self.clock += 1;
         let used = self.clock;
-        let shared = Arc::new(key.clone());
+        let shared = Arc::new(key);
         self.by_use.insert(used, Arc::clone(&shared));
         let entry = Entry {
             shard,
-            used,
-            key: shared,
+            used: Cell::new(used),
         };
-        if let Some(old) = self.shards.insert(key, entry) {
-            self.by_use.remove(&old.used);
+        if let Some(old) = self.shards.insert(shared, entry) {
+            self.by_use.remove(&old.used.get());
         }
     }
 
     pub(super) fn remove(&mut self, key: &ShardKey) -> Option<Arc<Shard>> {
         let entry = self.shards.remove(key)?;
-        self.by_use.remove(&entry.used);
+        self.by_use.remove(&entry.used.get());
         Some(entry.shard)
     }
 
