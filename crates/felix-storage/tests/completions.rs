@@ -308,6 +308,33 @@ fn append_past_the_in_flight_bound_fails_fast_or_waits_as_asked() {
     assert!(!*ran.lock().unwrap(), "a refused callback never runs");
 }
 
+/// With room for one append in flight, an append made as soon as the
+/// previous one's future or callback reported it durable always finds the
+/// place free: a completion gives its place back before it is seen.
+#[test]
+fn an_append_made_once_the_previous_completed_finds_its_place_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        max_appends_in_flight: 1,
+        ..on_commit()
+    };
+    let shard = common::open(dir.path(), config);
+    for i in 0..500 {
+        let append = shard.try_append_async(&records(2 * i, 1, 16));
+        let receipt = block_on(append.unwrap()).unwrap();
+        assert_eq!(receipt.first_offset, 2 * i);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let appended = shard.try_append_then(&records(2 * i + 1, 1, 16), move |outcome| {
+            sender
+                .send(outcome.map(|receipt| receipt.first_offset))
+                .unwrap();
+        });
+        assert_eq!(appended.unwrap().first_offset, 2 * i + 1);
+        assert_eq!(receiver.recv().unwrap().unwrap(), 2 * i + 1);
+    }
+    assert_eq!(shard.durable_offset(), 1000);
+}
+
 /// While a sync of the shard is pending, futures' batches are queued with
 /// their offsets, not written: the worker writes them all in one `write`
 /// just before the next sync, which covers them.

@@ -70,6 +70,12 @@ impl InFlight {
         }
     }
 
+    /// Places taken now.
+    #[cfg(all(test, loom))]
+    pub(super) fn taken(&self) -> usize {
+        self.count.load(SeqCst)
+    }
+
     fn try_take(&self) -> bool {
         let mut n = self.count.load(SeqCst);
         while n < self.max {
@@ -100,7 +106,7 @@ impl InFlight {
             });
         }
         // Registered before the check below, sequentially consistent with
-        // `release`'s decrement and load: either the releaser sees a waiter
+        // `give_back`'s decrement and load: either the releaser sees a waiter
         // and notifies under `room`, or this sees the freed place.
         self.waiting.fetch_add(1, SeqCst);
         let mut room = lock(&self.room);
@@ -123,15 +129,32 @@ impl InFlight {
 
     /// Gives back `n` places.
     pub(super) fn release(&self, n: usize) {
-        if n == 0 {
-            return;
+        if self.give_back(n) {
+            self.notify();
         }
+    }
+
+    /// Gives back `n` places without waking anyone: returns whether an
+    /// appender waits for one, to be woken by [`InFlight::notify`] once the
+    /// caller released its locks. A completion gives its place back before
+    /// it becomes observable, so a caller whose append completed always
+    /// finds that place free for its next one.
+    pub(super) fn give_back(&self, n: usize) -> bool {
+        if n == 0 {
+            return false;
+        }
+        // Sequentially consistent with `admit`'s increment of `waiting`
+        // and its `try_take`: either this sees the waiter, or the waiter
+        // sees the freed place.
         let before = self.count.fetch_sub(n, SeqCst);
         debug_assert!(before >= n, "released {n} of {before} places");
-        if self.waiting.load(SeqCst) > 0 {
-            let _room = lock(&self.room);
-            self.freed.notify_all();
-        }
+        self.waiting.load(SeqCst) > 0
+    }
+
+    /// Wakes the appenders waiting for a place.
+    pub(super) fn notify(&self) {
+        let _room = lock(&self.room);
+        self.freed.notify_all();
     }
 
     /// Wakes every waiting appender to see that the shard stopped. Takes

@@ -101,9 +101,11 @@ impl Shard {
     }
 
     /// An append with a completion as the shard makes it: queued for the
-    /// pending sync to write when one is pending, else written (with
-    /// whatever is queued first, as the writer lock's guard does). Returns
-    /// the offset after it.
+    /// pending sync to write when one is pending, else written under the
+    /// writer lock and the queue, with whatever is queued written first, as
+    /// `WriterGuard` does: the queue stays locked until the writer is
+    /// released, so no batch is queued behind a direct append. Returns the
+    /// offset after it.
     fn append_completing(&self) -> u64 {
         if self.commit.sync_pending() {
             let mut assigned = self.queue.lock().unwrap();
@@ -112,17 +114,31 @@ impl Shard {
             return *assigned;
         }
         self.lock_writer();
-        let mut assigned = self.queue.lock().unwrap();
-        let poke = *assigned > self.next.load(SeqCst);
+        let mut assigned = self.write_queue();
         *assigned += 1;
         let end = *assigned;
-        drop(assigned);
         self.publish(end);
-        self.unlock_writer();
-        if poke {
+        self.release_writer(assigned);
+        end
+    }
+
+    /// The queue, taken with the writer lock held, after writing what it
+    /// holds (and poking the pool for the waiters that covers).
+    fn write_queue(&self) -> loom::sync::MutexGuard<'_, u64> {
+        let assigned = self.queue.lock().unwrap();
+        if *assigned > self.next.load(SeqCst) {
+            self.publish(*assigned);
             self.commit.poke();
         }
-        end
+        assigned
+    }
+
+    /// Releases the writer lock, then the queue, publishing the assignment
+    /// first, as `WriterGuard`'s drop does.
+    fn release_writer(&self, assigned: loom::sync::MutexGuard<'_, u64>) {
+        self.commit.set_assigned(*assigned);
+        self.unlock_writer();
+        drop(assigned);
     }
 
     fn lock_writer(&self) {
@@ -155,15 +171,8 @@ impl super::QueuedWrites for Shard {
             // The holder writes the queue (here: a direct append, a close).
             return false;
         }
-        let assigned = *self.queue.lock().unwrap();
-        let wrote = assigned > self.next.load(SeqCst);
-        if wrote {
-            self.publish(assigned);
-        }
-        self.unlock_writer();
-        if wrote {
-            self.commit.poke();
-        }
+        let assigned = self.write_queue();
+        self.release_writer(assigned);
         true
     }
 }
@@ -204,16 +213,22 @@ impl Shard {
 /// concurrency bugs need two or three), and prints how many it ran.
 fn model(f: impl Fn() + Sync + Send + 'static) {
     const PREEMPTIONS: usize = 3;
+    model_bounded(PREEMPTIONS, f);
+}
+
+/// [`model`] with `preemptions` at most: for a model with more steps, whose
+/// runs at three would take CI tens of minutes.
+fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = Arc::clone(&runs);
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(PREEMPTIONS);
+    builder.preemption_bound = Some(preemptions);
     builder.check(move || {
         counted.fetch_add(1, SeqCst);
         f();
     });
     println!(
-        "{} interleavings ({PREEMPTIONS} preemptions at most)",
+        "{} interleavings ({preemptions} preemptions at most)",
         runs.load(SeqCst)
     );
 }
@@ -301,6 +316,42 @@ fn loom_futures_queued_for_a_pending_sync_complete_durable() {
     });
 }
 
+/// Two appends with a future and an admission on one thread, the second
+/// made once the first one's future completed, and one on another: the
+/// second may come while the other thread's sync is pending (queued for the
+/// worker) or just after a sync finished (written directly, then synced
+/// again). Every future completes once, after a sync covered it, and each
+/// gives its place back before it is seen complete.
+#[test]
+fn loom_a_future_appended_again_after_its_sync_completes_durable() {
+    fn rounds(shard: &Shard, n: usize) {
+        for _ in 0..n {
+            let admission = shard.commit.admit(true).unwrap();
+            let end = shard.append_completing();
+            let (slot, done) = Commit::future_slot();
+            shard.commit.watch_durable(end, true, done, Some(admission));
+            let outcome = loom::future::block_on(super::DurableFuture::new(slot));
+            shard.check_durable(end, &outcome);
+            outcome.unwrap();
+        }
+    }
+    // Three appends and their syncs: two preemptions are 168 k interleavings
+    // (13 s in release); three ran past 25 minutes.
+    model_bounded(2, || {
+        let shard = Shard::new(0);
+        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
+        let other = {
+            let shard = Arc::clone(&shard);
+            loom::thread::spawn(move || rounds(&shard, 1))
+        };
+        rounds(&shard, 2);
+        other.join().unwrap();
+        assert_eq!(shard.commit.durable(), 3);
+        assert_eq!(shard.commit.in_flight.taken(), 0);
+        shard.pool.shutdown();
+    });
+}
+
 /// A close as the shard makes one (the writer lock and the queue held
 /// throughout: what is queued written, a wait for everything to be durable,
 /// then the commit closed) while a first future's sync may be pending and
@@ -333,17 +384,12 @@ fn loom_close_with_a_future_queued_for_the_worker_returns() {
             })
         };
         shard.lock_writer();
-        {
-            let assigned = shard.queue.lock().unwrap();
-            if *assigned > shard.next.load(SeqCst) {
-                shard.publish(*assigned);
-            }
-            let outcome = shard.commit.wait_durable(u64::MAX);
-            shard.check_durable(shard.next.load(SeqCst), &outcome);
-            outcome.unwrap();
-            shard.commit.close();
-        }
-        shard.unlock_writer();
+        let assigned = shard.write_queue();
+        let outcome = shard.commit.wait_durable(u64::MAX);
+        shard.check_durable(shard.next.load(SeqCst), &outcome);
+        outcome.unwrap();
+        shard.commit.close();
+        shard.release_writer(assigned);
         while finished.load(SeqCst) == 0 {
             loom::thread::yield_now();
         }
