@@ -240,7 +240,9 @@ pub struct StoreConfig {
     /// [`Shard::append_then`] wait for a completion to free a place, and
     /// [`Shard::try_append_async`] and [`Shard::try_append_then`] fail at
     /// once with [`StorageError::InFlightFull`], having written nothing.
-    /// Blocking appends are not counted: each holds its thread. Default
+    /// A completion gives its place back before it is seen (the future is
+    /// ready, the callback runs), so an append made after it finds that
+    /// place free. Blocking appends are not counted: each holds its thread. Default
     /// [`DEFAULT_APPENDS_IN_FLIGHT`] (4,096). 1 to
     /// [`MAX_APPENDS_IN_FLIGHT`].
     ///

@@ -31,7 +31,7 @@ pub(super) struct Deferred {
     wakers: Vec<Waker>,
     /// Callbacks the pool could not take (it stopped): run here.
     callbacks: Vec<Callback>,
-    /// In-flight places given back (under the commit lock, as the
+    /// In-flight places given back (under the commit lock, before the
     /// completions were made).
     permits: usize,
     /// Whether an appender waits for one of those places.
