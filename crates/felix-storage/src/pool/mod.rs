@@ -9,6 +9,10 @@
 //! shard under load is synced back to back (alone in the queue, it is
 //! taken again at once), and shards take turns, one sync each: no shard
 //! waits for more than one sync of every other queued shard, however hot.
+//! A worker whose shard's sync woke several appenders, with no other shard
+//! queued, keeps the shard for its next turn rather than leave it to the
+//! first of them to queue it again (`job.rs`): the same order, without a
+//! hand-off between threads per sync.
 //!
 //! Workers start on demand, one at a time, up to the pool's size: a store
 //! whose shards never wait for durability owns no sync thread. Callbacks
@@ -24,6 +28,7 @@ mod dispatch;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use crate::loom::lock;
 use crate::loom::sync::{Condvar, Mutex, MutexGuard};
@@ -36,7 +41,8 @@ use dispatch::Dispatch;
 /// the completions it covered).
 pub(crate) trait SyncJob: Send + Sync + fmt::Debug {
     /// Runs one turn. A job that needs another queues itself again
-    /// ([`SyncPool::submit`]), at the back.
+    /// ([`SyncPool::submit`]), at the back, or runs it at once when no
+    /// other job is queued ([`SyncPool::has_queued`]).
     fn run(self: Arc<Self>, pool: &SyncPool);
 }
 
@@ -61,6 +67,11 @@ struct Inner {
     /// At most this many workers.
     size: usize,
     state: Mutex<State>,
+    /// How many jobs `state.queue` holds, for a worker deciding whether to
+    /// keep its shard for the next turn ([`SyncPool::has_queued`]) without
+    /// the pool's lock. A hint only, hence `std`'s even under loom: no
+    /// outcome depends on it, only which worker runs a turn.
+    queued: std::sync::atomic::AtomicUsize,
     /// Wakes an idle worker when a job is queued, or every one at shutdown.
     work: Condvar,
     dispatch: Dispatch,
@@ -87,6 +98,7 @@ impl SyncPool {
                 name,
                 size: size.max(1),
                 state: Mutex::new(State::default()),
+                queued: std::sync::atomic::AtomicUsize::new(0),
                 work: Condvar::new(),
             }),
         }
@@ -106,6 +118,7 @@ impl SyncPool {
             return Err(std::io::Error::other("the sync pool has stopped"));
         }
         state.queue.push_back(job);
+        self.count_queued(&state);
         if state.idle > state.notified {
             state.notified += 1;
             drop(state);
@@ -129,9 +142,21 @@ impl SyncPool {
             Err(_) if !state.workers.is_empty() => Ok(()),
             Err(err) => {
                 state.queue.pop_back();
+                self.count_queued(&state);
                 Err(err)
             }
         }
+    }
+
+    fn count_queued(&self, state: &State) {
+        self.inner.queued.store(state.queue.len(), Relaxed);
+    }
+
+    /// Whether another job waits for a worker (as of a moment ago): a
+    /// worker keeps a shard for its next turn only when none does, so that
+    /// shards still take turns.
+    pub(crate) fn has_queued(&self) -> bool {
+        self.inner.queued.load(Relaxed) > 0
     }
 
     /// A worker: runs queued jobs, oldest first, until the pool stops.
@@ -139,6 +164,7 @@ impl SyncPool {
         let mut state = self.lock();
         loop {
             if let Some(job) = state.queue.pop_front() {
+                self.count_queued(&state);
                 drop(state);
                 job.run(self);
                 state = self.lock();

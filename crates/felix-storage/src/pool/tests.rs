@@ -101,3 +101,38 @@ fn dispatch_runs_callbacks_in_order_and_after_shutdown_hands_them_back() {
     assert_eq!(*seen.lock().unwrap(), expected);
     assert!(pool.dispatch(Box::new(|| {})).is_some());
 }
+
+/// `has_queued` counts jobs waiting for a worker, not the one running: a
+/// worker alone with its shard may keep it; with another waiting, it may
+/// not.
+#[test]
+fn has_queued_counts_the_jobs_waiting_not_the_one_running() {
+    #[derive(Debug)]
+    struct Gate {
+        started: mpsc::Sender<()>,
+        go: Mutex<mpsc::Receiver<()>>,
+    }
+    impl SyncJob for Gate {
+        fn run(self: Arc<Self>, _: &SyncPool) {
+            self.started.send(()).unwrap();
+            let _ = self.go.lock().unwrap().recv();
+        }
+    }
+    let pool = SyncPool::new("t".into(), 1);
+    let (started, on_start) = mpsc::channel();
+    let (go, gate) = mpsc::channel();
+    let job = Arc::new(Gate {
+        started,
+        go: Mutex::new(gate),
+    });
+    pool.submit(job.clone()).unwrap();
+    on_start.recv().unwrap();
+    assert!(!pool.has_queued());
+    pool.submit(job).unwrap();
+    assert!(pool.has_queued());
+    go.send(()).unwrap();
+    on_start.recv().unwrap();
+    assert!(!pool.has_queued());
+    go.send(()).unwrap();
+    pool.shutdown();
+}

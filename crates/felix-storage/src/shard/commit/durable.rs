@@ -8,6 +8,7 @@ use std::task::Waker;
 
 use super::completion::thread_waker;
 use super::waiters::{Completion, Notify, Slot, Watch};
+use super::job::Next;
 use super::{Admission, Commit, CommitState};
 use crate::error::{Result, StorageError};
 use crate::loom::thread;
@@ -100,9 +101,9 @@ impl Commit {
             drop(state);
             let started = std::time::Instant::now();
             let result = handle.sync_data();
-            let (deferred, again, outcome) =
-                self.finish_sync(upto, epoch, result, started.elapsed());
-            self.submit(again);
+            let (deferred, next, outcome) =
+                self.finish_sync(upto, epoch, result, started.elapsed(), false);
+            self.submit(next == Next::Submit);
             deferred.run(self);
             match outcome {
                 Ok(()) => {}

@@ -1,6 +1,7 @@
 #![cfg(not(loom))]
 
 use super::*;
+use job::Next;
 use crate::pool::SyncPool;
 use felix_io::FileSystem;
 use felix_segment::{SegmentConfig, SegmentWriter};
@@ -42,8 +43,8 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
     commit.reset_log(5, None, writer.sync_handle());
-    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
-    assert!(outcome.is_ok() && !again);
+    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
+    assert!(outcome.is_ok() && again == Next::Idle);
     let state = commit.lock();
     assert_eq!(
         (state.durable, commit.written(), state.syncing),
@@ -53,7 +54,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
 
     // A sync begun after the cut counts.
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
-    let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+    let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
     assert_eq!(commit.lock().durable, 5);
 }
 
@@ -69,7 +70,7 @@ fn finish_sync_after_a_poison_leaves_durable_frozen() {
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     let err = commit.poison_with(StorageError::EmptyBatch { shard: "t".into() });
     assert!(matches!(err, StorageError::EmptyBatch { .. }), "{err:?}");
-    let (_, _, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+    let (_, _, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
     assert!(outcome.is_ok());
     assert_eq!((commit.lock().durable, commit.durable()), (0, 0));
     commit.advance_durable(4);
@@ -89,7 +90,7 @@ fn a_stopped_shard_acknowledges_only_appends_a_sync_covered() {
         let commit = commit_on(&writer);
         commit.set_written(4);
         let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
-        let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO);
+        let _ = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
         // Records 4..8 were queued (assigned), then their write failed and
         // gave them back.
         commit.set_assigned(8);
