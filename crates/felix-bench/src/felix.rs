@@ -555,6 +555,10 @@ pub fn open(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
+/// The largest segment a store accepts: a newest segment filled under it
+/// never rolls.
+const UNBOUNDED: u64 = felix_storage::MAX_SEGMENT_SIZE_BYTES;
+
 /// `prepare-crash felix`: `--sealed` sealed segments of about
 /// `--segment-bytes` each, then a newest segment of `--newest-bytes`.
 pub fn prepare_crash(args: &Args) -> Result<Measurement> {
@@ -577,9 +581,9 @@ pub fn prepare_crash(args: &Args) -> Result<Measurement> {
         // The last of them is full: the next batch rolls to the newest.
         let first = newest_records.min(batch as u64);
         fill(&dir, first, payload_bytes, seg_bytes, batch)?;
-        fill(&dir, newest_records - first, payload_bytes, u64::MAX, batch)?;
+        fill(&dir, newest_records - first, payload_bytes, UNBOUNDED, batch)?;
     } else {
-        fill(&dir, newest_records, payload_bytes, u64::MAX, batch)?;
+        fill(&dir, newest_records, payload_bytes, UNBOUNDED, batch)?;
     }
     let mut m = Measurement::new(
         "prepare-crash",
