@@ -7,6 +7,7 @@
 //! panic.
 
 /// Reads a big-endian `u16` at `at`, or 0 if out of range.
+#[inline]
 pub(crate) fn u16_at(bytes: &[u8], at: usize) -> u16 {
     bytes
         .get(at..at + 2)
@@ -15,6 +16,7 @@ pub(crate) fn u16_at(bytes: &[u8], at: usize) -> u16 {
 }
 
 /// Reads a big-endian `u32` at `at`, or 0 if out of range.
+#[inline]
 pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     bytes
         .get(at..at + 4)
@@ -23,6 +25,7 @@ pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// Reads a big-endian `u64` at `at`, or 0 if out of range.
+#[inline]
 pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes
         .get(at..at + 8)
@@ -32,6 +35,7 @@ pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
 
 /// Copies `value` into `out` at `at`; out-of-range writes are dropped, which
 /// the fixed layouts of this crate never request.
+#[inline]
 pub(crate) fn put<const N: usize>(out: &mut [u8; N], at: usize, value: &[u8]) {
     if let Some(dst) = out.get_mut(at..at + value.len()) {
         dst.copy_from_slice(value);

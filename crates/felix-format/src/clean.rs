@@ -262,7 +262,7 @@ pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<SegmentExtent>, CleanSh
 fn checksum(file: &[u8]) -> u32 {
     crc32_continue(
         crc32(file.get(..12).unwrap_or_default()),
-        file.get(CLEAN_SHUTDOWN_HEADER_LEN..).unwrap_or_default(),
+        &[file.get(CLEAN_SHUTDOWN_HEADER_LEN..).unwrap_or_default()],
     )
 }
 

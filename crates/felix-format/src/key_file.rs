@@ -394,7 +394,7 @@ fn take_text<'a>(rest: &mut &'a [u8], part: KeyPart) -> Result<&'a str, KeyFileD
 fn checksum(file: &[u8]) -> u32 {
     crc32_continue(
         crc32(file.get(..12).unwrap_or_default()),
-        file.get(KEY_FILE_HEADER_LEN..).unwrap_or_default(),
+        &[file.get(KEY_FILE_HEADER_LEN..).unwrap_or_default()],
     )
 }
 
@@ -431,7 +431,7 @@ mod tests {
             0x00, 0x02, b'x', b'y',       // stream
             0x00, 0x00, 0x00, 0x07,       // shard 7
         ].to_vec();
-        let crc = crc32_continue(crc32(&expected[..12]), &expected[16..]);
+        let crc = crc32_continue(crc32(&expected[..12]), &[&expected[16..]]);
         expected[12..16].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(bytes, expected);
     }

@@ -108,10 +108,7 @@ pub fn encode_record_header(
     put(&mut out, 20, &header_crc.to_be_bytes());
     // The record checksum covers bytes 0..24 then the payload; bytes 0..20
     // are already hashed in `header_crc`, so hashing continues from it.
-    let checksum = crc32_continue(
-        crc32_continue(header_crc, out.get(20..24).unwrap_or_default()),
-        payload,
-    );
+    let checksum = crc32_continue(header_crc, &[out.get(20..24).unwrap_or_default(), payload]);
     put(&mut out, 24, &checksum.to_be_bytes());
     Ok(out)
 }
@@ -225,8 +222,8 @@ pub fn check_record(
     // The header CRC verified bytes 0..20 (it equals their CRC), so the
     // record CRC continues from it over bytes 20..24 and the payload.
     let found = crc32_continue(
-        crc32_continue(header.header_crc, prefix.get(20..).unwrap_or_default()),
-        payload,
+        header.header_crc,
+        &[prefix.get(20..).unwrap_or_default(), payload],
     );
     if found != header.checksum {
         return Err(CorruptionKind::RecordChecksum {

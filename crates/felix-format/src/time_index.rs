@@ -348,7 +348,7 @@ pub fn decode_time_index(bytes: &[u8]) -> Result<TimeIndexView<'_>, TimeIndexDec
 fn checksum(file: &[u8]) -> u32 {
     crc32_continue(
         crc32(file.get(..36).unwrap_or_default()),
-        file.get(TIME_INDEX_HEADER_LEN..).unwrap_or_default(),
+        &[file.get(TIME_INDEX_HEADER_LEN..).unwrap_or_default()],
     )
 }
 

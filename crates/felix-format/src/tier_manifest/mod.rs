@@ -273,7 +273,7 @@ pub fn encode_manifest(manifest: &Manifest, out: &mut Vec<u8>) -> Result<(), Man
     let header_crc = crc32(out.get(start..start + 20).unwrap_or_default());
     let crc = crc32_continue(
         header_crc,
-        out.get(start + MANIFEST_HEADER_LEN..).unwrap_or_default(),
+        &[out.get(start + MANIFEST_HEADER_LEN..).unwrap_or_default()],
     );
     if let Some(slot) = out.get_mut(start + 20..start + 24) {
         slot.copy_from_slice(&crc.to_be_bytes());
@@ -406,7 +406,7 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
         });
     }
     let expected = u32_at(header, 20);
-    let found = crc32_continue(crc32(header.get(..20).unwrap_or_default()), body);
+    let found = crc32_continue(crc32(header.get(..20).unwrap_or_default()), &[body]);
     if expected != found {
         return Err(ManifestDecodeError::Checksum { expected, found });
     }

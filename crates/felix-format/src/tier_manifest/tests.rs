@@ -45,7 +45,7 @@ fn encoded(m: &Manifest) -> Vec<u8> {
 
 /// Re-seals a body edited by a test so only the body checks see it.
 fn reseal(bytes: &mut [u8]) {
-    let crc = crc32_continue(crc32(&bytes[..20]), &bytes[MANIFEST_HEADER_LEN..]);
+    let crc = crc32_continue(crc32(&bytes[..20]), &[&bytes[MANIFEST_HEADER_LEN..]]);
     bytes[20..24].copy_from_slice(&crc.to_be_bytes());
 }
 
