@@ -581,7 +581,13 @@ pub fn prepare_crash(args: &Args) -> Result<Measurement> {
         // The last of them is full: the next batch rolls to the newest.
         let first = newest_records.min(batch as u64);
         fill(&dir, first, payload_bytes, seg_bytes, batch)?;
-        fill(&dir, newest_records - first, payload_bytes, UNBOUNDED, batch)?;
+        fill(
+            &dir,
+            newest_records - first,
+            payload_bytes,
+            UNBOUNDED,
+            batch,
+        )?;
     } else {
         fill(&dir, newest_records, payload_bytes, UNBOUNDED, batch)?;
     }

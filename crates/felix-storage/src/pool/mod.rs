@@ -19,9 +19,10 @@
 //! run on one dispatch thread (`dispatch.rs`), started on the first, so a
 //! slow callback delays other callbacks but never a sync.
 //!
-//! Invariants: a queued shard is in the queue once (`CommitState::queued`
-//! says so, under the shard's commit lock); a stopped pool runs what was
-//! queued before it stopped and nothing after.
+//! Invariants: a queued shard is in the queue once, or kept by one worker
+//! for its next turn, never both (`CommitState::queued` says so, under the
+//! shard's commit lock); a stopped pool runs what was queued before it
+//! stopped and nothing after.
 
 mod dispatch;
 

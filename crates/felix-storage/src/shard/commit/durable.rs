@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::task::Waker;
 
 use super::completion::thread_waker;
-use super::waiters::{Completion, Notify, Slot, Watch};
 use super::job::Next;
+use super::waiters::{Completion, Notify, Slot, Watch};
 use super::{Admission, Commit, CommitState};
 use crate::error::{Result, StorageError};
 use crate::loom::thread;

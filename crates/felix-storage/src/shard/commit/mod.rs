@@ -117,7 +117,9 @@ pub(crate) struct CommitState {
     /// Whether an `fdatasync` is in flight (a pool worker's, or an idle
     /// shard's appender's own).
     syncing: bool,
-    /// Whether the shard is in its pool's queue, waiting for a worker.
+    /// Whether the shard is in its pool's queue, waiting for a worker, or
+    /// kept by the worker that last synced it for its next turn (`job.rs`,
+    /// `Commit::keep`).
     queued: bool,
     /// Bumped whenever the log is cut or replaced: a sync that began before
     /// may cover offsets that no longer hold the records it wrote, so its

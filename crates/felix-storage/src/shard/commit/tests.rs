@@ -1,10 +1,10 @@
 #![cfg(not(loom))]
 
 use super::*;
-use job::Next;
 use crate::pool::SyncPool;
 use felix_io::FileSystem;
 use felix_segment::{SegmentConfig, SegmentWriter};
+use job::Next;
 
 fn writer(dir: &std::path::Path) -> SegmentWriter {
     SegmentWriter::create(
@@ -43,7 +43,8 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     let (upto, epoch, _) = commit.begin_sync(&mut commit.lock());
     assert_eq!(upto, 10);
     commit.reset_log(5, None, writer.sync_handle());
-    let (_, again, outcome) = commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
+    let (_, again, outcome) =
+        commit.finish_sync(upto, epoch, Ok(()), std::time::Duration::ZERO, false);
     assert!(outcome.is_ok() && again == Next::Idle);
     let state = commit.lock();
     assert_eq!(
