@@ -35,4 +35,19 @@ mod tests {
             assert_eq!(crc32_continue(crc32(a), &[b]), crc32(&data), "cut at {cut}");
         }
     }
+
+    #[test]
+    fn crc32_continue_over_several_parts_equals_hashing_them_joined() {
+        let data: [u8; 200] = core::array::from_fn(|i| (i * 11 + 5) as u8);
+        let (prefix, rest) = data.split_at(20);
+        for cut in [0, 4, 100, 180] {
+            let (a, b) = rest.split_at(cut);
+            assert_eq!(
+                crc32_continue(crc32(prefix), &[a, b]),
+                crc32(&data),
+                "cut at {cut}"
+            );
+        }
+        assert_eq!(crc32_continue(crc32(&data), &[]), crc32(&data));
+    }
 }
