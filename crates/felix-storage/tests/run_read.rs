@@ -3,6 +3,8 @@
 //! and read bounds; and every bit flip of a small shard refused by the run
 //! read exactly where the per-record read refuses it.
 
+mod common;
+
 use std::path::Path;
 
 use felix_format::decode_record;
@@ -294,4 +296,54 @@ fn read_runs_every_bit_flip_is_refused_where_the_per_record_read_refuses_it() {
     }
     println!("{flips} flips, {refused_runs} run reads refused as damage");
     assert!(flips > 2000 && refused_runs > 0, "{flips} {refused_runs}");
+}
+
+/// A shard of 100 records of 128 encoded bytes each, in segments of
+/// `segment_size_bytes`, on a disk that counts segment reads.
+fn counted(segment_size_bytes: u64) -> (common::gated::GatedFs<SimFs>, Shard) {
+    let fs = common::gated::GatedFs::new(SimFs::new());
+    let config = StoreConfig {
+        segment_size_bytes,
+        index_spacing_bytes: 4096,
+        ..config()
+    };
+    let shard = Shard::options(Path::new(DIR))
+        .file_system(fs.handle())
+        .config(config)
+        .label("counted")
+        .open()
+        .unwrap();
+    for o in 0..100u64 {
+        shard.append(&[Record::new(o, payload(o, 100))]).unwrap();
+    }
+    (fs, shard)
+}
+
+#[test]
+fn read_runs_stopped_by_its_budget_inside_a_segment_reads_that_segment_once() {
+    // Ten records fit 1,300 bytes; the eleventh would pass them. The read
+    // that declined it has already said so: reading that segment again at
+    // the declined record, only to drop it, would be a second `pread`.
+    for (segment_size_bytes, segments) in [(1 << 20, 1), (4096, 4)] {
+        let (fs, shard) = counted(segment_size_bytes);
+        assert_eq!(
+            shard.segment_count(),
+            segments,
+            "segments of {segment_size_bytes} bytes"
+        );
+        // The first read of a sealed segment opens it (a header read).
+        shard.read_runs(0, 1, ReadBound::Committed).unwrap();
+        let before = fs.segment_reads();
+        let runs = shard.read_runs(0, 1_300, ReadBound::Committed).unwrap();
+        assert_eq!(
+            decode_runs(&runs),
+            (0..10).map(|o| (o, payload(o, 100))).collect::<Vec<_>>(),
+            "segments of {segment_size_bytes} bytes"
+        );
+        assert_eq!(
+            fs.segment_reads() - before,
+            1,
+            "segments of {segment_size_bytes} bytes"
+        );
+    }
 }

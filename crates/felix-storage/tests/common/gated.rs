@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,8 @@ struct Gate {
     released: Condvar,
     /// Opens waiting in the held directory now.
     opens_waiting: Mutex<usize>,
+    /// Reads of `.log` files so far.
+    segment_reads: AtomicU64,
 }
 
 /// `inner` with its segment syncs gated and timed.
@@ -118,6 +121,12 @@ impl<V: Vfs + Clone + 'static> GatedFs<V> {
         *self.gate.opens_waiting.lock().unwrap() -= 1;
     }
 
+    /// How many reads of segment files were made so far (each one
+    /// `pread` on a real disk).
+    pub(crate) fn segment_reads(&self) -> u64 {
+        self.gate.segment_reads.load(Ordering::Relaxed)
+    }
+
     /// The durations of the segment syncs made in `dir`.
     pub(crate) fn sync_durations(&self, dir: &Path) -> Vec<Duration> {
         self.gate
@@ -140,6 +149,9 @@ struct GatedFile {
 
 impl VfsFile for GatedFile {
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        if self.segment_of.is_some() {
+            self.gate.segment_reads.fetch_add(1, Ordering::Relaxed);
+        }
         self.inner.read_exact_at(buf, position)
     }
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {

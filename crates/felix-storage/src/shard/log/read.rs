@@ -40,6 +40,17 @@ enum Target {
     Sealed(Arc<Sealed>, u64),
 }
 
+impl Target {
+    /// The offset a read of this segment stops before: its end, or the
+    /// read's end if that comes first.
+    fn next_offset(&self) -> u64 {
+        match self {
+            Target::Active { limit, .. } => limit.next_offset,
+            Target::Sealed(sealed, end) => sealed.extent.next_offset.min(*end),
+        }
+    }
+}
+
 /// `limit`, ending at offset `end` if that comes first. The segment read
 /// stops at the limit's offset, whatever its position says, so the
 /// position may stay the end of what is written.
@@ -90,6 +101,7 @@ impl Core {
         let mut offset = from;
         let mut budget = max_bytes;
         while let Some(target) = self.target(offset, end)? {
+            let segment_end = target.next_offset();
             let run = self.read_target(target, offset, budget)?;
             let size = run.bytes().len() as u64;
             // A segment's read returns at least one record; past the first
@@ -104,7 +116,11 @@ impl Core {
             offset = run.next_offset();
             budget = budget.saturating_sub(size);
             out.push(run);
-            if budget == 0 {
+            // A run that ends before its segment's readable end stopped at
+            // the budget: the next read would begin with the record its
+            // walk declined, which alone passes what is left. Not read
+            // again only to be dropped.
+            if budget == 0 || offset < segment_end {
                 break;
             }
         }
