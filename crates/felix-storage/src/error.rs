@@ -256,8 +256,13 @@ pub enum StorageError {
         dir: PathBuf,
     },
     /// A setting is out of its range; nothing was opened or created.
+    ///
+    /// The message is the [`ConfigError`]'s own, after "invalid
+    /// configuration", and there is no [`source`](std::error::Error::source):
+    /// the setting's error is a leaf, so a reporter that prints the chain
+    /// shows it once.
     #[error("invalid configuration: {0}")]
-    InvalidConfig(#[from] ConfigError),
+    InvalidConfig(ConfigError),
     /// A segment operation failed.
     #[error("shard {shard}: {source}")]
     Segment {
@@ -270,14 +275,15 @@ pub enum StorageError {
     /// Opening the shard found damage it may not repair, or failed to read it.
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
-    /// The generation history refused a change.
-    #[error("shard {shard}: {source}")]
+    /// The generation history refused a change. The refusal is a leaf
+    /// (no I/O underneath): its text is in this message, and it is not
+    /// repeated as a [`source`](std::error::Error::source).
+    #[error("shard {shard}: {refusal}")]
     Generation {
         /// The shard.
         shard: Arc<str>,
         /// Why.
-        #[source]
-        source: HistoryError,
+        refusal: HistoryError,
     },
     /// Writing the epochs file failed.
     #[error("shard {shard}: {source}")]
@@ -337,14 +343,14 @@ pub enum StorageError {
     },
     /// A text part of the key is longer than a shard's key file can hold
     /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
-    /// Nothing was created.
-    #[error("shard {key} cannot be created: {source}")]
+    /// Nothing was created. Which part is too long is in this message, not
+    /// repeated as a [`source`](std::error::Error::source).
+    #[error("shard {key} cannot be created: {problem}")]
     KeyTooLong {
         /// The key.
         key: ShardKey,
         /// Which part, and its length.
-        #[source]
-        source: KeyFileDecodeError,
+        problem: KeyFileDecodeError,
     },
 }
 
@@ -354,7 +360,7 @@ impl StorageError {
     fn reason(&self) -> String {
         match self {
             Self::Segment { source, .. } => source.to_string(),
-            Self::Generation { source, .. } => source.to_string(),
+            Self::Generation { refusal, .. } => refusal.to_string(),
             Self::Epochs { source, .. } => source.to_string(),
             other => other.to_string(),
         }
@@ -369,6 +375,12 @@ impl StorageError {
             Self::Epochs { source, .. } | Self::Io(source) => Some(source.kind()),
             _ => None,
         }
+    }
+}
+
+impl From<ConfigError> for StorageError {
+    fn from(err: ConfigError) -> Self {
+        Self::InvalidConfig(err)
     }
 }
 

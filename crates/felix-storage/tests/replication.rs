@@ -348,7 +348,7 @@ fn append_replicated_refuses_a_generation_going_backwards_before_writing() {
             matches!(
                 err,
                 StorageError::Generation {
-                    source: HistoryError::GenerationWentBackwards { last: l, requested: r },
+                    refusal: HistoryError::GenerationWentBackwards { last: l, requested: r },
                     ..
                 } if l == last && r == requested
             ),

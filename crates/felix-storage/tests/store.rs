@@ -134,12 +134,12 @@ fn store_create_shard_with_a_part_too_long_for_the_key_file_writes_nothing() {
     let store = Store::open(root.path(), config()).unwrap();
     let key = ShardKey::new("t", "s".repeat(MAX_KEY_PART_BYTES + 1), "s", 0);
     let err = store.create_shard(&key).unwrap_err();
-    let StorageError::KeyTooLong { key: k, source } = &err else {
+    let StorageError::KeyTooLong { key: k, problem } = &err else {
         panic!("{err:?}");
     };
     assert_eq!(k, &key);
     assert_eq!(
-        *source,
+        *problem,
         KeyFileDecodeError::Part {
             part: KeyPart::Namespace,
             problem: KeyPartProblem::TooLong {

@@ -58,9 +58,9 @@ impl Core {
         let mut next = self.generations.lock().clone();
         let recorded =
             next.record(generation, start)
-                .map_err(|source| StorageError::Generation {
+                .map_err(|refusal| StorageError::Generation {
                     shard: Arc::clone(&self.label),
-                    source,
+                    refusal,
                 })?;
         self.update_history(|history| {
             *history = next;

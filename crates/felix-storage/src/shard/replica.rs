@@ -149,7 +149,7 @@ impl Core {
             {
                 return Err(StorageError::Generation {
                     shard: Arc::clone(&self.label),
-                    source: HistoryError::GenerationWentBackwards {
+                    refusal: HistoryError::GenerationWentBackwards {
                         last: previous,
                         requested: generation,
                     },

@@ -107,9 +107,9 @@ impl Store {
 /// Refuses a key the key file cannot hold, before anything is written.
 pub(super) fn check_key(key: &ShardKey) -> Result<()> {
     let mut scratch = Vec::new();
-    encode_key_file(key, &mut scratch).map_err(|source| StorageError::KeyTooLong {
+    encode_key_file(key, &mut scratch).map_err(|problem| StorageError::KeyTooLong {
         key: key.clone(),
-        source,
+        problem,
     })
 }
 
