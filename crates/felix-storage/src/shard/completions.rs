@@ -18,15 +18,23 @@ impl Shard {
     /// sync: the shard's sync pool makes it and wakes the future, so one
     /// thread (or a runtime's few) can keep thousands of appends in flight.
     ///
-    /// Under `OnCommit`, a batch appended while a sync of the shard is
-    /// pending (queued or in flight: it covers what was written before it,
-    /// so this batch waits for the next one anyway) is not written here: it
-    /// is queued with its offsets, and the sync worker writes every batch
-    /// queued meanwhile in one `write` just before the next sync. Until
-    /// then it counts in no written offset ([`Shard::next_offset`],
-    /// [`ReadBound::Written`]); the receipt says its offsets. Otherwise, and
-    /// under the other durabilities, the batch is in the file when this
-    /// returns.
+    /// **When this returns, the batch has its offsets; under `OnCommit` it
+    /// may not be written yet.** A batch appended while a sync of the shard
+    /// is pending (queued or in flight: it covers what was written before
+    /// it, so this batch waits for the next one anyway) is not written
+    /// here: it is queued with its offsets, and the sync worker writes every
+    /// batch queued meanwhile in one `write` just before the next sync,
+    /// which saves a system call per batch. Until then it counts in no
+    /// written offset ([`Shard::next_offset`], [`Offsets::written`],
+    /// [`ReadBound::Written`]); the receipt says its offsets. A leader
+    /// that serves [`ReadBound::Written`] to its followers waits for it
+    /// with [`Shard::wait_readable`] (or [`Shard::wait_readable_async`])
+    /// from the receipt's first offset, woken when the worker writes it;
+    /// it is written, at the latest, when its future resolves `Ok`.
+    /// With no sync pending, and under the other durabilities, the batch
+    /// is in the file when this returns.
+    ///
+    /// [`Offsets::written`]: crate::Offsets::written
     ///
     /// Completions of one shard resolve in offset order. The error returned
     /// here means nothing was acknowledged (as [`Shard::append`]'s: an empty

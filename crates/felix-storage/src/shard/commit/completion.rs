@@ -54,8 +54,14 @@ impl Drop for DurableFuture {
     }
 }
 
-/// An append whose records are written, resolving once they are
+/// An append whose records have their offsets, resolving once they are
 /// acknowledged: [`Shard::append_async`](crate::Shard::append_async).
+///
+/// Under [`Durability::OnCommit`](crate::Durability::OnCommit) the batch
+/// may not be written yet when this is returned: appended while a sync of
+/// the shard was pending, it is queued and written just before the next
+/// sync (see [`Shard::append_async`](crate::Shard::append_async)). It is
+/// written by the time this resolves `Ok`.
 ///
 /// Under [`Durability::OnCommit`](crate::Durability::OnCommit) it resolves
 /// once a sync covers the batch, with its receipt; otherwise at once (the
@@ -70,7 +76,7 @@ impl Drop for DurableFuture {
 /// once durable; only the notice is lost.
 ///
 /// [`Shard::append`]: crate::Shard::append
-#[must_use = "the batch is written; dropping the future only loses the notice that it is durable"]
+#[must_use = "the batch is appended; dropping the future only loses the notice that it is durable"]
 #[derive(Debug)]
 pub struct AppendFuture {
     receipt: AppendReceipt,
@@ -82,7 +88,12 @@ impl AppendFuture {
         Self { receipt, durable }
     }
 
-    /// The offsets the batch was given (it is written already).
+    /// The offsets the batch was given. Under
+    /// [`Durability::OnCommit`](crate::Durability::OnCommit) the batch may
+    /// be queued rather than written yet: wait for
+    /// [`ReadBound::Written`](crate::ReadBound::Written) to reach it with
+    /// [`Shard::wait_readable`](crate::Shard::wait_readable) before serving
+    /// it to followers.
     pub fn receipt(&self) -> AppendReceipt {
         self.receipt
     }
