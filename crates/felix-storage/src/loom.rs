@@ -6,12 +6,24 @@
 //! `Arc` is `std`'s in both builds: loom's cannot hold a trait object (the
 //! pool's jobs, a `Waker`'s thread), and reference counts are not part of
 //! the protocol the models check.
+//!
+//! A lock that is ever taken with `try_lock` is a [`sync::TryMutex`]: `std`'s
+//! `Mutex` in a normal build; under loom a mutex of our own whose
+//! `try_lock` fails at once when the lock is held, as `std`'s does (loom's
+//! own `try_lock` can leave the thread blocked until the lock is free when
+//! another thread takes it just before, which is a wait `std` never makes
+//! and would show a deadlock the real code does not have).
 
 pub(crate) mod sync {
     #[cfg(loom)]
     pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+    #[cfg(loom)]
+    pub(crate) use super::try_mutex::{TryMutex, TryMutexGuard};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{Mutex as TryMutex, MutexGuard as TryMutexGuard};
 
     pub(crate) mod atomic {
         #[cfg(loom)]
@@ -32,6 +44,100 @@ pub(crate) mod thread {
     #[cfg(loom)]
     pub(crate) fn park_timeout(_: std::time::Duration) {
         loom::thread::yield_now();
+    }
+}
+
+#[cfg(loom)]
+mod try_mutex {
+    use std::fmt;
+    use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+
+    use loom::sync::{Condvar, Mutex, MutexGuard};
+
+    /// A mutex whose `try_lock` never waits (see the module docs). Who holds
+    /// it is a flag under a loom mutex that is held for a few steps only;
+    /// a thread that finds it set waits on a loom condition variable, so a
+    /// wait nobody ends is a deadlock loom reports. The data is behind a
+    /// loom mutex of its own, taken once the flag is ours: only a holder
+    /// still letting it go can make that wait.
+    pub(crate) struct TryMutex<T> {
+        held: Mutex<bool>,
+        released: Condvar,
+        data: Mutex<T>,
+    }
+
+    /// The lock held: released on drop.
+    pub(crate) struct TryMutexGuard<'a, T> {
+        mutex: &'a TryMutex<T>,
+        data: MutexGuard<'a, T>,
+    }
+
+    impl<T> TryMutex<T> {
+        pub(crate) fn new(data: T) -> Self {
+            Self {
+                held: Mutex::new(false),
+                released: Condvar::new(),
+                data: Mutex::new(data),
+            }
+        }
+
+        pub(crate) fn lock(&self) -> LockResult<TryMutexGuard<'_, T>> {
+            let mut held = super::lock(&self.held);
+            while *held {
+                held = self
+                    .released
+                    .wait(held)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            *held = true;
+            drop(held);
+            Ok(self.guard())
+        }
+
+        pub(crate) fn try_lock(&self) -> TryLockResult<TryMutexGuard<'_, T>> {
+            let mut held = super::lock(&self.held);
+            if *held {
+                return Err(TryLockError::WouldBlock);
+            }
+            *held = true;
+            drop(held);
+            Ok(self.guard())
+        }
+
+        fn guard(&self) -> TryMutexGuard<'_, T> {
+            TryMutexGuard {
+                mutex: self,
+                data: super::lock(&self.data),
+            }
+        }
+    }
+
+    impl<T> fmt::Debug for TryMutex<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("TryMutex").finish_non_exhaustive()
+        }
+    }
+
+    impl<T> std::ops::Deref for TryMutexGuard<'_, T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.data
+        }
+    }
+
+    impl<T> std::ops::DerefMut for TryMutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.data
+        }
+    }
+
+    impl<T> Drop for TryMutexGuard<'_, T> {
+        /// Clears the flag; the data's own guard is let go right after.
+        fn drop(&mut self) {
+            *super::lock(&self.mutex.held) = false;
+            self.mutex.released.notify_one();
+        }
     }
 }
 

@@ -53,8 +53,9 @@ pub(crate) struct Core {
     pub(crate) dir: PathBuf,
     pub(crate) config: StoreConfig,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) writer: Mutex<WriterState>,
-    pub(crate) queue: Mutex<Queue>,
+    /// Loom's under `--cfg loom`, as the queue (see `crate::loom`).
+    pub(crate) writer: crate::loom::sync::TryMutex<WriterState>,
+    pub(crate) queue: crate::loom::sync::Mutex<Queue>,
     /// Rounds a write-combining leader makes before handing over (a
     /// constant, but a unit test lowers it to make handovers frequent).
     pub(crate) max_lead_rounds: AtomicUsize,

@@ -462,13 +462,13 @@ impl ShardOptions {
             dir,
             config,
             clock,
-            writer: Mutex::new(WriterState {
+            writer: crate::loom::sync::TryMutex::new(WriterState {
                 writer,
                 next_segment_id,
                 spare: Spare::default(),
                 unsynced_bytes: 0,
             }),
-            queue: Mutex::new(Queue::new(next_offset)),
+            queue: crate::loom::sync::Mutex::new(Queue::new(next_offset)),
             max_lead_rounds: AtomicUsize::new(MAX_LEAD_ROUNDS),
             view: std::sync::RwLock::new(view),
             commit,

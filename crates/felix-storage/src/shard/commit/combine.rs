@@ -20,15 +20,15 @@
 //! writer whose next offset is the queue's (asserted in debug builds).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::MutexGuard;
 use std::sync::atomic::Ordering::Relaxed;
-use std::thread::Thread;
 
 use felix_format::record_encoded_len;
 use felix_segment::Record;
 
 use super::QueuedWrites;
 use crate::error::{Result, StorageError};
+use crate::loom::sync::{MutexGuard, TryMutexGuard};
+use crate::loom::thread::{self, Thread};
 use crate::shard::AppendReceipt;
 use crate::shard::core::Core;
 use crate::shard::log::{Synced, WriterState};
@@ -76,7 +76,7 @@ pub(crate) struct Spare {
 /// The writer lock with the queue drained and held: see the module docs.
 pub(crate) struct WriterGuard<'a> {
     shard: &'a Core,
-    state: MutexGuard<'a, WriterState>,
+    state: TryMutexGuard<'a, WriterState>,
     /// `None` on shards that never queue (durability other than on-commit):
     /// their appends skip a lock they do not need.
     queue: Option<MutexGuard<'a, Queue>>,
@@ -142,7 +142,7 @@ impl Core {
     }
 
     /// The writer lock held as `state`, with the queue taken and drained.
-    fn guard_writer<'a>(&'a self, mut state: MutexGuard<'a, WriterState>) -> WriterGuard<'a> {
+    fn guard_writer<'a>(&'a self, mut state: TryMutexGuard<'a, WriterState>) -> WriterGuard<'a> {
         if !self.on_commit() {
             return WriterGuard {
                 shard: self,
@@ -227,7 +227,7 @@ impl Core {
     /// An on-commit append through the queue (see the module docs). The
     /// batch has been validated.
     pub(crate) fn append_combined(&self, records: &[Record]) -> Result<AppendReceipt> {
-        let (receipt, lead) = self.enqueue(records, Some(std::thread::current()))?;
+        let (receipt, lead) = self.enqueue(records, Some(thread::current()))?;
         if lead {
             self.lead()?;
         }

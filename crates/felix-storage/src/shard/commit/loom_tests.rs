@@ -1,7 +1,11 @@
-//! loom models of the protocol between appenders, the pool's queue, its
-//! workers and the completions: every interleaving of the threads (within
-//! loom's preemption bound) is run, and loom fails a model on any deadlock,
-//! which is how a lost wake-up shows.
+//! loom models of group commit on its own: appenders, the pool's queue,
+//! its workers and the completions, against a fake file that records how
+//! far it is written and synced. Every interleaving of the threads (within
+//! loom's preemption bound) is run, and loom fails a model on any
+//! deadlock, which is how a lost wake-up shows. The writer here is a loom
+//! mutex over the log's end; the real one, with the write-combining queue,
+//! `WriterGuard` and the worker's `write_queued`, is modelled in
+//! `loom_shard_tests.rs`, on a real shard.
 //!
 //! What each model asserts besides: no completion is `Ok` before a sync
 //! that covers it has returned (the fake file's durable length is checked
@@ -20,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
 
 use loom::sync::Mutex;
-use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use loom::sync::atomic::{AtomicU64, AtomicUsize};
 
 use super::{Commit, Completion, SyncData};
 use crate::error::StorageError;
@@ -63,16 +67,8 @@ impl SyncData for FakeSync {
 struct Shard {
     commit: Arc<Commit>,
     file: Arc<FakeFile>,
-    /// The writer lock, a flag taken by compare-and-swap (waiters yield),
-    /// so that the worker's `try_lock` is one attempt that never waits, as
-    /// std's is (loom's own `try_lock` can leave the thread blocked on the
-    /// mutex when another takes it meanwhile).
-    writer_held: AtomicBool,
-    /// The writer's end, read and written only while `writer_held` is ours.
-    next: AtomicU64,
-    /// The write-combining queue: one past the last offset assigned to a
-    /// queued batch (the writer's end when nothing is queued).
-    queue: Mutex<u64>,
+    /// The writer lock, over the log's end.
+    writer: Mutex<u64>,
     pool: SyncPool,
 }
 
@@ -93,98 +89,18 @@ impl Shard {
         Arc::new(Self {
             commit,
             file,
-            writer_held: AtomicBool::new(false),
-            next: AtomicU64::new(0),
-            queue: Mutex::new(0),
+            writer: Mutex::new(0),
             pool,
         })
     }
 
-    /// An append with a completion as the shard makes it: queued for the
-    /// pending sync to write when one is pending, else written under the
-    /// writer lock and the queue, with whatever is queued written first, as
-    /// `WriterGuard` does: the queue stays locked until the writer is
-    /// released, so no batch is queued behind a direct append. Returns the
-    /// offset after it.
-    fn append_completing(&self) -> u64 {
-        if self.commit.sync_pending() {
-            let mut assigned = self.queue.lock().unwrap();
-            *assigned += 1;
-            self.commit.set_assigned(*assigned);
-            return *assigned;
-        }
-        self.lock_writer();
-        let mut assigned = self.write_queue();
-        *assigned += 1;
-        let end = *assigned;
-        self.publish(end);
-        self.release_writer(assigned);
-        end
-    }
-
-    /// The queue, taken with the writer lock held, after writing what it
-    /// holds (and poking the pool for the waiters that covers).
-    fn write_queue(&self) -> loom::sync::MutexGuard<'_, u64> {
-        let assigned = self.queue.lock().unwrap();
-        if *assigned > self.next.load(SeqCst) {
-            self.publish(*assigned);
-            self.commit.poke();
-        }
-        assigned
-    }
-
-    /// Releases the writer lock, then the queue, publishing the assignment
-    /// first, as `WriterGuard`'s drop does.
-    fn release_writer(&self, assigned: loom::sync::MutexGuard<'_, u64>) {
-        self.commit.set_assigned(*assigned);
-        self.unlock_writer();
-        drop(assigned);
-    }
-
-    fn lock_writer(&self) {
-        while !self.try_lock_writer() {
-            loom::thread::yield_now();
-        }
-    }
-
-    fn try_lock_writer(&self) -> bool {
-        self.writer_held
-            .compare_exchange(false, true, SeqCst, SeqCst)
-            .is_ok()
-    }
-
-    fn unlock_writer(&self) {
-        self.writer_held.store(false, SeqCst);
-    }
-
-    /// Records that the log is written up to `end` (writer lock held).
-    fn publish(&self, end: u64) {
-        self.next.store(end, SeqCst);
-        self.file.written.store(end, SeqCst);
-        self.commit.set_written(end);
-    }
-}
-
-impl super::QueuedWrites for Shard {
-    fn write_queued(&self) -> bool {
-        if !self.try_lock_writer() {
-            // The holder writes the queue (here: a direct append, a close).
-            return false;
-        }
-        let assigned = self.write_queue();
-        self.release_writer(assigned);
-        true
-    }
-}
-
-impl Shard {
     /// Writes one record; returns the offset after it.
     fn write(&self) -> u64 {
-        self.lock_writer();
-        let end = self.next.load(SeqCst) + 1;
-        self.publish(end);
-        self.unlock_writer();
-        end
+        let mut next = self.writer.lock().unwrap();
+        *next += 1;
+        self.file.written.store(*next, SeqCst);
+        self.commit.set_written(*next);
+        *next
     }
 
     /// Waits on a future for everything below `end` to be durable, and
@@ -218,7 +134,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// [`model`] with `preemptions` at most: for a model with more steps, whose
 /// runs at three would take CI tens of minutes.
-fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+pub(super) fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = Arc::clone(&runs);
     let mut builder = loom::model::Builder::new();
@@ -289,118 +205,6 @@ fn loom_future_and_callback_complete_once_after_their_sync() {
         }
         shard.pool.shutdown();
         assert_eq!(runs.load(SeqCst), 1);
-    });
-}
-
-/// Two futures, the second appended while the first one's sync may be
-/// pending (then queued, not written, for the worker to write before it
-/// syncs): both complete exactly once, after a sync covered them; a
-/// queued batch that nobody writes or syncs is a deadlock loom reports.
-#[test]
-fn loom_futures_queued_for_a_pending_sync_complete_durable() {
-    model(|| {
-        let shard = Shard::new(0);
-        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
-        let appender = {
-            let shard = Arc::clone(&shard);
-            loom::thread::spawn(move || {
-                let end = shard.append_completing();
-                shard.await_durable(end).unwrap();
-            })
-        };
-        let end = shard.append_completing();
-        shard.await_durable(end).unwrap();
-        appender.join().unwrap();
-        assert_eq!(shard.commit.durable(), 2);
-        shard.pool.shutdown();
-    });
-}
-
-/// Two appends with a future and an admission on one thread, the second
-/// made once the first one's future completed, and one on another: the
-/// second may come while the other thread's sync is pending (queued for the
-/// worker) or just after a sync finished (written directly, then synced
-/// again). Every future completes once, after a sync covered it, and each
-/// gives its place back before it is seen complete.
-#[test]
-fn loom_a_future_appended_again_after_its_sync_completes_durable() {
-    fn rounds(shard: &Shard, n: usize) {
-        for _ in 0..n {
-            let admission = shard.commit.admit(true).unwrap();
-            let end = shard.append_completing();
-            let (slot, done) = Commit::future_slot();
-            shard.commit.watch_durable(end, true, done, Some(admission));
-            let outcome = loom::future::block_on(super::DurableFuture::new(slot));
-            shard.check_durable(end, &outcome);
-            outcome.unwrap();
-        }
-    }
-    // Three appends and their syncs: two preemptions are 168 k interleavings
-    // (13 s in release); three ran past 25 minutes.
-    model_bounded(2, || {
-        let shard = Shard::new(0);
-        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
-        let other = {
-            let shard = Arc::clone(&shard);
-            loom::thread::spawn(move || rounds(&shard, 1))
-        };
-        rounds(&shard, 2);
-        other.join().unwrap();
-        assert_eq!(shard.commit.durable(), 3);
-        assert_eq!(shard.commit.in_flight.taken(), 0);
-        shard.pool.shutdown();
-    });
-}
-
-/// A close as the shard makes one (the writer lock and the queue held
-/// throughout: what is queued written, a wait for everything to be durable,
-/// then the commit closed) while a first future's sync may be pending and
-/// a second future's batch queued for the worker: the close returns and
-/// both futures complete, durable or `Closed`. A worker that waited for the
-/// writer lock to write the queue would never make the close's sync.
-///
-/// Main waits for the appender by a flag before joining: the close's
-/// blocking wait may be unparked after it returned, and loom wakes a
-/// thread blocked in `join` on such an unpark (std does not).
-#[test]
-fn loom_close_with_a_future_queued_for_the_worker_returns() {
-    model(|| {
-        let shard = Shard::new(0);
-        shard.commit.set_queued_writes(Arc::downgrade(&shard) as _);
-        let end = shard.append_completing();
-        let (first, done) = Commit::future_slot();
-        shard.commit.watch_durable(end, true, done, None);
-        let finished = Arc::new(AtomicUsize::new(0));
-        let appender = {
-            let (shard, finished) = (Arc::clone(&shard), Arc::clone(&finished));
-            loom::thread::spawn(move || {
-                let end = shard.append_completing();
-                let outcome = shard.await_durable(end);
-                assert!(
-                    matches!(outcome, Ok(()) | Err(StorageError::Closed { .. })),
-                    "{outcome:?}"
-                );
-                finished.store(1, SeqCst);
-            })
-        };
-        shard.lock_writer();
-        let assigned = shard.write_queue();
-        let outcome = shard.commit.wait_durable(u64::MAX);
-        shard.check_durable(shard.next.load(SeqCst), &outcome);
-        outcome.unwrap();
-        shard.commit.close();
-        shard.release_writer(assigned);
-        while finished.load(SeqCst) == 0 {
-            loom::thread::yield_now();
-        }
-        appender.join().unwrap();
-        let outcome = first.get().expect("completed by its sync or the close");
-        shard.check_durable(end, &outcome);
-        assert!(
-            matches!(outcome, Ok(()) | Err(StorageError::Closed { .. })),
-            "{outcome:?}"
-        );
-        shard.pool.shutdown();
     });
 }
 

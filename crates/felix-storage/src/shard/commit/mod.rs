@@ -548,6 +548,8 @@ impl Commit {
 }
 
 #[cfg(all(test, loom))]
+mod loom_shard_tests;
+#[cfg(all(test, loom))]
 mod loom_tests;
 #[cfg(test)]
 mod tests;
