@@ -14,6 +14,7 @@
 //! byte bound as the chunks.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -55,6 +56,9 @@ struct Inner {
 pub(crate) struct ChunkCache {
     limit: u64,
     inner: Mutex<Inner>,
+    /// Index objects fetched and found unusable (see
+    /// [`ChunkCache::insert_unusable_index`]).
+    unusable_indexes: AtomicU64,
 }
 
 impl ChunkCache {
@@ -62,6 +66,7 @@ impl ChunkCache {
         ChunkCache {
             limit,
             inner: Mutex::new(Inner::default()),
+            unusable_indexes: AtomicU64::new(0),
         }
     }
 
@@ -100,6 +105,20 @@ impl ChunkCache {
     /// Keeps index object `object`, already checked and parsed.
     pub(crate) fn insert_index(&self, object: SegmentObject, entries: Arc<[IndexEntry]>) {
         self.insert_held(object, WHOLE_OBJECT, Held::Index(entries));
+    }
+
+    /// Keeps index object `object`, fetched and found unusable, as an
+    /// index without entries (every read of its segment then walks from the
+    /// first record, without fetching the object again while it is held),
+    /// and counts it.
+    pub(crate) fn insert_unusable_index(&self, object: SegmentObject) {
+        self.unusable_indexes.fetch_add(1, Ordering::Relaxed);
+        self.insert_held(object, WHOLE_OBJECT, Held::Index(Arc::from(Vec::new())));
+    }
+
+    /// Index objects fetched and found unusable so far.
+    pub(crate) fn unusable_indexes(&self) -> u64 {
+        self.unusable_indexes.load(Ordering::Relaxed)
     }
 
     fn insert_held(&self, object: SegmentObject, chunk: u64, held: Held) {

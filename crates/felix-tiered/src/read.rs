@@ -113,8 +113,17 @@ impl TieredShard {
     }
 
     /// Where to start walking for `from`: the last index entry at or below
-    /// it, or the first record. A damaged index object is an error (it is
-    /// checked against the manifest's CRC, so it is rot, not a hint).
+    /// it, or the first record.
+    ///
+    /// An index is only an accelerator, remote as local: one whose object
+    /// is damaged (not the length or CRC the manifest lists, or not an
+    /// index of this segment) is walked around from the segment's first
+    /// record, whose position is certain, as a local read walks around a
+    /// stale entry, and counted
+    /// ([`TieredShard::unusable_remote_indexes`]). The records the walk
+    /// reads are checked as always, so no answer depends on the index. A
+    /// store that fails the request is still an error: nothing says the
+    /// object is damaged.
     async fn start_for(
         &self,
         segment: &RemoteSegment,
@@ -124,7 +133,23 @@ impl TieredShard {
         if segment.index_len == 0 {
             return Ok(first);
         }
-        let index = self.index(segment).await?;
+        let index = match self.index(segment).await {
+            Ok(index) => index,
+            Err(
+                e @ (TieredError::RemoteLength { .. }
+                | TieredError::RemoteChecksum { .. }
+                | TieredError::RemoteCorrupt { .. }),
+            ) => {
+                tracing::warn!(error = %e, segment = segment.extent.id, "remote index unusable; its segment is read from the first record");
+                // Kept as an index without entries: the segment's next
+                // reads start at the first record without fetching the
+                // damaged object again.
+                self.cache
+                    .insert_unusable_index(SegmentObject::of(segment, FileKind::Index));
+                return Ok(first);
+            }
+            Err(e) => return Err(e),
+        };
         // parse_index checked the offsets ascend, so a binary search finds
         // the last entry at or below `from`.
         let below = index.partition_point(|e| e.offset <= from);
@@ -132,6 +157,17 @@ impl TieredShard {
             .checked_sub(1)
             .and_then(|i| index.get(i))
             .map_or(first, |e| (e.position, e.offset)))
+    }
+
+    /// Remote index objects found unusable (damaged: not the length or CRC
+    /// the manifest lists, or not an index of their segment) since the
+    /// tier opened, each counted when it is fetched: reads of its segment
+    /// walk from the first record instead, and give the same records. The
+    /// object is fetched (and counted) again only after the read cache has
+    /// dropped it. Not zero means rot in the store: the warning logged with
+    /// each names the object.
+    pub fn unusable_remote_indexes(&self) -> u64 {
+        self.cache.unusable_indexes()
     }
 
     pub(crate) async fn read_remote(

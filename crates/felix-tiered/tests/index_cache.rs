@@ -1,6 +1,6 @@
 //! A remote segment's index is fetched, checked and parsed once and then
 //! kept: warm reads make no request for it, and a manifest that drops the
-//! segment drops its index too.
+//! segment drops its index too. A damaged index object is walked around.
 
 mod common;
 
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use felix_format::tier_manifest::segment_object_name;
 use felix_format::{FileKind, ShardKey};
 use felix_tiered::{TierConfig, TierRetention, TieredError, TieredShard, stores};
+use object_store::ObjectStoreExt;
 
 use common::counting::CountingStore;
 use common::{fill, payload, small_shard};
@@ -104,4 +105,64 @@ async fn a_segment_remote_retention_drops_takes_its_index_with_it() {
     assert_eq!(again[0].offset, newest.extent.base_offset + 1);
     assert_eq!(&again[0].payload[..], &payload(again[0].offset)[..]);
     assert_eq!(store.take_gets(), Vec::<object_store::path::Path>::new());
+}
+
+#[tokio::test]
+async fn read_remote_segment_with_damaged_index_walks_from_first_record_and_counts_it() {
+    let store = Arc::new(CountingStore::new(stores::in_memory()));
+    let (_dir, tiered) = open(Arc::clone(&store), 200).await;
+    let manifest = tiered.manifest();
+    let segment = *manifest
+        .segments
+        .iter()
+        .find(|s| s.index_len > 0 && s.extent.next_offset - s.extent.base_offset > 4)
+        .unwrap();
+    // One bit of the index object flipped: the manifest's CRC no longer
+    // matches it; the segment's `.log` is intact.
+    let key = ShardKey::new("t", "n", "s", 0);
+    let path = object_store::path::Path::from(format!(
+        "felix/{}/{}",
+        key.dir_name(),
+        segment_object_name(segment.extent.id, segment.upload, FileKind::Index)
+    ));
+    let mut bytes = store
+        .get(&path)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x10;
+    store.put(&path, bytes.into()).await.unwrap();
+    store.take_gets();
+    assert_eq!(tiered.unusable_remote_indexes(), 0);
+
+    // Every record of the segment, each read on its own, exactly.
+    for offset in segment.extent.base_offset..segment.extent.next_offset {
+        let read = tiered.read(offset, 1).await.unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].offset, offset);
+        assert_eq!(&read[0].payload[..], &payload(offset)[..]);
+        assert_eq!(read[0].timestamp_micros, 1_000 + offset);
+    }
+    // A read of many from the first offset: the whole segment, in order.
+    let all = tiered
+        .read(segment.extent.base_offset, 1 << 20)
+        .await
+        .unwrap();
+    let offsets: Vec<u64> = all.iter().map(|r| r.offset).collect();
+    assert_eq!(
+        offsets,
+        (segment.extent.base_offset..segment.extent.next_offset).collect::<Vec<_>>()
+    );
+    // Found unusable once, and not fetched again while the cache holds it.
+    assert_eq!(tiered.unusable_remote_indexes(), 1);
+    let gets = store.take_gets();
+    assert_eq!(
+        gets.iter().filter(|p| is_kind(p, FileKind::Index)).count(),
+        1,
+        "{gets:?}"
+    );
 }
