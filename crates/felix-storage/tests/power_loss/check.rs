@@ -58,16 +58,24 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
             model.min_base
         )));
     }
+    // Every read below `next` returns at least one record (the offset
+    // advances by one per record), so this walk ends after at most
+    // `next - base` reads; an empty one is a failure, not a retry.
     let mut offset = base;
     while offset < next {
         let records = shard
             .read(offset, 1 << 20)
             .map_err(|e| broken(format!("read {offset}: {e}")))?;
+        if records.is_empty() {
+            return Err(broken(format!(
+                "a read at {offset} returned nothing, below the next offset {next}"
+            )));
+        }
         for r in records {
-            if r.offset != offset {
+            if r.offset != offset || offset >= next {
                 return Err(broken(format!(
-                    "offsets not contiguous: {} after {}",
-                    r.offset, offset
+                    "offsets not contiguous: a read returned offset {} where {offset} was next (the log ends before {next})",
+                    r.offset
                 )));
             }
             let known = model
@@ -96,8 +104,21 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
         let got = shard
             .read(o, 1)
             .map_err(|e| broken(format!("read {o}: {e}")))?;
-        if got.first().map(|r| &r.payload[..]) != Some(&p[..]) {
-            return Err(broken(format!("acknowledged offset {o} altered")));
+        match got.first() {
+            Some(r) if r.offset == o && r.payload[..] == p[..] => {}
+            Some(r) => {
+                return Err(broken(format!(
+                    "acknowledged offset {o} altered: a read there returned offset {} with {} bytes, not {} bytes",
+                    r.offset,
+                    r.payload.len(),
+                    p.len()
+                )));
+            }
+            None => {
+                return Err(broken(format!(
+                    "acknowledged offset {o} lost: a read there returned nothing"
+                )));
+            }
         }
     }
     let history = shard.generations();

@@ -18,8 +18,9 @@ pub(crate) enum Op {
     },
     Generation,
     Reopen,
-    /// `Shard::close` (a clean-shutdown file), then keep writing: the next
-    /// open meets a record the later writes made stale.
+    /// `Shard::close` (a clean-shutdown file), then an append on the
+    /// closed handle, which must be refused and write nothing, then a
+    /// reopen.
     Close,
     /// `Shard::close`, then reopen trusting the record.
     CloseReopen,
