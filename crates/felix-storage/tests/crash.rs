@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
@@ -49,6 +49,54 @@ fn child(dir: &Path) -> ! {
     }
 }
 
+/// A writer process, killed with SIGKILL when dropped.
+struct KillOnDrop(Child);
+
+impl KillOnDrop {
+    fn kill(&mut self) {
+        // Already gone (a writer that failed) is fine: its acks are all
+        // printed, and the reopen checks them.
+        let _ = self.0.kill(); // SIGKILL
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads every record below `next` from offset 0: offsets contiguous and
+/// each payload exactly what the writer appended there (whether or not
+/// the kill left its ack unread). Each read must return at least one
+/// record, so this makes at most `next` reads.
+fn read_back_exactly(shard: &Shard, next: u64) {
+    assert_eq!(shard.base_offset(), 0, "nothing was ever deleted");
+    let mut offset = 0;
+    while offset < next {
+        let records = shard.read(offset, 1 << 20).unwrap();
+        assert!(
+            !records.is_empty(),
+            "a read at {offset} returned nothing, below the next offset {next}"
+        );
+        for record in records {
+            assert_eq!(
+                record.offset, offset,
+                "offsets not contiguous: {} where {offset} was next",
+                record.offset
+            );
+            assert!(
+                offset < next,
+                "a record at {offset}, past the log end {next}"
+            );
+            assert_eq!(record.payload, payload(offset), "offset {offset}");
+            offset += 1;
+        }
+    }
+}
+
 #[test]
 fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
@@ -77,6 +125,8 @@ fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        // Killed however this round ends, a failed assertion included.
+        let mut child = KillOnDrop(child);
         let started = Instant::now();
         let reader = std::thread::spawn(move || {
             let mut last = None;
@@ -90,8 +140,7 @@ fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
             last
         });
         std::thread::sleep(run_for.saturating_sub(started.elapsed()));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        child.kill();
         kills += 1;
         if let Some(last) = reader.join().unwrap() {
             highest_acked = highest_acked.max(Some(last));
@@ -102,24 +151,11 @@ fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
             .label("crash")
             .open()
             .unwrap();
+        let next = shard.next_offset();
         if let Some(acked) = highest_acked {
-            assert!(
-                shard.next_offset() > acked,
-                "round lost acknowledged offset {acked}"
-            );
-            let mut offset = 0;
-            while offset <= acked {
-                for record in shard.read(offset, 1 << 20).unwrap() {
-                    assert_eq!(
-                        record.payload,
-                        payload(record.offset),
-                        "offset {}",
-                        record.offset
-                    );
-                    offset = record.offset + 1;
-                }
-            }
+            assert!(next > acked, "round lost acknowledged offset {acked}");
         }
+        read_back_exactly(&shard, next);
     }
     println!("{kills} kills, highest acknowledged offset {highest_acked:?}");
     assert!(

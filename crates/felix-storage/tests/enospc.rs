@@ -3,24 +3,32 @@
 //! space is freed and the shard reopened.
 //!
 //! The real variant mounts a small tmpfs (CI runs as root). Where mounting
-//! is not permitted, the test says so and runs the same checks with ENOSPC
-//! injected through the simulated file system.
+//! is not permitted, the test says so on stderr and runs the simulated
+//! variant instead: the same checks, with ENOSPC injected through the
+//! simulated file system where a real disk can run out (creating the first
+//! segment, inside an append's write, at a roll) and the exact number of
+//! records acknowledged before it. That variant also runs on its own.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use felix_format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
 
 const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
 const ENOSPC: i32 = 28;
+const SEGMENT_BYTES: u64 = 256 * 1024;
+/// Every append is a batch of this many records of this many bytes.
+const BATCH: usize = 4;
+const PAYLOAD_BYTES: usize = 500;
 
 fn config() -> StoreConfig {
     StoreConfig {
-        segment_size_bytes: 256 * 1024,
+        segment_size_bytes: SEGMENT_BYTES,
         index_spacing_bytes: 4096,
         preallocate: Preallocation::Stepped,
         durability: Durability::OnCommit,
@@ -30,7 +38,7 @@ fn config() -> StoreConfig {
 
 fn payload(offset: u64) -> Vec<u8> {
     let mut p = format!("enospc-{offset}-").into_bytes();
-    p.resize(500, (offset % 251) as u8);
+    p.resize(PAYLOAD_BYTES, (offset % 251) as u8);
     p
 }
 
@@ -62,20 +70,36 @@ impl Drop for Mount {
     }
 }
 
-/// Appends until the disk is full; returns what was acknowledged and the
-/// error that stopped it.
-fn fill(shard: &Shard) -> (Vec<(u64, Vec<u8>)>, StorageError) {
+/// What filling a shard left: the records acknowledged, the batch whose
+/// append failed, and its error.
+struct Filled {
+    acked: Vec<(u64, Vec<u8>)>,
+    refused: Vec<(u64, Vec<u8>)>,
+    err: StorageError,
+}
+
+/// Appends until the disk is full (a bounded number of appends: the disk
+/// holds a few thousand records).
+fn fill(shard: &Shard) -> Filled {
     let mut acked = Vec::new();
     loop {
         let next = shard.next_offset();
-        let batch: Vec<_> = (next..next + 4).map(|o| (o, payload(o))).collect();
+        let batch: Vec<_> = (next..next + BATCH as u64)
+            .map(|o| (o, payload(o)))
+            .collect();
         let records: Vec<_> = batch
             .iter()
             .map(|(o, p)| Record::new(*o, p.clone()))
             .collect();
         match shard.append(&records) {
             Ok(_) => acked.extend(batch),
-            Err(err) => return (acked, err),
+            Err(err) => {
+                return Filled {
+                    acked,
+                    refused: batch,
+                    err,
+                };
+            }
         }
         assert!(acked.len() < 1_000_000, "the disk never filled");
     }
@@ -110,7 +134,11 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
             return 0;
         }
     };
-    let (acked, err) = fill(&shard);
+    let Filled {
+        acked,
+        refused,
+        err,
+    } = fill(&shard);
     assert_eq!(
         err.io_kind(),
         Some(std::io::ErrorKind::StorageFull),
@@ -136,9 +164,23 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
         .label("enospc")
         .open()
         .unwrap();
+    // Every acknowledged record, then at most whole records of the refused
+    // batch that reached the disk before the space ran out (its append
+    // failed, so keeping them or not are both allowed): nothing else.
     let after = common::read_all(&reopened, reopened.base_offset());
-    assert!(after.len() >= acked.len());
+    assert!(
+        after.len() >= acked.len() && after.len() <= acked.len() + refused.len(),
+        "{} records after the reopen, {} acknowledged, {} refused",
+        after.len(),
+        acked.len(),
+        refused.len()
+    );
     assert_eq!(after[..acked.len()], acked[..], "nothing acknowledged lost");
+    assert_eq!(
+        after[acked.len()..],
+        refused[..after.len() - acked.len()],
+        "past the acknowledged records, only the refused batch's own"
+    );
     let next = reopened.next_offset();
     reopened
         .append(&[Record::new(next, payload(next))])
@@ -149,59 +191,135 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
 
 #[test]
 fn append_on_a_full_disk_is_no_space_and_loses_nothing_acknowledged() {
-    match Mount::new() {
-        Ok(mount) => {
-            for fill_percent in [0u64, 25, 50, 75, 95] {
-                let shard_dir = mount.point.join(format!("shard-{fill_percent}"));
-                let filler = mount.point.join("filler");
-                // The filler always holds enough that removing it makes room
-                // for a new segment, plus the chosen share of the rest.
-                let reserve = 2 * config().segment_size_bytes;
-                let filler_len = reserve + (TMPFS_BYTES - reserve) * fill_percent / 100;
-                std::fs::write(&filler, vec![0xA5u8; filler_len as usize]).unwrap();
-                let acked = check_full_disk(&FileSystem::os(), &shard_dir, || {
-                    std::fs::remove_file(&filler).unwrap();
-                });
-                println!(
-                    "tmpfs of {TMPFS_BYTES} bytes filled to {fill_percent}%: {acked} records acknowledged before ENOSPC"
-                );
-                std::fs::remove_dir_all(&shard_dir).unwrap();
-            }
-        }
+    let mount = match Mount::new() {
+        Ok(mount) => mount,
         Err(why) => {
-            println!(
-                "mounting a tmpfs is not permitted here ({why}); running the injected-ENOSPC variant"
+            // The same checks, and the same exact counts as the test that
+            // always runs, on a simulated disk: said on stderr, so a run
+            // that never touched a real full disk does not pass for one.
+            eprintln!(
+                "enospc: mounting a tmpfs is not permitted here ({why}); running the injected-ENOSPC variant (SimFs) instead of a real full disk"
             );
-            for skip in [0u32, 3, 40] {
-                let acked = injected_enospc_after(skip);
-                println!("injected ENOSPC after {skip} appends: {acked} records acknowledged");
-                assert_eq!(acked, 4 * skip as usize);
-            }
+            injected_full_disks();
+            return;
         }
+    };
+    eprintln!(
+        "enospc: ran on a real {TMPFS_BYTES}-byte tmpfs at {}",
+        mount.point.display()
+    );
+    let mut counts = Vec::new();
+    for fill_percent in [0u64, 25, 50, 75, 95] {
+        let shard_dir = mount.point.join(format!("shard-{fill_percent}"));
+        let filler = mount.point.join("filler");
+        // The filler always holds enough that removing it makes room for
+        // a new segment, plus the chosen share of the rest.
+        let reserve = 2 * config().segment_size_bytes;
+        let filler_len = reserve + (TMPFS_BYTES - reserve) * fill_percent / 100;
+        std::fs::write(&filler, vec![0xA5u8; filler_len as usize]).unwrap();
+        let acked = check_full_disk(&FileSystem::os(), &shard_dir, || {
+            std::fs::remove_file(&filler).unwrap();
+        });
+        counts.push(acked);
+        eprintln!(
+            "enospc: tmpfs filled to {fill_percent}%: {acked} records acknowledged before ENOSPC"
+        );
+        std::fs::remove_dir_all(&shard_dir).unwrap();
+    }
+    // An empty disk takes records, and a fuller one never takes more.
+    assert!(counts[0] > 0, "{counts:?}");
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+}
+
+/// Where the simulated disk runs out of space: the `(skip + 1)`-th write
+/// to a file whose path contains `path` (every segment's first write is
+/// its header, to `{id}.log.tmp`; the simulated disk names later writes
+/// through the same handle so too), after `written` bytes of it.
+struct Injected {
+    path: &'static str,
+    skip: u32,
+    written: usize,
+    /// Records acknowledged before it, exactly.
+    acked: usize,
+}
+
+/// The full disks the simulated variant runs, each ending as the real
+/// ones can: at the first segment's creation (a disk too full to open
+/// on), inside an append's write, and at a roll's new segment.
+const INJECTED: [Injected; 5] = [
+    Injected {
+        path: ".log",
+        skip: 0,
+        written: 20,
+        acked: 0,
+    },
+    // Appends of four 500-byte records; the first write is the header.
+    Injected {
+        path: ".log",
+        skip: 1,
+        written: 700,
+        acked: 0,
+    },
+    Injected {
+        path: ".log",
+        skip: 4,
+        written: 700,
+        acked: 12,
+    },
+    Injected {
+        path: ".log",
+        skip: 41,
+        written: 700,
+        acked: 160,
+    },
+    // The second segment's header, at the roll: the first holds as many
+    // whole batches as fit in it.
+    Injected {
+        path: "00000000000000000001.log",
+        skip: 0,
+        written: 0,
+        acked: BATCH
+            * ((SEGMENT_BYTES as usize - SEGMENT_HEADER_LEN)
+                / (BATCH * (RECORD_HEADER_LEN + PAYLOAD_BYTES))),
+    },
+];
+
+/// Runs every simulated full disk through the checks, with exact counts.
+fn injected_full_disks() {
+    for injected in &INJECTED {
+        let acked = injected_enospc(injected);
+        eprintln!(
+            "enospc: injected ENOSPC at write {} to {}: {acked} records acknowledged",
+            injected.skip + 1,
+            injected.path
+        );
+        assert_eq!(
+            acked,
+            injected.acked,
+            "{}th write to {}",
+            injected.skip + 1,
+            injected.path
+        );
     }
 }
 
-/// The simulated variant always runs too, so the checks are exercised even
-/// where mounting works.
+/// The simulated variant always runs too, so its checks are exercised even
+/// where mounting works, and it is exactly what runs where it does not.
 #[test]
 fn append_with_injected_enospc_is_no_space_and_loses_nothing_acknowledged() {
-    for skip in [0u32, 5] {
-        assert_eq!(injected_enospc_after(skip), 4 * skip as usize);
-    }
+    injected_full_disks();
 }
 
-/// Runs the full-disk checks on the simulated disk with `ENOSPC` (after 700
-/// bytes of the write) injected into the `(skip + 1)`-th append; returns the
-/// records acknowledged before it.
-fn injected_enospc_after(skip: u32) -> usize {
+/// Runs the full-disk checks on the simulated disk with `ENOSPC` injected
+/// where `injected` says; returns the records acknowledged before it.
+fn injected_enospc(injected: &Injected) -> usize {
     let sim = SimFs::new();
     sim.inject(Fault {
         op: FaultOp::Write,
-        path_contains: ".log".into(),
-        // The first write to a segment is its header.
-        skip: skip + 1,
+        path_contains: injected.path.into(),
+        skip: injected.skip,
         effect: FaultEffect::ShortWrite {
-            written: 700,
+            written: injected.written,
             errno: ENOSPC,
         },
     });
