@@ -20,6 +20,9 @@ pub enum StoreSetupError {
         #[source]
         source: std::io::Error,
     },
+    /// The S3 retry policy is out of range.
+    #[error("S3 retry policy")]
+    Retry(#[source] RetryPolicyError),
     /// `object_store` refused the configuration.
     #[error("cannot build the {backend} object store")]
     Build {
@@ -28,6 +31,58 @@ pub enum StoreSetupError {
         /// What `object_store` said.
         #[source]
         source: object_store::Error,
+    },
+}
+
+/// A [`RetryPolicy`](crate::RetryPolicy) value out of its range.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RetryPolicyError {
+    /// The request timeout is zero.
+    #[error("the request timeout is zero")]
+    RequestTimeout,
+    /// More retries than [`RetryPolicy::MAX_RETRIES`](crate::RetryPolicy::MAX_RETRIES).
+    #[error("retry policy max_retries is {value}, above {max}")]
+    MaxRetries {
+        /// The value given.
+        value: usize,
+        /// Largest allowed.
+        max: usize,
+    },
+    /// A longest wait above [`RetryPolicy::MAX_BACKOFF`](crate::RetryPolicy::MAX_BACKOFF).
+    #[error("retry policy max_backoff is {value:?}, above {max:?}")]
+    MaxBackoff {
+        /// The value given.
+        value: std::time::Duration,
+        /// Largest allowed.
+        max: std::time::Duration,
+    },
+    /// The first wait is zero or longer than the longest.
+    #[error(
+        "retry policy init_backoff is {init_backoff:?}, outside (0, max_backoff = {max_backoff:?}]"
+    )]
+    InitBackoff {
+        /// The first wait given.
+        init_backoff: std::time::Duration,
+        /// The longest wait given.
+        max_backoff: std::time::Duration,
+    },
+    /// The growth of the wait is not above 1 and at most 16.
+    #[error("retry policy backoff_base is {value}, outside (1, 16]")]
+    BackoffBase {
+        /// The value given.
+        value: f64,
+    },
+    /// The retry window is shorter than twice the request timeout: an
+    /// attempt that timed out could never be retried.
+    #[error(
+        "retry policy retry_window is {window:?}, shorter than twice the request timeout {request_timeout:?}: a timed-out attempt could never be retried"
+    )]
+    Window {
+        /// The window given.
+        window: std::time::Duration,
+        /// The request timeout.
+        request_timeout: std::time::Duration,
     },
 }
 

@@ -76,9 +76,9 @@ mod upload;
 mod walk;
 
 pub use config::{TierConfig, TierConfigError, TierRetention};
-pub use error::{StoreSetupError, TieredError};
+pub use error::{RetryPolicyError, StoreSetupError, TieredError};
 pub use inspect::{ManifestObject, RemoteFinding, RemoteShard};
 pub use lifecycle::{delete_remote, delete_shard};
 pub use offload::OffloadOutcome;
 pub use shard::TieredShard;
-pub use stores::{S3Endpoint, TierStore};
+pub use stores::{RetryPolicy, S3Endpoint, TierStore};

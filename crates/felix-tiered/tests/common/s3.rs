@@ -58,7 +58,7 @@ pub async fn start(root: &std::path::Path) -> TestS3 {
         }
     });
     let mut endpoint = S3Endpoint::new(&format!("http://{addr}"), BUCKET, ACCESS_KEY, SECRET_KEY);
-    endpoint.max_retries = 1;
+    endpoint.retry.max_retries = 1;
     endpoint.request_timeout = std::time::Duration::from_secs(10);
     TestS3 {
         endpoint,
