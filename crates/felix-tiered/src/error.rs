@@ -222,8 +222,14 @@ pub enum TieredError {
     /// A manifest could not be encoded.
     #[error("cannot encode the remote manifest")]
     Encode(#[source] ManifestEncodeError),
-    /// Another writer wrote this manifest version first: this shard has two
-    /// tiered writers, and this one stops.
+    /// Another writer wrote this manifest version first: the store holds a
+    /// different, decodable manifest under the number this writer took.
+    /// This shard has two tiered writers, and this one stops.
+    ///
+    /// A put of this writer's own that the store applied but reported
+    /// failed (a 503 after storing it, then `object_store`'s retry of the
+    /// put-if-absent finding the object there) is not this: the tier reads
+    /// the object back, and its own bytes are success.
     #[error("remote manifest {object} was written by another writer")]
     Fenced {
         /// The object that already existed.

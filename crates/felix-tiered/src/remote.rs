@@ -152,7 +152,18 @@ impl Remote {
         }
     }
 
-    /// Writes manifest `manifest.seq` with put-if-absent.
+    /// Writes manifest `manifest.seq` with put-if-absent, then reads it
+    /// back before anything relies on it.
+    ///
+    /// A put reported failed may have been applied: a server (or a gateway
+    /// in front of it) can store the object and then answer 503, or lose
+    /// its answer, and `object_store` then retries the put-if-absent, which
+    /// finds the object there (`AlreadyExists`, from a 409 or 412). So a
+    /// failed put is settled by reading the object back: this writer's own
+    /// bytes are success (they name fresh random upload ids, so no other
+    /// writer's manifest is byte-for-byte equal), another writer's manifest
+    /// is [`TieredError::Fenced`], and no object at all returns the put's
+    /// own error.
     pub(crate) async fn put_manifest(&self, manifest: &Manifest) -> Result<(), TieredError> {
         let mut bytes = Vec::new();
         encode_manifest(manifest, &mut bytes).map_err(TieredError::Encode)?;
@@ -160,37 +171,78 @@ impl Remote {
         let opts = PutOptions::from(PutMode::Create);
         let payload = PutPayload::from(Bytes::from(bytes.clone()));
         match self.store.put_opts(&path, payload, opts).await {
-            Ok(_) => {}
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                return Err(TieredError::Fenced { object: path });
-            }
-            Err(e) => return Err(TieredError::store("put", &path, e)),
+            Ok(_) => self.check_new_manifest(path, &bytes).await,
+            Err(error) => self.settle_failed_put(path, &bytes, error).await,
         }
-        // Read it back before anything relies on it: local segments are
-        // deleted on the strength of this object, and a store that kept a
-        // truncated or altered copy (and said it succeeded) must be caught
-        // here, not by the next reader.
+    }
+
+    /// After a put the store accepted: the object must hold `sent`.
+    async fn check_new_manifest(&self, path: Path, sent: &[u8]) -> Result<(), TieredError> {
+        // Local segments are deleted on the strength of this object, and a
+        // store that kept a truncated or altered copy (and said it
+        // succeeded) must be caught here, not by the next reader.
         let stored = self.get(&path).await?;
-        if stored[..] != bytes[..] {
-            // Never relied on: remove it so readers do not trip over it
-            // (if this fails too, readers pass over it to the version
-            // before, and the next write takes a higher number).
-            if let Err(e) = self.delete(&path).await {
-                tracing::warn!(object = %path, error = %e, "damaged new manifest not deleted");
+        if stored[..] == sent[..] {
+            return Ok(());
+        }
+        // Never relied on: remove it so readers do not trip over it (if
+        // this fails too, readers pass over it to the version before, and
+        // the next write takes a higher number).
+        if let Err(e) = self.delete(&path).await {
+            tracing::warn!(object = %path, error = %e, "damaged new manifest not deleted");
+        }
+        Err(match decode_manifest(&stored) {
+            Err(source) => TieredError::Manifest {
+                object: path,
+                source,
+            },
+            Ok(_) => TieredError::RemoteLength {
+                object: path,
+                expected: sent.len() as u64,
+                found: stored.len() as u64,
+            },
+        })
+    }
+
+    /// After a put the store reported failed: whether it was applied after
+    /// all, decided by what the object holds.
+    async fn settle_failed_put(
+        &self,
+        path: Path,
+        sent: &[u8],
+        error: object_store::Error,
+    ) -> Result<(), TieredError> {
+        let stored = match self.store.get(&path).await {
+            Ok(result) => result.bytes().await,
+            Err(e) => Err(e),
+        };
+        match stored {
+            Ok(stored) if stored[..] == sent[..] => {
+                tracing::info!(object = %path, error = %error, "manifest put reported failed, but the store holds this writer's bytes: it was applied");
+                Ok(())
             }
-            return Err(match decode_manifest(&stored) {
-                Err(source) => TieredError::Manifest {
+            // Someone else's manifest under this number: never deleted, it
+            // may be the one that writer relies on.
+            Ok(stored) => match decode_manifest(&stored) {
+                Ok(_) => Err(TieredError::Fenced { object: path }),
+                // Not a manifest at all (this writer's put, cut short by the
+                // store, or debris): readers pass over it, and the next
+                // write takes a higher number.
+                Err(source) => Err(TieredError::Manifest {
                     object: path,
                     source,
-                },
-                Ok(_) => TieredError::RemoteLength {
-                    object: path,
-                    expected: bytes.len() as u64,
-                    found: stored.len() as u64,
-                },
-            });
+                }),
+            },
+            Err(object_store::Error::NotFound { .. }) => {
+                Err(TieredError::store("put", &path, error))
+            }
+            // Unknown whether it was applied: the put's failure stands, and
+            // the next pass writes a higher number.
+            Err(get_error) => {
+                tracing::warn!(object = %path, error = %get_error, "failed manifest put not read back");
+                Err(TieredError::store("put", &path, error))
+            }
         }
-        Ok(())
     }
 
     /// Deletes manifest versions older than the newest [`MANIFESTS_KEPT`];

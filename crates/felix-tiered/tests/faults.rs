@@ -1,5 +1,6 @@
-//! Crash safety against the object store: every put, truncated put, get,
-//! list and delete of an offload and a remote retention pass fails in turn;
+//! Crash safety against the object store: every put, truncated put, put
+//! applied then reported failed (alone or followed by a retry), get, list
+//! and delete of an offload and a remote retention pass fails in turn;
 //! afterwards every record is still readable (locally, remotely or both),
 //! a retry completes, and a sweep leaves only listed objects.
 
@@ -137,6 +138,18 @@ async fn every_failed_put_leaves_every_record_readable() {
 async fn every_truncated_put_leaves_every_record_readable() {
     sweep_op(Op::TruncatedPut, false).await;
     sweep_op(Op::TruncatedPut, true).await;
+}
+
+#[tokio::test]
+async fn every_put_applied_then_failed_leaves_every_record_readable() {
+    sweep_op(Op::AppliedPut, false).await;
+    sweep_op(Op::AppliedPut, true).await;
+}
+
+#[tokio::test]
+async fn every_put_applied_then_retried_leaves_every_record_readable() {
+    sweep_op(Op::RetriedPut, false).await;
+    sweep_op(Op::RetriedPut, true).await;
 }
 
 #[tokio::test]
