@@ -13,6 +13,12 @@ pub use validate::{
     MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
 };
 
+/// The default of [`StoreConfig::sync_thread_keep_alive`]: ten seconds,
+/// as long as tokio's blocking pool keeps an idle thread. Starting a
+/// thread costs tens of microseconds, so a pool that shrinks after ten
+/// idle seconds pays nothing noticeable when syncs resume.
+pub const DEFAULT_SYNC_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
 /// The default of [`StoreConfig::max_appends_in_flight`].
 pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
 
@@ -233,7 +239,19 @@ pub struct StoreConfig {
     /// times the available parallelism, at least 16 and at most 64 (its
     /// doc says why, with the figures). 1 to
     /// [`MAX_SYNC_THREADS`].
+    ///
+    /// A worker starts only when a sync is queued with no worker idle and
+    /// none about to come back for it (the worker finishing the same
+    /// shard's last sync), so the pool holds about as many workers as
+    /// syncs are in flight; an idle worker retires after
+    /// [`StoreConfig::sync_thread_keep_alive`].
     pub sync_threads: usize,
+    /// How long a sync worker waits idle for a sync before it retires:
+    /// the pool shrinks back to what the load needs, down to no worker,
+    /// and starts workers again as syncs are needed. Default
+    /// [`DEFAULT_SYNC_THREAD_KEEP_ALIVE`] (10 s).
+    /// [`MIN_INTERVAL`] (1 ms) to [`MAX_INTERVAL`] (24 h).
+    pub sync_thread_keep_alive: Duration,
     /// The most appends of one shard whose completion (a future or a
     /// callback, see [`Shard::append_async`](crate::Shard::append_async))
     /// may be pending at once. Past it, [`Shard::append_async`] and
@@ -285,6 +303,7 @@ impl Default for StoreConfig {
             repair_policy: RepairPolicy::Default,
             scrub_bytes_per_second: None,
             sync_threads: default_sync_threads(),
+            sync_thread_keep_alive: DEFAULT_SYNC_THREAD_KEEP_ALIVE,
             max_appends_in_flight: DEFAULT_APPENDS_IN_FLIGHT,
             max_open_shards: 1_024,
         }

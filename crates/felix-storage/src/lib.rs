@@ -126,10 +126,11 @@ mod store;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{
-    ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, Durability, MAX_APPENDS_IN_FLIGHT,
-    MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL,
-    MIN_SCRUB_BYTES_PER_SECOND, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation,
-    Retention, StoreConfig, default_sync_threads,
+    ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, DEFAULT_SYNC_THREAD_KEEP_ALIVE,
+    Durability, MAX_APPENDS_IN_FLIGHT, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
+    MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL, MIN_SCRUB_BYTES_PER_SECOND,
+    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
+    default_sync_threads,
 };
 pub use error::{CopyProblem, Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};

@@ -210,6 +210,30 @@ fn open_refuses_each_setting_out_of_its_range_and_creates_nothing() {
         ),
         (
             StoreConfig {
+                sync_thread_keep_alive: Duration::ZERO,
+                ..base
+            },
+            ConfigError::DurationOutOfRange {
+                field: ConfigField::SyncThreadKeepAlive,
+                value: Duration::ZERO,
+                min: Duration::from_millis(1),
+                max: Duration::from_secs(86_400),
+            },
+        ),
+        (
+            StoreConfig {
+                sync_thread_keep_alive: Duration::from_secs(86_401),
+                ..base
+            },
+            ConfigError::DurationOutOfRange {
+                field: ConfigField::SyncThreadKeepAlive,
+                value: Duration::from_secs(86_401),
+                min: Duration::from_millis(1),
+                max: Duration::from_secs(86_400),
+            },
+        ),
+        (
+            StoreConfig {
                 writeback_bytes: Some(0),
                 ..base
             },

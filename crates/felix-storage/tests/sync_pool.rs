@@ -96,3 +96,110 @@ fn sync_pool_hot_shard_does_not_starve_cold_ones() {
     );
     store.close().unwrap();
 }
+
+/// Drives `shards`, each from its own thread with one on-commit append in
+/// flight at a time (a future, so the pool makes every sync), for `time`;
+/// returns the most sync workers seen meanwhile and the appends made.
+fn drive(store: &Store, shards: &[Arc<felix_storage::Shard>], time: Duration) -> (usize, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let drivers: Vec<_> = shards
+        .iter()
+        .map(|shard| {
+            let (shard, stop) = (Arc::clone(shard), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut next = shard.next_offset();
+                while !stop.load(Relaxed) {
+                    let append = shard.append_async(&records(next, 1, 64)).unwrap();
+                    common::exec::block_on(append).unwrap();
+                    next += 1;
+                }
+                next
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + time;
+    let mut most = 0;
+    while Instant::now() < deadline {
+        most = most.max(store.sync_workers());
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    stop.store(true, Relaxed);
+    let appends = drivers.into_iter().map(|d| d.join().unwrap()).sum();
+    (most.max(store.sync_workers()), appends)
+}
+
+fn eight_shards(
+    keep_alive: Duration,
+) -> (tempfile::TempDir, Store, Vec<Arc<felix_storage::Shard>>) {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::options(root.path())
+        .config(StoreConfig {
+            sync_threads: 64,
+            sync_thread_keep_alive: keep_alive,
+            ..config(64 << 20, Durability::OnCommit)
+        })
+        .open()
+        .unwrap();
+    let shards = (0..8)
+        .map(|i| {
+            store
+                .create_shard(&ShardKey::new("t", "d", "s", i))
+                .unwrap()
+        })
+        .collect();
+    (root, store, shards)
+}
+
+/// Eight shards, each with one sync in flight at a time: the pool held 12
+/// to 22 workers, as every shard queued again while the worker that had
+/// just synced it was still waking its appender, and each time a new
+/// worker started. That worker now takes the shard's next turn: the pool
+/// holds about one worker per sync in flight.
+#[test]
+fn sync_pool_workers_stay_near_the_syncs_in_flight() {
+    let (_root, store, shards) = eight_shards(Duration::from_secs(60));
+    let (most, appends) = drive(&store, &shards, Duration::from_millis(1500));
+    println!("{appends} appends, at most {most} sync workers");
+    assert!(
+        appends > 8 * 20,
+        "the shards were synced: {appends} appends"
+    );
+    assert!(most <= 8 + 2, "{most} sync workers for 8 syncs in flight");
+    store.close().unwrap();
+}
+
+/// Idle workers retire after the keep-alive, down to none, and start
+/// again when syncs are needed.
+#[test]
+fn sync_pool_idle_workers_retire_after_the_keep_alive() {
+    let keep_alive = Duration::from_millis(300);
+    let (_root, store, shards) = eight_shards(keep_alive);
+    let (most, _) = drive(&store, &shards, Duration::from_millis(300));
+    assert!(most >= 1, "the pool ran workers");
+    let stopped = Instant::now();
+    assert!(
+        store.sync_workers() >= 1,
+        "kept while idle for less than the keep-alive"
+    );
+    while store.sync_workers() > 0 {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "{} workers never retired",
+            store.sync_workers()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let retired = stopped.elapsed();
+    assert!(
+        retired >= keep_alive / 2,
+        "retired after {retired:?}, keep-alive {keep_alive:?}"
+    );
+    // Syncs start a worker again.
+    let shard = &shards[0];
+    let append = shard
+        .append_async(&records(shard.next_offset(), 1, 64))
+        .unwrap();
+    common::exec::block_on(append).unwrap();
+    assert_eq!(store.sync_workers(), 1);
+    store.close().unwrap();
+}

@@ -57,6 +57,8 @@ pub enum ConfigField {
     ScrubBytesPerSecond,
     /// [`StoreConfig::sync_threads`].
     SyncThreads,
+    /// [`StoreConfig::sync_thread_keep_alive`].
+    SyncThreadKeepAlive,
     /// [`StoreConfig::max_appends_in_flight`].
     MaxAppendsInFlight,
     /// [`StoreConfig::max_open_shards`].
@@ -75,6 +77,7 @@ impl fmt::Display for ConfigField {
             Self::RetentionInterval => "retention.interval",
             Self::ScrubBytesPerSecond => "scrub_bytes_per_second",
             Self::SyncThreads => "sync_threads",
+            Self::SyncThreadKeepAlive => "sync_thread_keep_alive",
             Self::MaxAppendsInFlight => "max_appends_in_flight",
             Self::MaxOpenShards => "max_open_shards",
         })
@@ -259,6 +262,12 @@ impl StoreConfig {
             }
         }
         count(F::SyncThreads, self.sync_threads, 1, MAX_SYNC_THREADS)?;
+        duration(
+            F::SyncThreadKeepAlive,
+            self.sync_thread_keep_alive,
+            MIN_INTERVAL,
+            MAX_INTERVAL,
+        )?;
         count(
             F::MaxAppendsInFlight,
             self.max_appends_in_flight,

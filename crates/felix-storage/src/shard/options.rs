@@ -253,7 +253,11 @@ impl ShardOptions {
         let (pool, own_pool) = match self.pool.clone() {
             Some(pool) => (pool, None),
             None => {
-                let pool = SyncPool::new(format!("felix {label}"), self.config.sync_threads);
+                let pool = SyncPool::with_keep_alive(
+                    format!("felix {label}"),
+                    self.config.sync_threads,
+                    self.config.sync_thread_keep_alive,
+                );
                 (pool.clone(), Some(pool))
             }
         };

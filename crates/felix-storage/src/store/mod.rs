@@ -169,7 +169,11 @@ impl Store {
             config,
             shards: Mutex::new(OpenShards::default()),
             settled: Condvar::new(),
-            pool: SyncPool::new("felix-store".into(), config.sync_threads),
+            pool: SyncPool::with_keep_alive(
+                "felix-store".into(),
+                config.sync_threads,
+                config.sync_thread_keep_alive,
+            ),
             stop: Mutex::new(false),
             read_buffers: Arc::default(),
             root_lock: Mutex::new(Some(root_lock)),
@@ -223,6 +227,26 @@ impl Store {
     /// ```
     pub fn config(&self) -> &StoreConfig {
         &self.inner.config
+    }
+
+    /// The sync workers the store's pool runs now, busy or idle (the
+    /// callback thread not counted): about as many as syncs are in flight,
+    /// at most [`StoreConfig::sync_threads`], and none once the shards
+    /// have needed no sync for [`StoreConfig::sync_thread_keep_alive`].
+    ///
+    /// ```
+    /// use felix_storage::{Record, Store, StoreConfig, ShardKey};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// assert_eq!(store.sync_workers(), 0, "started as syncs are needed");
+    /// let shard = store.create_shard(&ShardKey::new("t", "ns", "s", 0))?;
+    /// shard.append_async(&[Record::now("a")])?;
+    /// assert!(store.sync_workers() <= store.config().sync_threads);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sync_workers(&self) -> usize {
+        self.inner.pool.workers()
     }
 
     /// The shard of `key`, opening (and recovering) it on first use; the
