@@ -2,8 +2,8 @@
 
 use object_store::path::Path;
 
-use felix_format::CorruptionKind;
 use felix_format::tier_manifest::{ManifestDecodeError, ManifestEncodeError};
+use felix_format::{CorruptionKind, ShardKey};
 use felix_storage::StorageError;
 
 /// Why an object store could not be set up.
@@ -234,6 +234,42 @@ pub enum TieredError {
     Fenced {
         /// The object that already existed.
         object: Path,
+    },
+    /// A segment object the manifest lists is not in the store: its
+    /// records are lost unless the local shard still holds them.
+    #[error("remote object {object} is missing; the manifest lists it")]
+    RemoteMissing {
+        /// The object.
+        object: Path,
+        /// What the store said (`object_store::Error::NotFound`).
+        #[source]
+        source: object_store::Error,
+    },
+    /// Offsets of the shard are in neither copy: the local log starts above
+    /// where the newest manifest ends, or, with no manifest at all, the
+    /// shard's log-start file says records were deleted locally and no
+    /// remote copy lists them. The remote copy was lost, or the store or
+    /// prefix is not the one the tier offloaded to. Reads of those offsets
+    /// would otherwise be [`TieredError::Trimmed`], as if deleted on
+    /// purpose.
+    #[error(
+        "offsets {}..{} of shard {shard} are in neither the local log nor the remote copy ({}): the remote copy was lost, or this is not the store or prefix they were offloaded to",
+        missing.start,
+        missing.end,
+        match manifest {
+            Some(seq) => format!("remote manifest {seq} ends at offset {}", missing.start),
+            None => format!("no remote manifest, and the local log starts at {}", missing.end),
+        }
+    )]
+    HeldNowhere {
+        /// The shard.
+        shard: ShardKey,
+        /// The offsets held nowhere: from where the newest manifest ends
+        /// (0 when there is none: how far back the log went is unknown)
+        /// to the local log start.
+        missing: std::ops::Range<u64>,
+        /// The newest manifest's number, `None` when the store has none.
+        manifest: Option<u64>,
     },
     /// The offset is below both the local and the remote log start.
     #[error("offset {requested} is trimmed; the oldest offset is {oldest}")]

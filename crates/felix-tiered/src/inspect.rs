@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use object_store::path::Path;
 
+use felix_format::log_start::LogStart;
 use felix_format::tier_manifest::{
     Manifest, RemoteObjectName, RemoteSegment, decode_manifest, manifest_object_name,
 };
@@ -37,8 +38,9 @@ pub struct RemoteFinding {
     pub kind: FileKind,
     /// What is wrong: [`TieredError::RemoteLength`],
     /// [`TieredError::RemoteChecksum`], [`TieredError::RemoteCorrupt`],
-    /// [`TieredError::RemoteExtent`], or the store's own error (a missing
-    /// object is a `get` that failed with `NotFound`).
+    /// [`TieredError::RemoteExtent`], [`TieredError::RemoteMissing`] (the
+    /// store has no such object), or [`TieredError::Store`] (the store
+    /// could not be read).
     pub error: TieredError,
 }
 
@@ -164,7 +166,15 @@ impl RemoteShard {
             .store
             .get(object)
             .await
-            .map_err(|e| TieredError::store("get", object, e))?
+            .map_err(|e| match e {
+                // Listed, so it must be there: its absence is damage to the
+                // remote copy, not a store that cannot be reached.
+                object_store::Error::NotFound { .. } => TieredError::RemoteMissing {
+                    object: object.clone(),
+                    source: e,
+                },
+                e => TieredError::store("get", object, e),
+            })?
             .into_stream();
         let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
         while let Some(piece) = pieces
@@ -230,6 +240,98 @@ impl RemoteShard {
         }
         findings
     }
+}
+
+/// Where a shard's local log begins, and whether records below it were
+/// removed from disk the way an offload removes them: what
+/// [`held_nowhere`] holds a manifest to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalStart {
+    /// Nothing below the start was removed from disk by a deletion: no
+    /// log-start file moved it (the log began there, as a replica's may),
+    /// or one did but the segment file holding the records below it is
+    /// still there (a deletion of records, which an offload never leaves
+    /// behind once it finishes).
+    Kept(u64),
+    /// The log-start file moved the start here and no segment file below
+    /// it is left: what an offload leaves, which deletes local records
+    /// (moving the start, then removing the segments wholly below it) only
+    /// once a manifest listing them is durable.
+    Removed(u64),
+}
+
+impl LocalStart {
+    /// The start of a log that begins at `start`, given what the shard's
+    /// log-start file records (`None`: no file, or one that cannot be used,
+    /// which moves nothing) and the base offset of its oldest segment
+    /// (`None`: no segment).
+    pub fn of(start: u64, recorded: Option<&LogStart>, first_base: Option<u64>) -> Self {
+        match recorded {
+            Some(recorded)
+                if recorded.start_offset > 0
+                    && first_base.is_none_or(|base| base >= recorded.start_offset) =>
+            {
+                LocalStart::Removed(start)
+            }
+            _ => LocalStart::Kept(start),
+        }
+    }
+
+    /// The local log's first offset.
+    pub fn offset(self) -> u64 {
+        match self {
+            LocalStart::Kept(offset) | LocalStart::Removed(offset) => offset,
+        }
+    }
+}
+
+/// Checks that every offset below the local log start is held by the remote
+/// copy whose newest manifest is `manifest` (`None`: the store has none).
+///
+/// [`TieredError::HeldNowhere`] when the local log starts above where the
+/// manifest ends, or, with no manifest, when records below the local start
+/// were removed from disk as an offload removes them
+/// ([`LocalStart::Removed`]): an offload deletes local records only after a
+/// manifest listing them is durable, so their removal with no manifest in
+/// the store means the copy was lost or is looked for in the wrong place.
+/// Offsets below the manifest's start were deleted by remote retention, on
+/// purpose, and are not reported.
+///
+/// The log-start file does not record what moved it: a shard whose start
+/// a reset moved (or a deletion of records followed by a retention pass)
+/// before its first offload looks like one whose offloaded records were
+/// lost, and is reported too.
+///
+/// ```
+/// use felix_format::ShardKey;
+/// use felix_tiered::{LocalStart, TieredError, held_nowhere};
+///
+/// let key = ShardKey::new("acme", "default", "orders", 0);
+/// // Segments below 18224 removed locally, and no manifest lists them.
+/// let err = held_nowhere(&key, None, LocalStart::Removed(18_224)).unwrap_err();
+/// assert!(matches!(
+///     err,
+///     TieredError::HeldNowhere { missing, manifest: None, .. } if missing == (0..18_224)
+/// ));
+/// // A shard that begins at 500 and has offloaded nothing: all is held.
+/// assert!(held_nowhere(&key, None, LocalStart::Kept(500)).is_ok());
+/// ```
+pub fn held_nowhere(
+    key: &ShardKey,
+    manifest: Option<&Manifest>,
+    local: LocalStart,
+) -> Result<(), TieredError> {
+    let start = local.offset();
+    let missing = match (manifest, local) {
+        (Some(m), _) if m.next_offset() < start => m.next_offset()..start,
+        (None, LocalStart::Removed(_)) if start > 0 => 0..start,
+        _ => return Ok(()),
+    };
+    Err(TieredError::HeldNowhere {
+        shard: key.clone(),
+        missing,
+        manifest: manifest.map(|m| m.seq),
+    })
 }
 
 /// Holds a walk of a `.log` object's records, damage or end, to the
