@@ -160,6 +160,10 @@ pub struct Inspection {
     pub(crate) clean_newest: Option<felix_format::SegmentExtent>,
     /// Our temporaries, which an open for writing removes.
     pub(crate) temporaries: Vec<(PathBuf, TemporaryKind)>,
+    /// Index and time index files of removed segments, below every
+    /// segment held ([`Note::IndexOfRemovedSegment`]), which an open for
+    /// writing removes.
+    pub(crate) leftover_indexes: Vec<PathBuf>,
 }
 
 impl Inspection {

@@ -27,11 +27,17 @@ pub(crate) struct Listing {
     /// Segment ids, sorted numerically (not by name: iteration order is
     /// filesystem-defined).
     pub(crate) segments: Vec<u64>,
-    /// Ids of index files with no segment.
+    /// Ids of index files with no segment, above the first segment's id.
     pub(crate) orphans: Vec<u64>,
+    /// Names of index and time index files with no segment whose ids lie
+    /// below every segment's: left by a removal of the oldest segments
+    /// (retention, or segments below the log start) that a crash cut
+    /// short. An open for writing removes them.
+    pub(crate) leftover_indexes: Vec<String>,
     /// Ids of segments with a time index file (a regular file, or a link).
     pub(crate) time_indexes: HashSet<u64>,
-    /// Ids of time index files with no segment.
+    /// Ids of time index files with no segment, above the first
+    /// segment's id.
     pub(crate) orphan_time_indexes: Vec<u64>,
     /// Segments whose time index name is taken by something that is not a
     /// regular file (nor a link): none is written there.
@@ -78,6 +84,10 @@ impl Listing {
             .orphan_time_indexes
             .iter()
             .map(|&segment| Note::OrphanTimeIndex { segment });
+        let leftovers = self
+            .leftover_indexes
+            .iter()
+            .map(|name| Note::IndexOfRemovedSegment { name: name.clone() });
         let temporaries = self.temporaries.iter().map(|(name, kind)| Note::Temporary {
             name: name.clone(),
             kind: *kind,
@@ -92,6 +102,7 @@ impl Listing {
         strays
             .chain(orphans)
             .chain(time_orphans)
+            .chain(leftovers)
             .chain(temporaries)
             .chain(not_files)
             .collect()
@@ -117,6 +128,7 @@ pub(crate) fn list_dir(
     let mut listing = Listing {
         segments: Vec::new(),
         orphans: Vec::new(),
+        leftover_indexes: Vec::new(),
         time_indexes: HashSet::new(),
         orphan_time_indexes: Vec::new(),
         unwritable_time_indexes: HashSet::new(),
@@ -244,8 +256,33 @@ pub(crate) fn list_dir(
     listing.strays.sort();
     listing.temporaries.sort();
     listing.not_files.sort();
-    listing.orphans = indexes.difference(&logs).copied().collect();
-    listing.orphan_time_indexes = time_indexes.difference(&logs).copied().collect();
+    // The oldest segments are removed one at a time, each removal durable
+    // before the next: a crash leaves at most one segment's files half
+    // removed, and only below every segment still there. Its indexes
+    // describe nothing any more (an index is only ever rebuilt from its
+    // own segment), so they are the removal's to finish, not orphans.
+    // Something that is not a regular file is not ours to unlink.
+    let first_log = logs.first().copied();
+    let leftover = |id: u64, unwritable: &HashSet<u64>| {
+        first_log.is_some_and(|first| id < first) && !unwritable.contains(&id)
+    };
+    for id in indexes.difference(&logs).copied() {
+        if leftover(id, &listing.unwritable_indexes) {
+            let name = felix_format::file_name(id, felix_format::FileKind::Index);
+            listing.leftover_indexes.push(name.as_str().to_owned());
+        } else {
+            listing.orphans.push(id);
+        }
+    }
+    for id in time_indexes.difference(&logs).copied() {
+        if leftover(id, &listing.unwritable_time_indexes) {
+            let name = felix_format::file_name(id, felix_format::FileKind::TimeIndex);
+            listing.leftover_indexes.push(name.as_str().to_owned());
+        } else {
+            listing.orphan_time_indexes.push(id);
+        }
+    }
+    listing.leftover_indexes.sort();
     listing.segments = logs.into_iter().collect();
     Ok(listing)
 }

@@ -18,7 +18,7 @@ use crate::inspection::{InspectOptions, Inspection};
 use crate::key_file::StoredKey;
 use crate::listing::list_dir;
 use crate::lock::ShardLock;
-use crate::repair::{remove_clean_shutdown, remove_temporaries, repair};
+use crate::repair::{remove_clean_shutdown, remove_leftover_indexes, remove_temporaries, repair};
 use crate::report::{Action, CleanShutdownUnused, Finding, FindingContext, Note};
 use crate::scan::segment_path;
 
@@ -179,9 +179,11 @@ pub struct RecoveredShard {
 /// Inspects the directory, fails with [`RecoveryError::Unrepairable`]
 /// (having modified nothing) when damage is outside what `options` allow,
 /// otherwise repairs, rebuilds indexes, removes a clean-shutdown file
-/// (durably) and the temporaries of interrupted segment creations and clean
+/// (durably), the temporaries of interrupted segment creations and clean
 /// shutdowns (`{id:020}.log.tmp`, `clean-shutdown.tmp`; never another name,
-/// never a directory), and returns the segments. (`epochs.tmp` is removed by
+/// never a directory) and the indexes of removed segments below every
+/// segment held ([`Note::IndexOfRemovedSegment`](crate::Note::IndexOfRemovedSegment)),
+/// and returns the segments. (`epochs.tmp` is removed by
 /// felix-epochs when the history is loaded.)
 pub fn open_shard(
     fs: &FileSystem,
@@ -270,6 +272,7 @@ fn open_inner(
         remove_clean_shutdown(fs, dir, lock)?;
     }
     remove_temporaries(fs, &inspection, lock)?;
+    remove_leftover_indexes(fs, &inspection, lock)?;
     let live: Vec<_> = inspection.live_segments().cloned().collect();
     let mut sealed = Vec::with_capacity(live.len());
     let mut newest = None;

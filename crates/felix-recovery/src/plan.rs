@@ -60,6 +60,11 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
             .iter()
             .map(|(name, kind)| (dir.join(name), *kind))
             .collect(),
+        leftover_indexes: listing
+            .leftover_indexes
+            .iter()
+            .map(|name| dir.join(name))
+            .collect(),
     };
     inspection.notes.extend(clean_shutdown_note);
     inspection.notes.extend(listing.notes());

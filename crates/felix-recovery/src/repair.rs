@@ -107,7 +107,10 @@ pub fn repair(
                 tracing::warn!(shard = %inspection.shard, segment, "removed abandoned segment");
             }
             Action::RemoveBelowLogStart { path, segment, .. } => {
-                for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
+                // Indexes first: a crash before the directory's sync that
+                // kept only some removals leaves, at worst, indexes below
+                // every segment, which the next open removes.
+                for kind in [FileKind::Index, FileKind::TimeIndex, FileKind::Segment] {
                     let file = path.with_file_name(file_name(*segment, kind).as_str());
                     match fs.remove_file(&file) {
                         Ok(()) => {}
@@ -218,6 +221,33 @@ pub(crate) fn remove_temporaries(
         match fs.remove_file(path) {
             Ok(()) => {
                 tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the temporary of an interrupted write");
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(IoError::new("remove", path, e).into()),
+        }
+    }
+    Ok(())
+}
+
+/// Removes the index and time index files of removed segments the
+/// inspection found ([`Note::IndexOfRemovedSegment`](crate::Note::IndexOfRemovedSegment)):
+/// they describe no segment, and none can come to hold their ids again
+/// (a new segment takes an id above every one held). Nothing needs the
+/// removals to be durable: one that comes back is removed again.
+pub(crate) fn remove_leftover_indexes(
+    fs: &FileSystem,
+    inspection: &Inspection,
+    lock: &ShardLock,
+) -> Result<(), RecoveryError> {
+    debug_assert_eq!(
+        lock.dir(),
+        inspection.dir,
+        "the lock held is the directory's"
+    );
+    for path in &inspection.leftover_indexes {
+        match fs.remove_file(path) {
+            Ok(()) => {
+                tracing::info!(shard = %inspection.shard, file = %path.display(), "removed the index of a segment removed before a crash");
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(IoError::new("remove", path, e).into()),

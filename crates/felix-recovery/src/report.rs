@@ -341,6 +341,14 @@ pub enum Note {
         /// Why.
         reason: TimeIndexProblem,
     },
+    /// An index or time index file whose segment was removed, lying below
+    /// every segment the directory holds: a removal of the oldest segments
+    /// (retention, or segments below the log start) that a crash cut short
+    /// left it. An open for writing removes it.
+    IndexOfRemovedSegment {
+        /// Its name.
+        name: String,
+    },
     /// A time index file with no segment beside it; left alone.
     OrphanTimeIndex {
         /// Segment id in its name.
@@ -493,6 +501,10 @@ impl fmt::Display for Note {
                 f,
                 "time index {} cannot be used ({reason}); built from its segment's records",
                 felix_format::file_name(*segment, felix_format::FileKind::TimeIndex)
+            ),
+            Self::IndexOfRemovedSegment { name } => write!(
+                f,
+                "{name} is left from the removal of its segment, below every segment held; removed on open"
             ),
             Self::OrphanTimeIndex { segment } => write!(
                 f,

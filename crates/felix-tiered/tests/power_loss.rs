@@ -6,7 +6,9 @@
 //! (the crash plans of felix-storage's sweep) is reopened, a second offload
 //! pass runs over the same store, and every acknowledged record must be
 //! readable locally, remotely or both — never in neither — with one payload
-//! per offset wherever it is read.
+//! per offset wherever it is read. A crash in the middle of a segment's
+//! removal may leave its index files without it; the reopen must remove
+//! them, so no index is left without its segment.
 //!
 //! `cargo test -p felix-tiered --test power_loss -- --nocapture` prints the
 //! number of crash states checked.
@@ -158,13 +160,45 @@ async fn read_each(
 struct Spread {
     /// Records held in both places after the reopen, before the second pass.
     both: u64,
+    /// Whether the crash left index files without their segment.
+    orphans_before_open: bool,
+}
+
+/// The index and time index files in the shard directory with no segment
+/// beside them.
+fn orphan_indexes(fs: &SimFs) -> Vec<String> {
+    use felix_format::ShardFileName;
+    use felix_io::Vfs;
+    let entries = fs.list_dir(Path::new(DIR)).expect("list the shard");
+    let names: Vec<ShardFileName> = entries
+        .iter()
+        .map(|e| ShardFileName::parse(&e.name.to_string_lossy()))
+        .collect();
+    let has_log = |id: u64| names.contains(&ShardFileName::Segment(id));
+    names
+        .iter()
+        .filter_map(|n| match *n {
+            ShardFileName::Index(id) | ShardFileName::TimeIndex(id) if !has_log(id) => {
+                n.file_name().map(|f| f.as_str().to_owned())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Opens the crashed disk over the same store, runs a second offload
 /// pass, and holds every copy of every record to the model.
 fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, String> {
     let rt = runtime();
+    let orphans_before_open = !orphan_indexes(crashed).is_empty();
     let shard = open_shard(crashed).map_err(|e| format!("shard open: {e}"))?;
+    // The open finished the removal the crash cut short.
+    let orphans = orphan_indexes(crashed);
+    if !orphans.is_empty() {
+        return Err(format!(
+            "index files without their segment after the open: {orphans:?}"
+        ));
+    }
     let tiered = rt
         .block_on(TieredShard::open(
             Arc::clone(&shard),
@@ -180,6 +214,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
             .end
             .min(local.end)
             .saturating_sub(remote.start.max(local.start)),
+        orphans_before_open,
     };
     let second = rt
         .block_on(tiered.offload())
@@ -200,14 +235,16 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
             .ok_or_else(|| format!("nothing local at {offset}"))?;
         seen.entry(offset).or_default().push(r.payload.to_vec());
     }
-    // Remotely: a tier over an empty shard that starts past every record,
-    // so each read of the remote range is served by the store.
+    // Remotely: a tier over an empty shard that starts where the remote
+    // copy ends (a later start would be records held nowhere, which a
+    // tier refuses to open over), so each read of the remote range is
+    // served by the store.
     let empty = SimFs::new();
     let beyond = Arc::new(
         Shard::options(Path::new(DIR))
             .file_system(FileSystem::new(empty))
             .config(shard_config())
-            .initial_offset(RECORDS + 1000)
+            .initial_offset(remote.end)
             .open()
             .map_err(|e| format!("empty shard: {e}"))?,
     );
@@ -255,6 +292,7 @@ fn power_loss_through_an_offloads_local_steps_loses_no_record() {
     assert!(local_calls > 0, "the offload deleted nothing locally");
     let mut rng = Rng(0x7133D);
     let (mut states, mut in_both, mut failed_offloads) = (0u64, 0u64, 0u64);
+    let mut with_orphans = 0u64;
     for cut in 0..=local_calls {
         let fs = SimFs::new();
         // The store is not on the disk that loses power: it keeps what the
@@ -276,18 +314,24 @@ fn power_loss_through_an_offloads_local_steps_loses_no_record() {
                 )
             });
             in_both += u64::from(spread.both > 0);
+            with_orphans += u64::from(spread.orphans_before_open);
         }
     }
     println!(
         "power loss through an offload's local steps: {local_calls} file-system calls, \
          {states} crash states checked, {in_both} with records both local and remote at the \
-         reopen, the offload failed in {failed_offloads} of {} cuts",
+         reopen, {with_orphans} with index files left without their segment, the offload \
+         failed in {failed_offloads} of {} cuts",
         local_calls + 1,
     );
     assert!(states > 100, "the sweep checked too little: {states}");
     assert!(
         in_both > 0,
         "no crash state left records in both places: the sweep missed the window"
+    );
+    assert!(
+        with_orphans > 0,
+        "no crash state left an index without its segment: the sweep missed the removals"
     );
 }
 

@@ -151,9 +151,13 @@ impl Core {
     /// returning. Removals are made durable one segment at a time because a
     /// crash may keep any subset of unsynced removals: removing two segments
     /// before one sync could leave the later one gone and the earlier one
-    /// back, a gap no recovery may bridge.
+    /// back, a gap no recovery may bridge. The indexes go first, so a
+    /// process crash leaves the segment whole (its indexes are rebuilt)
+    /// rather than indexes with no segment; a power loss may still keep the
+    /// segment's removal alone, and the next open removes what it left
+    /// when the segment was the oldest (`Note::IndexOfRemovedSegment`).
     pub(crate) fn remove_segment_files(&self, id: u64) -> Result<()> {
-        for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
+        for kind in [FileKind::Index, FileKind::TimeIndex, FileKind::Segment] {
             let path = self.dir.join(file_name(id, kind).as_str());
             match self.fs.remove_file(&path) {
                 Ok(()) => {}
