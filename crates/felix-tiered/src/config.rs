@@ -43,6 +43,16 @@ pub struct TierConfig {
     pub part_bytes: u64,
     /// Parts of one upload in flight at once. Default 4; 1 to 64.
     pub upload_concurrency: usize,
+    /// Segments an offload uploads at once (each its `.log`, then its
+    /// indexes). Many small segments are sent in about the time of the
+    /// slowest of each group rather than one request after another; the
+    /// manifest listing them is still written once all of them are stored,
+    /// and nothing is deleted locally before it is. Requests in flight stay
+    /// at most this many puts, or this many times
+    /// [`TierConfig::upload_concurrency`] parts for segments above
+    /// [`TierConfig::part_bytes`]. Default 4; 1 (one segment after another)
+    /// to 64.
+    pub offload_concurrency: usize,
 }
 
 impl Default for TierConfig {
@@ -55,6 +65,7 @@ impl Default for TierConfig {
             chunk_bytes: 1 << 20,
             part_bytes: 8 << 20,
             upload_concurrency: 4,
+            offload_concurrency: 4,
         }
     }
 }
@@ -107,6 +118,12 @@ impl TierConfig {
         check("cache_bytes", self.cache_bytes, self.chunk_bytes, u64::MAX)?;
         check("part_bytes", self.part_bytes, 5 << 20, 1 << 30)?;
         check("upload_concurrency", self.upload_concurrency as u64, 1, 64)?;
+        check(
+            "offload_concurrency",
+            self.offload_concurrency as u64,
+            1,
+            64,
+        )?;
         Ok(())
     }
 }

@@ -5,8 +5,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use felix_format::FileKind;
-use felix_format::tier_manifest::RemoteSegment;
+use felix_format::tier_manifest::{Manifest, RemoteObjectName, RemoteSegment};
 use felix_storage::SegmentInfo;
+use futures::StreamExt;
 
 use crate::config::TierRetention;
 use crate::error::TieredError;
@@ -68,12 +69,81 @@ fn upload_id() -> u64 {
     h.finish()
 }
 
+/// The `candidates` (oldest first) that `listed` does not cover yet, which
+/// must follow on from its end without a gap.
+fn to_upload(
+    candidates: &[SegmentInfo],
+    listed: &Manifest,
+) -> Result<Vec<SegmentInfo>, TieredError> {
+    let mut end = (!listed.segments.is_empty()).then(|| listed.next_offset());
+    let mut out = Vec::new();
+    for info in candidates {
+        match end {
+            // Listed already (a pass stopped after its manifest).
+            Some(end) if info.extent.next_offset <= end => continue,
+            Some(end) if info.extent.base_offset != end => {
+                return Err(TieredError::Gap {
+                    remote_end: end,
+                    local_start: info.extent.base_offset,
+                });
+            }
+            _ => {}
+        }
+        end = Some(info.extent.next_offset);
+        out.push(*info);
+    }
+    Ok(out)
+}
+
 impl TieredShard {
+    /// Uploads `todo` (contiguous, oldest first), up to
+    /// `offload_concurrency` segments at once, and returns their manifest
+    /// entries in the same order. On a failure no further segment is
+    /// started, the uploads in flight are let finish (a multipart upload
+    /// dropped midway would neither complete nor abort), and the first
+    /// error is returned.
+    async fn upload_all(&self, todo: &[SegmentInfo]) -> Result<Vec<RemoteSegment>, TieredError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let failed = &AtomicBool::new(false);
+        // `buffered` starts the next upload only when one finishes, and
+        // yields the results in `todo`'s order whatever order they finish in.
+        let mut uploads = futures::stream::iter(todo)
+            .take_while(move |_| std::future::ready(!failed.load(Ordering::Relaxed)))
+            .map(move |info| async move {
+                let result = self.upload_segment(info).await;
+                if result.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                result
+            })
+            .buffered(self.config.offload_concurrency);
+        let mut entries = Vec::with_capacity(todo.len());
+        let mut first_error = None;
+        while let Some(result) = uploads.next().await {
+            match result {
+                Ok(entry) if first_error.is_none() => entries.push(entry),
+                Ok(_) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(entries),
+        }
+    }
+
     /// Uploads one sealed segment's three files under a fresh upload id.
     async fn upload_segment(&self, info: &SegmentInfo) -> Result<RemoteSegment, TieredError> {
         let upload = upload_id();
         // Data first, then its indexes: an object a manifest lists is
-        // complete, and a crash leaves only unlisted orphans.
+        // complete, and a crash leaves only unlisted orphans. Each put is
+        // followed by a head (in `upload_file`) and the manifest's put by a
+        // read-back: those requests stay, since a put's success alone does
+        // not say the store kept every byte, and local copies are deleted
+        // on the strength of what the store holds. Segments go several at
+        // a time instead (`upload_all`), which is where the time went.
         let log = self.upload_file(info, upload, FileKind::Segment).await?;
         let index = self.upload_file(info, upload, FileKind::Index).await?;
         let time_index = self.upload_file(info, upload, FileKind::TimeIndex).await?;
@@ -96,28 +166,27 @@ impl TieredShard {
     /// the segments local (their objects are orphans a sweep removes); a
     /// failure after it leaves them in both places, and the next pass
     /// deletes them locally without uploading again.
+    ///
+    /// Up to [`TierConfig::offload_concurrency`](crate::TierConfig::offload_concurrency)
+    /// segments are uploaded at once. Their order matters only in the
+    /// manifest, which lists them in offset order once every one of them is
+    /// stored: an upload that fails stops the pass (the others in flight
+    /// are let finish, so none is cut off mid-upload) and no manifest is
+    /// written.
     pub async fn offload(&self) -> Result<OffloadOutcome, TieredError> {
         let mut manifest = self.manifest.lock().await;
         let segments = self.shard.segments();
         let candidates = doomed(&segments, &self.config.local, SystemTime::now());
-        let mut uploaded = Vec::new();
         let mut next = manifest.clone();
-        for info in &candidates {
-            if !next.segments.is_empty() && info.extent.next_offset <= next.next_offset() {
-                continue; // listed already (a pass stopped after its manifest)
-            }
-            if next.segments.is_empty() {
-                next.start_offset = self.shard.base_offset().max(info.extent.base_offset);
-            } else if info.extent.base_offset != next.next_offset() {
-                return Err(TieredError::Gap {
-                    remote_end: next.next_offset(),
-                    local_start: info.extent.base_offset,
-                });
-            }
-            let entry = self.upload_segment(info).await?;
-            next.segments.push(entry);
-            uploaded.push(info.extent.id);
+        let todo = to_upload(&candidates, &next)?;
+        if let Some(first) = todo.first()
+            && next.segments.is_empty()
+        {
+            next.start_offset = self.shard.base_offset().max(first.extent.base_offset);
         }
+        let entries = self.upload_all(&todo).await?;
+        let uploaded: Vec<u64> = todo.iter().map(|info| info.extent.id).collect();
+        next.segments.extend(entries);
         if !uploaded.is_empty() {
             next.seq = self.next_seq(manifest.seq);
             self.remote.put_manifest(&next).await?;
@@ -142,7 +211,19 @@ impl TieredShard {
             }
         }
         if !uploaded.is_empty() {
-            let (_, versions) = self.remote.load_manifest(&self.key).await?;
+            // Only the versions' names are needed to prune: a list, not a
+            // load (which would fetch and decode the manifest just put and
+            // read back).
+            let versions = self
+                .remote
+                .list()
+                .await?
+                .into_iter()
+                .filter_map(|l| match l.name {
+                    RemoteObjectName::Manifest(seq) => Some((seq, l.path)),
+                    _ => None,
+                })
+                .collect();
             self.remote.prune_manifests(versions, manifest.seq).await;
         }
         Ok(OffloadOutcome {

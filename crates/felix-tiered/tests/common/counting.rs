@@ -1,9 +1,13 @@
 //! A store that records the path of every get (gets, ranged gets and
 //! heads), counts what happens to its multipart uploads (parts sent,
-//! completed, aborted), and passes every call through.
+//! completed, aborted) and how many puts are in flight at once (each put
+//! held for a set delay, so that puts made together overlap), and passes
+//! every call through.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use object_store::path::Path;
@@ -31,6 +35,10 @@ pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     gets: Mutex<Vec<Path>>,
     parts: Arc<Mutex<PartCounts>>,
+    /// How long each put is held before it is passed on.
+    put_delay: Duration,
+    puts_in_flight: AtomicUsize,
+    most_puts_in_flight: AtomicUsize,
 }
 
 impl CountingStore {
@@ -39,7 +47,21 @@ impl CountingStore {
             inner,
             gets: Mutex::new(Vec::new()),
             parts: Arc::default(),
+            put_delay: Duration::ZERO,
+            puts_in_flight: AtomicUsize::new(0),
+            most_puts_in_flight: AtomicUsize::new(0),
         }
+    }
+
+    /// Holds each put for `delay` before passing it on.
+    pub fn with_put_delay(mut self, delay: Duration) -> Self {
+        self.put_delay = delay;
+        self
+    }
+
+    /// The most puts that were in flight at once so far.
+    pub fn most_puts_in_flight(&self) -> usize {
+        self.most_puts_in_flight.load(Ordering::SeqCst)
     }
 
     /// The multipart counts so far.
@@ -91,7 +113,14 @@ impl ObjectStore for CountingStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
+        let now = self.puts_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_puts_in_flight.fetch_max(now, Ordering::SeqCst);
+        if !self.put_delay.is_zero() {
+            tokio::time::sleep(self.put_delay).await;
+        }
+        let result = self.inner.put_opts(location, payload, opts).await;
+        self.puts_in_flight.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     async fn put_multipart_opts(
