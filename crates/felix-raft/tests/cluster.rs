@@ -2,12 +2,14 @@
 //! through the leader, the leader stopped, a new one elected, the old one
 //! restarted from its directory (cleanly, or with its newest segment torn
 //! as a power loss leaves it) and caught up; then every committed entry is
-//! on all three, in order, byte-identical.
+//! on all three, in order, byte-identical. Every wait is bounded
+//! ([`STEP`]), so a hang fails naming the step that hung.
 #![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod common;
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +25,18 @@ const BEFORE: u64 = 10_000;
 const AFTER: u64 = 1_000;
 /// Client writes in flight at once.
 const WRITERS: u64 = 64;
+/// How long one step (a node's start or stop, an election, a phase of
+/// writes, catching up) may take before the test fails naming it: far
+/// above what each takes in a debug build on a loaded machine.
+const STEP: Duration = Duration::from_secs(120);
+
+/// Awaits `future`, failing the test with `what` if it does not finish
+/// within [`STEP`]: every wait of this test is bounded.
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(STEP, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took longer than {STEP:?}"))
+}
 
 struct Node {
     raft: Raft<TypeConfig>,
@@ -70,12 +84,15 @@ async fn start_on(
     } else {
         StateMachine::default()
     };
-    let raft = Raft::new(
-        id,
-        config(snapshots),
-        router.clone(),
-        log.clone(),
-        sm.clone(),
+    let raft = within(
+        "starting a node",
+        Raft::new(
+            id,
+            config(snapshots),
+            router.clone(),
+            log.clone(),
+            sm.clone(),
+        ),
     )
     .await
     .unwrap();
@@ -89,7 +106,9 @@ fn log_dir(root: &Path, id: u64) -> PathBuf {
 
 async fn stop(router: &Router, node: Node) {
     router.remove(node.raft.metrics().borrow().id);
-    node.raft.shutdown().await.unwrap();
+    within("stopping a node", node.raft.shutdown())
+        .await
+        .unwrap();
     node.log.close().unwrap();
 }
 
@@ -128,23 +147,29 @@ async fn write(raft: &Raft<TypeConfig>, first: u64, count: u64) {
     }
 }
 
-/// Every record of `log`, as bytes.
+/// Every record of `log`, as bytes: offsets contiguous from the log start
+/// to its end. Each read returns at least one record, so this makes at
+/// most one read a record.
 fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, Vec<u8>)> {
     let shard = log.shard();
+    let end = shard.offsets().written;
     let mut out = Vec::new();
     let mut from = shard.base_offset();
-    loop {
+    while from < end {
         let batch = shard
             .read_bounded(from, 1 << 20, ReadBound::Written)
             .unwrap();
-        if batch.is_empty() {
-            return out;
-        }
+        assert!(
+            !batch.is_empty(),
+            "a read at {from} returned nothing, below the end {end}"
+        );
         for r in batch {
+            assert_eq!(r.offset, from, "offsets not contiguous");
             from = r.offset + 1;
             out.push((r.offset, r.payload.to_vec()));
         }
     }
+    out
 }
 
 /// Cuts the newest segment of `dir` in the middle of its last record and
@@ -173,14 +198,16 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
         nodes.push(Some(start(&router, root, id, snapshots).await));
     }
     let first = nodes[0].as_ref().unwrap();
-    first
-        .raft
-        .initialize(BTreeSet::from([1, 2, 3]))
-        .await
-        .unwrap();
+    within(
+        "initializing the cluster",
+        first.raft.initialize(BTreeSet::from([1, 2, 3])),
+    )
+    .await
+    .unwrap();
     let old = leader(&nodes).await;
     let started = Instant::now();
-    write(&nodes[old as usize - 1].as_ref().unwrap().raft, 0, BEFORE).await;
+    let raft = nodes[old as usize - 1].as_ref().unwrap().raft.clone();
+    within("the writes before the stop", write(&raft, 0, BEFORE)).await;
     eprintln!("{BEFORE} entries in {:?}", started.elapsed());
 
     let stopped = nodes[old as usize - 1].take().unwrap();
@@ -192,7 +219,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
     let new = leader(&nodes).await;
     assert_ne!(new, old);
     let raft = nodes[new as usize - 1].as_ref().unwrap().raft.clone();
-    write(&raft, BEFORE, AFTER).await;
+    within("the writes after the stop", write(&raft, BEFORE, AFTER)).await;
 
     let log = FelixLogStore::options(log_dir(root, old)).open().unwrap();
     // Recovery ran: the torn last entry is gone, the rest kept.

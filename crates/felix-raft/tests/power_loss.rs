@@ -1,14 +1,20 @@
-//! Simulated power loss through a Raft log's life: appends across terms, a
-//! vote, a truncation, purges (one inside the log, one of its every entry)
-//! and more appends. The power is cut after every file-system call, every
-//! disk state the crash could leave (felix-storage's plans: subsets of the
-//! pending writes, torn writes, lost blocks) is opened as a log, and it
-//! must hold:
+//! Simulated power loss through a Raft log's life: seeded random
+//! workloads of appends across terms, votes (new and committed),
+//! truncations (each followed by appends of a later term, as a new leader
+//! overwrites a follower's tail), purges (inside the log, of its every
+//! entry, or past its end as after a snapshot) and clean reopens, each run
+//! over several seeds. The power is cut after every file-system call,
+//! every disk state the crash could leave (felix-storage's plans: subsets
+//! of the pending writes, torn writes, lost blocks) is opened as a log,
+//! and it must hold:
 //! - the vote saved last (or, if a save was under way, the one it saved);
 //! - the last purged id saved last (or the one a purge under way saved),
 //!   with the log beginning just after it;
 //! - every entry reported durable and not purged, byte for byte;
 //! - nothing never appended, and nothing a finished truncation removed.
+//!
+//! `FELIX_RAFT_POWER_LOSS_SEEDS=N cargo test -p felix-raft --test
+//! power_loss -- --nocapture` runs N seeds instead of CI's [`SEEDS`].
 
 #[path = "../../felix-storage/tests/power_loss/plans.rs"]
 mod plans;
@@ -128,29 +134,144 @@ async fn truncate(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, at: LogId<
     true
 }
 
-/// Runs the workload until it ends or the power does.
-async fn run(fs: &SimFs) -> Model {
-    let mut m = Model::default();
-    let Ok(mut log) = FelixLogStore::<TypeConfig>::options(DIR)
+/// One step of a workload.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Appends entries of `term` at these indexes (the log's next ones).
+    Append {
+        term: u64,
+        at: std::ops::Range<u64>,
+    },
+    Vote(Vote<u64>),
+    /// Removes the entry with this id and every later one.
+    Truncate(LogId<u64>),
+    /// Removes every entry up to `upto`, which lies past the log's end
+    /// when `past_end` (as after a snapshot was installed).
+    Purge {
+        upto: LogId<u64>,
+        past_end: bool,
+    },
+    /// Closes the log and opens it again.
+    Reopen,
+}
+
+/// Operations a workload draws (it then closes the log).
+const WORKLOAD_OPS: usize = 12;
+
+/// A seeded random workload that a Raft node could make: appends continue
+/// the log; terms and votes only rise; a truncation removes at least one
+/// entry above the last purge, and the appends after it are of a later
+/// term (a new leader's), so no removed entry can come back as the same
+/// bytes; purges only rise, and may pass the log's end, after which the
+/// log continues just past the purge.
+fn workload(seed: u64) -> Vec<Op> {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut term = 1;
+    let mut vote: Option<Vote<u64>> = None;
+    // The terms of the entries held, by index; the log continues at `next`.
+    let mut held: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut next = 0;
+    let mut ops = Vec::new();
+    let append = |ops: &mut Vec<Op>, held: &mut BTreeMap<u64, u64>, next: &mut u64, term, count| {
+        ops.push(Op::Append {
+            term,
+            at: *next..*next + count,
+        });
+        held.extend((*next..*next + count).map(|i| (i, term)));
+        *next += count;
+    };
+    append(&mut ops, &mut held, &mut next, term, 1 + rng.below(4));
+    while ops.len() < WORKLOAD_OPS {
+        match rng.below(10) {
+            0..=3 => append(&mut ops, &mut held, &mut next, term, 1 + rng.below(4)),
+            4 => {
+                term += 1;
+                let v = Vote::new(term, 1 + rng.below(3));
+                vote = Some(v);
+                ops.push(Op::Vote(v));
+            }
+            5 => {
+                // The vote committed (a leader elected), or a new one.
+                let v = match vote {
+                    Some(v) if !v.committed => {
+                        Vote::new_committed(v.leader_id.term, v.leader_id.voted_for.unwrap_or(1))
+                    }
+                    _ => {
+                        term += 1;
+                        Vote::new(term, 1 + rng.below(3))
+                    }
+                };
+                vote = Some(v);
+                ops.push(Op::Vote(v));
+            }
+            6 => {
+                let Some((&first, _)) = held.first_key_value() else {
+                    continue;
+                };
+                let at = first + rng.below(next - first);
+                ops.push(Op::Truncate(id(held[&at], at)));
+                held.split_off(&at);
+                next = at;
+                term += 1;
+            }
+            7 | 8 => {
+                let Some((&first, _)) = held.first_key_value() else {
+                    continue;
+                };
+                // Up to one past the end.
+                let upto = first + rng.below(next - first + 1);
+                let upto_term = held.get(&upto).copied().unwrap_or(term);
+                ops.push(Op::Purge {
+                    upto: id(upto_term, upto),
+                    past_end: upto >= next,
+                });
+                held = held.split_off(&(upto + 1));
+                next = next.max(upto + 1);
+            }
+            _ => ops.push(Op::Reopen),
+        }
+    }
+    ops
+}
+
+fn open(fs: &SimFs) -> Result<FelixLogStore<TypeConfig>, String> {
+    FelixLogStore::<TypeConfig>::options(DIR)
         .config(config())
         .file_system(FileSystem::new(fs.clone()))
         .open()
-    else {
+        .map_err(|e| format!("open: {e}"))
+}
+
+/// Runs `ops`, then closes the log, until they end or the power does.
+async fn run(fs: &SimFs, ops: &[Op]) -> Model {
+    let mut m = Model::default();
+    let Ok(mut log) = open(fs) else {
         return m;
     };
-    let log = &mut log;
-    let m_ref = &mut m;
-    let ran = append(log, m_ref, 1, 0..6).await
-        && vote(log, m_ref, Vote::new(2, 1)).await
-        && append(log, m_ref, 2, 6..10).await
-        && truncate(log, m_ref, id(2, 8)).await
-        && append(log, m_ref, 3, 8..11).await
-        && purge(log, m_ref, id(1, 3)).await
-        && vote(log, m_ref, Vote::new_committed(3, 1)).await
-        && purge(log, m_ref, id(3, 10)).await
-        && append(log, m_ref, 3, 11..13).await
-        && log.close().is_ok();
-    m.finished = ran;
+    for op in ops {
+        let done = match op {
+            Op::Append { term, at } => append(&mut log, &mut m, *term, at.clone()).await,
+            Op::Vote(v) => vote(&mut log, &mut m, *v).await,
+            Op::Truncate(at) => truncate(&mut log, &mut m, *at).await,
+            Op::Purge { upto, .. } => purge(&mut log, &mut m, *upto).await,
+            Op::Reopen => {
+                if log.close().is_err() {
+                    return m;
+                }
+                match open(fs) {
+                    Ok(reopened) => {
+                        log = reopened;
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        };
+        if !done {
+            return m;
+        }
+    }
+    m.finished = log.close().is_ok();
     m
 }
 
@@ -226,9 +347,35 @@ async fn check(crashed: &SimFs, m: &Model) -> Result<(), String> {
     Ok(())
 }
 
-/// Cuts the power after every call, with `faults` injected, and checks
-/// every crash state: the number checked, or the first failure.
-async fn sweep(faults: &[Fault]) -> Result<(u64, u64), String> {
+/// Seeds CI runs: `FELIX_RAFT_POWER_LOSS_SEEDS`, or this many.
+const SEEDS: u64 = 8;
+/// The least the sweep checks over [`SEEDS`] seeds (scaled for another
+/// count): about 5% below the 46,529 crash states it checked when this
+/// was set (printed with `--nocapture`), so a sweep whose runs end early
+/// falls short.
+const MIN_STATES: u64 = 44_000;
+
+fn seeds() -> u64 {
+    std::env::var("FELIX_RAFT_POWER_LOSS_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEEDS)
+}
+
+/// What one seed's sweep covered.
+#[derive(Debug, Default, Clone, Copy)]
+struct Swept {
+    /// Mutating file-system calls of the uncut workload.
+    calls: u64,
+    /// Crash states opened and checked.
+    states: u64,
+}
+
+/// Runs seed `seed`'s workload once uncut (every operation must succeed),
+/// then cuts the power after every call, with `faults` injected, and checks
+/// every crash state: what was covered, or the first failure.
+async fn sweep(seed: u64, faults: &[Fault]) -> Result<Swept, String> {
+    let ops = workload(seed);
     let fresh = || {
         let fs = SimFs::new();
         for fault in faults {
@@ -237,27 +384,42 @@ async fn sweep(faults: &[Fault]) -> Result<(u64, u64), String> {
         fs
     };
     let uncut_fs = fresh();
-    let uncut = run(&uncut_fs).await;
-    assert!(uncut.finished, "{uncut:?}");
+    let uncut = run(&uncut_fs, &ops).await;
+    // Every operation is valid where the workload makes it: one that
+    // failed with the power on would end every run there, unnoticed.
+    assert!(
+        uncut.finished,
+        "seed {seed}: the workload failed without a power cut: {uncut:?}\nworkload: {ops:?}\ncalls: {:?}",
+        uncut_fs.log()
+    );
     let total = uncut_fs.mutating_calls();
-    let mut rng = Rng(0x5EED);
+    let mut rng = Rng(0x5EED ^ seed);
     let mut states = 0u64;
     for cut in 0..=total {
         let fs = fresh();
         fs.cut_power_after(cut);
-        let model = run(&fs).await;
+        let model = run(&fs, &ops).await;
+        // A run ends early only because the power went out.
+        if !model.finished && fs.log().iter().all(|call| call.ok) {
+            return Err(format!(
+                "seed {seed}, power cut after {cut} of {total} calls: the workload stopped with the power on\nworkload: {ops:?}"
+            ));
+        }
         for plan in plans(&fs, &mut rng) {
             states += 1;
             let crashed = fs.crash(&plan);
             check(&crashed, &model).await.map_err(|e| {
                 format!(
-                    "power cut after {cut} of {total} calls, {plan:?}: {e}\npending: {:?}",
+                    "seed {seed}, power cut after {cut} of {total} calls, {plan:?}: {e}\nworkload: {ops:?}\npending: {:?}",
                     fs.pending()
                 )
             })?;
         }
     }
-    Ok((total, states))
+    Ok(Swept {
+        calls: total,
+        states,
+    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -270,11 +432,38 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn power_loss_through_votes_purges_and_truncation_loses_nothing_acknowledged() {
-    let (total, states) = runtime()
-        .block_on(sweep(&[]))
-        .unwrap_or_else(|e| panic!("{e}"));
-    println!("power loss through a Raft log: {total} calls, {states} crash states checked");
-    assert!(states > 500, "the sweep checked too little: {states}");
+    let seeds = seeds();
+    let runtime = runtime();
+    let mut total = Swept::default();
+    let mut kinds = BTreeSet::new();
+    for seed in 0..seeds {
+        let swept = runtime
+            .block_on(sweep(seed, &[]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        total.calls += swept.calls;
+        total.states += swept.states;
+        kinds.extend(workload(seed).iter().map(|op| match op {
+            Op::Append { .. } => "append",
+            Op::Vote(v) if v.committed => "committed vote",
+            Op::Vote(_) => "vote",
+            Op::Truncate(_) => "truncate",
+            Op::Purge { past_end: true, .. } => "purge past the end",
+            Op::Purge { .. } => "purge",
+            Op::Reopen => "reopen",
+        }));
+    }
+    println!(
+        "power loss through a Raft log: {seeds} seeds, {} calls, {} crash states checked; operations: {kinds:?}",
+        total.calls, total.states
+    );
+    // The CI seeds between them reach every kind of operation.
+    if seeds >= SEEDS {
+        assert_eq!(kinds.len(), 7, "{kinds:?}");
+    }
+    assert!(
+        total.states >= MIN_STATES * seeds / SEEDS,
+        "the sweep checked too little: {total:?}"
+    );
 }
 
 /// The raft-state temporary's sync is what makes a saved vote durable
@@ -289,7 +478,13 @@ fn power_loss_check_catches_a_skipped_sync_of_the_raft_state_temporary() {
         skip: 0,
         effect: FaultEffect::SyncSkipped,
     };
-    let Err(failure) = runtime().block_on(sweep(&[fault])) else {
+    let runtime = runtime();
+    let caught = (0..SEEDS).find_map(|seed| {
+        runtime
+            .block_on(sweep(seed, std::slice::from_ref(&fault)))
+            .err()
+    });
+    let Some(failure) = caught else {
         panic!("skipping the raft-state temporary's sync went unnoticed");
     };
     assert!(

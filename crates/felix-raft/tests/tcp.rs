@@ -1,6 +1,9 @@
 //! Three node processes (`examples/node`) over loopback TCP: writes, the
 //! leader killed with SIGKILL, more writes, the leader restarted from its
-//! directory; no acknowledged write is lost on any node.
+//! directory; every node applies every acknowledged write once, in the
+//! order the writes were acknowledged, and all three apply the same
+//! entries at the same indexes. Every wait is bounded in time, and the
+//! processes are killed however the test ends.
 //!
 //! The example binary is the one `cargo test` builds beside the tests
 //! (`target/<profile>/examples/node`).
@@ -98,11 +101,41 @@ async fn write(addrs: &[String], leader: &mut usize, bytes: Vec<u8>) {
     }
 }
 
+/// What `addr`'s state machine applied, or `None` if it does not answer
+/// within 5 s (a node still starting, or hung).
 async fn applied(addr: &str) -> Option<Vec<(u64, Vec<u8>)>> {
-    match proto::call(addr, &Request::Applied).await {
-        Ok(Response::Applied(entries)) => Some(entries),
+    let call = proto::call(addr, &Request::Applied);
+    match tokio::time::timeout(Duration::from_secs(5), call).await {
+        Ok(Ok(Response::Applied(entries))) => Some(entries),
         _ => None,
     }
+}
+
+/// Why `entries` (one node's applied entries) is not yet, or never, what
+/// the writes acknowledged: the first fact found, or `None` when it holds
+/// every acknowledged write once, in the order they were acknowledged
+/// (each write was acknowledged before the next was sent, so a later
+/// acknowledged write has a higher index), with indexes strictly rising.
+fn out_of_order(entries: &[(u64, Vec<u8>)], acknowledged: &[Vec<u8>]) -> Option<String> {
+    if let Some(w) = entries.windows(2).find(|w| w[0].0 >= w[1].0) {
+        return Some(format!("index {} applied after {}", w[1].0, w[0].0));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((index, _)) = entries.iter().find(|(_, b)| !seen.insert(b)) {
+        return Some(format!("the entry at {index} applied twice"));
+    }
+    let mut applied = entries.iter();
+    for (n, bytes) in acknowledged.iter().enumerate() {
+        // Unacknowledged entries (a write retried after a timeout) may lie
+        // between acknowledged ones.
+        if !applied.any(|(_, b)| b == bytes) {
+            return Some(format!(
+                "acknowledged write {n} ({}) missing or out of order",
+                String::from_utf8_lossy(bytes)
+            ));
+        }
+    }
+    None
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,20 +170,42 @@ async fn tcp_cluster_leader_killed_and_restarted_loses_no_acknowledged_write() {
     assert_ne!(leader, killed, "another node leads");
     cluster.start(killed, false);
 
+    // Every node holds every acknowledged write in order, and all three
+    // applied the same entries at the same indexes.
     let deadline = Instant::now() + Duration::from_secs(30);
-    for addr in &addrs {
-        loop {
-            if let Some(entries) = applied(addr).await {
-                let have: std::collections::BTreeSet<_> =
-                    entries.iter().map(|(_, b)| b.clone()).collect();
-                if acknowledged.iter().all(|b| have.contains(b)) {
-                    // In log order, each once.
-                    assert_eq!(have.len(), entries.len(), "{addr}: an entry applied twice");
-                    break;
-                }
-            }
-            assert!(Instant::now() < deadline, "{addr} never caught up");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    loop {
+        let mut nodes = Vec::new();
+        for addr in &addrs {
+            nodes.push(applied(addr).await);
         }
+        let why: Option<String> = nodes
+            .iter()
+            .zip(&addrs)
+            .find_map(|(entries, addr)| match entries {
+                None => Some(format!("{addr} did not answer")),
+                Some(entries) => {
+                    out_of_order(entries, &acknowledged).map(|e| format!("{addr}: {e}"))
+                }
+            })
+            .or_else(|| {
+                let first = nodes[0].as_ref()?;
+                nodes.iter().zip(&addrs).skip(1).find_map(|(other, addr)| {
+                    (other.as_ref() != Some(first)).then(|| {
+                        format!(
+                            "{addr} applied other entries than {} ({} against {})",
+                            addrs[0],
+                            other.as_ref().map_or(0, Vec::len),
+                            first.len()
+                        )
+                    })
+                })
+            });
+        let Some(why) = why else { break };
+        assert!(
+            Instant::now() < deadline,
+            "the nodes never agreed on the {} acknowledged writes within 30 s: {why}",
+            acknowledged.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
