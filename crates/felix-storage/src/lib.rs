@@ -78,7 +78,39 @@
 //! With the optional `metrics` feature, every shard reports through the
 //! [`metrics`](https://docs.rs/metrics) facade; the application installs
 //! the recorder (an exporter) it wants, and without one nothing is
-//! recorded. Every metric carries the label `shard` (the shard's label).
+//! recorded. To use it, enable the feature, add the facade in the version
+//! this crate records through (`metrics = "0.24"`: a recorder installed
+//! through another 0.x version is not seen) and an exporter, and install
+//! the recorder **before any shard opens**: a shard registers its handles
+//! when it opens, with the recorder installed then.
+//! `crates/felix-storage/examples/metrics.rs` does this with
+//! `metrics-util`'s debugging recorder and prints what a store recorded
+//! (`cargo run -p felix-storage --features metrics --example metrics`):
+//!
+//! ```toml
+//! felix-storage = { version = "0.1", features = ["metrics"] }
+//! metrics = "0.24"
+//! metrics-exporter-prometheus = "0.18" # or any recorder
+//! ```
+//!
+//! ```
+//! # #[cfg(feature = "metrics")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use felix_storage::{Store, StoreConfig};
+//!
+//! // Any `metrics::Recorder`: an exporter's, or this one for tests.
+//! let recorder = metrics_util::debugging::DebuggingRecorder::new();
+//! metrics::set_global_recorder(recorder)?; // first,
+//! felix_storage::metrics::describe(); // (units and help text, optional)
+//! let root = tempfile::tempdir()?;
+//! let store = Store::open(root.path(), StoreConfig::default())?; // then open
+//! # store.close()?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "metrics"))]
+//! # fn main() {}
+//! ```
+//! Every metric carries the label `shard` (the shard's label).
 //! See the [`metrics`](mod@metrics) module for each one's exact meaning
 //! and how fresh it is (figures that change with every write are published
 //! in bulk, at most 64 writes apart).

@@ -3,7 +3,9 @@
 //! place each is recorded.
 //!
 //! The library only records; the application installs a recorder (a
-//! Prometheus exporter, say) and chooses where the figures go. Without a
+//! Prometheus exporter, say) and chooses where the figures go: through the
+//! `metrics` crate 0.24, before any shard opens (the crate docs' "Metrics"
+//! section, and `examples/metrics.rs`). Without a
 //! recorder every call is a no-op, and without the feature this module is
 //! empty methods the compiler removes. Handles are registered once per
 //! shard at open, labelled `shard` with the shard's label, so recording is

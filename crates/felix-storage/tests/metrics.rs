@@ -353,3 +353,13 @@ fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_a
         assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [3.0]);
     });
 }
+
+/// The example program, as the crate docs point to it: a recorder
+/// installed globally before the store opens sees its shards' figures.
+#[path = "../examples/metrics.rs"]
+mod example;
+
+#[test]
+fn metrics_example_with_a_global_recorder_counts_every_append() {
+    assert_eq!(example::run(10).unwrap(), 10);
+}
