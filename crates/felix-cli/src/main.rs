@@ -7,11 +7,10 @@
 //! reference implementation's flags and JSON lines so one script drives
 //! both), plus `demo`, the README's first command.
 //!
-//! Exit status is the contract scripts rely on; its meanings are defined in
-//! one place, the README's "Exit status" section, and `Outcome` and
-//! `CliError` (in `error.rs`) are what map to it: 0 a shard opens (cleanly
-//! or after default repairs) or the command succeeded, 1 damage a default
-//! open refuses or a refused `recover`, 2 bad usage or an I/O error.
+//! Exit status is the contract scripts rely on. Its meanings are defined
+//! in one place, `error::EXIT_STATUS`, which `felix-store --help` prints and
+//! the README's "Exit status" section quotes; `Outcome` and `CliError` (in
+//! `error.rs`) are what map to it.
 //!
 //! Invariant: this crate has no format or repair logic of its own. Every
 //! byte it reads or writes goes through `felix-format`, `felix-segment`,
@@ -29,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{CliError, Outcome};
+use crate::error::{CliError, EXIT_STATUS, Outcome};
 use crate::output::Out;
 
 /// felix-store: verify, recover, inspect and exercise felix shard directories.
@@ -38,12 +37,8 @@ use crate::output::Out;
 /// (a local-directory object store) or `s3://BUCKET[/PREFIX]` with
 /// `--s3-endpoint URL`; S3 credentials come from AWS_ACCESS_KEY_ID and
 /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION (default us-east-1).
-///
-/// Exit status: 0 success, or every shard opens (cleanly or after the
-/// repairs a default open makes); 1 a shard a default open refuses, or a
-/// refused recover; 2 bad usage or an I/O error (with a message on stderr).
 #[derive(Debug, Parser)]
-#[command(name = "felix-store", version, about, long_about)]
+#[command(name = "felix-store", version, about, long_about, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -146,6 +146,10 @@ fn recover_locked_shard_exits_2_and_modifies_nothing() {
     drop(lock);
 }
 
+/// The message `recover` gives for a shard it finds held, with the root
+/// replaced by `[DIR]`.
+const HELD_BY_A_STORE: &str = "felix-store: the store root [DIR] is held by a running store; recover works only on a shard nothing else holds (`felix-store verify` reads a held shard, taking no lock)\n";
+
 /// A store closes the files of shards it is not using, and their locks:
 /// its root's lock is what keeps a repair off them while it runs.
 #[test]
@@ -157,16 +161,116 @@ fn recover_shard_of_a_running_store_exits_2_and_modifies_nothing() {
     let before = files(root.path());
     let result = run(["recover", s(&dir)]);
     assert_eq!(result.code, 2, "{}", result.stdout);
-    assert!(
-        result.stderr.contains("is held by another store"),
-        "{}",
-        result.stderr
+    assert_eq!(
+        common::normalise(&result.stderr, root.path()),
+        HELD_BY_A_STORE
     );
     assert_eq!(files(root.path()), before);
     drop(store);
     let result = run(["recover", "--json", s(&dir)]);
     assert_eq!(result.code, 0, "{}", result.stderr);
     assert_eq!(result.json_lines()[0]["outcome"], "repaired");
+}
+
+/// A clean shard under a running store is refused too, and so is a dry
+/// run: `recover` looks at a shard only while nothing else holds it, so
+/// what it reports is not already stale. Nothing is printed on stdout.
+#[test]
+fn recover_clean_shard_of_a_running_store_is_refused_even_for_a_dry_run() {
+    let (root, dir) = fixture_copy("small-shard");
+    let store =
+        felix_storage::Store::open(root.path(), felix_storage::StoreConfig::default()).unwrap();
+    let before = files(root.path());
+    for args in [
+        vec!["recover", s(&dir)],
+        vec!["recover", "--dry-run", s(&dir)],
+        vec!["recover", "--json", s(&dir)],
+    ] {
+        let result = run(&args);
+        assert_eq!(
+            (result.code, result.stdout.as_str()),
+            (2, ""),
+            "{args:?}: {}",
+            result.stderr
+        );
+        assert_eq!(
+            common::normalise(&result.stderr, root.path()),
+            HELD_BY_A_STORE
+        );
+    }
+    assert_eq!(files(root.path()), before);
+    drop(store);
+    let result = run(["recover", "--json", s(&dir)]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert_eq!(result.json_lines()[0]["outcome"], "clean");
+}
+
+/// A shard open as a `Shard` (its writer holds the directory's lock, not
+/// its parent's): refused before anything is read, dry run or not.
+#[test]
+fn recover_clean_shard_open_by_a_writer_is_refused_even_for_a_dry_run() {
+    let (root, dir) = fixture_copy("small-shard");
+    let shard = felix_storage::Shard::options(&dir).open().unwrap();
+    let before = files(root.path());
+    for args in [
+        vec!["recover", s(&dir)],
+        vec!["recover", "--dry-run", s(&dir)],
+    ] {
+        let result = run(&args);
+        assert_eq!((result.code, result.stdout.as_str()), (2, ""), "{args:?}");
+        assert_eq!(
+            common::normalise(&result.stderr, root.path()),
+            "felix-store: shard directory [DIR]/small-shard is locked by another writer; recover works only on a shard nothing else holds (`felix-store verify` reads a held shard, taking no lock)\n"
+        );
+    }
+    assert_eq!(files(root.path()), before);
+    drop(shard);
+}
+
+/// Rot inside a sealed segment is not what an open (or `recover`) checks:
+/// `recover` finds nothing to repair and says what it did not look at,
+/// naming `verify`, which finds the rot and exits 1.
+#[test]
+fn recover_sealed_rot_says_what_it_did_not_check_and_names_verify() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("shard");
+    {
+        let config = felix_storage::StoreConfig {
+            segment_size_bytes: 2048,
+            index_spacing_bytes: 256,
+            preallocate: felix_storage::Preallocation::Off,
+            ..felix_storage::StoreConfig::default()
+        };
+        let shard = felix_storage::Shard::options(&dir)
+            .config(config)
+            .label("shard")
+            .open()
+            .unwrap();
+        // Two 128-byte records a batch: segments 0 and 1 hold 14 records
+        // each (32 + 7 × 256 bytes), segment 2 the last 12.
+        for first in (0..40u64).step_by(2) {
+            let batch: Vec<_> = (first..first + 2)
+                .map(|o| felix_storage::Record::new(1_000 + o, common::reference_payload(o, 100)))
+                .collect();
+            shard.append(&batch).unwrap();
+        }
+        shard.close().unwrap();
+    }
+    // Offset 20 is segment 1's seventh record, at byte 32 + 6 × 128; one
+    // bit of its payload flipped.
+    let segment = dir.join("00000000000000000001.log");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes[800 + 28 + 3] ^= 0x01;
+    std::fs::write(&segment, bytes).unwrap();
+    let text = [
+        transcript(&["recover", s(&dir)], root.path()),
+        transcript(&["recover", "--json", s(&dir)], root.path()),
+        transcript(&["verify", "--quick", s(&dir)], root.path()),
+    ];
+    insta::assert_snapshot!(text.join("\n"));
+    let verify = run(["verify", "--json", s(&dir)]);
+    assert_eq!(verify.code, 1, "{}", verify.stdout);
+    assert_eq!(verify.json_lines()[0]["rot"][0]["offset"], 20);
 }
 
 #[test]

@@ -30,7 +30,14 @@ pub(crate) struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// Every manifest version in the store, and whether each decodes.
-    List(Common),
+    List {
+        #[command(flatten)]
+        common: Common,
+        /// Only this version (whether it is in force still depends on the
+        /// newer ones, and the exit status is the whole listing's).
+        #[arg(long)]
+        seq: Option<u64>,
+    },
     /// Write one manifest version's bytes, as stored, to a file or stdout.
     Fetch {
         #[command(flatten)]
@@ -123,7 +130,7 @@ fn shard_key(dir: &Path) -> Result<ShardKey, CliError> {
 /// Runs `manifest`.
 pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     match args.command {
-        Command::List(common) => list(&common, out),
+        Command::List { common, seq } => list(&common, seq, out),
         Command::Fetch {
             common,
             seq,
@@ -140,19 +147,42 @@ fn store_error(opened: &Opened, error: felix_tiered::TieredError) -> CliError {
     }
 }
 
-fn list(common: &Common, out: &mut Out) -> Result<Outcome, CliError> {
+fn list(common: &Common, seq: Option<u64>, out: &mut Out) -> Result<Outcome, CliError> {
     let (opened, key) = common.open()?;
     let shard = opened.shard(&key);
     let versions = opened
         .block_on(shard.manifests())
         .map_err(|e| store_error(&opened, e))?;
+    if let Some(seq) = seq
+        && !versions.iter().any(|v| v.seq == seq)
+    {
+        return Err(CliError::Usage(format!(
+            "shard {key}: no manifest version {seq} under {}/ in {} ({})",
+            shard.base(),
+            opened.url,
+            match (versions.first(), versions.last()) {
+                (Some(first), Some(last)) => format!(
+                    "{} version{} from {} to {}",
+                    versions.len(),
+                    if versions.len() == 1 { "" } else { "s" },
+                    first.seq,
+                    last.seq
+                ),
+                _ => "none at all: nothing offloaded".to_owned(),
+            }
+        )));
+    }
     if !common.json {
         out.line(format!(
-            "shard {key}: {} manifest version{} under {}/ in {}",
+            "shard {key}: {} manifest version{} under {}/ in {}{}",
             versions.len(),
             if versions.len() == 1 { "" } else { "s" },
             shard.base(),
-            opened.url
+            opened.url,
+            match seq {
+                Some(seq) => format!(", version {seq} shown"),
+                None => String::new(),
+            }
         ))?;
     }
     let mut outcome = Outcome::Success;
@@ -168,6 +198,9 @@ fn list(common: &Common, out: &mut Out) -> Result<Outcome, CliError> {
             if !in_force {
                 outcome = outcome.and(outcome_of(e));
             }
+        }
+        if seq.is_some_and(|seq| seq != v.seq) {
+            continue;
         }
         if common.json {
             out.json(&json!({

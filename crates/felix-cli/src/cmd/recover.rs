@@ -1,23 +1,32 @@
 //! `felix-store recover`: what opening a shard does — repair what the policy
 //! allows and rebuild indexes — as a separate, reported step.
 //!
-//! The shard is inspected read-only first, checking every entry of every
-//! index against the records (an open checks only what it must, and leaves
-//! a wrong entry in a sealed index to the read that meets it); `recover`
-//! rebuilds every index that fails that check. Damage the policy may not repair
-//! ends the command with exit 1 having modified nothing (not even a lock
-//! file). Otherwise, unless `--dry-run`, the shard's writer lock is taken,
-//! and the lock of the directory above it, which a running store holds for
-//! its whole life (so a live writer's tail is never cut under it, even while
-//! its store has the shard's files closed); the shard is inspected again
-//! under the locks, and `felix_recovery::repair` carries out the plan.
+//! Before looking, `recover` takes the lock of the directory above the
+//! shard, which a running store holds for its whole life (it closes the
+//! files of shards it is not using, and their locks, but not its root's),
+//! and the shard directory's own lock, which its writer holds; when either
+//! is held it refuses (exit 2) having read nothing, even for `--dry-run`,
+//! since a report on a live shard would be out of date as it is printed.
+//! Both locks are taken on the directories themselves, creating no file.
+//!
+//! The shard is then inspected read-only, as an open inspects it (its tail,
+//! segment headers and indexes; the records of sealed segments are not
+//! checksummed, which `verify` does), and every entry of every index is
+//! checked against the records (an open checks only what it must, and
+//! leaves a wrong entry in a sealed index to the read that meets it);
+//! `recover` rebuilds every index that fails that check. Damage the policy
+//! may not repair ends the command with exit 1 having modified nothing.
+//! Otherwise, unless `--dry-run`, the shard's writer lock is taken in full
+//! (with the earlier releases' lock file), the shard is inspected again
+//! under it, and `felix_recovery::repair` carries out the plan.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use felix_io::FileSystem;
+use felix_format::LOCK_FILE_NAME;
+use felix_io::{FileSystem, LockGuard};
 use felix_recovery::{
-    Action, IndexCheck, InspectOptions, Inspection, RecoveryError, RepairClass, RepairPolicy,
-    ShardLock, StoreLock, inspect, repair,
+    Action, IndexCheck, InspectOptions, Inspection, LockError, RecoveryError, RepairClass,
+    RepairPolicy, ShardLock, StoreLock, inspect, repair,
 };
 use serde_json::{Value, json};
 
@@ -82,6 +91,79 @@ impl Ending {
     }
 }
 
+/// The locks `recover` holds while it looks at a shard: the store root's
+/// (the directory above the shard; for a shard outside any store an
+/// ordinary directory, whose lock keeps out only another tool beside this
+/// one) and the shard directory's own. Both are taken on the directories,
+/// creating nothing, so a dry or refused run modifies nothing.
+struct Looking {
+    root: StoreLock,
+    _dir: LockGuard,
+    /// An earlier release's writer locks only `<shard>/lock`: held while
+    /// the file exists (taking it when it does not would create it, and
+    /// such a writer would have created it).
+    _file: Option<LockGuard>,
+}
+
+impl Looking {
+    /// Takes both locks without waiting; [`CliError::Held`] when one is
+    /// held.
+    fn take(fs: &FileSystem, dir: &Path) -> Result<Self, CliError> {
+        let parent = match dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            // `recover shard` run from inside the store's root.
+            _ => Path::new("."),
+        };
+        let root = StoreLock::acquire(fs, parent).map_err(held)?;
+        let dir_guard = match fs.try_lock_dir(dir) {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                return Err(CliError::Held(LockError::Locked {
+                    dir: dir.to_path_buf(),
+                }));
+            }
+            Err(e) => return Err(CliError::io("lock", dir, e)),
+        };
+        let lock_file = dir.join(LOCK_FILE_NAME);
+        let file = match std::fs::symlink_metadata(&lock_file) {
+            Ok(meta) if meta.is_file() => match fs.try_lock(&lock_file) {
+                Ok(Some(guard)) => Some(guard),
+                Ok(None) => {
+                    return Err(CliError::Held(LockError::Locked {
+                        dir: dir.to_path_buf(),
+                    }));
+                }
+                Err(e) => return Err(CliError::io("lock", lock_file, e)),
+            },
+            // Missing, or not a regular file (which the shard lock leaves
+            // alone too): the directory's lock is the one that counts.
+            _ => None,
+        };
+        Ok(Self {
+            root,
+            _dir: dir_guard,
+            _file: file,
+        })
+    }
+
+    /// The shard's writer lock in full, in place of the directory's alone,
+    /// for a repair; the root's stays held throughout.
+    fn for_repair(self, fs: &FileSystem, dir: &Path) -> Result<(StoreLock, ShardLock), CliError> {
+        let Self { root, _dir, _file } = self;
+        drop((_dir, _file));
+        let lock = ShardLock::acquire(fs, dir).map_err(held)?;
+        Ok((root, lock))
+    }
+}
+
+/// A lock `recover` could not take: held by someone, or an I/O error.
+fn held(err: LockError) -> CliError {
+    match err {
+        LockError::Io(err) => CliError::Io(err),
+        other => CliError::Held(other),
+    }
+}
+
 /// Runs `recover`.
 pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let shard = match resolve(&args.shard_dir)? {
@@ -114,25 +196,18 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     );
     let fs = FileSystem::os();
     let policy = args.policy();
+    let looking = Looking::take(&fs, &shard.dir)?;
     let mut inspection = inspect(&fs, &shard.dir, &shard.name, &options)?;
     let will_write = !args.dry_run && inspection.would_open(policy) && !inspection.plan.is_empty();
     // Held until the end of `run`: the repair must not race a writer.
     let lock = if will_write {
-        // A store closes the files of shards it is not using, releasing
-        // their locks, but holds its root's for its whole life: taking it
-        // too keeps the repair off every shard a running store owns.
-        let root_lock = match shard.dir.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => {
-                Some(StoreLock::acquire(&fs, parent)?)
-            }
-            _ => None,
-        };
-        let lock = (root_lock, ShardLock::acquire(&fs, &shard.dir)?);
-        // What a writer did before we held the lock is only seen by looking
-        // again; acting on the first look could cut records it appended.
+        let lock = looking.for_repair(&fs, &shard.dir)?;
+        // A writer may have come between the two locks; acting on the
+        // first look could cut records it appended.
         inspection = inspect(&fs, &shard.dir, &shard.name, &options)?;
         Some(lock)
     } else {
+        drop(looking);
         None
     };
 
@@ -244,6 +319,9 @@ fn json_line(
         args.repair_checksum_tail.into(),
     );
     map.insert("actions".into(), actions.iter().map(action_json).collect());
+    // What an open checks, no more: rot inside a sealed segment is
+    // `verify`'s to find.
+    map.insert("sealed_records_checked".into(), false.into());
     map.insert("dir".into(), shard.dir.display().to_string().into());
     Value::Object(map)
 }
@@ -306,5 +384,12 @@ fn print_human(
             )
         }
     };
-    out.line(closing)
+    out.line(closing)?;
+    if ending != Ending::Refused {
+        out.line(format!(
+            "not checked: the records of sealed segments, which an open does not checksum either; `felix-store verify {}` checks every record",
+            shell_quote(&shard.dir)
+        ))?;
+    }
+    Ok(())
 }
