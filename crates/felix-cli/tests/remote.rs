@@ -271,3 +271,174 @@ fn bad_remote_urls_are_usage_errors() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("needs --remote"), "{}", r.stderr);
 }
+
+/// The object of `segment`'s file `kind` in the bucket directory.
+fn object_file(
+    bucket: &Path,
+    shard: &RemoteShard,
+    segment: &felix_format::tier_manifest::RemoteSegment,
+    kind: felix_format::FileKind,
+) -> PathBuf {
+    bucket.join(format!(
+        "{}/{}",
+        shard.base(),
+        felix_format::tier_manifest::segment_object_name(segment.extent.id, segment.upload, kind)
+    ))
+}
+
+#[test]
+fn verify_remote_emptied_bucket_names_the_offsets_held_nowhere() {
+    let (tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let (rt, shard) = remote(&bucket);
+    let local_start = rt.block_on(shard.newest()).unwrap().unwrap().next_offset();
+    std::fs::remove_dir_all(&bucket).unwrap();
+    std::fs::create_dir(&bucket).unwrap();
+    let mut text = Vec::new();
+    for args in [
+        vec!["verify", s(&dir), "--remote", &url],
+        vec!["stat", s(&dir), "--remote", &url],
+    ] {
+        text.push(transcript(&args, tmp.path()));
+    }
+    insta::assert_snapshot!(text.join("\n"));
+    let json = run(["verify", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(json.code, 1, "{}", json.stderr);
+    let held = &json.json_lines()[0]["remote"]["held_nowhere"];
+    assert_eq!(held["start"], 0, "{held}");
+    assert_eq!(held["end"], local_start, "{held}");
+}
+
+#[test]
+fn verify_remote_wrong_prefix_names_the_offsets_held_nowhere() {
+    let (_tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let right = run(["verify", s(&dir), "--remote", &url]);
+    assert_eq!(right.code, 0, "{}", right.stdout);
+    let wrong = run([
+        "verify",
+        s(&dir),
+        "--remote",
+        &url,
+        "--tier-prefix",
+        "other",
+    ]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stdout);
+    assert!(
+        wrong.stdout.contains("REMOTE DAMAGED: offsets 0..98 of shard acme/default/orders/3 are in neither the local log nor the remote copy"),
+        "{}",
+        wrong.stdout
+    );
+}
+
+#[test]
+fn verify_remote_missing_listed_object_is_damage_and_exits_1() {
+    let (tmp, dir, bucket) = offloaded();
+    let url = format!("file://{}", bucket.display());
+    let (rt, shard) = remote(&bucket);
+    let manifest = rt.block_on(shard.newest()).unwrap().unwrap();
+    let victim = &manifest.segments[2];
+    std::fs::remove_file(object_file(
+        &bucket,
+        &shard,
+        victim,
+        felix_format::FileKind::Index,
+    ))
+    .unwrap();
+    let text = shown(&["verify", s(&dir), "--remote", &url], tmp.path(), &bucket);
+    insta::assert_snapshot!(text);
+    let json = run(["verify", "--json", s(&dir), "--remote", &url]);
+    assert_eq!(json.code, 1, "{}", json.stderr);
+    let findings = json.json_lines()[0]["remote"]["findings"].clone();
+    assert_eq!(findings.as_array().unwrap().len(), 1, "{findings}");
+    assert_eq!(findings[0]["segment"], victim.extent.id);
+    assert_eq!(findings[0]["object"], "index");
+    assert_eq!(findings[0]["damage"], true);
+}
+
+/// Runs the binary with `args` and `env`, killed if it has not ended
+/// within `limit` (then the test fails).
+fn run_bounded(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> common::Run {
+    use std::io::Read;
+    let mut child = common::bin()
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("felix-store {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    common::Run {
+        code: status.code().expect("exited, not killed"),
+        stdout,
+        stderr,
+    }
+}
+
+#[test]
+fn stat_and_verify_remote_endpoint_down_exit_2_with_the_error_on_stderr() {
+    let (_tmp, dir, _bucket) = offloaded();
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "felix"),
+        ("AWS_SECRET_ACCESS_KEY", "felix-secret"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    for command in ["stat", "verify"] {
+        let args = [
+            command,
+            s(&dir),
+            "--remote",
+            "s3://bucket",
+            "--s3-endpoint",
+            &endpoint,
+        ];
+        let r = run_bounded(&args, &env, std::time::Duration::from_secs(120));
+        assert_eq!(r.code, 2, "{command}: {}{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{command}: {}", r.stderr);
+        let line = lines[0];
+        assert!(
+            line.starts_with(
+                "felix-store: shard acme_default_orders_3-0d3af04b998d2cb1: remote s3://bucket: object store list of felix/acme_default_orders_3-0d3af04b998d2cb1 failed: "
+            ),
+            "{command}: {line}"
+        );
+        // Each fact once: the request's URL is named a single time.
+        assert_eq!(
+            line.matches(&format!("127.0.0.1:{port}")).count(),
+            1,
+            "{command}: {line}"
+        );
+    }
+}

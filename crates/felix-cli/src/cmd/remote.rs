@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use felix_format::ShardKey;
 use felix_format::tier_manifest::Manifest;
-use felix_tiered::{RemoteFinding, RemoteShard, S3Endpoint, TierConfig, TieredError, stores};
+use felix_recovery::Inspection;
+use felix_tiered::{
+    LocalStart, RemoteFinding, RemoteShard, S3Endpoint, TierConfig, TieredError, stores,
+};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
@@ -141,13 +144,20 @@ impl Opened {
     }
 }
 
-/// An error with its sources, `a: b: c`, as the operator needs the cause.
+/// An error with its sources, `a: b: c`, as the operator needs the cause,
+/// each fact once: a source whose text the line holds already is left out.
+/// `object_store`'s errors print their sources inside their own text (the
+/// request's URL, the server's answer), so without this rule one error
+/// would print them two or three times over.
 pub(crate) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        let said = s.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         source = s.source();
     }
     text
@@ -165,6 +175,8 @@ pub(crate) fn is_damage(err: &TieredError) -> bool {
             | TieredError::RemoteLength { .. }
             | TieredError::RemoteChecksum { .. }
             | TieredError::RemoteExtent { .. }
+            | TieredError::RemoteMissing { .. }
+            | TieredError::HeldNowhere { .. }
     )
 }
 
@@ -212,18 +224,83 @@ impl Found {
     }
 }
 
+/// Whether the remote copy holds every record the local shard deleted
+/// (felix-tiered's [`held_nowhere`](felix_tiered::held_nowhere), the rule
+/// a tiered open applies): the offsets in neither copy as an error, or
+/// `None`. Nothing is said when the store could not be read or the shard
+/// has no key or no start.
+pub(crate) fn held_nowhere(found: &Found, inspection: &Inspection) -> Option<TieredError> {
+    let key = inspection.key.as_ref()?;
+    let manifest = match found {
+        Found::Manifest(m) => Some(m),
+        Found::Nothing => None,
+        Found::NoKey | Found::Error(_) => return None,
+    };
+    let local = LocalStart::of(
+        inspection.start_offset()?,
+        inspection.log_start.as_ref(),
+        inspection.base_offset(),
+    );
+    felix_tiered::held_nowhere(key, manifest, local).err()
+}
+
+/// Tells on stderr what kept the remote copy from being read (exit 2 comes
+/// with a message there): the manifest, or any listed object, that could
+/// not be fetched. Stdout is flushed first, so the two read in order.
+pub(crate) fn tell_failures(
+    out: &mut Out,
+    shard: &str,
+    opened: &Opened,
+    found: &Found,
+    findings: &[RemoteFinding],
+) -> Result<(), CliError> {
+    let mut lines = Vec::new();
+    match found {
+        Found::Error(e) if !is_damage(e) => lines.push(chain(e)),
+        Found::NoKey => {
+            lines.push("the shard has no key file, so its objects cannot be named".to_owned())
+        }
+        _ => {}
+    }
+    for f in findings.iter().filter(|f| !is_damage(&f.error)) {
+        lines.push(format!(
+            "segment {:020} {}: {}",
+            f.segment,
+            kind_name(f.kind),
+            chain(&f.error)
+        ));
+    }
+    if !lines.is_empty() {
+        out.flush()?;
+    }
+    for line in lines {
+        eprintln!("felix-store: shard {shard}: remote {}: {line}", opened.url);
+    }
+    Ok(())
+}
+
 /// Bytes of a manifest's segments (their `.log` objects).
 fn remote_bytes(m: &Manifest) -> u64 {
     m.segments.iter().map(|s| s.extent.len).sum()
 }
 
-/// The remote summary line of `stat` and `verify`.
-pub(crate) fn summary_line(opened: &Opened, found: &Found) -> String {
+/// The remote summary line of `stat` and `verify`, and with `gap` (what
+/// [`held_nowhere`] found) the line naming the offsets held nowhere.
+pub(crate) fn summary_lines(opened: &Opened, found: &Found, gap: Option<&TieredError>) -> String {
+    let summary = summary_line(opened, found, gap.is_some());
+    match gap {
+        Some(gap) => format!("{summary}\n  REMOTE DAMAGED: {gap}"),
+        None => summary,
+    }
+}
+
+fn summary_line(opened: &Opened, found: &Found, gap: bool) -> String {
     match found {
         Found::NoKey => format!(
             "  remote {}: the shard has no key file, so its objects cannot be named",
             opened.url
         ),
+        Found::Nothing if gap => format!("  remote {}: no manifest", opened.url),
         Found::Nothing => format!("  remote {}: no manifest (nothing offloaded)", opened.url),
         Found::Manifest(m) => format!(
             "  remote {}: manifest {}, offsets {}..{}, {} segment{}, {} bytes",
@@ -259,8 +336,15 @@ pub(crate) fn print_segments(out: &mut Out, m: &Manifest) -> Result<(), CliError
     Ok(())
 }
 
-/// The `"remote"` field of a `--json` line.
-pub(crate) fn json(opened: &Opened, found: &Found, findings: Option<&[RemoteFinding]>) -> Value {
+/// The `"remote"` field of a `--json` line: with `gap`, `"held_nowhere"`
+/// says which offsets are in neither copy (`{"start", "end", "detail"}`,
+/// otherwise `null`).
+pub(crate) fn json(
+    opened: &Opened,
+    found: &Found,
+    gap: Option<&TieredError>,
+    findings: Option<&[RemoteFinding]>,
+) -> Value {
     let mut v = match found {
         Found::NoKey => json!({ "error": "no key file" }),
         Found::Nothing => json!({ "manifest_seq": null }),
@@ -281,6 +365,15 @@ pub(crate) fn json(opened: &Opened, found: &Found, findings: Option<&[RemoteFind
     };
     if let Value::Object(map) = &mut v {
         map.insert("url".into(), opened.url.clone().into());
+        let held_nowhere = match gap {
+            Some(e @ TieredError::HeldNowhere { missing, .. }) => json!({
+                "start": missing.start,
+                "end": missing.end,
+                "detail": e.to_string(),
+            }),
+            _ => Value::Null,
+        };
+        map.insert("held_nowhere".into(), held_nowhere);
         if let Some(findings) = findings {
             map.insert(
                 "findings".into(),
@@ -354,4 +447,58 @@ pub(crate) fn outcome_for(findings: &[RemoteFinding]) -> Outcome {
     findings
         .iter()
         .fold(Outcome::Success, |o, f| o.and(outcome_of(&f.error)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+
+    /// An error whose text is `text`, caused by `source`.
+    #[derive(Debug)]
+    struct Said {
+        text: &'static str,
+        source: Option<Box<Said>>,
+    }
+
+    impl fmt::Display for Said {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.text)
+        }
+    }
+
+    impl std::error::Error for Said {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.source.as_deref().map(|s| s as _)
+        }
+    }
+
+    fn said(text: &'static str, source: Option<Said>) -> Said {
+        Said {
+            text,
+            source: source.map(Box::new),
+        }
+    }
+
+    #[test]
+    fn chain_sources_told_already_are_left_out() {
+        // object_store's shape: its error prints its source inside its own
+        // text, whose source prints the server's answer again.
+        let err = said(
+            "object store get of felix/a failed",
+            Some(said(
+                "Generic S3 error: Error performing GET http://h/b/felix/a - Server returned 503: <Error>Busy</Error>",
+                Some(said(
+                    "Error performing GET http://h/b/felix/a - Server returned 503: <Error>Busy</Error>",
+                    Some(said("<Error>Busy</Error>", None)),
+                )),
+            )),
+        );
+        assert_eq!(
+            super::chain(&err),
+            "object store get of felix/a failed: Generic S3 error: Error performing GET http://h/b/felix/a - Server returned 503: <Error>Busy</Error>"
+        );
+        // A source with news is still told, after one that was not.
+        let err = said("a", Some(said("a", Some(said("connection refused", None)))));
+        assert_eq!(super::chain(&err), "a: connection refused");
+    }
 }

@@ -66,30 +66,39 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             }
         };
         // The remote copy, named by the key the shard's key file holds.
-        let found = opened
-            .as_ref()
-            .map(|o| (o, Found::load(o, inspection.key.as_ref())));
+        // Records deleted locally that it does not hold are damage.
+        let found = opened.as_ref().map(|o| {
+            let found = Found::load(o, inspection.key.as_ref());
+            let gap = remote::held_nowhere(&found, &inspection);
+            (o, found, gap)
+        });
         bar.suspend(|| {
             if args.json {
                 let mut line = json_line(shard, &inspection);
-                if let (Value::Object(map), Some((o, found))) = (&mut line, &found) {
-                    map.insert("remote".into(), remote::json(o, found, None));
+                if let (Value::Object(map), Some((o, found, gap))) = (&mut line, &found) {
+                    map.insert("remote".into(), remote::json(o, found, gap.as_ref(), None));
                 }
-                out.json(&line)
+                out.json(&line)?;
             } else {
                 print_human(out, shard, &inspection)?;
-                if let Some((o, found)) = &found {
-                    out.line(remote::summary_line(o, found))?;
+                if let Some((o, found, gap)) = &found {
+                    out.line(remote::summary_lines(o, found, gap.as_ref()))?;
                     if let Found::Manifest(m) = found {
                         remote::print_segments(out, m)?;
                     }
                 }
-                Ok(())
+            }
+            match &found {
+                Some((o, found, _)) => remote::tell_failures(out, &shard.name, o, found, &[]),
+                None => Ok(()),
             }
         })?;
         outcome = outcome.and(Verdict::of(&inspection).outcome());
-        if let Some((_, found)) = &found {
+        if let Some((_, found, gap)) = &found {
             outcome = outcome.and(found.outcome());
+            if gap.is_some() {
+                outcome = outcome.and(Outcome::Damage);
+            }
         }
         bar.inc(1);
     }

@@ -16,7 +16,10 @@
 //! object the newest manifest lists is read (as a stream, never held
 //! whole) and held to its manifest entry (length, CRC-32), and every
 //! record of each remote segment is walked at full depth; damage there ends with exit 1, like
-//! damage on disk.
+//! damage on disk. So do records deleted locally that no manifest covers
+//! (felix-tiered's `held_nowhere`, the check a tiered open makes) and a
+//! listed object the store does not have; a store that cannot be reached
+//! is exit 2, told on stderr.
 //!
 //! A PATH naming one segment file verifies that segment's whole shard:
 //! whether damage is repairable depends on whether a later segment exists,
@@ -142,38 +145,52 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         let verdict = checked.verdict();
         // The remote copy: every object of every listed segment against
         // its manifest entry, every record walked.
+        // And every record deleted locally held by it.
         let remote = opened.as_ref().map(|o| {
             let key = checked.inspection.key.as_ref();
             let found = Found::load(o, key);
+            let gap = remote::held_nowhere(&found, &checked.inspection);
             let findings = match (&found, key) {
                 (Found::Manifest(m), Some(key)) => bar.suspend(|| remote::verify(o, key, m)),
                 _ => Vec::new(),
             };
-            (o, found, findings)
+            (o, found, gap, findings)
         });
         bar.suspend(|| {
             if args.json {
                 let mut line = json_line(shard, &checked, verdict);
-                if let (Value::Object(map), Some((o, found, findings))) = (&mut line, &remote) {
-                    map.insert("remote".into(), remote::json(o, found, Some(findings)));
+                if let (Value::Object(map), Some((o, found, gap, findings))) = (&mut line, &remote)
+                {
+                    map.insert(
+                        "remote".into(),
+                        remote::json(o, found, gap.as_ref(), Some(findings)),
+                    );
                 }
-                out.json(&line)
+                out.json(&line)?;
             } else {
                 print_human(out, shard, &checked, verdict)?;
-                if let Some((o, found, findings)) = &remote {
-                    out.line(remote::summary_line(o, found))?;
+                if let Some((o, found, gap, findings)) = &remote {
+                    out.line(remote::summary_lines(o, found, gap.as_ref()))?;
                     if let Found::Manifest(m) = found {
                         remote::print_findings(out, m, findings)?;
                     }
                 }
-                Ok(())
+            }
+            match &remote {
+                Some((o, found, _, findings)) => {
+                    remote::tell_failures(out, &shard.name, o, found, findings)
+                }
+                None => Ok(()),
             }
         })?;
         outcome = outcome.and(verdict.outcome());
-        if let Some((_, found, findings)) = &remote {
+        if let Some((_, found, gap, findings)) = &remote {
             outcome = outcome
                 .and(found.outcome())
                 .and(remote::outcome_for(findings));
+            if gap.is_some() {
+                outcome = outcome.and(Outcome::Damage);
+            }
         }
         verdicts.push(verdict);
         bar.inc(1);
