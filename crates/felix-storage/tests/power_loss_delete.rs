@@ -123,17 +123,30 @@ fn run(fs: &SimFs) -> Model {
     model
 }
 
-/// Reads every record of `shard` as (offset, payload).
+/// Reads every record of `shard` as (offset, payload): offsets contiguous
+/// from the log start to its end, every read returning a record (so at
+/// most one read a record).
 fn records(shard: &felix_storage::Shard) -> Result<BTreeMap<u64, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
     let mut next = shard.base_offset();
-    while next < shard.next_offset() {
+    let end = shard.next_offset();
+    while next < end {
         let batch = shard
             .read(next, 1 << 20)
             .map_err(|e| format!("read: {e}"))?;
-        let Some(last) = batch.last() else { break };
-        next = last.offset + 1;
+        if batch.is_empty() {
+            return Err(format!(
+                "a read at {next} returned nothing, below the end {end}"
+            ));
+        }
         for r in batch {
+            if r.offset != next || next >= end {
+                return Err(format!(
+                    "offsets not contiguous: a read returned {} where {next} was next (the log ends before {end})",
+                    r.offset
+                ));
+            }
+            next += 1;
             out.insert(r.offset, r.payload.to_vec());
         }
     }
@@ -283,8 +296,10 @@ fn power_loss_through_a_delete_leaves_the_shard_whole_or_gone() {
         "power loss through a delete: calls {}..={}, {} crash states checked, the shard gone in {}",
         swept.calls.0, swept.calls.1, swept.states, swept.gone
     );
+    // About 5% below the 5,478 states (the shard gone in 3,003) it checked
+    // when this was set, so a sweep whose runs end early falls short.
     assert!(
-        swept.states > 200,
+        swept.states >= 5_200,
         "the sweep checked too little: {}",
         swept.states
     );

@@ -140,7 +140,9 @@ fn check(crashed: &SimFs, model: &Model) -> Result<(), String> {
     for offset in 0..3 * PER_SEGMENT + 1 {
         match shard.read(offset, 1) {
             Ok(records)
-                if records.first().map(|r| &r.payload[..]) == Some(&payload(offset)[..]) => {}
+                if records.first().is_some_and(|r| {
+                    r.offset == offset && r.payload[..] == payload(offset)[..]
+                }) => {}
             Err(StorageError::Segment { .. }) if offset == ROTTED && !new => {}
             other => return Err(format!("offset {offset}: {other:?} (new: {new})")),
         }
@@ -158,13 +160,20 @@ fn sweep(faults: &[Fault]) -> Result<(u64, u64, u64), String> {
         }
         fs
     };
-    assert!(run(&fresh(), None).replaced);
+    let uncut_fs = fresh();
+    assert!(run(&uncut_fs, None).replaced);
+    let total = uncut_fs.mutating_calls();
     let mut rng = Rng(0x5EED);
     let (mut states, mut became_new, mut cuts_after_return) = (0u64, 0u64, 0);
     let mut cut = 0;
     // From a cut before the replacement's first call to a few past its
     // return (into the close).
     while cuts_after_return < 4 {
+        // Past every call of the uncut run, the power is never cut.
+        assert!(
+            cut <= total,
+            "the replacement never returned within the {total} calls of the uncut run"
+        );
         let fs = fresh();
         let model = run(&fs, Some(cut));
         cut += 1;
@@ -195,7 +204,9 @@ fn power_loss_through_a_replacement_leaves_the_old_segment_or_the_copy() {
     println!(
         "power loss through a replacement: cut after 0..{cuts} calls, {states} crash states, the copy in place in {became_new}"
     );
-    assert!(states > 20, "the sweep checked too little: {states}");
+    // About 5% below the 882 states (the copy in place in 354) it checked
+    // when this was set, so a sweep whose runs end early falls short.
+    assert!(states >= 840, "the sweep checked too little: {states}");
     assert!(
         became_new > 0 && became_new < states,
         "both outcomes must occur: {became_new} of {states}"
