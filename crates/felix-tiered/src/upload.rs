@@ -96,6 +96,14 @@ impl TieredShard {
     /// or one of its indexes (a missing one is an empty object). One put up
     /// to `part_bytes`, a multipart upload above; a failure aborts the
     /// upload. The store's length is checked after.
+    ///
+    /// These puts overwrite, so `object_store` retries one the store
+    /// applied but answered with a 503, and the retry succeeds. One still
+    /// reported failed once its retries are spent fails the upload even if
+    /// the store applied it: the object is then one no manifest lists, the
+    /// next pass uploads the segment afresh under a new upload id, and a
+    /// sweep removes the orphan. (The manifest's put-if-absent cannot be
+    /// retried that way; it is settled by reading it back.)
     pub(crate) async fn upload_file(
         &self,
         info: &SegmentInfo,
