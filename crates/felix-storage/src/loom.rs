@@ -1,11 +1,17 @@
 //! The synchronisation primitives of group commit and the sync pool: from
 //! `std` in every normal build, from `loom` under `--cfg loom`, so that the
-//! loom models (`shard/commit/loom_tests.rs`) check the very code a shard
-//! runs, as tokio checks its own primitives.
+//! loom models (`shard/commit/loom_tests.rs`, `loom_shard_tests.rs`) check
+//! the very code a shard runs, as tokio checks its own primitives.
 //!
 //! `Arc` is `std`'s in both builds: loom's cannot hold a trait object (the
 //! pool's jobs, a `Waker`'s thread), and reference counts are not part of
 //! the protocol the models check.
+//!
+//! Threads park and unpark through a token of their own under loom
+//! (`thread::park`, `Thread::unpark`), kept as `std` keeps one: loom's
+//! `unpark` of a thread blocked on a mutex or in `join` wakes it there and
+//! fails loom's own assertions, while the protocol may unpark a thread
+//! that has stopped waiting already.
 //!
 //! A lock that is ever taken with `try_lock` is a [`sync::TryMutex`]: `std`'s
 //! `Mutex` in a normal build; under loom a mutex of our own whose
@@ -35,7 +41,9 @@ pub(crate) mod sync {
 
 pub(crate) mod thread {
     #[cfg(loom)]
-    pub(crate) use loom::thread::{Builder, JoinHandle, Thread, current, park};
+    pub(crate) use super::parker::{Thread, current, park};
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{Builder, JoinHandle};
     #[cfg(not(loom))]
     pub(crate) use std::thread::{Builder, JoinHandle, Thread, current, park, park_timeout};
 
@@ -44,6 +52,82 @@ pub(crate) mod thread {
     #[cfg(loom)]
     pub(crate) fn park_timeout(_: std::time::Duration) {
         loom::thread::yield_now();
+    }
+}
+
+#[cfg(loom)]
+mod parker {
+    use std::fmt;
+    use std::sync::{Arc, PoisonError};
+
+    use loom::sync::{Condvar, Mutex};
+    use loom::thread::ThreadId;
+
+    /// A thread's park token, as `std` keeps one: `unpark` sets it, `park`
+    /// waits for it and takes it.
+    struct Parker {
+        token: Mutex<bool>,
+        unparked: Condvar,
+    }
+
+    /// A handle to park and unpark a loom thread through its own token
+    /// rather than loom's: loom's `unpark` also wakes a thread blocked on a
+    /// mutex or in `join`, which then fails loom's own assertions, while
+    /// `std` keeps such an unpark for the thread's next `park`. The
+    /// protocol unparks a thread that may have stopped waiting already
+    /// (a completion wakes its waiter after the waiter saw it complete).
+    #[derive(Clone)]
+    pub(crate) struct Thread {
+        id: ThreadId,
+        parker: Arc<Parker>,
+    }
+
+    loom::thread_local! {
+        static CURRENT: Thread = Thread {
+            id: loom::thread::current().id(),
+            parker: Arc::new(Parker {
+                token: Mutex::new(false),
+                unparked: Condvar::new(),
+            }),
+        };
+    }
+
+    /// The calling thread.
+    pub(crate) fn current() -> Thread {
+        CURRENT.with(Thread::clone)
+    }
+
+    /// Waits until the calling thread's token is set, and takes it.
+    pub(crate) fn park() {
+        CURRENT.with(|me| {
+            let mut token = super::lock(&me.parker.token);
+            while !*token {
+                token = me
+                    .parker
+                    .unparked
+                    .wait(token)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            *token = false;
+        });
+    }
+
+    impl Thread {
+        pub(crate) fn id(&self) -> ThreadId {
+            self.id
+        }
+
+        /// Sets the thread's token, waking it if it is parked.
+        pub(crate) fn unpark(&self) {
+            *super::lock(&self.parker.token) = true;
+            self.parker.unparked.notify_one();
+        }
+    }
+
+    impl fmt::Debug for Thread {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("Thread").field("id", &self.id).finish()
+        }
     }
 }
 

@@ -137,7 +137,7 @@ fn assert_contiguous(mut firsts: Vec<u64>) {
 /// a sync nobody asked for is a deadlock loom reports.
 #[test]
 fn loom_shard_two_blocking_appends_combine_and_complete_durable() {
-    model_bounded(2, || {
+    model_bounded(3, || {
         let fixture = Arc::new(Fixture::open());
         fixture.hand_over_every_round();
         let other = {
@@ -256,7 +256,7 @@ fn loom_shard_callback_runs_once_after_its_sync() {
 /// writer lock to write the queue would never make the close's sync.
 #[test]
 fn loom_shard_close_with_a_future_queued_for_the_worker_returns() {
-    model_bounded(2, || {
+    model_bounded(3, || {
         let fixture = Arc::new(Fixture::open());
         let first = fixture.shard.append_async(&batch()).unwrap();
         let appender = {
@@ -289,7 +289,7 @@ fn loom_shard_close_with_a_future_queued_for_the_worker_returns() {
 /// open's state is durable.
 #[test]
 fn loom_shard_failed_sync_fails_every_append_it_covered() {
-    model_bounded(2, || {
+    model_bounded(3, || {
         let fixture = Arc::new(Fixture::open());
         fixture.sim.inject(Fault {
             op: FaultOp::SyncFile,
