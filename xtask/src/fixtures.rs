@@ -83,6 +83,8 @@ fn payload(offset: u64) -> Vec<u8> {
 
 /// A generated segment and where each record begins.
 struct Segment {
+    /// The base offset its header (and its index's) holds.
+    base_offset: u64,
     bytes: Vec<u8>,
     /// `(offset, byte position)` of each record.
     records: Vec<(u64, usize)>,
@@ -91,17 +93,33 @@ struct Segment {
 impl Segment {
     /// The clean v2 segment every other case starts from.
     fn small() -> Result<Self, String> {
-        let mut bytes = SegmentHeader::new(0, CREATED_AT_MICROS).encode().to_vec();
+        Self::rebased(0)
+    }
+
+    /// small-shard's records — the same payloads and timestamps, so the
+    /// same bytes at the same positions but for the offsets and the CRCs
+    /// that cover them — at offsets `base_offset..`. The encoder writes any
+    /// offset it is given: keeping `u64::MAX` off disk is the writers' rule,
+    /// which is what lets a fixture carry it.
+    fn rebased(base_offset: u64) -> Result<Self, String> {
+        let mut bytes = SegmentHeader::new(base_offset, CREATED_AT_MICROS)
+            .encode()
+            .to_vec();
         let mut records = Vec::new();
-        for offset in 0..SMALL_SHARD_RECORDS {
+        for i in 0..SMALL_SHARD_RECORDS {
+            let offset = base_offset.wrapping_add(i);
             records.push((offset, bytes.len()));
-            let body = payload(offset);
-            let header = encode_record_header(offset, timestamp_micros(offset), &body)
+            let body = payload(i);
+            let header = encode_record_header(offset, timestamp_micros(i), &body)
                 .map_err(|kind| format!("encode_record_header({offset}): {kind}"))?;
             bytes.extend_from_slice(&header);
             bytes.extend_from_slice(&body);
         }
-        Ok(Self { bytes, records })
+        Ok(Self {
+            base_offset,
+            bytes,
+            records,
+        })
     }
 
     /// The same records in the unreleased v1 layout: version 1 in the
@@ -124,7 +142,11 @@ impl Segment {
             bytes.extend_from_slice(&checksum.to_be_bytes());
             bytes.extend_from_slice(&body);
         }
-        Self { bytes, records }
+        Self {
+            base_offset: 0,
+            bytes,
+            records,
+        }
     }
 
     /// Byte position of the newest record, where tail damage goes.
@@ -151,7 +173,7 @@ impl Segment {
 
     /// The segment's index file.
     fn index(&self) -> Vec<u8> {
-        index_bytes(0, &self.index_entries())
+        index_bytes(self.base_offset, &self.index_entries())
     }
 }
 

@@ -62,6 +62,7 @@ fn dump_damaged_fixtures_stop_at_the_damage_and_exit_as_verify_does() {
         ("RecordHeaderChecksum", 1, "refused_by_default"),
         ("Truncated", 0, "needs_repair"),
         ("OffsetOutOfOrder", 1, "refused_by_default"),
+        ("OffsetOverflow", 1, "refused_by_default"),
         ("RecordTooLarge", 1, "refused_by_default"),
         ("SegmentVersion", 1, "refused"),
     ] {

@@ -130,6 +130,7 @@ fn inspect_damaged_fixtures_every_directory_has_a_case() {
         .iter()
         .map(|c| c.0)
         .chain(index_cases().iter().map(|c| c.0))
+        .chain(["OffsetOverflow"])
         .map(str::to_owned)
         .collect();
     cased.sort();
@@ -365,4 +366,69 @@ fn open_tolerated_fixtures_report_no_damage() {
     );
     assert_eq!(snapshot(dir.path()), before);
     assert_fixture_reads_back(dir.path(), &opened, 5);
+}
+
+/// `damaged/OffsetOverflow/`'s segment base offset: small-shard moved up so
+/// that its newest record takes `u64::MAX` (in order, every CRC valid),
+/// since none of small-shard's own records can carry it in order.
+const OVERFLOW_BASE: u64 = u64::MAX - 4;
+
+#[test]
+fn open_damaged_offset_overflow_fixture_is_opt_in_and_leaves_next_offset_u64_max() {
+    let kind = CorruptionKind::OffsetOverflow { found: u64::MAX };
+    let log = format!("{OVERFLOW_BASE:020}.log");
+    let index = format!("{OVERFLOW_BASE:020}.index");
+    let dir = copy_fixture("damaged/OffsetOverflow");
+    let file_len = std::fs::metadata(dir.path().join(&log)).unwrap().len();
+    let expected = Finding {
+        kind,
+        site: CorruptionSite::new(LABEL, OVERFLOW_BASE, LAST_RECORD),
+        repair: RepairClass::OptIn,
+        context: FindingContext::Record {
+            location: DamageLocation::NewestConfined,
+            intact_record_at: None,
+            tail_all_zero: false,
+            tail_bytes: file_len - LAST_RECORD,
+            unwritten: None,
+        },
+    };
+    for full_verify in [false, true] {
+        let inspection = inspect_unchanged(dir.path(), &options(full_verify, false).inspect);
+        assert_eq!(inspection.findings, std::slice::from_ref(&expected));
+    }
+    let blocking = open_refused(dir.path(), &options(false, false));
+    assert_eq!(blocking, [expected]);
+
+    let opened = open_shard(
+        &felix_io::FileSystem::os(),
+        dir.path(),
+        LABEL,
+        &options(false, true),
+        &common::lock(dir.path()),
+    )
+    .unwrap();
+    assert_eq!(
+        opened.actions,
+        [
+            Action::Truncate {
+                segment: OVERFLOW_BASE,
+                path: dir.path().join(&log),
+                from_len: file_len,
+                to_len: LAST_RECORD
+            },
+            Action::RebuildIndex {
+                segment: OVERFLOW_BASE,
+                path: dir.path().join(&index),
+                entries: 2
+            },
+        ]
+    );
+    let newest = opened.newest.as_ref().unwrap();
+    assert_eq!((newest.next_offset, newest.len), (u64::MAX, LAST_RECORD));
+    // The segment cut before the newest record; the index keeps entries
+    // (u64::MAX - 4, 32) and (u64::MAX - 2, 162).
+    let before = std::fs::read(fixtures().join("damaged/OffsetOverflow").join(&log)).unwrap();
+    let after = snapshot(dir.path());
+    assert_eq!(after[log.as_str()], before[..LAST_RECORD as usize]);
+    assert_eq!(after[index.as_str()].len(), 24 + 2 * 16);
 }
