@@ -15,7 +15,9 @@
 //!   a convenience whose loss costs the automatic repair of a divergence,
 //!   never a record, and never stops a shard from opening.
 //!
-//! The crate depends only on `felix-format` (the byte layout) and `std`;
+//! The crate depends on `felix-format` (the byte layout) and `felix-io`
+//! (every file operation goes through its `FileSystem`, so the crash
+//! simulation covers the `epochs` file's replacement too), besides `std`;
 //! `felix-storage` decides when to record, store and truncate.
 //!
 //! ```

@@ -15,7 +15,14 @@
 //!
 //! * It does no I/O and builds as `#![no_std]` (with `alloc` only for the
 //!   types that own text, such as [`ShardKey`] and [`CorruptionSite`]).
-//! * Decoding allocates nothing: every decoder borrows the caller's bytes.
+//! * Decoding borrows the caller's bytes and allocates nothing, with one
+//!   exception: [`decode_clean_shutdown`](clean::decode_clean_shutdown) returns its segments as a `Vec`,
+//!   sized by a count checked against the limit, the file's length and
+//!   its CRC first. A manifest decodes to a borrowing
+//!   [`ManifestView`](tier_manifest::ManifestView); the owned copy a tier
+//!   keeps ([`to_manifest`](tier_manifest::ManifestView::to_manifest))
+//!   allocates its segment list and key text, as
+//!   [`KeyFileView::to_key`](key_file::KeyFileView::to_key) does.
 //! * No length read from input is acted on before the checksum that covers it
 //!   has been verified and the length has been range-checked.
 //! * Decoders never panic, whatever the input.
