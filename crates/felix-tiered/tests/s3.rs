@@ -85,3 +85,40 @@ async fn offload_read_back_retention_and_sweep_over_s3() {
     assert_eq!(tiered.read(start, 100).await.unwrap()[0].offset, start);
     assert_eq!(tiered.sweep().await.unwrap(), 0);
 }
+
+/// A gateway answered 503 to the manifest put after the server stored it;
+/// `object_store` retried the put-if-absent and the server answered 412.
+/// The object is this writer's own: the offload succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifest_put_answered_503_after_the_server_applied_it_is_success_over_s3() {
+    let server_root = tempfile::tempdir().unwrap();
+    let (server, failed) = common::s3::start_with_503_after(server_root.path(), "/manifest/").await;
+    let store = stores::s3(&server.endpoint).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shard = small_shard(dir.path());
+    fill(&shard, 100);
+    let config = TierConfig {
+        local: TierRetention {
+            max_bytes: Some(2000),
+            max_age: None,
+        },
+        chunk_bytes: 4096,
+        ..TierConfig::default()
+    };
+    let key = ShardKey::new("acme", "default", "orders", 8);
+    let tiered = TieredShard::open(Arc::clone(&shard), key.clone(), store.clone(), config)
+        .await
+        .unwrap();
+    let outcome = tiered.offload().await.unwrap();
+    assert_eq!(failed.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(outcome.manifest_seq, 1);
+    assert_eq!(shard.base_offset(), outcome.local_start);
+    assert_eq!(tiered.remote_range(), 0..outcome.local_start);
+    let mut at = 0;
+    while at < 100 {
+        for r in tiered.read(at, 400).await.unwrap() {
+            assert_eq!((r.offset, &r.payload[..]), (at, &payload(at)[..]));
+            at += 1;
+        }
+    }
+}
