@@ -82,3 +82,10 @@ pub use lifecycle::{delete_remote, delete_shard};
 pub use offload::OffloadOutcome;
 pub use shard::TieredShard;
 pub use stores::{RetryPolicy, S3Endpoint, TierStore};
+
+/// The README's Rust samples — felix-storage's API and this crate's — compiled
+/// as doc tests here (the one library that can name both), so that a sample
+/// that no longer type-checks fails `cargo test`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeSamples;
