@@ -79,10 +79,12 @@ impl S3Endpoint {
 /// How an S3 store retries a failed attempt of a request.
 ///
 /// `object_store` retries a 5xx answer, a 429, a refused or dropped
-/// connection, and a timed-out attempt of a request that is safe to repeat
-/// (gets, heads, lists, plain puts, deletes; not a put-if-absent, whose
-/// first attempt may have been applied). Before retry `n` it waits a random
-/// time between [`init_backoff`](Self::init_backoff) and `base` times the
+/// connection, and a timed-out attempt of a request it counts as safe to
+/// repeat: gets, heads, lists, plain puts and the parts of a multipart
+/// upload, not deletes nor the manifest's put-if-absent (whose timed-out
+/// attempt may have been applied, which the tier settles by reading the
+/// object back). Before each retry it waits a random time between
+/// [`init_backoff`](Self::init_backoff) and `backoff_base` times the
 /// previous wait, at most [`max_backoff`](Self::max_backoff). It stops at
 /// [`max_retries`](Self::max_retries) retries, or once the
 /// [`retry_window`](Self::retry_window) has passed since the first attempt,
