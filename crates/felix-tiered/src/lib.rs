@@ -15,21 +15,28 @@
 //!
 //! # Example
 //!
-//! A shard whose sealed segments go to an object store (here in memory;
+//! A broker's shard, opened through its [`Store`](felix_storage::Store) by
+//! key (so its directory holds the key that names its remote objects, and
+//! the operator tool's `felix-store stat DIR --remote URL` finds them),
+//! whose sealed segments go to an object store (here in memory;
 //! [`stores::local_dir`] and [`stores::s3`] are the others) once more than
 //! 4 KiB is local, then read back from offset 0 through the tier:
 //!
 //! ```
 //! use std::sync::Arc;
-//! use felix_format::ShardKey;
-//! use felix_storage::{Record, Shard, StoreConfig};
+//! use felix_storage::{Record, ShardKey, StorageError, Store, StoreConfig};
 //! use felix_tiered::{TierConfig, TierRetention, TieredShard, stores};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dir = tempfile::tempdir()?;
+//! let root = tempfile::tempdir()?;
 //! let config = StoreConfig { segment_size_bytes: 1024, ..StoreConfig::default() };
-//! let shard = Arc::new(Shard::options(dir.path()).config(config).open()?);
+//! let store = Store::open(root.path(), config)?;
+//! let key = ShardKey::new("acme", "default", "orders", 0);
+//! let shard = match store.open_shard(&key) {
+//!     Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+//!     other => other?,
+//! };
 //! for i in 0..200u64 {
 //!     shard.append(&[Record::new(i, format!("record {i}"))])?;
 //! }
@@ -37,7 +44,6 @@
 //!     local: TierRetention { max_bytes: Some(4096), max_age: None },
 //!     ..TierConfig::default()
 //! };
-//! let key = ShardKey::new("acme", "default", "orders", 0);
 //! let tiered = TieredShard::open(Arc::clone(&shard), key, stores::in_memory(), tier).await?;
 //!
 //! let outcome = tiered.offload().await?;
@@ -48,6 +54,9 @@
 //! // ...and the tier reads it back from the store, every record checked.
 //! let first = tiered.read(0, 1).await?;
 //! assert_eq!(&first[0].payload[..], b"record 0");
+//! // The shard's directory holds its key: what names its remote objects.
+//! let dir = root.path().join(tiered.key().dir_name());
+//! assert!(dir.join(felix_format::KEY_FILE_NAME).is_file());
 //! # Ok(())
 //! # }
 //! ```

@@ -154,3 +154,21 @@ async fn verify_segment_missing_listed_object_is_remote_missing() {
         findings[0].error
     );
 }
+
+#[tokio::test]
+async fn open_replica_created_at_a_later_offset_over_an_empty_store_succeeds() {
+    let root = tempfile::tempdir().unwrap();
+    let config = felix_storage::StoreConfig {
+        segment_size_bytes: 1024,
+        ..felix_storage::StoreConfig::default()
+    };
+    let store = felix_storage::Store::open(root.path(), config).unwrap();
+    // A replica whose log begins where the leader's surviving history does.
+    let shard = store.create_shard_at(&key(), 5_000).unwrap();
+    common::fill(&shard, 10);
+    let tiered = TieredShard::open(shard, key(), stores::in_memory(), tier("felix"))
+        .await
+        .unwrap();
+    assert_eq!(tiered.local().base_offset(), 5_000);
+    assert_eq!(tiered.manifest().seq, 0);
+}
