@@ -442,3 +442,101 @@ fn stat_and_verify_remote_endpoint_down_exit_2_with_the_error_on_stderr() {
         );
     }
 }
+
+/// A stand-in S3 endpoint on 127.0.0.1 that answers every request as S3
+/// answers one for a bucket that does not exist: 404 with an XML body.
+/// Stops (and its thread ends) when dropped.
+struct NoSuchBucket {
+    addr: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const NO_SUCH_BUCKET_BODY: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>nosuch</BucketName></Error>";
+
+impl NoSuchBucket {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            // Bounded even if the test never drops it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while !stopped.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                let Ok((mut socket, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                };
+                socket.set_nonblocking(false).unwrap();
+                socket
+                    .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                    .unwrap();
+                // The request head (object_store's list has no body).
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let answer = format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{NO_SUCH_BUCKET_BODY}",
+                    NO_SUCH_BUCKET_BODY.len()
+                );
+                let _ = socket.write_all(answer.as_bytes());
+            }
+        });
+        NoSuchBucket {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for NoSuchBucket {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn stat_remote_store_error_tells_the_url_and_the_answer_once() {
+    let (_tmp, dir, _bucket) = offloaded();
+    let server = NoSuchBucket::start();
+    let endpoint = format!("http://{}", server.addr);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "felix"),
+        ("AWS_SECRET_ACCESS_KEY", "felix-secret"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let args = [
+        "stat",
+        s(&dir),
+        "--remote",
+        "s3://nosuch",
+        "--s3-endpoint",
+        &endpoint,
+    ];
+    let r = run_bounded(&args, &env, std::time::Duration::from_secs(60));
+    drop(server);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    let line = lines[0];
+    for fact in [endpoint.as_str(), "<Code>NoSuchBucket</Code>", "404"] {
+        assert_eq!(line.matches(fact).count(), 1, "{fact} in {line}");
+    }
+    // The same text on stdout, in the shard's report, once.
+    assert_eq!(
+        r.stdout.matches("<Code>NoSuchBucket</Code>").count(),
+        1,
+        "{}",
+        r.stdout
+    );
+}

@@ -144,16 +144,28 @@ impl Opened {
     }
 }
 
-/// An error with its sources, `a: b: c`, as the operator needs the cause,
-/// each fact once: a source whose text the line holds already is left out.
-/// `object_store`'s errors print their sources inside their own text (the
-/// request's URL, the server's answer), so without this rule one error
-/// would print them two or three times over.
+/// An error with its sources on one line, `a: b: c`, as the operator needs
+/// the cause, each fact once: a source whose text the line holds already is
+/// left out. `object_store`'s errors print their sources inside their own
+/// text (the request's URL, the server's answer), so without this rule one
+/// error would print them two or three times over. A server's answer
+/// spanning lines (an XML body) is joined into the one line.
 pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
+    let one_line = |text: String| {
+        if !text.contains('\n') {
+            return text;
+        }
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        lines.join(" ")
+    };
+    let mut text = one_line(err.to_string());
     let mut source = err.source();
     while let Some(s) = source {
-        let said = s.to_string();
+        let said = one_line(s.to_string());
         if !text.contains(&said) {
             text.push_str(": ");
             text.push_str(&said);
@@ -500,5 +512,17 @@ mod tests {
         // A source with news is still told, after one that was not.
         let err = said("a", Some(said("a", Some(said("connection refused", None)))));
         assert_eq!(super::chain(&err), "a: connection refused");
+        // An answer over several lines is one line, and still told once.
+        let err = said(
+            "list failed: 404: <?xml?>\n<Error>\n  <Code>NoSuchBucket</Code>\n</Error>",
+            Some(said(
+                "404: <?xml?>\n<Error>\n  <Code>NoSuchBucket</Code>\n</Error>",
+                None,
+            )),
+        );
+        assert_eq!(
+            super::chain(&err),
+            "list failed: 404: <?xml?> <Error> <Code>NoSuchBucket</Code> </Error>"
+        );
     }
 }
