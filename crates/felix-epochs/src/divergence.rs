@@ -21,8 +21,7 @@ use crate::history::EpochHistory;
 /// leader's log.
 ///
 /// ```
-/// use felix_epochs::{EpochHistory, LeaderAnswer};
-///
+/// # use felix_epochs::{EpochHistory, LeaderAnswer};
 /// let mut leader = EpochHistory::new();
 /// leader.record(1, 0)?;
 /// assert_eq!(leader.end_offset_for(1, 40), Some(LeaderAnswer { generation: 1, end_offset: 40 }));
@@ -76,7 +75,7 @@ impl Divergence {
     /// The first offset the follower must drop, whatever comes next.
     ///
     /// ```
-    /// use felix_epochs::Divergence;
+    /// # use felix_epochs::Divergence;
     /// assert_eq!(Divergence::AskAgain { truncate_to: 12 }.truncate_to(), 12);
     /// ```
     pub fn truncate_to(self) -> u64 {

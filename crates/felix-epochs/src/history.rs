@@ -92,8 +92,7 @@ pub enum Recorded {
 /// Where each leadership generation of a shard began, oldest first.
 ///
 /// ```
-/// use felix_epochs::{EpochHistory, Recorded};
-///
+/// # use felix_epochs::{EpochHistory, Recorded};
 /// let mut history = EpochHistory::new();
 /// assert_eq!(history.record(1, 0)?, Recorded::Appended);
 /// assert_eq!(history.record(2, 10)?, Recorded::Appended);
@@ -110,7 +109,8 @@ impl EpochHistory {
     /// An empty history: no generation is known for any offset.
     ///
     /// ```
-    /// let history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let history = EpochHistory::new();
     /// assert!(history.is_empty());
     /// assert_eq!(history.generation_at(0), None);
     /// ```
@@ -127,8 +127,7 @@ impl EpochHistory {
     /// is not strictly above the one before it.
     ///
     /// ```
-    /// use felix_epochs::{EpochEntry, EpochHistory, HistoryError};
-    ///
+    /// # use felix_epochs::{EpochEntry, EpochHistory, HistoryError};
     /// let a = EpochEntry { generation: 1, start_offset: 0 };
     /// let b = EpochEntry { generation: 2, start_offset: 0 };
     /// assert_eq!(
@@ -161,7 +160,8 @@ impl EpochHistory {
     /// The entries, oldest first.
     ///
     /// ```
-    /// let mut history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let mut history = EpochHistory::new();
     /// history.record(4, 7)?;
     /// assert_eq!(history.entries()[0].generation, 4);
     /// # Ok::<(), felix_epochs::HistoryError>(())
@@ -173,7 +173,8 @@ impl EpochHistory {
     /// How many generations are recorded.
     ///
     /// ```
-    /// assert_eq!(felix_epochs::EpochHistory::new().len(), 0);
+    /// # use felix_epochs::EpochHistory;
+    /// assert_eq!(EpochHistory::new().len(), 0);
     /// ```
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -182,7 +183,8 @@ impl EpochHistory {
     /// Whether no generation is recorded.
     ///
     /// ```
-    /// assert!(felix_epochs::EpochHistory::new().is_empty());
+    /// # use felix_epochs::EpochHistory;
+    /// assert!(EpochHistory::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -192,7 +194,8 @@ impl EpochHistory {
     /// generation.
     ///
     /// ```
-    /// let mut history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let mut history = EpochHistory::new();
     /// history.record(1, 5)?;
     /// history.record(2, 9)?;
     /// assert_eq!(history.earliest().map(|e| e.start_offset), Some(5));
@@ -205,7 +208,8 @@ impl EpochHistory {
     /// The newest recorded entry: the generation now writing, or last to write.
     ///
     /// ```
-    /// let mut history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let mut history = EpochHistory::new();
     /// history.record(1, 5)?;
     /// history.record(2, 9)?;
     /// assert_eq!(history.latest().map(|e| e.generation), Some(2));
@@ -236,8 +240,7 @@ impl EpochHistory {
     /// of leadership changes deep, which retention has almost always removed.
     ///
     /// ```
-    /// use felix_epochs::{EpochEntry, EpochHistory, HistoryError, Recorded};
-    ///
+    /// # use felix_epochs::{EpochEntry, EpochHistory, HistoryError, Recorded};
     /// let mut history = EpochHistory::new();
     /// history.record(3, 10)?;
     /// // Generation 3 wrote nothing before generation 4 began.
@@ -301,7 +304,8 @@ impl EpochHistory {
     /// offsets the log holds.
     ///
     /// ```
-    /// let mut history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let mut history = EpochHistory::new();
     /// history.record(1, 5)?;
     /// history.record(3, 8)?;
     /// assert_eq!(history.generation_at(4), None);
@@ -334,8 +338,7 @@ impl EpochHistory {
     /// start once the history has been cut with the log.
     ///
     /// ```
-    /// use felix_epochs::{EpochHistory, LeaderAnswer};
-    ///
+    /// # use felix_epochs::{EpochHistory, LeaderAnswer};
     /// let mut leader = EpochHistory::new();
     /// leader.record(1, 0)?;
     /// leader.record(3, 10)?;
@@ -386,7 +389,8 @@ impl EpochHistory {
     /// that began below the cut keeps its entry and now ends at the log end.
     ///
     /// ```
-    /// let mut history = felix_epochs::EpochHistory::new();
+    /// # use felix_epochs::EpochHistory;
+    /// let mut history = EpochHistory::new();
     /// history.record(1, 0)?;
     /// history.record(2, 10)?;
     /// assert_eq!(history.truncate_from(10), 1);
@@ -409,8 +413,7 @@ impl EpochHistory {
     /// replicas diverge within, while the covering one still can.
     ///
     /// ```
-    /// use felix_epochs::{EpochEntry, EpochHistory};
-    ///
+    /// # use felix_epochs::{EpochEntry, EpochHistory};
     /// let mut history = EpochHistory::new();
     /// history.record(1, 0)?;
     /// history.record(2, 10)?;

@@ -17,9 +17,9 @@ use crate::{INDEX_MAGIC, SEGMENT_MAGIC, WIRE_FRAME_MAGIC};
 /// [`CorruptionSite`] saying where it was found.
 ///
 /// ```
-/// use felix_format::{CorruptionKind, SegmentHeader};
-///
-/// let err = SegmentHeader::decode(b"FLX1 is a wire frame, not a seg").unwrap_err();
+/// # use felix_format::{CorruptionKind, SegmentHeader};
+/// // What decoding a segment header from 31 bytes finds:
+/// # let err = SegmentHeader::decode(b"FLX1 is a wire frame, not a seg").unwrap_err();
 /// assert_eq!(err, CorruptionKind::Truncated { needed: 32, available: 31 });
 /// ```
 #[non_exhaustive]
@@ -164,7 +164,7 @@ impl CorruptionKind {
     /// Stable across releases: scripts match on it in `felix-store --json`.
     ///
     /// ```
-    /// use felix_format::CorruptionKind;
+    /// # use felix_format::CorruptionKind;
     /// let kind = CorruptionKind::Truncated { needed: 30, available: 12 };
     /// assert_eq!(kind.name(), "Truncated");
     /// ```
@@ -222,7 +222,7 @@ impl CorruptionKind {
 /// structure (the record or the header) begins.
 ///
 /// ```
-/// use felix_format::CorruptionSite;
+/// # use felix_format::CorruptionSite;
 /// let site = CorruptionSite::new("orders-0", 3, 4096);
 /// assert_eq!(site.to_string(), "shard orders-0, segment 00000000000000000003.log, byte 4096");
 /// ```

@@ -6,7 +6,7 @@
 /// on as extents, and a shard lists its segments as extents.
 ///
 /// ```
-/// use felix_format::SegmentExtent;
+/// # use felix_format::SegmentExtent;
 /// let extent = SegmentExtent { id: 3, base_offset: 100, next_offset: 110, len: 4_096 };
 /// assert_eq!(extent.records(), 10);
 /// assert!(extent.contains(109));

@@ -354,7 +354,7 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// merely escaped.
 ///
 /// ```
-/// use felix_format::ShardKey;
+/// # use felix_format::ShardKey;
 /// let key = ShardKey::new("acme", "default", "orders", 0);
 /// assert_eq!(key.dir_name(), "acme_default_orders_0-0d3aed4b998d2798");
 /// ```
@@ -427,7 +427,7 @@ impl ShardKey {
 /// never appears bare inside a part, so the text names exactly one key:
 ///
 /// ```
-/// use felix_format::ShardKey;
+/// # use felix_format::ShardKey;
 /// assert_eq!(ShardKey::new("acme", "default", "orders", 0).to_string(), "acme/default/orders/0");
 /// assert_eq!(ShardKey::new("", "", "", 0).to_string(), r#"""/""/""/0"#);
 /// assert_eq!(ShardKey::new("a/b", "..", "c d", 1).to_string(), r#""a/b"/../"c d"/1"#);

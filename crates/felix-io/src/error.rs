@@ -17,8 +17,7 @@ use crate::NotRegularFile;
 ///
 /// ```
 /// use std::error::Error as _;
-/// use felix_io::{FileSystem, IoError, OpenMode};
-///
+/// # use felix_io::{FileSystem, IoError, OpenMode};
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("missing");
 /// let err = FileSystem::os()

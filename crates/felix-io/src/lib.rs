@@ -198,8 +198,7 @@ impl NotRegularFile {
 /// something other than a regular file.
 ///
 /// ```
-/// use felix_io::{FileSystem, FileType, OpenMode, not_regular_file};
-///
+/// # use felix_io::{FileSystem, FileType, OpenMode, not_regular_file};
 /// let dir = tempfile::tempdir()?;
 /// let err = FileSystem::os().open(dir.path(), OpenMode::Read).unwrap_err();
 /// assert_eq!(not_regular_file(&err).map(|n| n.file_type), Some(FileType::Directory));
@@ -356,8 +355,7 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 /// name that does not first (as a store's delete does).
 ///
 /// ```
-/// use felix_io::{FileSystem, OpenMode, remove_dir_all};
-///
+/// # use felix_io::{FileSystem, OpenMode, remove_dir_all};
 /// let root = tempfile::tempdir()?;
 /// let fs = FileSystem::os();
 /// let dir = root.path().join("doomed");
@@ -444,8 +442,7 @@ impl FileSystem {
     /// shard holds no descriptor more.
     ///
     /// ```
-    /// use felix_io::{FileSystem, OpenMode};
-    ///
+    /// # use felix_io::{FileSystem, OpenMode};
     /// let dir = tempfile::tempdir()?;
     /// let fs = FileSystem::os();
     /// fs.open(&dir.path().join("a"), OpenMode::CreateNew)?.write_all_at(b"hi", 0)?;

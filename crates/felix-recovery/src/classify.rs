@@ -67,7 +67,7 @@ impl RepairClass {
 /// every finding's [`RepairClass`] is weighed.
 ///
 /// ```
-/// use felix_recovery::{RepairClass, RepairPolicy};
+/// # use felix_recovery::{RepairClass, RepairPolicy};
 /// assert!(RepairPolicy::Default.allows(RepairClass::Default));
 /// assert!(!RepairPolicy::Default.allows(RepairClass::OptIn));
 /// assert!(RepairPolicy::ChecksumTail.allows(RepairClass::OptIn));

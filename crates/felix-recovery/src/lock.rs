@@ -56,9 +56,8 @@ pub enum LockError {
 /// that a live writer is still appending to.
 ///
 /// ```
-/// use felix_io::FileSystem;
-/// use felix_recovery::{LockError, ShardLock};
-///
+/// # use felix_io::FileSystem;
+/// # use felix_recovery::{LockError, ShardLock};
 /// let dir = tempfile::tempdir()?;
 /// let fs = FileSystem::os();
 /// let lock = ShardLock::acquire(&fs, dir.path())?;
@@ -213,9 +212,8 @@ impl ShardLock {
 /// keeps out only another such tool working beside it).
 ///
 /// ```
-/// use felix_io::FileSystem;
-/// use felix_recovery::{LockError, StoreLock};
-///
+/// # use felix_io::FileSystem;
+/// # use felix_recovery::{LockError, StoreLock};
 /// let root = tempfile::tempdir()?;
 /// let fs = FileSystem::os();
 /// let lock = StoreLock::acquire(&fs, root.path())?;

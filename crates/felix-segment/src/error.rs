@@ -51,7 +51,7 @@ pub enum SegmentError {
         index_in_batch: usize,
         /// Its payload length.
         len: usize,
-        /// [`felix_format::MAX_PAYLOAD_BYTES`].
+        /// [`MAX_PAYLOAD_BYTES`](felix_format::MAX_PAYLOAD_BYTES).
         max: u32,
     },
     /// An append was given no records.

@@ -22,14 +22,14 @@ use felix_format::{RECORD_HEADER_LEN, record_header_fields};
 /// offset sequence, record CRC); a run is only ever made by a read.
 ///
 /// ```
-/// use felix_segment::{ReadBuffers, ReadStart, Record, SegmentConfig, SegmentWriter};
-///
-/// let dir = tempfile::tempdir()?;
-/// let fs = felix_io::FileSystem::os();
-/// let mut writer = SegmentWriter::create(&fs, dir.path(), 0, 10, SegmentConfig::default(), "doc".into())?;
-/// writer.append(&[Record::new(1, "a"), Record::new(2, "bc")])?;
-/// let start = ReadStart::first_record(writer.segment());
-/// let run = writer.segment().read_run(start, 10, writer.read_limit(), 1 << 20, None)?;
+/// # use felix_segment::{ReadBuffers, ReadStart, Record, SegmentConfig, SegmentWriter};
+/// # let dir = tempfile::tempdir()?;
+/// # let fs = felix_io::FileSystem::os();
+/// # let mut writer = SegmentWriter::create(&fs, dir.path(), 0, 10, SegmentConfig::default(), "doc".into())?;
+/// # writer.append(&[Record::new(1, "a"), Record::new(2, "bc")])?;
+/// # let start = ReadStart::first_record(writer.segment());
+/// // A run read from offset 10 of a segment holding "a" and "bc":
+/// # let run = writer.segment().read_run(start, 10, writer.read_limit(), 1 << 20, None)?;
 /// assert_eq!((run.first_offset(), run.next_offset(), run.len()), (10, 12, 2));
 /// // The bytes are the records as framed on disk: ready to send.
 /// assert_eq!(run.bytes().len(), 28 + 1 + 28 + 2);

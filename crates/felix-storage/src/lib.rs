@@ -176,13 +176,19 @@ pub use store::{ShardId, Store, StoreOptions};
 
 // Types that appear in this crate's signatures, so that a user needs no
 // other felix crate to name them.
+pub use bytes::Bytes;
 pub use felix_epochs::{
-    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
+    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES, Recorded,
 };
-pub use felix_format::key_file::KeyFileDecodeError;
+pub use felix_format::key_file::{KeyFileDecodeError, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
 pub use felix_format::{
     CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
 };
-pub use felix_io::{FileSystem, IoError};
-pub use felix_recovery::{Action, Note, RecoveryError, RepairPolicy, ScrubDamage, SegmentScrub};
+pub use felix_io::{
+    DirEntry, FileSystem, FileType, IoError, LockGuard, NotRegularFile, OpenMode, OsFs, Vfs,
+    VfsFile, not_regular_file, remove_dir_all,
+};
+pub use felix_recovery::{
+    Action, Note, RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub,
+};
 pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError, TimestampHit};

@@ -40,7 +40,7 @@ impl Default for SegmentConfig {
 pub struct Record {
     /// Publish time in microseconds.
     pub timestamp_micros: u64,
-    /// The payload, at most [`felix_format::MAX_PAYLOAD_BYTES`].
+    /// The payload, at most [`MAX_PAYLOAD_BYTES`](felix_format::MAX_PAYLOAD_BYTES).
     pub payload: Bytes,
 }
 
@@ -57,7 +57,8 @@ impl Record {
     /// Unix epoch; 0 for a clock set before it).
     ///
     /// ```
-    /// let record = felix_segment::Record::now("hello");
+    /// # use felix_segment::Record;
+    /// let record = Record::now("hello");
     /// assert!(record.timestamp_micros > 1_600_000_000_000_000);
     /// ```
     pub fn now(payload: impl Into<Bytes>) -> Self {

@@ -484,7 +484,7 @@ impl Shard {
     /// writer lock so it cannot race appends: from the leader's answer about
     /// this shard's latest generation (the leader's
     /// [`Shard::end_offset_for`]), finds where the logs part
-    /// ([`felix_epochs::divergence_point`]), truncates the log there and cuts
+    /// (where the two generation histories first disagree), truncates the log there and cuts
     /// the generation history to match. Returns where it truncated; on
     /// [`Divergence::AskAgain`] ask the leader about the new latest
     /// generation and call again. A divergence below the base offset is

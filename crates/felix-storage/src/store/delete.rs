@@ -24,7 +24,7 @@ impl Store {
     ///
     /// An open shard is closed first, so handles to it fail with
     /// [`StorageError::Closed`]. The directory is renamed to a tombstone
-    /// (`<dir>.deleting`, see [`felix_format::tombstone_name`]) and the
+    /// (`<dir>.deleting`, the storage format's tombstone name) and the
     /// root synced — from then on the shard is gone, even after a crash —
     /// then its files, and the directory itself, are removed and the root
     /// synced again. The writer's lock is held throughout, so no other
