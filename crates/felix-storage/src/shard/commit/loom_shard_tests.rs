@@ -15,9 +15,12 @@
 //! runs exactly once; offsets are unique and contiguous; and every append
 //! has completed when the threads are joined and the shard closed.
 //!
-//! The models read nothing while others write: the readers' view is
-//! `std`'s lock, held for a few assignments with no loom step inside on
-//! the paths modelled here (append, sync, close).
+//! The locks that stay `std`'s on these paths (the readers' view, the
+//! simulated file system's state, the close's clean-shutdown record) are
+//! held for a few steps with no loom operation inside, so no interleaving
+//! finds one held. A read is another matter (it holds the view while it
+//! loads the durable offset), so the models read nothing while others
+//! write.
 //!
 //! [`WriterGuard`]: super::WriterGuard
 //! [`QueuedWrites::write_queued`]: super::QueuedWrites::write_queued
