@@ -1,8 +1,12 @@
 //! `--remote` and `manifest`: a tiered shard offloaded to a local-directory
 //! object store in a temporary directory, shown by `stat`, verified by
 //! `verify`, and its manifest listed, fetched and checked; then one remote
-//! segment object damaged, which `verify --remote` reports with exit 1. (The
-//! S3 client is covered by felix-tiered's loopback-server test.)
+//! segment object damaged, or missing, or the whole copy lost (an emptied
+//! bucket, the wrong prefix), which `verify --remote` reports with exit 1.
+//! An S3 endpoint nothing listens on, and one answering every request with
+//! S3's NoSuchBucket error, are exit 2 with the error told once on stderr.
+//! (The S3 client's requests are covered by felix-tiered's loopback-server
+//! tests.)
 
 mod common;
 
