@@ -9,13 +9,19 @@
 //!   tier's chunk size;
 //! - a random read with a cold cache (a tier just opened: the segment's
 //!   index and one chunk fetched) vs one ranged get of a chunk, and with a
-//!   warm cache vs one local `pread` of a record.
+//!   warm cache vs one local `pread` of a record;
+//! - offload of many small segments (20 MiB in 64 KiB segments, where
+//!   requests and not bytes set the pace) vs puts of the same files,
+//!   `offload_concurrency` files at a time.
 //!
 //! `cargo xtask bench --tiered` builds and runs it; by hand:
-//! `cargo run --release -p felix-tiered --example tier_bench -- DIR MIB ROUNDS`.
-//! DIR is emptied and removed at the end.
+//! `cargo run --release -p felix-tiered --example tier_bench -- DIR MIB ROUNDS [OFFLOAD_CONCURRENCY]`
+//! (the last: `TierConfig::offload_concurrency`, its default when not
+//! given). DIR is emptied and removed at the end.
 #![allow(missing_docs, unreachable_pub)]
 
+// The tests' server module: the bench starts only its plain server.
+#[allow(dead_code)]
 #[path = "../tests/common/s3.rs"]
 mod s3;
 
@@ -35,6 +41,9 @@ use felix_tiered::{TierConfig, TierRetention, TierStore, TieredShard, stores};
 
 const PAYLOAD: usize = 4096;
 const SAMPLES: usize = 200;
+/// The small-segment shard: this many MiB in segments of [`SMALL_SEGMENT`].
+const SMALL_MIB: u64 = 20;
+const SMALL_SEGMENT: u64 = 64 << 10;
 
 fn payload(offset: u64) -> Vec<u8> {
     let mut p = vec![0u8; PAYLOAD];
@@ -50,14 +59,19 @@ fn key() -> ShardKey {
 }
 
 fn shard_config() -> StoreConfig {
+    segments_of(64 << 20)
+}
+
+fn segments_of(segment_size_bytes: u64) -> StoreConfig {
     StoreConfig {
-        segment_size_bytes: 64 << 20,
+        segment_size_bytes,
         preallocate: Preallocation::Off,
         ..StoreConfig::default()
     }
 }
 
-fn tier_config(prefix: &str) -> TierConfig {
+fn tier_config(prefix: &str, offload_concurrency: Option<usize>) -> TierConfig {
+    let default = TierConfig::default();
     TierConfig {
         prefix: prefix.to_owned(),
         // Everything sealed goes.
@@ -65,17 +79,26 @@ fn tier_config(prefix: &str) -> TierConfig {
             max_bytes: Some(1),
             max_age: None,
         },
-        ..TierConfig::default()
+        offload_concurrency: offload_concurrency.unwrap_or(default.offload_concurrency),
+        ..default
     }
 }
 
 /// A shard of about `mib` MiB of 4 KiB records, closed.
 fn fill(dir: &Path, mib: u64) -> u64 {
-    let shard = Shard::options(dir).config(shard_config()).open().unwrap();
+    fill_with(dir, mib, shard_config())
+}
+
+/// A shard of about `mib` MiB of 4 KiB records appended in batches that
+/// fit a segment of `config`'s size (a batch goes whole into one segment),
+/// closed.
+fn fill_with(dir: &Path, mib: u64, config: StoreConfig) -> u64 {
+    let per_batch = (config.segment_size_bytes / (PAYLOAD as u64 + 64) / 2).clamp(1, 64);
+    let shard = Shard::options(dir).config(config).open().unwrap();
     let records = (mib << 20) / (PAYLOAD as u64 + 64);
     let mut offset = 0;
     while offset < records {
-        let batch: Vec<Record> = (offset..(offset + 64).min(records))
+        let batch: Vec<Record> = (offset..(offset + per_batch).min(records))
             .map(|o| Record::new(1_000 + o, payload(o)))
             .collect();
         offset += batch.len() as u64;
@@ -99,7 +122,11 @@ fn link_copy(from: &Path, to: &Path) {
 
 /// The sealed segments' files, as the baseline uploads them.
 fn sealed_files(dir: &Path) -> Vec<PathBuf> {
-    let shard = Shard::options(dir).config(shard_config()).open().unwrap();
+    sealed_files_with(dir, shard_config())
+}
+
+fn sealed_files_with(dir: &Path, config: StoreConfig) -> Vec<PathBuf> {
+    let shard = Shard::options(dir).config(config).open().unwrap();
     let mut out = Vec::new();
     for s in shard.segments().iter().filter(|s| !s.active) {
         for kind in [
@@ -180,6 +207,8 @@ struct Round {
     ranged_get_p50_us: f64,
     warm_p50_us: f64,
     pread_p50_us: f64,
+    small_offload_mib_s: f64,
+    small_puts_mib_s: f64,
 }
 
 fn mib_s(bytes: u64, took: Duration) -> f64 {
@@ -191,11 +220,93 @@ fn p50(mut samples: Vec<Duration>) -> f64 {
     samples[samples.len() / 2].as_secs_f64() * 1e6
 }
 
-async fn round(r: usize, dir: &Path, pristine: &Path, store: &TierStore, records: u64) -> Round {
+/// The sealed segments' bytes the tier's manifest lists.
+fn listed_bytes(tiered: &TieredShard) -> u64 {
+    tiered
+        .manifest()
+        .segments
+        .iter()
+        .map(|s| s.extent.len + s.index_len + s.time_index_len)
+        .sum()
+}
+
+/// Offload of the small-segment shard vs puts of the same files,
+/// `offload_concurrency` at a time, alternating which goes first.
+async fn small_round(
+    r: usize,
+    dir: &Path,
+    pristine: &Path,
+    store: &TierStore,
+    concurrency: Option<usize>,
+) -> (f64, f64) {
+    use futures::StreamExt;
+    let tier_prefix = format!("st{r}");
+    let base_prefix = format!("sb{r}");
+    let config = tier_config(&tier_prefix, concurrency);
+    let work = dir.join(format!("small{r}"));
+    link_copy(pristine, &work);
+    let files: Vec<PathBuf> = sealed_files_with(&work, segments_of(SMALL_SEGMENT))
+        .iter()
+        .map(|f| pristine.join(f.file_name().unwrap()))
+        .collect();
+    let offload = async {
+        let shard = Shard::options(&work)
+            .config(segments_of(SMALL_SEGMENT))
+            .open()
+            .unwrap();
+        let tiered = TieredShard::open(Arc::new(shard), key(), store.clone(), config.clone())
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let outcome = tiered.offload().await.unwrap();
+        let took = start.elapsed();
+        assert!(outcome.uploaded.len() > 100, "{}", outcome.uploaded.len());
+        mib_s(listed_bytes(&tiered), took)
+    };
+    let puts = async {
+        let start = Instant::now();
+        let base_prefix = &base_prefix;
+        let bytes: u64 = futures::stream::iter(&files)
+            .map(move |f| async move {
+                let data = Bytes::from(std::fs::read(f).unwrap());
+                let len = data.len() as u64;
+                let name = format!("{base_prefix}/{}", f.file_name().unwrap().to_string_lossy());
+                store
+                    .put(&ObjectPath::from(name), PutPayload::from(data))
+                    .await
+                    .unwrap();
+                len
+            })
+            .buffer_unordered(config.offload_concurrency)
+            .fold(0, |sum, n| async move { sum + n })
+            .await;
+        mib_s(bytes, start.elapsed())
+    };
+    let figures = if r.is_multiple_of(2) {
+        let o = offload.await;
+        (o, puts.await)
+    } else {
+        let p = puts.await;
+        (offload.await, p)
+    };
+    delete_prefix(store, &tier_prefix).await;
+    delete_prefix(store, &base_prefix).await;
+    std::fs::remove_dir_all(&work).unwrap();
+    figures
+}
+
+async fn round(
+    r: usize,
+    dir: &Path,
+    pristine: &Path,
+    store: &TierStore,
+    records: u64,
+    concurrency: Option<usize>,
+) -> Round {
     let mut out = Round::default();
     let tier_prefix = format!("t{r}");
     let base_prefix = format!("b{r}");
-    let config = tier_config(&tier_prefix);
+    let config = tier_config(&tier_prefix, concurrency);
     let work = dir.join(format!("work{r}"));
     link_copy(pristine, &work);
     // The pristine copies: the offload unlinks the work copy's.
@@ -215,12 +326,7 @@ async fn round(r: usize, dir: &Path, pristine: &Path, store: &TierStore, records
         let outcome = tiered.offload().await.unwrap();
         let took = start.elapsed();
         assert!(!outcome.uploaded.is_empty());
-        let m = tiered.manifest();
-        let bytes: u64 = m
-            .segments
-            .iter()
-            .map(|s| s.extent.len + s.index_len + s.time_index_len)
-            .sum();
+        let bytes = listed_bytes(&tiered);
         (tiered, mib_s(bytes, took))
     };
     let puts = async {
@@ -360,6 +466,7 @@ async fn main() {
     );
     let mib: u64 = args.get(2).map_or(1024, |a| a.parse().unwrap());
     let rounds: usize = args.get(3).map_or(3, |a| a.parse().unwrap());
+    let concurrency: Option<usize> = args.get(4).map(|a| a.parse().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let pristine = dir.join("pristine");
@@ -369,13 +476,17 @@ async fn main() {
         "filled {records} records of {PAYLOAD} bytes ({mib} MiB) in {:.1?}",
         start.elapsed()
     );
+    let small = dir.join("pristine-small");
+    fill_with(&small, SMALL_MIB, segments_of(SMALL_SEGMENT));
     let server = s3::start(&dir.join("s3")).await;
     let store = stores::s3(&server.endpoint).unwrap();
     let mut all = Vec::new();
     for r in 0..rounds {
-        let figures = round(r, &dir, &pristine, &store, records).await;
+        let mut figures = round(r, &dir, &pristine, &store, records, concurrency).await;
+        (figures.small_offload_mib_s, figures.small_puts_mib_s) =
+            small_round(r, &dir, &small, &store, concurrency).await;
         println!(
-            "{{\"round\":{r},\"offload_mib_s\":{:.1},\"puts_mib_s\":{:.1},\"catch_up_mib_s\":{:.1},\"gets_mib_s\":{:.1},\"cold_p50_us\":{:.0},\"ranged_get_p50_us\":{:.0},\"warm_p50_us\":{:.1},\"pread_p50_us\":{:.1}}}",
+            "{{\"round\":{r},\"offload_mib_s\":{:.1},\"puts_mib_s\":{:.1},\"catch_up_mib_s\":{:.1},\"gets_mib_s\":{:.1},\"cold_p50_us\":{:.0},\"ranged_get_p50_us\":{:.0},\"warm_p50_us\":{:.1},\"pread_p50_us\":{:.1},\"small_offload_mib_s\":{:.1},\"small_puts_mib_s\":{:.1}}}",
             figures.offload_mib_s,
             figures.puts_mib_s,
             figures.catch_up_mib_s,
@@ -383,7 +494,9 @@ async fn main() {
             figures.cold_p50_us,
             figures.ranged_get_p50_us,
             figures.warm_p50_us,
-            figures.pread_p50_us
+            figures.pread_p50_us,
+            figures.small_offload_mib_s,
+            figures.small_puts_mib_s
         );
         all.push(figures);
     }
@@ -392,6 +505,7 @@ async fn main() {
     let catch_up = med(|r| r.catch_up_mib_s / r.gets_mib_s);
     let cold = med(|r| r.cold_p50_us / r.ranged_get_p50_us);
     let warm = med(|r| r.warm_p50_us / r.pread_p50_us);
+    let small = med(|r| r.small_offload_mib_s / r.small_puts_mib_s);
     println!(
         "| figure ({mib} MiB, {rounds} rounds, medians) | tiered | object_store / local | ratio | target |"
     );
@@ -419,6 +533,14 @@ async fn main() {
         med(|r| r.warm_p50_us),
         med(|r| r.pread_p50_us),
         warm
+    );
+    println!(
+        "| offload of {SMALL_MIB} MiB in {} KiB segments vs puts {} at a time, MiB/s | {:.1} | {:.1} | {:.2}x | none |",
+        SMALL_SEGMENT >> 10,
+        tier_config("", concurrency).offload_concurrency,
+        med(|r| r.small_offload_mib_s),
+        med(|r| r.small_puts_mib_s),
+        small
     );
     drop(server);
     std::fs::remove_dir_all(&dir).unwrap();
