@@ -117,13 +117,13 @@ impl TieredShard {
     ///
     /// An index is only an accelerator, remote as local: one whose object
     /// is damaged (not the length or CRC the manifest lists, or not an
-    /// index of this segment) is walked around from the segment's first
-    /// record, whose position is certain, as a local read walks around a
-    /// stale entry, and counted
+    /// index of this segment) or missing is walked around from the
+    /// segment's first record, whose position is certain, as a local read
+    /// walks around a stale entry, and counted
     /// ([`TieredShard::unusable_remote_indexes`]). The records the walk
     /// reads are checked as always, so no answer depends on the index. A
-    /// store that fails the request is still an error: nothing says the
-    /// object is damaged.
+    /// store that fails the request otherwise is still an error: nothing
+    /// says the object is damaged.
     async fn start_for(
         &self,
         segment: &RemoteSegment,
@@ -138,12 +138,17 @@ impl TieredShard {
             Err(
                 e @ (TieredError::RemoteLength { .. }
                 | TieredError::RemoteChecksum { .. }
-                | TieredError::RemoteCorrupt { .. }),
+                | TieredError::RemoteCorrupt { .. }
+                | TieredError::RemoteMissing { .. }
+                | TieredError::Store {
+                    source: object_store::Error::NotFound { .. },
+                    ..
+                }),
             ) => {
                 tracing::warn!(error = %e, segment = segment.extent.id, "remote index unusable; its segment is read from the first record");
                 // Kept as an index without entries: the segment's next
-                // reads start at the first record without fetching the
-                // damaged object again.
+                // reads start at the first record without asking for the
+                // object again.
                 self.cache
                     .insert_unusable_index(SegmentObject::of(segment, FileKind::Index));
                 return Ok(first);
@@ -160,12 +165,12 @@ impl TieredShard {
     }
 
     /// Remote index objects found unusable (damaged: not the length or CRC
-    /// the manifest lists, or not an index of their segment) since the
-    /// tier opened, each counted when it is fetched: reads of its segment
-    /// walk from the first record instead, and give the same records. The
-    /// object is fetched (and counted) again only after the read cache has
-    /// dropped it. Not zero means rot in the store: the warning logged with
-    /// each names the object.
+    /// the manifest lists, or not an index of their segment; or missing)
+    /// since the tier opened, each counted when it is fetched: reads of its
+    /// segment walk from the first record instead, and give the same
+    /// records. The object is fetched (and counted) again only after the
+    /// read cache has dropped it. Not zero means damage to the remote copy:
+    /// the warning logged with each names the object.
     pub fn unusable_remote_indexes(&self) -> u64 {
         self.cache.unusable_indexes()
     }

@@ -166,3 +166,29 @@ async fn read_remote_segment_with_damaged_index_walks_from_first_record_and_coun
         "{gets:?}"
     );
 }
+
+#[tokio::test]
+async fn read_remote_segment_with_missing_index_walks_from_first_record_and_counts_it() {
+    let store = Arc::new(CountingStore::new(stores::in_memory()));
+    let (_dir, tiered) = open(Arc::clone(&store), 200).await;
+    let manifest = tiered.manifest();
+    let segment = *manifest
+        .segments
+        .iter()
+        .find(|s| s.index_len > 0 && s.extent.next_offset - s.extent.base_offset > 4)
+        .unwrap();
+    let key = ShardKey::new("t", "n", "s", 0);
+    let path = object_store::path::Path::from(format!(
+        "felix/{}/{}",
+        key.dir_name(),
+        segment_object_name(segment.extent.id, segment.upload, FileKind::Index)
+    ));
+    store.delete(&path).await.unwrap();
+
+    let target = segment.extent.next_offset - 2;
+    let read = tiered.read(target, 1).await.unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].offset, target);
+    assert_eq!(&read[0].payload[..], &payload(target)[..]);
+    assert_eq!(tiered.unusable_remote_indexes(), 1);
+}
