@@ -206,7 +206,9 @@ impl TieredShard {
             if let Some(upto) = local_end
                 && self.shard.base_offset() < upto
             {
-                self.shard.delete_records_before(upto)?;
+                // Recorded as an offload's: an open holds the remote copy to it.
+                self.shard
+                    .move_log_start(upto, felix_storage::MovedBy::Offload)?;
                 self.shard.apply_retention()?;
             }
         }
@@ -263,5 +265,73 @@ impl TieredShard {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use felix_format::{SegmentExtent, ShardKey};
+
+    fn info(id: u64, base_offset: u64, next_offset: u64) -> SegmentInfo {
+        SegmentInfo {
+            extent: SegmentExtent {
+                id,
+                base_offset,
+                next_offset,
+                len: 100,
+            },
+            active: false,
+            max_timestamp_micros: None,
+        }
+    }
+
+    fn listed(segments: &[SegmentInfo]) -> Manifest {
+        Manifest {
+            seq: 1,
+            key: ShardKey::new("t", "n", "s", 0),
+            start_offset: segments.first().map_or(0, |s| s.extent.base_offset),
+            segments: segments
+                .iter()
+                .map(|s| RemoteSegment {
+                    extent: s.extent,
+                    index_len: 0,
+                    time_index_len: 0,
+                    max_timestamp_micros: None,
+                    upload: 1,
+                    segment_crc: 0,
+                    index_crc: 0,
+                    time_index_crc: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn to_upload_skips_what_is_listed_and_refuses_a_gap() {
+        let (a, b, c) = (info(0, 0, 10), info(1, 10, 20), info(2, 20, 30));
+        let ids = |v: Vec<SegmentInfo>| v.iter().map(|s| s.extent.id).collect::<Vec<_>>();
+        // Nothing listed: all of them, in order.
+        assert_eq!(ids(to_upload(&[a, b, c], &listed(&[])).unwrap()), [0, 1, 2]);
+        // The listed ones are passed over.
+        assert_eq!(ids(to_upload(&[a, b, c], &listed(&[a])).unwrap()), [1, 2]);
+        assert!(to_upload(&[a, b], &listed(&[a, b])).unwrap().is_empty());
+        // A candidate that does not follow the remote end is a gap.
+        assert!(matches!(
+            to_upload(&[c], &listed(&[a])),
+            Err(TieredError::Gap {
+                remote_end: 10,
+                local_start: 20
+            })
+        ));
+        // So is one that does not follow the candidate before it.
+        assert!(matches!(
+            to_upload(&[a, c], &listed(&[])),
+            Err(TieredError::Gap {
+                remote_end: 10,
+                local_start: 20
+            })
+        ));
     }
 }
