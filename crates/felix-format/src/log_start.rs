@@ -6,9 +6,10 @@
 //! `docs/storage-format.md`); the reference implementation writes none,
 //! and a shard without one begins at its first segment's base offset.
 //!
-//! Layout (big-endian, 28 bytes): magic `FLLS` (4), version (2), flags (2,
-//! zero), `start_offset` (8), `first_segment_id` (8), `crc` (4) — the
-//! CRC-32 of bytes 0..24.
+//! Layout (big-endian, 28 bytes): magic `FLLS` (4), version (2), flags (2),
+//! `start_offset` (8), `first_segment_id` (8), `crc` (4) — the CRC-32 of
+//! bytes 0..24. Flags bit 0 ([`FLAG_OFFLOADED`]) says what moved the start
+//! ([`MovedBy`]); every other bit is refused.
 //!
 //! The record says: the log begins at `start_offset`, in the segment with
 //! id `first_segment_id` or a later one; every segment with a lower id lies
@@ -25,6 +26,23 @@ pub const LOG_START_MAGIC: u32 = u32::from_be_bytes(*b"FLLS");
 pub const LOG_START_VERSION: u16 = 1;
 /// Length of the file: it has no variable part.
 pub const LOG_START_FILE_LEN: usize = 28;
+/// Flags bit 0: an offload moved the start ([`MovedBy::Offload`]).
+pub const FLAG_OFFLOADED: u16 = 1;
+
+/// What moved a shard's log start, recorded in the file's flags so that a
+/// tiering layer can tell records that must be in its remote copy from
+/// records deleted on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MovedBy {
+    /// A deletion of records or a reset (flags 0): the records below the
+    /// start were discarded and may be held anywhere or nowhere.
+    #[default]
+    Deletion,
+    /// An offload (flags bit 0, [`FLAG_OFFLOADED`]): when the start moved, a
+    /// durable remote manifest listed every record below `start_offset`
+    /// that remote retention had not deleted.
+    Offload,
+}
 
 /// Where a shard's log begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,6 +52,8 @@ pub struct LogStart {
     /// The lowest id of a segment that may hold offsets at or above the
     /// start; segments with lower ids lie wholly below it.
     pub first_segment_id: u64,
+    /// What moved the start here.
+    pub moved_by: MovedBy,
 }
 
 /// Why bytes are not a valid log-start file.
@@ -58,8 +78,8 @@ pub enum LogStartDecodeError {
         /// The version found.
         found: u16,
     },
-    /// Flags this build does not know.
-    #[error("log-start flags are {found:#06x}, expected 0")]
+    /// Flags this build does not know: any bit but bit 0.
+    #[error("log-start flags are {found:#06x}; this build knows only bit 0 (0x0001)")]
     Flags {
         /// The flags found.
         found: u16,
@@ -92,15 +112,23 @@ impl LogStartDecodeError {
 /// ```
 /// use felix_format::log_start::{LogStart, decode_log_start, encode_log_start};
 ///
-/// let start = LogStart { start_offset: 1_000, first_segment_id: 3 };
+/// use felix_format::log_start::MovedBy;
+///
+/// let start = LogStart { start_offset: 1_000, first_segment_id: 3, moved_by: MovedBy::Offload };
 /// let bytes = encode_log_start(&start);
 /// assert_eq!(&bytes[..4], b"FLLS");
+/// assert_eq!(&bytes[6..8], &[0, 1]); // flags: bit 0, moved by an offload
 /// assert_eq!(decode_log_start(&bytes), Ok(start));
 /// ```
 pub fn encode_log_start(start: &LogStart) -> [u8; LOG_START_FILE_LEN] {
     let mut out = [0u8; LOG_START_FILE_LEN];
     put(&mut out, 0, &LOG_START_MAGIC.to_be_bytes());
     put(&mut out, 4, &LOG_START_VERSION.to_be_bytes());
+    let flags = match start.moved_by {
+        MovedBy::Deletion => 0,
+        MovedBy::Offload => FLAG_OFFLOADED,
+    };
+    put(&mut out, 6, &flags.to_be_bytes());
     put(&mut out, 8, &start.start_offset.to_be_bytes());
     put(&mut out, 16, &start.first_segment_id.to_be_bytes());
     let crc = crc32(out.get(..24).unwrap_or_default());
@@ -108,8 +136,9 @@ pub fn encode_log_start(start: &LogStart) -> [u8; LOG_START_FILE_LEN] {
     out
 }
 
-/// Decodes a log-start file: its length, magic, version, flags, then the
-/// CRC.
+/// Decodes a log-start file: its length, magic, version, flags (bit 0 is
+/// [`MovedBy::Offload`]; any other bit is [`LogStartDecodeError::Flags`]),
+/// then the CRC.
 ///
 /// ```
 /// use felix_format::log_start::{LogStartDecodeError, decode_log_start};
@@ -129,7 +158,7 @@ pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, LogStartDecodeError> {
         return Err(LogStartDecodeError::Version { found: version });
     }
     let flags = u16_at(raw, 6);
-    if flags != 0 {
+    if flags & !FLAG_OFFLOADED != 0 {
         return Err(LogStartDecodeError::Flags { found: flags });
     }
     let expected = u32_at(raw, 24);
@@ -140,6 +169,11 @@ pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, LogStartDecodeError> {
     Ok(LogStart {
         start_offset: u64_at(raw, 8),
         first_segment_id: u64_at(raw, 16),
+        moved_by: if flags & FLAG_OFFLOADED != 0 {
+            MovedBy::Offload
+        } else {
+            MovedBy::Deletion
+        },
     })
 }
 
@@ -151,6 +185,7 @@ mod tests {
     const START: LogStart = LogStart {
         start_offset: 0x0102_0304_0506_0708,
         first_segment_id: 9,
+        moved_by: MovedBy::Deletion,
     };
 
     #[test]
@@ -170,8 +205,50 @@ mod tests {
     }
 
     #[test]
+    fn encode_offload_sets_flags_bit_0_only_and_round_trips() {
+        let offloaded = LogStart {
+            moved_by: MovedBy::Offload,
+            ..START
+        };
+        let bytes = encode_log_start(&offloaded);
+        let deleted = encode_log_start(&START);
+        assert_eq!(&bytes[6..8], &[0, 1]);
+        assert_eq!(&deleted[6..8], &[0, 0]);
+        // Only the flags and the CRC differ.
+        assert_eq!(bytes[..6], deleted[..6]);
+        assert_eq!(bytes[8..24], deleted[8..24]);
+        assert_eq!(decode_log_start(&bytes), Ok(offloaded));
+        assert_eq!(decode_log_start(&deleted), Ok(START));
+    }
+
+    #[test]
+    fn decode_refuses_every_unknown_flag_bit() {
+        for moved_by in [MovedBy::Deletion, MovedBy::Offload] {
+            let good = encode_log_start(&LogStart { moved_by, ..START });
+            for bit in 1..16 {
+                let mut bytes = good;
+                let flags = u16::from_be_bytes([bytes[6], bytes[7]]) | (1 << bit);
+                bytes[6..8].copy_from_slice(&flags.to_be_bytes());
+                let crc = crc32fast::hash(&bytes[..24]);
+                bytes[24..].copy_from_slice(&crc.to_be_bytes());
+                assert_eq!(
+                    decode_log_start(&bytes),
+                    Err(LogStartDecodeError::Flags { found: flags }),
+                    "bit {bit}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn decode_rejects_every_truncation_and_every_bit_flip_naming_the_field() {
-        let bytes = encode_log_start(&START);
+        for moved_by in [MovedBy::Deletion, MovedBy::Offload] {
+            every_truncation_and_bit_flip(LogStart { moved_by, ..START });
+        }
+    }
+
+    fn every_truncation_and_bit_flip(start: LogStart) {
+        let bytes = encode_log_start(&start);
         for len in 0..bytes.len() {
             assert_eq!(
                 decode_log_start(&bytes[..len]),
@@ -197,6 +274,12 @@ mod tests {
                 0..4 => LogStartDecodeError::Magic { found: field(0, 4) },
                 4..6 => LogStartDecodeError::Version {
                     found: field(4, 2) as u16,
+                },
+                // Bit 0 of the flags is known: flipping it changes what
+                // the bytes mean, so the CRC catches it.
+                7 if bit % 8 == 0 => LogStartDecodeError::Checksum {
+                    expected: stored,
+                    found: crc32fast::hash(&flipped[..24]),
                 },
                 6..8 => LogStartDecodeError::Flags {
                     found: field(6, 2) as u16,

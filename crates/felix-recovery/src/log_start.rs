@@ -45,14 +45,14 @@ impl StoredLogStart {
 /// Opens nothing but a regular file and reads at most its 28 bytes.
 ///
 /// ```
-/// use felix_format::log_start::LogStart;
+/// use felix_format::log_start::{LogStart, MovedBy};
 /// use felix_io::FileSystem;
 /// use felix_recovery::{StoredLogStart, read_log_start, write_log_start};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let fs = FileSystem::os();
 /// assert_eq!(read_log_start(&fs, dir.path()), StoredLogStart::Missing);
-/// let start = LogStart { start_offset: 70, first_segment_id: 2 };
+/// let start = LogStart { start_offset: 70, first_segment_id: 2, moved_by: MovedBy::Deletion };
 /// write_log_start(&fs, dir.path(), &start)?;
 /// assert_eq!(read_log_start(&fs, dir.path()), StoredLogStart::Start(start));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -181,6 +181,7 @@ pub use felix_epochs::{
     Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES, Recorded,
 };
 pub use felix_format::key_file::{KeyFileDecodeError, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
+pub use felix_format::log_start::MovedBy;
 pub use felix_format::{
     CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
 };

@@ -1,4 +1,5 @@
-//! A log start inside a segment: `delete_records_before` and `reset_to`
+//! A log start inside a segment: `delete_records_before`, `move_log_start`
+//! and `reset_to`
 //! record it durably in the `log-start` file; reads, offsets, truncation,
 //! retention and the generation history follow it; losing the file loses
 //! no record.
@@ -9,7 +10,9 @@ use std::path::Path;
 
 use common::{config, open, read_all, records, segment_files};
 use felix_format::LOG_START_FILE_NAME;
-use felix_storage::{Durability, Offsets, Record, Retention, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, MovedBy, Offsets, Record, Retention, Shard, StorageError, StoreConfig,
+};
 
 fn small() -> StoreConfig {
     // Eight 68-byte records to a segment.
@@ -197,6 +200,7 @@ fn reset_to_cut_short_after_the_start_was_recorded_opens_as_the_new_log() {
     let start = felix_format::log_start::LogStart {
         start_offset: 500,
         first_segment_id: next_id,
+        moved_by: felix_format::log_start::MovedBy::Deletion,
     };
     felix_recovery::write_log_start(&felix_storage::FileSystem::os(), dir.path(), &start).unwrap();
     std::fs::remove_file(dir.path().join(felix_format::CLEAN_SHUTDOWN_FILE_NAME)).ok();
@@ -306,4 +310,33 @@ fn generation_history_full_never_fails_an_append_and_deletion_prunes_it() {
         .collect();
     assert_eq!(starts, [max, max + 1, max + 2]);
     shard.append(&[Record::new(1, "after")]).unwrap();
+}
+
+/// What the shard's log-start file records moved its start.
+fn moved_by(dir: &Path) -> MovedBy {
+    felix_recovery::read_log_start(&felix_storage::FileSystem::os(), dir)
+        .start()
+        .unwrap()
+        .moved_by
+}
+
+#[test]
+fn move_log_start_records_what_moved_it_and_a_deletion_or_reset_clears_offload() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = filled(dir.path(), 20);
+    assert_eq!(shard.move_log_start(9, MovedBy::Offload).unwrap(), 9);
+    assert_eq!(moved_by(dir.path()), MovedBy::Offload);
+    // At or below the start nothing changes, the record included.
+    assert_eq!(shard.delete_records_before(5).unwrap(), 9);
+    assert_eq!(moved_by(dir.path()), MovedBy::Offload);
+    // A deletion past it says a deletion moved it.
+    assert_eq!(shard.delete_records_before(12).unwrap(), 12);
+    assert_eq!(moved_by(dir.path()), MovedBy::Deletion);
+    assert_eq!(shard.move_log_start(16, MovedBy::Offload).unwrap(), 16);
+    drop(shard);
+    let shard = open(dir.path(), small());
+    assert_eq!(shard.base_offset(), 16);
+    assert_eq!(moved_by(dir.path()), MovedBy::Offload);
+    shard.reset_to(40).unwrap();
+    assert_eq!(moved_by(dir.path()), MovedBy::Deletion);
 }

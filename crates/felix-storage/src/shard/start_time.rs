@@ -1,6 +1,7 @@
 //! The facade's calls about where the log begins and about time: deleting
 //! the records before an offset, and finding offsets by timestamp.
 
+use felix_format::log_start::MovedBy;
 use felix_segment::TimestampHit;
 
 use super::{ReadBound, Shard};
@@ -114,7 +115,35 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_records_before(&self, offset: u64) -> Result<u64> {
+        self.move_log_start(offset, MovedBy::Deletion)
+    }
+
+    /// [`Shard::delete_records_before`], recording in the log-start file
+    /// what moved the start: with [`MovedBy::Deletion`] it is that call.
+    ///
+    /// [`MovedBy::Offload`] is for a tiering layer that deletes local
+    /// records only once a durable remote manifest lists every one of them
+    /// below `offset`: the record lets it tell, when it opens the shard
+    /// again, records that must be in its remote copy (and are lost when
+    /// they are not) from records deleted on purpose. Claimed for records
+    /// no remote copy holds, it makes that layer refuse the shard.
+    ///
+    /// The start never moves backwards: at or below it nothing changes, and
+    /// the file keeps what moved the start last.
+    ///
+    /// ```
+    /// use felix_storage::{MovedBy, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")])?;
+    /// // Offsets 0 and 1 are in a durable remote manifest now.
+    /// assert_eq!(shard.move_log_start(2, MovedBy::Offload)?, 2);
+    /// assert_eq!(shard.base_offset(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn move_log_start(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {
         self.core.check_open()?;
-        self.core.delete_records_before(offset)
+        self.core.delete_records_before(offset, moved_by)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use felix_format::log_start::LogStart;
+use felix_format::log_start::{LogStart, MovedBy};
 use felix_format::{FileKind, IndexEntry, file_name};
 use felix_io::{IoError, OpenMode};
 use felix_recovery::{ScanDepth, ScanStart, scan_segment};
@@ -202,9 +202,11 @@ impl Core {
                 last_id: state.writer.segment().id(),
             });
         };
+        // A reset discards the records below: nothing need hold them.
         self.record_log_start(LogStart {
             start_offset: offset,
             first_segment_id: next_id,
+            moved_by: MovedBy::Deletion,
         })?;
         let result = (|| {
             self.forget_clean_shutdown()?;

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use felix_format::log_start::LogStart;
+use felix_format::log_start::{LogStart, MovedBy};
 use felix_recovery::write_log_start;
 
 use super::WriterState;
@@ -19,10 +19,12 @@ use crate::shard::bounds::ReadBound;
 use crate::shard::core::Core;
 
 impl Core {
-    /// Deletes the records before `offset` (see
-    /// `Shard::delete_records_before`); returns where the log begins.
-    pub(crate) fn delete_records_before(&self, offset: u64) -> Result<u64> {
-        let span = tracing::info_span!("delete_records_before", shard = %self.label, offset);
+    /// Deletes the records before `offset`, recording `moved_by` with the
+    /// new start (see `Shard::delete_records_before` and
+    /// `Shard::move_log_start`); returns where the log begins.
+    pub(crate) fn delete_records_before(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {
+        let span =
+            tracing::info_span!("delete_records_before", shard = %self.label, offset, ?moved_by);
         let _entered = span.enter();
         let state = self.lock_writer()?;
         let (start, readable_end) = {
@@ -47,6 +49,7 @@ impl Core {
         self.record_log_start(LogStart {
             start_offset: offset,
             first_segment_id,
+            moved_by,
         })?;
         self.view_mut().log_start = offset;
         self.report_layout();
