@@ -429,8 +429,13 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
         },
         Layout::LogStart => match decode_log_start(bytes) {
             Ok(start) => format!(
-                "ok: the log begins at offset {}, in segment {} or later",
-                start.start_offset, start.first_segment_id
+                "ok: the log begins at offset {}, in segment {} or later{}",
+                start.start_offset,
+                start.first_segment_id,
+                match start.moved_by {
+                    felix_format::log_start::MovedBy::Deletion => "",
+                    felix_format::log_start::MovedBy::Offload => "; an offload moved it",
+                }
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

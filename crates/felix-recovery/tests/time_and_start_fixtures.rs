@@ -1,13 +1,14 @@
 //! The time index and log-start fixtures under `fixtures/v2/` read as
 //! `fixtures/v2/README.md` says: the golden time index is exactly what a
 //! walk of small-shard's records builds, each damaged one is refused with
-//! the problem it is named after (and rebuilt), the golden log-start file
-//! moves the log's start, and each damaged one leaves the log beginning at
-//! its first segment.
+//! the problem it is named after (and rebuilt), the golden log-start files
+//! move the log's start (one says a deletion moved it, one an offload),
+//! and each damaged one leaves the log beginning at its first segment.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use felix_format::log_start::{LogStart, MovedBy};
 use felix_format::time_index::decode_time_index;
 use felix_format::{FileKind, LOG_START_FILE_NAME, SegmentExtent, file_name};
 use felix_io::{FileSystem, OpenMode};
@@ -140,12 +141,44 @@ fn log_start_golden_fixture_moves_the_start_inside_segment_zero() {
     let fs = FileSystem::os();
     let stored = read_log_start(&fs, dir.path());
     let start = stored.start().unwrap();
-    assert_eq!((start.start_offset, start.first_segment_id), (3, 0));
+    assert_eq!(
+        start,
+        LogStart {
+            start_offset: 3,
+            first_segment_id: 0,
+            moved_by: MovedBy::Deletion
+        }
+    );
     let lock = ShardLock::acquire(&fs, dir.path()).unwrap();
     let recovered = open_shard(&fs, dir.path(), "fixture", &open_options(), &lock).unwrap();
     assert_eq!(recovered.start_offset, Some(3));
     assert!(recovered.actions.is_empty(), "{:?}", recovered.actions);
     assert_eq!(recovered.newest.unwrap().next_offset, 5);
+}
+
+#[test]
+fn log_start_offloaded_fixture_reads_as_moved_by_an_offload_and_opens_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_into("log-start-offloaded", dir.path());
+    let fs = FileSystem::os();
+    let start = read_log_start(&fs, dir.path()).start().unwrap();
+    assert_eq!(
+        start,
+        LogStart {
+            start_offset: 3,
+            first_segment_id: 0,
+            moved_by: MovedBy::Offload
+        }
+    );
+    let lock = ShardLock::acquire(&fs, dir.path()).unwrap();
+    let recovered = open_shard(&fs, dir.path(), "fixture", &open_options(), &lock).unwrap();
+    assert_eq!(recovered.start_offset, Some(3));
+    assert!(recovered.actions.is_empty(), "{:?}", recovered.actions);
+    assert!(
+        recovered.inspection.notes.is_empty(),
+        "{:?}",
+        recovered.inspection.notes
+    );
 }
 
 #[test]

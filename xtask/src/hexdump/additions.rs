@@ -1,11 +1,11 @@
 //! Dumps of felix storage's additions to the format: the time index and
 //! the log-start file.
 
-use felix_format::log_start::{LOG_START_FILE_LEN, decode_log_start};
+use felix_format::log_start::{FLAG_OFFLOADED, LOG_START_FILE_LEN, MovedBy, decode_log_start};
 use felix_format::raft_state::{RAFT_STATE_FILE_LEN, decode_raft_state};
 use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 
-use super::{Dump, be_u32, crc_note, entries, flags, magic, number, plain};
+use super::{Dump, be_u16, be_u32, crc_note, entries, flags, magic, number, plain};
 use crate::crc::{crc32, crc32_pair};
 
 pub(super) fn time_index(d: &mut Dump<'_>) {
@@ -47,6 +47,16 @@ pub(super) fn time_index(d: &mut Dump<'_>) {
     }
 }
 
+/// The log-start file's flags: bit 0 says an offload moved the start;
+/// any other bit is unexpected.
+fn log_start_flags(raw: &[u8]) -> String {
+    match be_u16(raw) {
+        0 => "0x0000".into(),
+        FLAG_OFFLOADED => "0x0001 (bit 0: an offload moved the start)".into(),
+        found => format!("{found:#06X} (expected 0x0000 or 0x0001)"),
+    }
+}
+
 pub(super) fn log_start(d: &mut Dump<'_>) {
     let covered = d.bytes.get(..24).map(crc32);
     let dumped = (|| {
@@ -54,7 +64,7 @@ pub(super) fn log_start(d: &mut Dump<'_>) {
         d.note(format!("log-start file ({LOG_START_FILE_LEN} bytes)"));
         d.field(4, "magic", |raw| magic(raw, b"FLLS"))?;
         d.field(2, "version", plain(1))?;
-        d.field(2, "flags", flags)?;
+        d.field(2, "flags", log_start_flags)?;
         d.field(8, "start_offset", number)?;
         d.field(8, "first_segment_id", number)?;
         d.field(4, "crc", |raw| {
@@ -72,8 +82,13 @@ pub(super) fn log_start(d: &mut Dump<'_>) {
     d.blank();
     match decode_log_start(d.bytes) {
         Ok(start) => d.note(format!(
-            "decode_log_start: ok, start_offset {}, first_segment_id {}",
-            start.start_offset, start.first_segment_id
+            "decode_log_start: ok, start_offset {}, first_segment_id {}{}",
+            start.start_offset,
+            start.first_segment_id,
+            match start.moved_by {
+                MovedBy::Deletion => "",
+                MovedBy::Offload => ", moved by an offload",
+            }
         )),
         Err(err) => d.note(format!("decode_log_start: {}: {err}", err.name())),
     }
