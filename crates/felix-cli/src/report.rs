@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use felix_format::log_start::MovedBy;
 use felix_recovery::{Finding, Inspection, RecoveryError, RepairClass};
 use serde_json::{Value, json};
 
@@ -143,14 +144,32 @@ pub(crate) fn key_line(inspection: &Inspection) -> Option<String> {
 }
 
 /// The report line saying where the log begins, when a log-start file
-/// records it (records were deleted before an offset, or the log reset).
+/// records it (records were deleted before an offset, or the log reset),
+/// and what moved it there.
 pub(crate) fn start_line(inspection: &Inspection) -> Option<String> {
     inspection.log_start.map(|start| {
         format!(
-            "  log start: {} (the log-start file; records below it are deleted)",
-            inspection.start_offset().unwrap_or(start.start_offset)
+            "  log start: {} (the log-start file; {})",
+            inspection.start_offset().unwrap_or(start.start_offset),
+            start_reason(start.moved_by)
         )
     })
+}
+
+/// What the log-start file says of the records below the start.
+pub(crate) fn start_reason(moved_by: MovedBy) -> &'static str {
+    match moved_by {
+        MovedBy::Deletion => "records below it are deleted",
+        MovedBy::Offload => "an offload deleted the records below it",
+    }
+}
+
+/// What moved the log start, as `--json` names it.
+pub(crate) fn moved_by_json(moved_by: MovedBy) -> &'static str {
+    match moved_by {
+        MovedBy::Deletion => "deletion",
+        MovedBy::Offload => "offload",
+    }
 }
 
 /// The fields every per-shard JSON line starts with.

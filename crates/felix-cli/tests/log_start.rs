@@ -1,13 +1,15 @@
 //! `felix-store stat`, `verify` and `dump` show where the log begins when a
-//! log-start file records it, and read without modifying anything.
+//! log-start file records it, and what moved it (a deletion, or an
+//! offload), and read without modifying anything.
 
 mod common;
 
 use common::{files, fixture_copy, s, transcript};
 
-#[test]
-fn stat_verify_and_dump_show_the_log_start() {
-    let (root, dir) = fixture_copy("log-start");
+/// The transcript of `stat`, `verify` and `dump` on a copy of `fixture`,
+/// checking that none of them modified a file.
+fn shown(fixture: &str) -> String {
+    let (root, dir) = fixture_copy(fixture);
     let before = files(root.path());
     let mut text = Vec::new();
     for args in [
@@ -20,7 +22,17 @@ fn stat_verify_and_dump_show_the_log_start() {
         text.push(transcript(args, root.path()));
     }
     assert_eq!(files(root.path()), before, "a command modified a file");
-    insta::assert_snapshot!(text.join("\n"));
+    text.join("\n")
+}
+
+#[test]
+fn stat_verify_and_dump_show_the_log_start() {
+    insta::assert_snapshot!(shown("log-start"));
+}
+
+#[test]
+fn stat_verify_and_dump_show_that_an_offload_moved_the_log_start() {
+    insta::assert_snapshot!(shown("log-start-offloaded"));
 }
 
 #[test]

@@ -245,20 +245,20 @@ pub enum TieredError {
         #[source]
         source: object_store::Error,
     },
-    /// Offsets of the shard are in neither copy: the local log starts above
-    /// where the newest manifest ends, or, with no manifest at all, the
-    /// shard's log-start file says records were deleted locally and no
-    /// remote copy lists them. The remote copy was lost, or the store or
-    /// prefix is not the one the tier offloaded to. Reads of those offsets
-    /// would otherwise be [`TieredError::Trimmed`], as if deleted on
-    /// purpose.
+    /// Offsets of the shard are in neither copy: an offload moved the
+    /// local log start (the shard's log-start file says so) past where the
+    /// newest manifest ends, or there is no manifest at all. An offload
+    /// moves it only once a manifest listing those records is durable, so
+    /// the remote copy was lost, or the store or prefix is not the one the
+    /// tier offloaded to. Reads of those offsets would otherwise be
+    /// [`TieredError::Trimmed`], as if deleted on purpose.
     #[error(
         "offsets {}..{} of shard {shard} are in neither the local log nor the remote copy ({}): the remote copy was lost, or this is not the store or prefix they were offloaded to",
         missing.start,
         missing.end,
         match manifest {
             Some(seq) => format!("remote manifest {seq} ends at offset {}", missing.start),
-            None => format!("no remote manifest, and the local log starts at {}", missing.end),
+            None => format!("no remote manifest, and an offload moved the local log start to {}", missing.end),
         }
     )]
     HeldNowhere {
@@ -266,7 +266,7 @@ pub enum TieredError {
         shard: ShardKey,
         /// The offsets held nowhere: from where the newest manifest ends
         /// (0 when there is none: how far back the log went is unknown)
-        /// to the local log start.
+        /// to the start an offload moved the local log to.
         missing: std::ops::Range<u64>,
         /// The newest manifest's number, `None` when the store has none.
         manifest: Option<u64>,

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use object_store::path::Path;
 
-use felix_format::log_start::LogStart;
+use felix_format::log_start::{LogStart, MovedBy};
 use felix_format::tier_manifest::{
     Manifest, RemoteObjectName, RemoteSegment, decode_manifest, manifest_object_name,
 };
@@ -242,94 +242,60 @@ impl RemoteShard {
     }
 }
 
-/// Where a shard's local log begins, and whether records below it were
-/// removed from disk the way an offload removes them: what
-/// [`held_nowhere`] holds a manifest to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LocalStart {
-    /// Nothing below the start was removed from disk by a deletion: no
-    /// log-start file moved it (the log began there, as a replica's may),
-    /// or one did but the segment file holding the records below it is
-    /// still there (a deletion of records, which an offload never leaves
-    /// behind once it finishes).
-    Kept(u64),
-    /// The log-start file moved the start here and no segment file below
-    /// it is left: what an offload leaves, which deletes local records
-    /// (moving the start, then removing the segments wholly below it) only
-    /// once a manifest listing them is durable.
-    Removed(u64),
-}
-
-impl LocalStart {
-    /// The start of a log that begins at `start`, given what the shard's
-    /// log-start file records (`None`: no file, or one that cannot be used,
-    /// which moves nothing) and the base offset of its oldest segment
-    /// (`None`: no segment).
-    pub fn of(start: u64, recorded: Option<&LogStart>, first_base: Option<u64>) -> Self {
-        match recorded {
-            Some(recorded)
-                if recorded.start_offset > 0
-                    && first_base.is_none_or(|base| base >= recorded.start_offset) =>
-            {
-                LocalStart::Removed(start)
-            }
-            _ => LocalStart::Kept(start),
-        }
-    }
-
-    /// The local log's first offset.
-    pub fn offset(self) -> u64 {
-        match self {
-            LocalStart::Kept(offset) | LocalStart::Removed(offset) => offset,
-        }
-    }
-}
-
-/// Checks that every offset below the local log start is held by the remote
-/// copy whose newest manifest is `manifest` (`None`: the store has none).
+/// Checks that every record an offload deleted locally is held by the
+/// remote copy whose newest manifest is `manifest` (`None`: the store has
+/// none), given the shard's log-start file (`None`: no file, or one that
+/// cannot be used, which moves nothing).
 ///
-/// [`TieredError::HeldNowhere`] when the local log starts above where the
-/// manifest ends, or, with no manifest, when records below the local start
-/// were removed from disk as an offload removes them
-/// ([`LocalStart::Removed`]): an offload deletes local records only after a
-/// manifest listing them is durable, so their removal with no manifest in
-/// the store means the copy was lost or is looked for in the wrong place.
-/// Offsets below the manifest's start were deleted by remote retention, on
-/// purpose, and are not reported.
-///
-/// The log-start file does not record what moved it: a shard whose start
-/// a reset moved (or a deletion of records followed by a retention pass)
-/// before its first offload looks like one whose offloaded records were
-/// lost, and is reported too.
+/// An offload moves the local start only once a manifest listing every
+/// record below it is durable, and records so in the file
+/// ([`MovedBy::Offload`]). When it did and the manifest ends below that
+/// start, or there is none, those records are in neither copy: the copy was
+/// lost or is looked for in the wrong store or prefix, and this is
+/// [`TieredError::HeldNowhere`], `missing` running from the manifest's end
+/// (0 without one) to the recorded start. Offsets below the manifest's
+/// start were deleted by remote retention, on purpose, and are not
+/// reported. A start a deletion of records or a reset moved last
+/// ([`MovedBy::Deletion`]) may have discarded anything: nothing is
+/// reported.
 ///
 /// ```
 /// use felix_format::ShardKey;
-/// use felix_tiered::{LocalStart, TieredError, held_nowhere};
+/// use felix_format::log_start::{LogStart, MovedBy};
+/// use felix_tiered::{TieredError, held_nowhere};
 ///
 /// let key = ShardKey::new("acme", "default", "orders", 0);
-/// // Segments below 18224 removed locally, and no manifest lists them.
-/// let err = held_nowhere(&key, None, LocalStart::Removed(18_224)).unwrap_err();
+/// let offloaded = LogStart { start_offset: 18_224, first_segment_id: 9, moved_by: MovedBy::Offload };
+/// // An offload moved the start to 18224, and no manifest lists the records.
+/// let err = held_nowhere(&key, None, Some(&offloaded)).unwrap_err();
 /// assert!(matches!(
 ///     err,
 ///     TieredError::HeldNowhere { missing, manifest: None, .. } if missing == (0..18_224)
 /// ));
-/// // A shard that begins at 500 and has offloaded nothing: all is held.
-/// assert!(held_nowhere(&key, None, LocalStart::Kept(500)).is_ok());
+/// // A deletion of records moved it: they were discarded on purpose.
+/// let deleted = LogStart { moved_by: MovedBy::Deletion, ..offloaded };
+/// assert!(held_nowhere(&key, None, Some(&deleted)).is_ok());
 /// ```
 pub fn held_nowhere(
     key: &ShardKey,
     manifest: Option<&Manifest>,
-    local: LocalStart,
+    log_start: Option<&LogStart>,
 ) -> Result<(), TieredError> {
-    let start = local.offset();
-    let missing = match (manifest, local) {
-        (Some(m), _) if m.next_offset() < start => m.next_offset()..start,
-        (None, LocalStart::Removed(_)) if start > 0 => 0..start,
-        _ => return Ok(()),
+    let Some(&LogStart {
+        start_offset: start,
+        moved_by: MovedBy::Offload,
+        ..
+    }) = log_start
+    else {
+        return Ok(());
     };
+    let end = manifest.map_or(0, Manifest::next_offset);
+    if end >= start {
+        return Ok(());
+    }
     Err(TieredError::HeldNowhere {
         shard: key.clone(),
-        missing,
+        missing: end..start,
         manifest: manifest.map(|m| m.seq),
     })
 }

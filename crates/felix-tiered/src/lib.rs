@@ -86,7 +86,7 @@ mod walk;
 
 pub use config::{TierConfig, TierConfigError, TierRetention};
 pub use error::{RetryPolicyError, StoreSetupError, TieredError};
-pub use inspect::{LocalStart, ManifestObject, RemoteFinding, RemoteShard, held_nowhere};
+pub use inspect::{ManifestObject, RemoteFinding, RemoteShard, held_nowhere};
 pub use lifecycle::{delete_remote, delete_shard};
 pub use offload::OffloadOutcome;
 pub use shard::TieredShard;

@@ -9,7 +9,7 @@ use felix_storage::Shard;
 use crate::cache::ChunkCache;
 use crate::config::TierConfig;
 use crate::error::TieredError;
-use crate::inspect::{LocalStart, held_nowhere};
+use crate::inspect::held_nowhere;
 use crate::remote::Remote;
 use crate::stores::TierStore;
 
@@ -43,10 +43,10 @@ impl TieredShard {
     /// The shard's own retention must be off: this layer decides which
     /// segments leave the disk, after their upload.
     ///
-    /// Fails with [`TieredError::HeldNowhere`] when records deleted
-    /// locally are not in the store's copy (see [`held_nowhere`]): the
-    /// copy was lost, or `store` or the configured prefix is not the one
-    /// the shard was offloaded to.
+    /// Fails with [`TieredError::HeldNowhere`] when records an offload
+    /// deleted locally are not in the store's copy (see [`held_nowhere`]):
+    /// the copy was lost, or `store` or the configured prefix is not the
+    /// one the shard was offloaded to.
     pub async fn open(
         shard: Arc<Shard>,
         key: ShardKey,
@@ -60,10 +60,11 @@ impl TieredShard {
         }
         let remote = Remote::new(store, &config.prefix, &key);
         let (loaded, versions) = remote.load_manifest(&key).await?;
-        // Records deleted locally must be in the remote copy: a lost copy
-        // (or the wrong store or prefix) is refused here, not served as
-        // trimmed offsets.
-        held_nowhere(&key, loaded.as_ref(), local_start(&shard))?;
+        // Records an offload deleted locally must be in the remote copy: a
+        // lost copy (or the wrong store or prefix) is refused here, not
+        // served as trimmed offsets.
+        let log_start = felix_recovery::read_log_start(shard.file_system(), shard.dir());
+        held_nowhere(&key, loaded.as_ref(), log_start.start().as_ref())?;
         let highest = versions.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
         let manifest = loaded.unwrap_or_else(|| Manifest {
             seq: 0,
@@ -128,13 +129,4 @@ impl TieredShard {
             Err(poisoned) => *poisoned.into_inner() = fresh,
         }
     }
-}
-
-/// Where `shard`'s log begins, and whether the records below were removed
-/// from disk as an offload removes them (an unusable log-start file moves
-/// nothing: the shard then begins at its first segment).
-fn local_start(shard: &Shard) -> LocalStart {
-    let stored = felix_recovery::read_log_start(shard.file_system(), shard.dir());
-    let first_base = shard.segments().first().map(|s| s.extent.base_offset);
-    LocalStart::of(shard.base_offset(), stored.start().as_ref(), first_base)
 }

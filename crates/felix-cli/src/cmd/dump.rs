@@ -215,11 +215,13 @@ impl<'a> Records<'a> {
                 "type": "log_start",
                 "start_offset": start.start_offset,
                 "first_segment_id": start.first_segment_id,
+                "moved_by": crate::report::moved_by_json(start.moved_by),
             }))
         } else {
             out.line(format!(
-                "log start: {} (the log-start file; records below it are deleted, reads there are refused)",
-                start.start_offset
+                "log start: {} (the log-start file; {}, reads there are refused)",
+                start.start_offset,
+                crate::report::start_reason(start.moved_by)
             ))
         }
     }

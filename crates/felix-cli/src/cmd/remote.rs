@@ -15,9 +15,7 @@ use std::time::Duration;
 use felix_format::ShardKey;
 use felix_format::tier_manifest::Manifest;
 use felix_recovery::Inspection;
-use felix_tiered::{
-    LocalStart, RemoteFinding, RemoteShard, S3Endpoint, TierConfig, TieredError, stores,
-};
+use felix_tiered::{RemoteFinding, RemoteShard, S3Endpoint, TierConfig, TieredError, stores};
 use serde_json::{Value, json};
 
 use crate::error::{CliError, Outcome};
@@ -236,11 +234,11 @@ impl Found {
     }
 }
 
-/// Whether the remote copy holds every record the local shard deleted
+/// Whether the remote copy holds every record an offload deleted locally
 /// (felix-tiered's [`held_nowhere`](felix_tiered::held_nowhere), the rule
 /// a tiered open applies): the offsets in neither copy as an error, or
 /// `None`. Nothing is said when the store could not be read or the shard
-/// has no key or no start.
+/// has no key.
 pub(crate) fn held_nowhere(found: &Found, inspection: &Inspection) -> Option<TieredError> {
     let key = inspection.key.as_ref()?;
     let manifest = match found {
@@ -248,12 +246,7 @@ pub(crate) fn held_nowhere(found: &Found, inspection: &Inspection) -> Option<Tie
         Found::Nothing => None,
         Found::NoKey | Found::Error(_) => return None,
     };
-    let local = LocalStart::of(
-        inspection.start_offset()?,
-        inspection.log_start.as_ref(),
-        inspection.base_offset(),
-    );
-    felix_tiered::held_nowhere(key, manifest, local).err()
+    felix_tiered::held_nowhere(key, manifest, inspection.log_start.as_ref()).err()
 }
 
 /// Tells on stderr what kept the remote copy from being read (exit 2 comes

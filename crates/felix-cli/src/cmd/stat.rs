@@ -66,7 +66,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             }
         };
         // The remote copy, named by the key the shard's key file holds.
-        // Records deleted locally that it does not hold are damage.
+        // Records an offload deleted locally that it does not hold are
+        // damage.
         let found = opened.as_ref().map(|o| {
             let found = Found::load(o, inspection.key.as_ref());
             let gap = remote::held_nowhere(&found, &inspection);
@@ -158,6 +159,14 @@ fn json_line(shard: &ShardDir, inspection: &Inspection) -> Value {
     map.insert(
         "log_start".into(),
         opt(inspection.log_start.and_then(|_| inspection.start_offset())),
+    );
+    // What moved it: "deletion" (a deletion of records or a reset) or
+    // "offload" (`null` without a log-start file).
+    map.insert(
+        "log_start_moved_by".into(),
+        inspection.log_start.map_or(Value::Null, |s| {
+            crate::report::moved_by_json(s.moved_by).into()
+        }),
     );
     map.insert("findings".into(), inspection.findings.len().into());
     map.insert("verdict".into(), Verdict::of(inspection).as_str().into());

@@ -16,10 +16,10 @@
 //! object the newest manifest lists is read (as a stream, never held
 //! whole) and held to its manifest entry (length, CRC-32), and every
 //! record of each remote segment is walked at full depth; damage there ends with exit 1, like
-//! damage on disk. So do records deleted locally that no manifest covers
-//! (felix-tiered's `held_nowhere`, the check a tiered open makes) and a
-//! listed object the store does not have; a store that cannot be reached
-//! is exit 2, told on stderr.
+//! damage on disk. So do records an offload deleted locally that no
+//! manifest covers (felix-tiered's `held_nowhere`, the check a tiered open
+//! makes) and a listed object the store does not have; a store that cannot
+//! be reached is exit 2, told on stderr.
 //!
 //! A PATH naming one segment file verifies that segment's whole shard:
 //! whether damage is repairable depends on whether a later segment exists,
@@ -145,7 +145,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         let verdict = checked.verdict();
         // The remote copy: every object of every listed segment against
         // its manifest entry, every record walked.
-        // And every record deleted locally held by it.
+        // And every record an offload deleted locally held by it.
         let remote = opened.as_ref().map(|o| {
             let key = checked.inspection.key.as_ref();
             let found = Found::load(o, key);
