@@ -77,6 +77,16 @@ pub enum RaftLogError {
         /// The index its entry names.
         index: u64,
     },
+    /// The raft-state file records a vote that names no candidate, which
+    /// openraft's vote cannot hold (this crate never writes one): the vote
+    /// is unknown, and a vote forgotten could let this node vote twice.
+    #[error("shard {shard}'s raft-state file records a vote in term {term} for no candidate")]
+    VoteWithoutCandidate {
+        /// The shard's label.
+        shard: String,
+        /// The vote's term.
+        term: u64,
+    },
     /// An append into a non-empty log does not begin at its end (openraft
     /// truncates before it overwrites, so this is a caller's bug).
     #[error("append of index {first} into shard {shard}, whose next index is {next}")]

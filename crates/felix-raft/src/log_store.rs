@@ -2,6 +2,7 @@
 //! felix [`Shard`].
 
 use std::fmt::Debug;
+use std::io;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
@@ -12,11 +13,10 @@ use bytes::Bytes;
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::FileSystem;
 use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, ShardKey, Store, StoreConfig};
-use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
-use openraft::{
-    CommittedLeaderId, Entry, LeaderId, LogId, OptionalSend, RaftLogReader, RaftTypeConfig,
-    StorageError, StorageIOError, Vote,
-};
+use openraft::entry::RaftEntry;
+use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
+use openraft::vote::leader_id_std::{CommittedLeaderId, LeaderId};
+use openraft::{LogId, OptionalSend, RaftLogReader, RaftTypeConfig, Vote};
 
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
@@ -248,9 +248,9 @@ impl Inner {
         Ok(())
     }
 
-    fn read_entries<C>(&self, start: u64, end: u64) -> Result<Vec<Entry<C>>, RaftLogError>
+    fn read_entries<C>(&self, start: u64, end: u64) -> Result<Vec<C::Entry>, RaftLogError>
     where
-        C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+        C: LogConfig,
     {
         let label = self.shard.label();
         let mut entries = Vec::new();
@@ -277,16 +277,20 @@ impl Inner {
                     return Ok(entries);
                 }
                 from = record.offset + 1;
-                entries.push(decode_entry(label, record.offset, &record.payload)?);
+                entries.push(decode_entry::<C::Entry>(
+                    label,
+                    record.offset,
+                    &record.payload,
+                )?);
             }
         }
         Ok(entries)
     }
 
     /// The id of the last entry held, if the log holds one.
-    fn last_entry_id<C>(&self) -> Result<Option<LogId<u64>>, RaftLogError>
+    fn last_entry_id<C>(&self) -> Result<Option<LogId<CommittedLeaderId<u64>>>, RaftLogError>
     where
-        C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+        C: LogConfig,
     {
         let offsets = self.shard.offsets();
         if offsets.written == offsets.base {
@@ -296,28 +300,56 @@ impl Inner {
         Ok(self
             .read_entries::<C>(last, last + 1)?
             .pop()
-            .map(|e| e.log_id))
+            .map(|e| e.log_id()))
+    }
+
+    /// The vote last saved, as openraft's.
+    fn vote(&self) -> Result<Option<Vote<LeaderId<u64, u64>>>, RaftLogError> {
+        let Some(vote) = self.state().vote else {
+            return Ok(None);
+        };
+        // openraft 0.10's vote always names its candidate; a vote recorded
+        // without one (never written by this crate) has no value to give.
+        let voted_for = vote
+            .voted_for
+            .ok_or_else(|| RaftLogError::VoteWithoutCandidate {
+                shard: self.shard.label().to_owned(),
+                term: vote.term,
+            })?;
+        Ok(Some(Vote {
+            leader_id: LeaderId {
+                term: vote.term,
+                voted_for,
+            },
+            committed: vote.committed,
+        }))
     }
 }
 
-fn log_id(id: RaftLogId) -> LogId<u64> {
-    LogId::new(CommittedLeaderId::new(id.term, 0), id.index)
+/// The type configurations a [`FelixLogStore`] keeps: node ids and terms
+/// `u64`, one leader per term (standard Raft, openraft's
+/// `leader_id_std`), so that a term is a felix generation as it is.
+/// Implemented for every configuration that fits; [`TypeConfig`] is one.
+///
+/// [`TypeConfig`]: crate::TypeConfig
+pub trait LogConfig:
+    RaftTypeConfig<NodeId = u64, LeaderId = LeaderId<u64, u64>, Vote = Vote<LeaderId<u64, u64>>>
+{
 }
 
-fn raft_log_id(id: &LogId<u64>) -> RaftLogId {
+impl<C> LogConfig for C where
+    C: RaftTypeConfig<NodeId = u64, LeaderId = LeaderId<u64, u64>, Vote = Vote<LeaderId<u64, u64>>>
+{
+}
+
+fn log_id(id: RaftLogId) -> LogId<CommittedLeaderId<u64>> {
+    LogId::new(CommittedLeaderId::new(id.term), id.index)
+}
+
+fn raft_log_id(id: &LogId<CommittedLeaderId<u64>>) -> RaftLogId {
     RaftLogId {
         term: id.leader_id.term,
         index: id.index,
-    }
-}
-
-fn vote_of(vote: RaftVote) -> Vote<u64> {
-    Vote {
-        leader_id: LeaderId {
-            term: vote.term,
-            voted_for: vote.voted_for,
-        },
-        committed: vote.committed,
     }
 }
 
@@ -327,22 +359,18 @@ fn now_micros() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
-fn read_err(e: RaftLogError) -> StorageError<u64> {
-    StorageIOError::read_logs(&e).into()
-}
-
-fn write_err(e: RaftLogError) -> StorageError<u64> {
-    StorageIOError::write_logs(&e).into()
+fn io_err(e: impl Into<RaftLogError>) -> io::Error {
+    e.into().into_io_error()
 }
 
 impl<C> RaftLogReader<C> for FelixLogStore<C>
 where
-    C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+    C: LogConfig,
 {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<C::Entry>, StorageError<u64>> {
+    ) -> Result<Vec<C::Entry>, io::Error> {
         let start = match range.start_bound() {
             Bound::Included(&s) => s,
             Bound::Excluded(&s) => s.saturating_add(1),
@@ -353,22 +381,26 @@ where
             Bound::Excluded(&e) => e,
             Bound::Unbounded => u64::MAX,
         };
-        self.inner.read_entries::<C>(start, end).map_err(read_err)
+        self.inner.read_entries::<C>(start, end).map_err(io_err)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<LeaderId<u64, u64>>>, io::Error> {
+        self.inner.vote().map_err(io_err)
     }
 }
 
 impl<C> RaftLogStorage<C> for FelixLogStore<C>
 where
-    C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>,
+    C: LogConfig,
 {
     type LogReader = Self;
 
-    async fn get_log_state(&mut self) -> Result<LogState<C>, StorageError<u64>> {
+    async fn get_log_state(&mut self) -> Result<LogState<C>, io::Error> {
         let last_purged_log_id = self.inner.state().last_purged.map(log_id);
         let last_log_id = self
             .inner
             .last_entry_id::<C>()
-            .map_err(read_err)?
+            .map_err(io_err)?
             .or(last_purged_log_id);
         Ok(LogState {
             last_purged_log_id,
@@ -380,27 +412,17 @@ where
         self.clone()
     }
 
-    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+    async fn save_vote(&mut self, vote: &Vote<LeaderId<u64, u64>>) -> Result<(), io::Error> {
         let mut state = self.inner.state();
         state.vote = Some(RaftVote {
             term: vote.leader_id.term,
-            voted_for: vote.leader_id.voted_for,
+            voted_for: Some(vote.leader_id.voted_for),
             committed: vote.committed,
         });
-        self.inner
-            .store_state(state)
-            .map_err(|e| StorageIOError::write_vote(&e).into())
+        self.inner.store_state(state).map_err(io_err)
     }
 
-    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
-        Ok(self.inner.state().vote.map(vote_of))
-    }
-
-    async fn append<I>(
-        &mut self,
-        entries: I,
-        callback: LogFlushed<C>,
-    ) -> Result<(), StorageError<u64>>
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<C>) -> Result<(), io::Error>
     where
         I: IntoIterator<Item = C::Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -410,21 +432,22 @@ where
         let records = entries
             .into_iter()
             .map(|entry| {
+                let id = entry.log_id();
                 Ok(ReplicatedRecord {
-                    offset: entry.log_id.index,
-                    generation: Some(entry.log_id.leader_id.term),
+                    offset: id.index,
+                    generation: Some(id.leader_id.term),
                     timestamp_micros,
-                    payload: Bytes::from(encode_entry(&entry)?),
+                    payload: Bytes::from(encode_entry(&entry, id.index)?),
                 })
             })
             .collect::<Result<Vec<_>, RaftLogError>>()
-            .map_err(write_err)?;
+            .map_err(io_err)?;
         let end = match (records.first(), records.last()) {
             (Some(first), Some(last)) => {
                 let offsets = shard.offsets();
                 if first.offset != offsets.written {
                     if offsets.written != offsets.base {
-                        return Err(write_err(RaftLogError::AppendGap {
+                        return Err(io_err(RaftLogError::AppendGap {
                             shard: shard.label().to_owned(),
                             first: first.offset,
                             next: offsets.written,
@@ -432,46 +455,54 @@ where
                     }
                     // An empty log takes its first entry at any index (after
                     // a purge past its end, or a snapshot installed).
-                    shard
-                        .reset_to(first.offset)
-                        .map_err(|e| write_err(e.into()))?;
+                    shard.reset_to(first.offset).map_err(io_err)?;
                 }
-                shard
-                    .append_replicated(&records)
-                    .map_err(|e| write_err(e.into()))?;
+                // The shard's durability is `None`, so the batch is in the
+                // file when this returns, in order after every earlier one:
+                // readers bounded by what is written see it (openraft reads
+                // entries back as soon as `append` returns).
+                shard.append_replicated(&records).map_err(io_err)?;
                 last.offset + 1
             }
             _ => shard.next_offset(),
         };
-        // Readable now; made durable before returning, and reported from
-        // the sync that covered it. openraft 0.9 awaits each append's report
-        // before its next command (`RaftCore::append_to_log`), so handing
-        // the sync to a pool worker and the report back only adds wake-ups:
-        // the lone appender syncs on this thread (as openraft's own RocksDB
-        // store flushes inside `append`; the figures are in
-        // docs/performance.md).
-        let outcome = shard.wait_durable(end);
-        callback.log_io_completed(outcome.map_err(|e| RaftLogError::Storage(e).into_io_error()));
+        // Durable later: the shard's sync pool runs the sync covering the
+        // batch (one `fdatasync` for every append in flight meanwhile) and
+        // reports it here, on its dispatch thread. A failed sync reaches
+        // openraft as the error and poisons the shard, so every later
+        // append fails.
+        shard.wait_durable_then(end, move |outcome| {
+            callback.io_completed(outcome.map_err(io_err));
+        });
         Ok(())
     }
 
-    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+    async fn truncate_after(
+        &mut self,
+        last_log_id: Option<LogId<CommittedLeaderId<u64>>>,
+    ) -> Result<(), io::Error> {
         let shard = &self.inner.shard;
-        let at = log_id.index.max(shard.base_offset());
-        shard.truncate_to(at).map_err(|e| write_err(e.into()))
+        let offsets = shard.offsets();
+        let at = last_log_id
+            .map_or(0, |id| id.index.saturating_add(1))
+            .max(offsets.base);
+        if at >= offsets.written {
+            return Ok(());
+        }
+        shard.truncate_to(at).map_err(io_err)
     }
 
-    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+    async fn purge(&mut self, log_id: LogId<CommittedLeaderId<u64>>) -> Result<(), io::Error> {
         // The id first, then the start: a crash between leaves an id the
         // next open finishes the purge to (see `LogOptions::open`).
         let mut state = self.inner.state();
         let purged = raft_log_id(&log_id);
         if state.last_purged.is_none_or(|p| p < purged) {
             state.last_purged = Some(purged);
-            self.inner.store_state(state).map_err(write_err)?;
+            self.inner.store_state(state).map_err(io_err)?;
         }
         self.inner
             .move_start(log_id.index.saturating_add(1))
-            .map_err(write_err)
+            .map_err(io_err)
     }
 }

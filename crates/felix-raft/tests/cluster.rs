@@ -4,21 +4,21 @@
 //! as a power loss leaves it) and caught up; then every committed entry is
 //! on all three, in order, byte-identical. Every wait is bounded
 //! ([`STEP`]), so a hang fails naming the step that hung.
-#![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::net::Router;
+use common::net::{Node as RaftNode, Router};
 use common::sm::StateMachine;
-use felix_raft::{FelixLogStore, TypeConfig};
+use felix_raft::{FelixLogStore, Request, TypeConfig};
 use felix_storage::ReadBound;
-use openraft::{Config, Raft, SnapshotPolicy};
+use openraft::async_runtime::WatchReceiver;
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 
 /// Entries written before the leader stops, and after.
 const BEFORE: u64 = 10_000;
@@ -39,7 +39,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 }
 
 struct Node {
-    raft: Raft<TypeConfig>,
+    raft: RaftNode,
     log: FelixLogStore<TypeConfig>,
     sm: StateMachine,
 }
@@ -105,7 +105,7 @@ fn log_dir(root: &Path, id: u64) -> PathBuf {
 }
 
 async fn stop(router: &Router, node: Node) {
-    router.remove(node.raft.metrics().borrow().id);
+    router.remove(node.raft.metrics().borrow_watched().id);
     within("stopping a node", node.raft.shutdown())
         .await
         .unwrap();
@@ -116,8 +116,13 @@ async fn leader(nodes: &[Option<Node>]) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for node in nodes.iter().flatten() {
-            let m = node.raft.metrics().borrow().clone();
-            if m.current_leader == Some(m.id) {
+            let m = node.raft.metrics().borrow_watched().clone();
+            // A leader takes writes once a quorum acknowledged it (its
+            // lease, openraft 0.10): an entry of its own term applied says so.
+            let acknowledged = m
+                .last_applied
+                .is_some_and(|l| l.leader_id.term == m.current_term);
+            if m.current_leader == Some(m.id) && acknowledged {
                 return m.id;
             }
         }
@@ -128,14 +133,14 @@ async fn leader(nodes: &[Option<Node>]) -> u64 {
 
 /// Writes `count` entries, numbered from `first`, through `raft`,
 /// `WRITERS` at a time.
-async fn write(raft: &Raft<TypeConfig>, first: u64, count: u64) {
+async fn write(raft: &RaftNode, first: u64, count: u64) {
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
         let raft = raft.clone();
         tasks.push(tokio::spawn(async move {
             let mut n = first + w;
             while n < first + count {
-                raft.client_write(format!("entry {n:08}").into_bytes())
+                raft.client_write(Request(format!("entry {n:08}").into_bytes()))
                     .await
                     .unwrap();
                 n += WRITERS;
@@ -200,7 +205,9 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
     let first = nodes[0].as_ref().unwrap();
     within(
         "initializing the cluster",
-        first.raft.initialize(BTreeSet::from([1, 2, 3])),
+        first.raft.initialize(BTreeMap::from(
+            [1, 2, 3].map(|id| (id, BasicNode::default())),
+        )),
     )
     .await
     .unwrap();
@@ -226,7 +233,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
     let reopened = log.shard().next_offset();
     assert_eq!(reopened, if tear { written - 1 } else { written });
     nodes[old as usize - 1] = Some(start_on(&router, root, old, log, snapshots).await);
-    let last = raft.metrics().borrow().last_log_index;
+    let last = raft.metrics().borrow_watched().last_log_index;
     for node in nodes.iter().flatten() {
         node.raft
             .wait(Some(Duration::from_secs(30)))

@@ -6,9 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use felix_format::RAFT_STATE_FILE_NAME;
-use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
-use openraft::Vote;
-use openraft::storage::RaftLogStorage;
+use felix_raft::{FelixLogStore, RaftLogError, TypeConfig, Vote};
+use openraft::RaftLogReader;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2/raft-state")

@@ -3,19 +3,20 @@
 //! vote and purge across the store's close and reopen, and a store that
 //! syncs on its own schedule is refused before anything is created.
 
+use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
 use felix_storage::{Durability, ShardId, ShardKey, Store, StoreConfig};
 use openraft::storage::{LogState, RaftLogStorage, RaftLogStorageExt};
-use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
+use openraft::{EntryPayload, RaftLogReader};
 
-fn id(term: u64, index: u64) -> LogId<u64> {
-    LogId::new(CommittedLeaderId::new(term, 0), index)
+fn id(term: u64, index: u64) -> LogId {
+    LogId::new_term_index(term, index)
 }
 
-fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(format!("e{index}").into_bytes()),
+        payload: EntryPayload::Normal(Request(format!("e{index}").into_bytes())),
     }
 }
 

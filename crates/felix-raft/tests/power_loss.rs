@@ -23,10 +23,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
+use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, TypeConfig};
 use felix_storage::{Durability, Preallocation, StoreConfig};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
+use openraft::{EntryPayload, RaftLogReader};
 
 use plans::{Rng, plans};
 
@@ -44,23 +45,23 @@ fn config() -> StoreConfig {
     }
 }
 
-fn id(term: u64, index: u64) -> LogId<u64> {
-    LogId::new(CommittedLeaderId::new(term, 0), index)
+fn id(term: u64, index: u64) -> LogId {
+    LogId::new_term_index(term, index)
 }
 
-fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(format!("t{term}-{index}").into_bytes()),
+        payload: EntryPayload::Normal(Request(format!("t{term}-{index}").into_bytes())),
     }
 }
 
 /// An entry as the check compares it.
-type Seen = (LogId<u64>, Vec<u8>);
+type Seen = (LogId, Vec<u8>);
 
-fn seen(e: &Entry<TypeConfig>) -> Seen {
+fn seen(e: &Entry) -> Seen {
     let payload = match &e.payload {
-        EntryPayload::Normal(p) => p.clone(),
+        EntryPayload::Normal(p) => p.0.clone(),
         other => format!("{other:?}").into_bytes(),
     };
     (e.log_id, payload)
@@ -75,10 +76,10 @@ struct Model {
     attempted: BTreeSet<Seen>,
     /// Entries a truncation that returned removed: never to be seen again.
     stale: BTreeSet<Seen>,
-    vote: Option<Vote<u64>>,
-    vote_under_way: Option<Vote<u64>>,
-    purged: Option<LogId<u64>>,
-    purge_under_way: Option<LogId<u64>>,
+    vote: Option<Vote>,
+    vote_under_way: Option<Vote>,
+    purged: Option<LogId>,
+    purge_under_way: Option<LogId>,
     /// Where a truncation under way cuts: durable entries from there on
     /// may be gone.
     truncate_under_way: Option<u64>,
@@ -102,7 +103,7 @@ async fn append(
     true
 }
 
-async fn vote(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, vote: Vote<u64>) -> bool {
+async fn vote(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, vote: Vote) -> bool {
     m.vote_under_way = Some(vote);
     if log.save_vote(&vote).await.is_err() {
         return false;
@@ -112,7 +113,7 @@ async fn vote(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, vote: Vote<u64
     true
 }
 
-async fn purge(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, upto: LogId<u64>) -> bool {
+async fn purge(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, upto: LogId) -> bool {
     m.purge_under_way = Some(upto);
     if log.purge(upto).await.is_err() {
         return false;
@@ -123,9 +124,11 @@ async fn purge(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, upto: LogId<u
     true
 }
 
-async fn truncate(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, at: LogId<u64>) -> bool {
+async fn truncate(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, at: LogId) -> bool {
     m.truncate_under_way = Some(at.index);
-    if log.truncate(at).await.is_err() {
+    // openraft names the last entry kept; the log reads only its index.
+    let kept = at.index.checked_sub(1).map(|i| id(at.leader_id.term, i));
+    if log.truncate_after(kept).await.is_err() {
         return false;
     }
     m.truncate_under_way = None;
@@ -142,13 +145,13 @@ enum Op {
         term: u64,
         at: std::ops::Range<u64>,
     },
-    Vote(Vote<u64>),
+    Vote(Vote),
     /// Removes the entry with this id and every later one.
-    Truncate(LogId<u64>),
+    Truncate(LogId),
     /// Removes every entry up to `upto`, which lies past the log's end
     /// when `past_end` (as after a snapshot was installed).
     Purge {
-        upto: LogId<u64>,
+        upto: LogId,
         past_end: bool,
     },
     /// Closes the log and opens it again.
@@ -167,7 +170,7 @@ const WORKLOAD_OPS: usize = 12;
 fn workload(seed: u64) -> Vec<Op> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut term = 1;
-    let mut vote: Option<Vote<u64>> = None;
+    let mut vote: Option<Vote> = None;
     // The terms of the entries held, by index; the log continues at `next`.
     let mut held: BTreeMap<u64, u64> = BTreeMap::new();
     let mut next = 0;
@@ -194,7 +197,7 @@ fn workload(seed: u64) -> Vec<Op> {
                 // The vote committed (a leader elected), or a new one.
                 let v = match vote {
                     Some(v) if !v.committed => {
-                        Vote::new_committed(v.leader_id.term, v.leader_id.voted_for.unwrap_or(1))
+                        Vote::new_committed(v.leader_id.term, v.leader_id.voted_for)
                     }
                     _ => {
                         term += 1;

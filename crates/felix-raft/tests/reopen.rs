@@ -2,18 +2,19 @@
 //! again: the vote, the purge (term included), the entries.
 
 use felix_format::raft_state::{RaftLogId, RaftState, RaftStateDecodeError, encode_raft_state};
+use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
 use openraft::storage::{LogState, RaftLogStorage, RaftLogStorageExt};
-use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader, Vote};
+use openraft::{EntryPayload, RaftLogReader};
 
-fn id(term: u64, index: u64) -> LogId<u64> {
-    LogId::new(CommittedLeaderId::new(term, 0), index)
+fn id(term: u64, index: u64) -> LogId {
+    LogId::new_term_index(term, index)
 }
 
-fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(format!("e{index}").into_bytes()),
+        payload: EntryPayload::Normal(Request(format!("e{index}").into_bytes())),
     }
 }
 
@@ -163,7 +164,8 @@ fn truncate_drops_entries_and_their_generations() {
         log.blocking_append((0..6).map(|i| entry(1 + i / 3, i)))
             .await
             .unwrap();
-        log.truncate(id(2, 3)).await.unwrap();
+        // Everything after index 2 goes: entries 3.. and their term.
+        log.truncate_after(Some(id(1, 2))).await.unwrap();
         assert_eq!(
             log.get_log_state().await.unwrap().last_log_id,
             Some(id(1, 2))
@@ -175,5 +177,43 @@ fn truncate_drops_entries_and_their_generations() {
         // A new leader's entries go on at the end.
         log.blocking_append([entry(3, 3)]).await.unwrap();
         assert_eq!(log.shard().generation_at(3), Some(3));
+    });
+}
+
+/// A raft-state vote that names no candidate (the layout allows one; this
+/// crate never writes it) has no openraft 0.10 vote to give: reading it
+/// fails, naming the term, rather than forgetting the vote.
+#[test]
+fn vote_for_no_candidate_is_refused_naming_its_term() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    let state = RaftState {
+        vote: Some(felix_format::raft_state::RaftVote {
+            term: 4,
+            voted_for: None,
+            committed: false,
+        }),
+        last_purged: None,
+    };
+    std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state)).unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        let err = log.read_vote().await.unwrap_err();
+        let inner = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<RaftLogError>())
+            .unwrap();
+        assert!(
+            matches!(inner, RaftLogError::VoteWithoutCandidate { term: 4, .. }),
+            "{inner:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "shard {}'s raft-state file records a vote in term 4 for no candidate",
+                log.shard().label()
+            )
+        );
     });
 }

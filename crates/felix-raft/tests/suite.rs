@@ -1,15 +1,16 @@
 //! openraft's own storage test suite, every case, against a fresh felix
 //! log per case: a bare shard in a temporary directory, and a shard of a
 //! felix `Store`.
-#![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod common;
 
 use common::sm::StateMachine;
 use felix_raft::{FelixLogStore, TypeConfig};
 use felix_storage::{Durability, ShardKey, Store, StoreConfig};
-use openraft::testing::{StoreBuilder, Suite};
-use openraft::{StorageError, StorageIOError};
+use openraft::StorageError;
+use openraft::error::ErrorSource;
+use openraft::impls::BoxedErrorSource;
+use openraft::testing::log::{StoreBuilder, Suite};
 use tempfile::TempDir;
 
 struct FelixBuilder;
@@ -17,11 +18,12 @@ struct FelixBuilder;
 impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, TempDir> for FelixBuilder {
     async fn build(
         &self,
-    ) -> Result<(TempDir, FelixLogStore<TypeConfig>, StateMachine), StorageError<u64>> {
-        let dir = TempDir::new().map_err(|e| StorageIOError::write_logs(&e))?;
+    ) -> Result<(TempDir, FelixLogStore<TypeConfig>, StateMachine), StorageError<TypeConfig>> {
+        let dir = TempDir::new()
+            .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         let log = FelixLogStore::options(dir.path().join("log"))
             .open()
-            .map_err(|e| StorageIOError::write_logs(&e))?;
+            .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         Ok((dir, log, StateMachine::default()))
     }
 }
@@ -40,16 +42,18 @@ impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, InStore>
 {
     async fn build(
         &self,
-    ) -> Result<(InStore, FelixLogStore<TypeConfig>, StateMachine), StorageError<u64>> {
-        let dir = TempDir::new().map_err(|e| StorageIOError::write_logs(&e))?;
+    ) -> Result<(InStore, FelixLogStore<TypeConfig>, StateMachine), StorageError<TypeConfig>> {
+        let dir = TempDir::new()
+            .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         let config = StoreConfig {
             durability: Durability::None,
             ..StoreConfig::default()
         };
-        let store = Store::open(dir.path(), config).map_err(|e| StorageIOError::write_logs(&e))?;
+        let store = Store::open(dir.path(), config)
+            .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         let key = ShardKey::new("acme", "raft", "group", 7);
-        let log =
-            FelixLogStore::in_store(&store, &key).map_err(|e| StorageIOError::write_logs(&e))?;
+        let log = FelixLogStore::in_store(&store, &key)
+            .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         let guard = InStore {
             _store: store,
             _dir: dir,
@@ -58,13 +62,13 @@ impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, InStore>
     }
 }
 
-/// `test_all` starts a runtime per case, so this is a plain test.
-#[test]
-fn openraft_storage_suite_passes_every_case() -> Result<(), StorageError<u64>> {
-    Suite::test_all(FelixBuilder)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openraft_storage_suite_passes_every_case() -> Result<(), StorageError<TypeConfig>> {
+    Suite::test_all(FelixBuilder).await
 }
 
-#[test]
-fn openraft_storage_suite_passes_every_case_on_a_store_shard() -> Result<(), StorageError<u64>> {
-    Suite::test_all(StoreShardBuilder)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openraft_storage_suite_passes_every_case_on_a_store_shard()
+-> Result<(), StorageError<TypeConfig>> {
+    Suite::test_all(StoreShardBuilder).await
 }

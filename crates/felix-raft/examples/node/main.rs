@@ -14,7 +14,6 @@
 //! cargo run -p felix-raft --example node -- write 127.0.0.1:7101 hello
 //! cargo run -p felix-raft --example node -- applied 127.0.0.1:7102
 //! ```
-#![expect(clippy::result_large_err, reason = "openraft's error types are large")]
 
 mod proto;
 #[path = "../../tests/common/sm.rs"]
@@ -27,36 +26,30 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use felix_raft::{FelixLogStore, TypeConfig};
-use openraft::error::{
-    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
-    StreamingError, Unreachable,
-};
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use felix_raft::{FelixLogStore, TypeConfig, Vote};
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    SnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::storage::Snapshot;
-use openraft::{BasicNode, Config, Raft, Vote};
+use openraft::{BasicNode, Config, Raft};
 use proto::{Request, Response};
+use sm::Snapshot;
 use tokio::net::{TcpListener, TcpStream};
 
-type Rpc<T, E = RaftError<u64>> = Result<T, RPCError<u64, BasicNode, E>>;
+type Rpc<T> = Result<T, RPCError<TypeConfig>>;
 
 struct Net;
 
 struct Conn {
-    target: u64,
     addr: String,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Net {
     type Network = Conn;
 
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Conn {
+    async fn new_client(&mut self, _target: u64, node: &BasicNode) -> Conn {
         Conn {
-            target,
             addr: node.addr.clone(),
         }
     }
@@ -68,45 +61,38 @@ impl Conn {
     }
 }
 
-fn unreachable(e: &io::Error) -> Unreachable {
+/// The peer could not be reached, or answered that it is stopping (its
+/// `Raft` failed with its fatal error): as good as down.
+fn unreachable(e: &(impl std::error::Error + 'static)) -> Unreachable<TypeConfig> {
     Unreachable::new(e)
 }
 
-fn unexpected(r: &Response) -> NetworkError {
+fn unexpected(r: &Response) -> NetworkError<TypeConfig> {
     NetworkError::new(&io::Error::other(format!("unexpected response {r:?}")))
 }
 
-impl RaftNetwork<TypeConfig> for Conn {
+impl RaftNetworkV2<TypeConfig> for Conn {
+    type SnapshotData = io::Cursor<Vec<u8>>;
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Rpc<AppendEntriesResponse<u64>> {
+    ) -> Rpc<AppendEntriesResponse<TypeConfig>> {
         match self.call(Request::Append(rpc)).await {
-            Ok(Response::Append(r)) => {
-                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
-            }
+            Ok(Response::Append(r)) => r.map_err(|e| RPCError::Unreachable(unreachable(&e))),
             Ok(other) => Err(RPCError::Network(unexpected(&other))),
             Err(e) => Err(RPCError::Unreachable(unreachable(&e))),
         }
     }
 
-    async fn install_snapshot(
+    async fn vote(
         &mut self,
-        _rpc: InstallSnapshotRequest<TypeConfig>,
+        rpc: VoteRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Rpc<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>> {
-        // Snapshots travel whole (`full_snapshot`), never in chunks.
-        Err(RPCError::Network(NetworkError::new(&io::Error::other(
-            "chunked snapshots are not used",
-        ))))
-    }
-
-    async fn vote(&mut self, rpc: VoteRequest<u64>, _option: RPCOption) -> Rpc<VoteResponse<u64>> {
+    ) -> Rpc<VoteResponse<TypeConfig>> {
         match self.call(Request::Vote(rpc)).await {
-            Ok(Response::Vote(r)) => {
-                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
-            }
+            Ok(Response::Vote(r)) => r.map_err(|e| RPCError::Unreachable(unreachable(&e))),
             Ok(other) => Err(RPCError::Network(unexpected(&other))),
             Err(e) => Err(RPCError::Unreachable(unreachable(&e))),
         }
@@ -114,11 +100,11 @@ impl RaftNetwork<TypeConfig> for Conn {
 
     async fn full_snapshot(
         &mut self,
-        vote: Vote<u64>,
-        snapshot: Snapshot<TypeConfig>,
+        vote: Vote,
+        snapshot: Snapshot,
         _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         _option: RPCOption,
-    ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let request = Request::Snapshot {
             vote,
             meta: snapshot.meta,
@@ -126,7 +112,7 @@ impl RaftNetwork<TypeConfig> for Conn {
         };
         match self.call(request).await {
             Ok(Response::Snapshot(r)) => {
-                r.map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)))
+                r.map_err(|e| StreamingError::Unreachable(unreachable(&e)))
             }
             Ok(other) => Err(StreamingError::Network(unexpected(&other))),
             Err(e) => Err(StreamingError::Unreachable(unreachable(&e))),
@@ -134,7 +120,11 @@ impl RaftNetwork<TypeConfig> for Conn {
     }
 }
 
-async fn serve(raft: Raft<TypeConfig>, sm: sm::StateMachine, mut stream: TcpStream) {
+async fn serve(
+    raft: Raft<TypeConfig, sm::StateMachine>,
+    sm: sm::StateMachine,
+    mut stream: TcpStream,
+) {
     while let Ok(request) = proto::receive::<Request>(&mut stream).await {
         let response = match request {
             Request::Append(rpc) => Response::Append(raft.append_entries(rpc).await),
@@ -142,14 +132,16 @@ async fn serve(raft: Raft<TypeConfig>, sm: sm::StateMachine, mut stream: TcpStre
             Request::Snapshot { vote, meta, data } => {
                 let snapshot = Snapshot {
                     meta,
-                    snapshot: Box::new(io::Cursor::new(data)),
+                    snapshot: io::Cursor::new(data),
                 };
                 Response::Snapshot(raft.install_full_snapshot(vote, snapshot).await)
             }
-            Request::Write(bytes) => Response::Write(match raft.client_write(bytes).await {
-                Ok(written) => Ok(written.log_id.index),
-                Err(e) => Err(e.forward_to_leader().and_then(|f| f.leader_id)),
-            }),
+            Request::Write(bytes) => {
+                Response::Write(match raft.client_write(felix_raft::Request(bytes)).await {
+                    Ok(written) => Ok(written.log_id.index),
+                    Err(e) => Err(e.forward_to_leader().and_then(|f| f.leader_id)),
+                })
+            }
             Request::Applied => Response::Applied(sm.data().entries),
         };
         if proto::send(&mut stream, &response).await.is_err() {

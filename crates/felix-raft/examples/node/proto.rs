@@ -3,12 +3,12 @@
 //! 127.0.0.1.
 #![allow(dead_code, unreachable_pub)]
 
-use felix_raft::TypeConfig;
+use felix_raft::{TypeConfig, Vote};
+use openraft::alias::SnapshotMetaOf;
 use openraft::error::{Fatal, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, SnapshotMeta, Vote};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -21,10 +21,10 @@ pub const MAX_FRAME: u32 = 256 << 20;
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
-    Vote(VoteRequest<u64>),
+    Vote(VoteRequest<TypeConfig>),
     Snapshot {
-        vote: Vote<u64>,
-        meta: SnapshotMeta<u64, BasicNode>,
+        vote: Vote,
+        meta: SnapshotMetaOf<TypeConfig>,
         data: Vec<u8>,
     },
     /// A client's write: committed through this node if it leads.
@@ -36,9 +36,9 @@ pub enum Request {
 /// The answer to a [`Request`] of the same name.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Response {
-    Append(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
-    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
-    Snapshot(Result<SnapshotResponse<u64>, Fatal<u64>>),
+    Append(Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>>),
+    Vote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
+    Snapshot(Result<SnapshotResponse<TypeConfig>, Fatal<TypeConfig>>),
     /// The committed entry's index, or the leader to ask instead (if known).
     Write(Result<u64, Option<u64>>),
     Applied(Vec<(u64, Vec<u8>)>),

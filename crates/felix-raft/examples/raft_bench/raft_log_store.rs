@@ -13,32 +13,32 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use felix_raft::TypeConfig;
-use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
-use openraft::{
-    CommittedLeaderId, Entry, EntryPayload, LeaderId, LogId, OptionalSend, RaftLogReader,
-    StorageError, StorageIOError, Vote,
-};
+use felix_raft::{Entry, LogId, TypeConfig, Vote};
+use openraft::alias::PayloadOf;
+use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
+use openraft::vote::leader_id_std::LeaderId;
+use openraft::{OptionalSend, RaftLogReader};
 use raft_log::api::raft_log_writer::RaftLogWriter;
 use raft_log::{Config, RaftLog};
 use tokio::sync::oneshot;
 
-/// raft-log's types for openraft built with `single-term-leader`: a log id
-/// is `(term, index)` and a vote `((term, voted_for), committed)`; tuples
-/// order as openraft's ids and votes do.
+/// raft-log's types for openraft with one leader per term (`leader_id_std`):
+/// a log id is `(term, index)` and a vote `((term, voted_for), committed)`;
+/// tuples order as openraft's ids and votes do. `voted_for` is kept as an
+/// `Option`, the shape openraft 0.9 gave it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Types;
 
 /// Who hears of a flush: openraft's append callback, or a waiting call.
 pub(crate) enum Callback {
-    Flushed(LogFlushed<TypeConfig>),
+    Flushed(IOFlushed<TypeConfig>),
     Wait(oneshot::Sender<io::Result<()>>),
 }
 
 impl raft_log::Callback for Callback {
     fn send(self, res: Result<(), io::Error>) {
         match self {
-            Self::Flushed(callback) => callback.log_io_completed(res),
+            Self::Flushed(callback) => callback.io_completed(res),
             Self::Wait(tx) => {
                 let _ = tx.send(res);
             }
@@ -93,23 +93,19 @@ impl RaftLogStore {
     }
 }
 
-fn to_rl(id: &LogId<u64>) -> (u64, u64) {
+fn to_rl(id: &LogId) -> (u64, u64) {
     (id.leader_id.term, id.index)
 }
 
-fn from_rl(id: &(u64, u64)) -> LogId<u64> {
-    LogId::new(CommittedLeaderId::new(id.0, 0), id.1)
-}
-
-fn write_err(e: &io::Error) -> StorageError<u64> {
-    StorageIOError::write_logs(e).into()
+fn from_rl(id: &(u64, u64)) -> LogId {
+    LogId::new_term_index(id.0, id.1)
 }
 
 impl RaftLogReader<TypeConfig> for RaftLogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
-    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<u64>> {
+    ) -> Result<Vec<Entry>, io::Error> {
         let start = match range.start_bound() {
             Bound::Included(&s) => s,
             Bound::Excluded(&s) => s + 1,
@@ -123,9 +119,9 @@ impl RaftLogReader<TypeConfig> for RaftLogStore {
         let log = self.lock();
         log.read(start, end)
             .map(|r| {
-                let (id, bytes) = r.map_err(|e| StorageIOError::read_logs(&e))?;
-                let payload: EntryPayload<TypeConfig> =
-                    postcard::from_bytes(&bytes).map_err(|e| StorageIOError::read_logs(&e))?;
+                let (id, bytes) = r?;
+                let payload: PayloadOf<TypeConfig> =
+                    postcard::from_bytes(&bytes).map_err(io::Error::other)?;
                 Ok(Entry {
                     log_id: from_rl(&id),
                     payload,
@@ -133,12 +129,27 @@ impl RaftLogReader<TypeConfig> for RaftLogStore {
             })
             .collect()
     }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        let state = self.lock().log_state().vote().copied();
+        state
+            .map(|((term, voted_for), committed)| {
+                let voted_for = voted_for.ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "a vote for no candidate")
+                })?;
+                Ok(Vote {
+                    leader_id: LeaderId { term, voted_for },
+                    committed,
+                })
+            })
+            .transpose()
+    }
 }
 
 impl RaftLogStorage<TypeConfig> for RaftLogStore {
     type LogReader = Self;
 
-    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
         let log = self.lock();
         let state = log.log_state();
         Ok(LogState {
@@ -151,71 +162,53 @@ impl RaftLogStorage<TypeConfig> for RaftLogStore {
         self.clone()
     }
 
-    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
         let v = (
-            (vote.leader_id.term, vote.leader_id.voted_for),
+            (vote.leader_id.term, Some(vote.leader_id.voted_for)),
             vote.committed,
         );
-        self.lock()
-            .save_vote(v)
-            .map_err(|e| StorageIOError::write_vote(&e))?;
-        self.sync()
-            .await
-            .map_err(|e| StorageIOError::write_vote(&e).into())
-    }
-
-    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
-        Ok(self
-            .lock()
-            .log_state()
-            .vote()
-            .map(|&((term, voted_for), committed)| Vote {
-                leader_id: LeaderId { term, voted_for },
-                committed,
-            }))
+        self.lock().save_vote(v)?;
+        self.sync().await
     }
 
     async fn append<I>(
         &mut self,
         entries: I,
-        callback: LogFlushed<TypeConfig>,
-    ) -> Result<(), StorageError<u64>>
+        callback: IOFlushed<TypeConfig>,
+    ) -> Result<(), io::Error>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let entries = entries
             .into_iter()
             .map(|e| {
-                let bytes = postcard::to_allocvec(&e.payload)
-                    .map_err(|err| StorageIOError::write_logs(&err))?;
+                let bytes = postcard::to_allocvec(&e.payload).map_err(io::Error::other)?;
                 Ok((to_rl(&e.log_id), bytes))
             })
-            .collect::<Result<Vec<_>, StorageError<u64>>>()?;
+            .collect::<Result<Vec<_>, io::Error>>()?;
         let mut log = self.lock();
-        log.append(entries).map_err(|e| write_err(&e))?;
+        log.append(entries)?;
         // Readable now; durable when the flush thread's sync returns.
         log.flush(true, Some(Callback::Flushed(callback)))
-            .map_err(|e| write_err(&e))
     }
 
-    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let from = last_log_id.map_or(0, |id| id.index + 1);
         {
             let mut log = self.lock();
             // raft-log refuses a truncate past its last entry; there is
             // nothing to remove then.
-            if log.log_state().last().is_none_or(|l| log_id.index > l.1) {
+            if log.log_state().last().is_none_or(|l| from > l.1) {
                 return Ok(());
             }
-            log.truncate(log_id.index).map_err(|e| write_err(&e))?;
+            log.truncate(from)?;
         }
-        self.sync().await.map_err(|e| write_err(&e))
+        self.sync().await
     }
 
-    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
-        self.lock()
-            .purge(to_rl(&log_id))
-            .map_err(|e| write_err(&e))?;
-        self.sync().await.map_err(|e| write_err(&e))
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        self.lock().purge(to_rl(&log_id))?;
+        self.sync().await
     }
 }

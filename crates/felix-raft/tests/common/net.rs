@@ -7,41 +7,47 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use felix_raft::TypeConfig;
-use openraft::error::{
-    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
-    StreamingError, Unreachable,
-};
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::alias::VoteOf;
+use openraft::error::{RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    SnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::storage::Snapshot;
-use openraft::{BasicNode, Raft, Vote};
+use openraft::{BasicNode, Raft};
 
-type Rpc<T, E = RaftError<u64>> = Result<T, RPCError<u64, BasicNode, E>>;
+use super::sm::{Snapshot, StateMachine};
+
+pub type Node = Raft<TypeConfig, StateMachine>;
+
+type Rpc<T> = Result<T, RPCError<TypeConfig>>;
 
 #[derive(Clone, Default)]
 pub struct Router {
-    nodes: Arc<Mutex<BTreeMap<u64, Raft<TypeConfig>>>>,
+    nodes: Arc<Mutex<BTreeMap<u64, Node>>>,
 }
 
 impl Router {
-    pub fn add(&self, id: u64, raft: Raft<TypeConfig>) {
+    pub fn add(&self, id: u64, raft: Node) {
         self.nodes.lock().unwrap().insert(id, raft);
     }
 
-    pub fn remove(&self, id: u64) -> Option<Raft<TypeConfig>> {
+    pub fn remove(&self, id: u64) -> Option<Node> {
         self.nodes.lock().unwrap().remove(&id)
     }
 
-    pub fn get(&self, id: u64) -> Option<Raft<TypeConfig>> {
+    pub fn get(&self, id: u64) -> Option<Node> {
         self.nodes.lock().unwrap().get(&id).cloned()
     }
 }
 
-fn down() -> Unreachable {
+fn down() -> Unreachable<TypeConfig> {
     Unreachable::new(&io::Error::new(io::ErrorKind::NotConnected, "node down"))
+}
+
+/// A node whose `Raft` answered with its fatal error (it is stopping) is
+/// as good as down.
+fn stopped(e: &(impl std::error::Error + 'static)) -> Unreachable<TypeConfig> {
+    Unreachable::new(e)
 }
 
 pub struct Conn {
@@ -60,54 +66,44 @@ impl RaftNetworkFactory<TypeConfig> for Router {
     }
 }
 
-impl RaftNetwork<TypeConfig> for Conn {
+impl RaftNetworkV2<TypeConfig> for Conn {
+    type SnapshotData = std::io::Cursor<Vec<u8>>;
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Rpc<AppendEntriesResponse<u64>> {
+    ) -> Rpc<AppendEntriesResponse<TypeConfig>> {
         let raft = self.router.get(self.target).ok_or_else(down)?;
         raft.append_entries(rpc)
             .await
-            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            .map_err(|e| RPCError::Unreachable(stopped(&e)))
     }
 
-    async fn install_snapshot(
+    async fn vote(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        rpc: VoteRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Rpc<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>> {
-        let raft = self.router.get(self.target).ok_or_else(down)?;
-        raft.install_snapshot(rpc)
-            .await
-            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
-    }
-
-    async fn vote(&mut self, rpc: VoteRequest<u64>, _option: RPCOption) -> Rpc<VoteResponse<u64>> {
+    ) -> Rpc<VoteResponse<TypeConfig>> {
         let raft = self.router.get(self.target).ok_or_else(down)?;
         raft.vote(rpc)
             .await
-            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            .map_err(|e| RPCError::Unreachable(stopped(&e)))
     }
 
     async fn full_snapshot(
         &mut self,
-        vote: Vote<u64>,
-        snapshot: Snapshot<TypeConfig>,
+        vote: VoteOf<TypeConfig>,
+        snapshot: Snapshot,
         _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         _option: RPCOption,
-    ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let raft = self
             .router
             .get(self.target)
             .ok_or_else(|| StreamingError::Unreachable(down()))?;
         raft.install_full_snapshot(vote, snapshot)
             .await
-            .map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)))
+            .map_err(|e| StreamingError::Unreachable(stopped(&e)))
     }
-}
-
-#[allow(dead_code)]
-fn _unused(e: &io::Error) -> NetworkError {
-    NetworkError::new(e)
 }

@@ -7,25 +7,32 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use felix_raft::TypeConfig;
-use openraft::storage::{RaftStateMachine, Snapshot};
-use openraft::{
-    BasicNode, Entry, EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, SnapshotMeta,
-    StorageError, StorageIOError, StoredMembership,
-};
+use futures::{Stream, TryStreamExt};
+use openraft::alias::{LogIdOf, SnapshotMetaOf, SnapshotOf, StoredMembershipOf};
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StoredMembership};
 use serde::{Deserialize, Serialize};
+
+pub type Snapshot = SnapshotOf<TypeConfig, Cursor<Vec<u8>>>;
+type SnapshotMeta = SnapshotMetaOf<TypeConfig>;
+type LogId = LogIdOf<TypeConfig>;
+
+fn io(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
 
 /// What the state machine holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmData {
-    pub last_applied: Option<LogId<u64>>,
-    pub membership: StoredMembership<u64, BasicNode>,
+    pub last_applied: Option<LogId>,
+    pub membership: StoredMembershipOf<TypeConfig>,
     /// Every normal entry applied: its index and its bytes.
     pub entries: Vec<(u64, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone)]
 struct StoredSnapshot {
-    meta: SnapshotMeta<u64, BasicNode>,
+    meta: SnapshotMeta,
     data: Vec<u8>,
 }
 
@@ -52,7 +59,7 @@ impl StateMachine {
             ..Inner::default()
         };
         if let Ok(bytes) = std::fs::read(&file) {
-            let (meta, data): (SnapshotMeta<u64, BasicNode>, Vec<u8>) =
+            let (meta, data): (SnapshotMeta, Vec<u8>) =
                 postcard::from_bytes(&bytes).expect("snapshot file");
             inner.data = postcard::from_bytes(&data).expect("snapshot data");
             inner.snapshot = Some(StoredSnapshot { meta, data });
@@ -67,7 +74,7 @@ impl StateMachine {
     }
 
     /// The last log id of the current snapshot, if any.
-    pub fn snapshot_last(&self) -> Option<LogId<u64>> {
+    pub fn snapshot_last(&self) -> Option<LogId> {
         self.inner
             .lock()
             .unwrap()
@@ -77,10 +84,9 @@ impl StateMachine {
     }
 }
 
-fn keep(inner: &mut Inner, snapshot: StoredSnapshot) -> Result<(), StorageError<u64>> {
+fn keep(inner: &mut Inner, snapshot: StoredSnapshot) -> Result<(), std::io::Error> {
     if let Some(file) = &inner.file {
-        let bytes = postcard::to_allocvec(&(&snapshot.meta, &snapshot.data))
-            .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        let bytes = postcard::to_allocvec(&(&snapshot.meta, &snapshot.data)).map_err(io)?;
         let temp = file.with_extension("tmp");
         let write = || -> std::io::Result<()> {
             let f = std::fs::File::create(&temp)?;
@@ -89,23 +95,22 @@ fn keep(inner: &mut Inner, snapshot: StoredSnapshot) -> Result<(), StorageError<
             std::fs::rename(&temp, file)?;
             std::fs::File::open(file.parent().expect("a parent"))?.sync_all()
         };
-        write().map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        write()?;
     }
     inner.snapshot = Some(snapshot);
     Ok(())
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<u64>> {
+    type SnapshotData = Cursor<Vec<u8>>;
+
+    async fn build_snapshot(&mut self) -> Result<Snapshot, std::io::Error> {
         let mut inner = self.inner.lock().unwrap();
-        let data = postcard::to_allocvec(&inner.data)
-            .map_err(|e| StorageIOError::read_state_machine(&e))?;
+        let data = postcard::to_allocvec(&inner.data).map_err(io)?;
         inner.builds += 1;
-        let last = inner.data.last_applied;
         let meta = SnapshotMeta {
-            last_log_id: last,
+            last_log_id: inner.data.last_applied,
             last_membership: inner.data.membership.clone(),
-            snapshot_id: format!("{}-{}", last.map_or(0, |l| l.index), inner.builds),
         };
         keep(
             &mut inner,
@@ -116,60 +121,59 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         )?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Cursor::new(data),
         })
     }
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = Cursor<Vec<u8>>;
     type SnapshotBuilder = Self;
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId<u64>>, StoredMembership<u64, BasicNode>), StorageError<u64>> {
+    ) -> Result<(Option<LogId>, StoredMembershipOf<TypeConfig>), std::io::Error> {
         let inner = self.inner.lock().unwrap();
         Ok((inner.data.last_applied, inner.data.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<u64>, StorageError<u64>>
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), std::io::Error>
     where
-        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
-        I::IntoIter: OptionalSend,
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, std::io::Error>>
+            + Unpin
+            + OptionalSend,
     {
-        let mut inner = self.inner.lock().unwrap();
-        let mut replies = Vec::new();
-        for entry in entries {
-            inner.data.last_applied = Some(entry.log_id);
-            match entry.payload {
-                EntryPayload::Blank => {}
-                EntryPayload::Normal(bytes) => inner.data.entries.push((entry.log_id.index, bytes)),
-                EntryPayload::Membership(m) => {
-                    inner.data.membership = StoredMembership::new(Some(entry.log_id), m);
+        while let Some((entry, responder)) = entries.try_next().await? {
+            let index = entry.log_id.index;
+            {
+                let mut inner = self.inner.lock().unwrap();
+                inner.data.last_applied = Some(entry.log_id);
+                match entry.payload {
+                    EntryPayload::Blank => {}
+                    EntryPayload::Normal(request) => inner.data.entries.push((index, request.0)),
+                    EntryPayload::Membership(m) => {
+                        inner.data.membership = StoredMembership::new(Some(entry.log_id), m);
+                    }
                 }
             }
-            replies.push(entry.log_id.index);
+            if let Some(responder) = responder {
+                responder.send(index);
+            }
         }
-        Ok(replies)
+        Ok(())
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(
-        &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<u64>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
     async fn install_snapshot(
         &mut self,
-        meta: &SnapshotMeta<u64, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError<u64>> {
+        meta: &SnapshotMeta,
+        snapshot: Cursor<Vec<u8>>,
+    ) -> Result<(), std::io::Error> {
         let bytes = snapshot.into_inner();
-        let mut data: SmData = postcard::from_bytes(&bytes)
-            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
+        let mut data: SmData = postcard::from_bytes(&bytes).map_err(io)?;
         data.last_applied = meta.last_log_id;
         data.membership = meta.last_membership.clone();
         let mut inner = self.inner.lock().unwrap();
@@ -183,13 +187,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         )
     }
 
-    async fn get_current_snapshot(
-        &mut self,
-    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<u64>> {
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, std::io::Error> {
         let inner = self.inner.lock().unwrap();
         Ok(inner.snapshot.as_ref().map(|s| Snapshot {
             meta: s.meta.clone(),
-            snapshot: Box::new(Cursor::new(s.data.clone())),
+            snapshot: Cursor::new(s.data.clone()),
         }))
     }
 }
