@@ -28,6 +28,34 @@ pub const RAFT_STATE_VERSION: u16 = 1;
 /// Length of the file: it has no variable part.
 pub const RAFT_STATE_FILE_LEN: usize = 44;
 
+/// The first byte of a record of a felix Raft log (log encoding 2): a
+/// normal entry, whose payload is the producer's bytes after this byte.
+pub const RAFT_ENTRY_NORMAL: u8 = 1;
+/// The first byte of a record of a felix Raft log: a blank entry (a new
+/// leader's), nothing after this byte.
+pub const RAFT_ENTRY_BLANK: u8 = 2;
+/// The first byte of a record of a felix Raft log: a membership entry, the
+/// membership (postcard of openraft's `Membership`) after this byte.
+pub const RAFT_ENTRY_MEMBERSHIP: u8 = 3;
+
+/// The name of an entry kind byte (`normal`, `blank`, `membership`), or
+/// `None` for a byte no entry starts with.
+///
+/// ```
+/// use felix_format::raft_state::{RAFT_ENTRY_BLANK, raft_entry_kind_name};
+///
+/// assert_eq!(raft_entry_kind_name(RAFT_ENTRY_BLANK), Some("blank"));
+/// assert_eq!(raft_entry_kind_name(0), None);
+/// ```
+pub const fn raft_entry_kind_name(kind: u8) -> Option<&'static str> {
+    match kind {
+        RAFT_ENTRY_NORMAL => Some("normal"),
+        RAFT_ENTRY_BLANK => Some("blank"),
+        RAFT_ENTRY_MEMBERSHIP => Some("membership"),
+        _ => None,
+    }
+}
+
 const VOTE: u16 = 1 << 0;
 const COMMITTED: u16 = 1 << 1;
 const VOTED_FOR: u16 = 1 << 2;

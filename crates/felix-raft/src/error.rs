@@ -56,9 +56,39 @@ pub enum RaftLogError {
         /// The durability found (the store's, or the one configured).
         found: felix_storage::Durability,
     },
-    /// A record of the shard is not an entry this codec wrote.
-    #[error("the record at offset {offset} of shard {shard} is not a Raft entry: {source}")]
-    Entry {
+    /// A record of the shard is empty: no entry has no kind byte.
+    #[error("the record at offset {offset} of shard {shard} is empty, not a Raft entry")]
+    EmptyRecord {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset (the entry's index).
+        offset: u64,
+    },
+    /// A record's first byte names no entry kind of log encoding 2.
+    #[error(
+        "the record at offset {offset} of shard {shard} begins with {kind:#04x}, no Raft entry kind (1 normal, 2 blank, 3 membership)"
+    )]
+    EntryKind {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset (the entry's index).
+        offset: u64,
+        /// The byte found.
+        kind: u8,
+    },
+    /// A blank entry's record has bytes after its kind byte.
+    #[error("the blank entry at offset {offset} of shard {shard} has {len} bytes of body")]
+    BlankWithBody {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset (the entry's index).
+        offset: u64,
+        /// The bytes after the kind byte.
+        len: usize,
+    },
+    /// A membership entry's body does not decode.
+    #[error("the membership entry at offset {offset} of shard {shard} does not decode: {source}")]
+    Membership {
         /// The shard's label.
         shard: String,
         /// The record's offset (the entry's index).
@@ -67,15 +97,14 @@ pub enum RaftLogError {
         #[source]
         source: postcard::Error,
     },
-    /// A record's entry names another index than the record's offset.
-    #[error("the record at offset {offset} of shard {shard} holds the entry of index {index}")]
-    IndexMismatch {
+    /// The shard's generation history does not say which generation wrote
+    /// a record: the entry's term is unknown.
+    #[error("shard {shard} does not know the generation of the record at offset {offset}")]
+    NoTerm {
         /// The shard's label.
         shard: String,
-        /// The record's offset.
+        /// The record's offset (the entry's index).
         offset: u64,
-        /// The index its entry names.
-        index: u64,
     },
     /// The raft-state file records a vote that names no candidate, which
     /// openraft's vote cannot hold (this crate never writes one): the vote
@@ -98,8 +127,9 @@ pub enum RaftLogError {
         /// The log's next index.
         next: u64,
     },
-    /// Encoding an entry failed (postcard reports only what serde reports).
-    #[error("encoding the entry of index {index} failed: {source}")]
+    /// Encoding a membership entry failed (postcard reports only what
+    /// serde reports).
+    #[error("encoding the membership entry of index {index} failed: {source}")]
     Encode {
         /// The entry's index.
         index: u64,

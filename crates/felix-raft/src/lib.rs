@@ -5,8 +5,16 @@
 //! `RaftLogReader` (openraft 0.10) over a felix
 //! [`Shard`](felix_storage::Shard):
 //!
-//! * the Raft index of an entry is its felix offset, and each entry (its
-//!   log id and payload, in postcard) is one record;
+//! * the Raft log is the stream: the Raft index of an entry is its felix
+//!   offset, and each entry is one record whose payload is one kind byte
+//!   ([`ENTRY_NORMAL`], [`ENTRY_BLANK`], [`ENTRY_MEMBERSHIP`]) then, for a
+//!   normal entry, the producer's bytes as given (a read slices them out
+//!   of the read's buffer), for a membership entry the membership in
+//!   postcard. A normal entry's record timestamp is its request's, set by
+//!   the leader and replicated ([`EntryData`], [`Request::new`]); a blank
+//!   or membership entry's is 0. Every replica holds the same records, so
+//!   `felix-store dump` and time lookups see what was produced, on any
+//!   node;
 //! * the entry's term is the record's generation, so felix's divergence
 //!   tools and `felix-store` see who led. The log takes type
 //!   configurations with one leader per term (standard Raft, openraft's
@@ -58,33 +66,94 @@ mod error;
 mod log_store;
 mod state_file;
 
+pub use codec::{ENTRY_BLANK, ENTRY_MEMBERSHIP, ENTRY_NORMAL};
 pub use error::RaftLogError;
 pub use log_store::{FelixLogStore, LogConfig, LogOptions};
 
-/// A request of the example type configuration: opaque bytes.
+use bytes::Bytes;
+
+/// A request of the example type configuration: the producer's bytes and
+/// the time the leader took them.
 ///
-/// Encoded as the bytes alone (serde-transparent). openraft asks a request
-/// to display itself (in its logs): as its length.
+/// A normal entry is stored as a record whose payload is [`payload`]
+/// behind one kind byte, and whose timestamp is [`timestamp_micros`]: set
+/// once, where the request enters the cluster (whoever calls
+/// `client_write` on the leader, see [`Request::new`]), and replicated with
+/// the entry, so every replica holds the same record and answers a time
+/// lookup the same way. openraft asks a request to display itself (in its
+/// logs): as its length and time.
+///
+/// [`payload`]: Request::payload
+/// [`timestamp_micros`]: Request::timestamp_micros
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Request(pub Vec<u8>);
+pub struct Request {
+    /// The publish time, microseconds since the Unix epoch: the record's
+    /// timestamp on every replica.
+    pub timestamp_micros: u64,
+    /// The producer's bytes: the record's payload after its kind byte.
+    #[serde(with = "codec::serde_bytes")]
+    pub payload: Bytes,
+}
+
+impl Request {
+    /// A request of `payload` stamped with the current time (the system
+    /// clock, microseconds since the Unix epoch): what a leader's caller of
+    /// `client_write` builds.
+    pub fn new(payload: impl Into<Bytes>) -> Self {
+        Self::at(now_micros(), payload)
+    }
+
+    /// A request of `payload` with the given publish time.
+    pub fn at(timestamp_micros: u64, payload: impl Into<Bytes>) -> Self {
+        Self {
+            timestamp_micros,
+            payload: payload.into(),
+        }
+    }
+}
 
 impl std::fmt::Display for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} bytes", self.0.len())
+        write!(
+            f,
+            "{} bytes at {} µs",
+            self.payload.len(),
+            self.timestamp_micros
+        )
     }
 }
 
-impl From<Vec<u8>> for Request {
-    fn from(bytes: Vec<u8>) -> Self {
-        Self(bytes)
+impl EntryData for Request {
+    fn timestamp_micros(&self) -> u64 {
+        self.timestamp_micros
+    }
+
+    fn payload(&self) -> &Bytes {
+        &self.payload
+    }
+
+    fn from_record(timestamp_micros: u64, payload: Bytes) -> Self {
+        Self::at(timestamp_micros, payload)
     }
 }
 
-impl From<&[u8]> for Request {
-    fn from(bytes: &[u8]) -> Self {
-        Self(bytes.to_vec())
-    }
+/// The application data of a [`LogConfig`]: what a normal entry's record
+/// holds, its timestamp and its payload, and back.
+pub trait EntryData {
+    /// The record's timestamp, the same on every replica (the leader's
+    /// publish time, carried in the entry).
+    fn timestamp_micros(&self) -> u64;
+    /// The record's payload after its kind byte.
+    fn payload(&self) -> &Bytes;
+    /// The data a record holds; `payload` is a slice of the read's buffer.
+    fn from_record(timestamp_micros: u64, payload: Bytes) -> Self;
+}
+
+/// The current time in microseconds since the Unix epoch (0 before it).
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// The log id of an entry of a felix Raft log: the term of the leader

@@ -7,17 +7,15 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::FileSystem;
 use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, ShardKey, Store, StoreConfig};
-use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::vote::leader_id_std::{CommittedLeaderId, LeaderId};
-use openraft::{LogId, OptionalSend, RaftLogReader, RaftTypeConfig, Vote};
+use openraft::{EntryPayload, LogId, OptionalSend, RaftLogReader, RaftTypeConfig, Vote};
 
+use crate::EntryData;
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
 use crate::state_file;
@@ -272,14 +270,23 @@ impl Inner {
             if records.is_empty() {
                 break;
             }
+            let generations = self.shard.generations();
             for record in records {
                 if record.offset >= end {
                     return Ok(entries);
                 }
                 from = record.offset + 1;
-                entries.push(decode_entry::<C::Entry>(
+                let term = generations.generation_at(record.offset).ok_or_else(|| {
+                    RaftLogError::NoTerm {
+                        shard: label.to_owned(),
+                        offset: record.offset,
+                    }
+                })?;
+                entries.push(decode_entry::<C>(
                     label,
                     record.offset,
+                    term,
+                    record.timestamp_micros,
                     &record.payload,
                 )?);
             }
@@ -288,19 +295,20 @@ impl Inner {
     }
 
     /// The id of the last entry held, if the log holds one.
-    fn last_entry_id<C>(&self) -> Result<Option<LogId<CommittedLeaderId<u64>>>, RaftLogError>
-    where
-        C: LogConfig,
-    {
+    fn last_entry_id(&self) -> Result<Option<LogId<CommittedLeaderId<u64>>>, RaftLogError> {
         let offsets = self.shard.offsets();
         if offsets.written == offsets.base {
             return Ok(None);
         }
         let last = offsets.written - 1;
-        Ok(self
-            .read_entries::<C>(last, last + 1)?
-            .pop()
-            .map(|e| e.log_id()))
+        let term = self
+            .shard
+            .generation_at(last)
+            .ok_or_else(|| RaftLogError::NoTerm {
+                shard: self.shard.label().to_owned(),
+                offset: last,
+            })?;
+        Ok(Some(LogId::new(CommittedLeaderId::new(term), last)))
     }
 
     /// The vote last saved, as openraft's.
@@ -333,12 +341,32 @@ impl Inner {
 ///
 /// [`TypeConfig`]: crate::TypeConfig
 pub trait LogConfig:
-    RaftTypeConfig<NodeId = u64, LeaderId = LeaderId<u64, u64>, Vote = Vote<LeaderId<u64, u64>>>
+    RaftTypeConfig<
+        D: EntryData,
+        NodeId = u64,
+        LeaderId = LeaderId<u64, u64>,
+        Vote = Vote<LeaderId<u64, u64>>,
+        Payload = EntryPayload<<Self as RaftTypeConfig>::D, u64, <Self as RaftTypeConfig>::Node>,
+        Entry = openraft::Entry<
+            CommittedLeaderId<u64>,
+            EntryPayload<<Self as RaftTypeConfig>::D, u64, <Self as RaftTypeConfig>::Node>,
+        >,
+    >
 {
 }
 
 impl<C> LogConfig for C where
-    C: RaftTypeConfig<NodeId = u64, LeaderId = LeaderId<u64, u64>, Vote = Vote<LeaderId<u64, u64>>>
+    C: RaftTypeConfig<
+            D: EntryData,
+            NodeId = u64,
+            LeaderId = LeaderId<u64, u64>,
+            Vote = Vote<LeaderId<u64, u64>>,
+            Payload = EntryPayload<<C as RaftTypeConfig>::D, u64, <C as RaftTypeConfig>::Node>,
+            Entry = openraft::Entry<
+                CommittedLeaderId<u64>,
+                EntryPayload<<C as RaftTypeConfig>::D, u64, <C as RaftTypeConfig>::Node>,
+            >,
+        >
 {
 }
 
@@ -351,12 +379,6 @@ fn raft_log_id(id: &LogId<CommittedLeaderId<u64>>) -> RaftLogId {
         term: id.leader_id.term,
         index: id.index,
     }
-}
-
-fn now_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 fn io_err(e: impl Into<RaftLogError>) -> io::Error {
@@ -399,7 +421,7 @@ where
         let last_purged_log_id = self.inner.state().last_purged.map(log_id);
         let last_log_id = self
             .inner
-            .last_entry_id::<C>()
+            .last_entry_id()
             .map_err(io_err)?
             .or(last_purged_log_id);
         Ok(LogState {
@@ -428,16 +450,16 @@ where
         I::IntoIter: OptionalSend,
     {
         let shard = &self.inner.shard;
-        let timestamp_micros = now_micros();
         let records = entries
             .into_iter()
             .map(|entry| {
-                let id = entry.log_id();
+                let id = entry.log_id;
+                let (timestamp_micros, payload) = encode_entry::<C>(&entry)?;
                 Ok(ReplicatedRecord {
                     offset: id.index,
                     generation: Some(id.leader_id.term),
                     timestamp_micros,
-                    payload: Bytes::from(encode_entry(&entry, id.index)?),
+                    payload,
                 })
             })
             .collect::<Result<Vec<_>, RaftLogError>>()

@@ -163,7 +163,7 @@ impl Vfs for GatedFs {
 fn entry(index: u64) -> Entry {
     Entry {
         log_id: LogId::new_term_index(1, index),
-        payload: EntryPayload::Normal(Request(format!("e{index}").into_bytes())),
+        payload: EntryPayload::Normal(Request::at(index, format!("e{index}").into_bytes())),
     }
 }
 

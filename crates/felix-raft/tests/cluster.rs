@@ -140,7 +140,7 @@ async fn write(raft: &RaftNode, first: u64, count: u64) {
         tasks.push(tokio::spawn(async move {
             let mut n = first + w;
             while n < first + count {
-                raft.client_write(Request(format!("entry {n:08}").into_bytes()))
+                raft.client_write(Request::new(format!("entry {n:08}").into_bytes()))
                     .await
                     .unwrap();
                 n += WRITERS;
@@ -152,10 +152,10 @@ async fn write(raft: &RaftNode, first: u64, count: u64) {
     }
 }
 
-/// Every record of `log`, as bytes: offsets contiguous from the log start
-/// to its end. Each read returns at least one record, so this makes at
+/// Every record of `log`: offset, timestamp, generation and payload,
+/// offsets contiguous from the log start to its end. Each read returns at least one record, so this makes at
 /// most one read a record.
-fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, Vec<u8>)> {
+fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, u64, Option<u64>, Vec<u8>)> {
     let shard = log.shard();
     let end = shard.offsets().written;
     let mut out = Vec::new();
@@ -171,7 +171,12 @@ fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, Vec<u8>)> {
         for r in batch {
             assert_eq!(r.offset, from, "offsets not contiguous");
             from = r.offset + 1;
-            out.push((r.offset, r.payload.to_vec()));
+            out.push((
+                r.offset,
+                r.timestamp_micros,
+                shard.generation_at(r.offset),
+                r.payload.to_vec(),
+            ));
         }
     }
     out
@@ -259,14 +264,47 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
             );
         }
         for log in &mut logs {
-            log.retain(|(offset, _)| *offset >= above);
+            log.retain(|(offset, ..)| *offset >= above);
         }
         assert!(!logs[0].is_empty());
     } else {
         assert!(logs[0].len() as u64 > BEFORE + AFTER, "{}", logs[0].len());
     }
+    // Byte-identical replicas: the leader's timestamps were replicated.
     assert_eq!(logs[0], logs[1]);
     assert_eq!(logs[0], logs[2]);
+    // So a time lookup answers the same on every node holding the same
+    // records (without snapshots, all of them from offset 0): at each
+    // normal entry's timestamp, and just past it.
+    let normal: Vec<_> = logs[0]
+        .iter()
+        .filter(|(_, _, _, payload)| payload.first() == Some(&felix_raft::ENTRY_NORMAL))
+        .collect();
+    assert!(!normal.is_empty());
+    for &&(offset, ts, _, ref payload) in normal.iter().step_by(7) {
+        assert!(payload.starts_with(b"\x01entry "), "{payload:?}");
+        if snapshots {
+            continue;
+        }
+        for t in [ts, ts + 1] {
+            let answers: Vec<_> = nodes
+                .iter()
+                .flatten()
+                .map(|n| {
+                    n.log
+                        .shard()
+                        .offset_for_timestamp_bounded(t, ReadBound::Written)
+                        .unwrap()
+                        .map(|hit| hit.offset)
+                })
+                .collect();
+            assert_eq!(answers[0], answers[1], "at {t}");
+            assert_eq!(answers[0], answers[2], "at {t}");
+            if t == ts {
+                assert!(answers[0].is_some_and(|o| o <= offset), "at {t}");
+            }
+        }
+    }
     let applied: Vec<_> = nodes
         .iter()
         .flatten()

@@ -55,7 +55,7 @@ fn append_whose_sync_fails_reports_the_io_error_to_the_callback() {
     rt.block_on(async {
         let entry = Entry {
             log_id: LogId::new_term_index(1, 0),
-            payload: EntryPayload::Normal(Request(b"lost".to_vec())),
+            payload: EntryPayload::Normal(Request::at(1, &b"lost"[..])),
         };
         let (tx, rx) = TypeConfig::oneshot();
         // Written: the append itself succeeds; the sync then fails.
@@ -82,7 +82,7 @@ fn append_whose_sync_fails_reports_the_io_error_to_the_callback() {
         for _ in 0..2 {
             let next = Entry {
                 log_id: LogId::new_term_index(1, 1),
-                payload: EntryPayload::Normal(Request(b"after".to_vec())),
+                payload: EntryPayload::Normal(Request::at(2, &b"after"[..])),
             };
             let err = log.append([next], IOFlushed::noop()).await.unwrap_err();
             assert!(

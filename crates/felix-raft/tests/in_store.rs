@@ -16,7 +16,7 @@ fn id(term: u64, index: u64) -> LogId {
 fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(Request(format!("e{index}").into_bytes())),
+        payload: EntryPayload::Normal(Request::at(index, format!("e{index}").into_bytes())),
     }
 }
 

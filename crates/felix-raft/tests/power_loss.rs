@@ -52,7 +52,7 @@ fn id(term: u64, index: u64) -> LogId {
 fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(Request(format!("t{term}-{index}").into_bytes())),
+        payload: EntryPayload::Normal(Request::at(index, format!("t{term}-{index}").into_bytes())),
     }
 }
 
@@ -61,7 +61,7 @@ type Seen = (LogId, Vec<u8>);
 
 fn seen(e: &Entry) -> Seen {
     let payload = match &e.payload {
-        EntryPayload::Normal(p) => p.0.clone(),
+        EntryPayload::Normal(p) => p.payload.to_vec(),
         other => format!("{other:?}").into_bytes(),
     };
     (e.log_id, payload)

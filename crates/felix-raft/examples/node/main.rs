@@ -136,12 +136,12 @@ async fn serve(
                 };
                 Response::Snapshot(raft.install_full_snapshot(vote, snapshot).await)
             }
-            Request::Write(bytes) => {
-                Response::Write(match raft.client_write(felix_raft::Request(bytes)).await {
+            Request::Write(bytes) => Response::Write(
+                match raft.client_write(felix_raft::Request::new(bytes)).await {
                     Ok(written) => Ok(written.log_id.index),
                     Err(e) => Err(e.forward_to_leader().and_then(|f| f.leader_id)),
-                })
-            }
+                },
+            ),
             Request::Applied => Response::Applied(sm.data().entries),
         };
         if proto::send(&mut stream, &response).await.is_err() {

@@ -136,7 +136,7 @@ async fn write(raft: &Node, count: u64, writers: u64) -> Vec<u64> {
                 let mut payload = vec![0u8; PAYLOAD];
                 payload[..8].copy_from_slice(&n.to_be_bytes());
                 let t = Instant::now();
-                raft.client_write(Request(payload))
+                raft.client_write(Request::new(payload))
                     .await
                     .expect("a write commits");
                 latencies.push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));

@@ -150,7 +150,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 inner.data.last_applied = Some(entry.log_id);
                 match entry.payload {
                     EntryPayload::Blank => {}
-                    EntryPayload::Normal(request) => inner.data.entries.push((index, request.0)),
+                    EntryPayload::Normal(request) => {
+                        inner.data.entries.push((index, request.payload.to_vec()))
+                    }
                     EntryPayload::Membership(m) => {
                         inner.data.membership = StoredMembership::new(Some(entry.log_id), m);
                     }
