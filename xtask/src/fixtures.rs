@@ -452,8 +452,8 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
         },
         Layout::RaftState => match decode_raft_state(bytes) {
             Ok(state) => format!(
-                "ok: vote {:?}, last purged {:?}",
-                state.vote, state.last_purged
+                "ok: vote {:?}, last purged {:?}, committed {:?}, log encoding {}",
+                state.vote, state.last_purged, state.committed, state.log_encoding
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

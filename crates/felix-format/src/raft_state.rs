@@ -7,26 +7,46 @@
 //! shard directory holding one is not reported as holding a stray. It is an
 //! addition of felix storage to format v2 (see `docs/storage-format.md`).
 //!
-//! Layout (big-endian, 44 bytes): magic `FLRS` (4), version (2), flags (2),
-//! `vote_term` (8), `voted_for` (8), `purged_term` (8), `purged_index` (8),
-//! `crc` (4) — the CRC-32 of bytes 0..40. Flags: bit 0 a vote is present,
-//! bit 1 the vote is committed (a leader's), bit 2 the vote names a
-//! candidate (`voted_for`), bit 3 a purged id is present; the other bits
+//! Layout, version 2 (big-endian, 64 bytes): magic `FLRS` (4), version
+//! (2), flags (2), `vote_term` (8), `voted_for` (8), `purged_term` (8),
+//! `purged_index` (8), `committed_term` (8), `committed_index` (8),
+//! `log_encoding` (2), reserved (2, zero), `crc` (4) — the CRC-32 of bytes
+//! 0..60. Flags: bit 0 a vote is present, bit 1 the vote is committed (a
+//! leader's), bit 2 the vote names a candidate (`voted_for`), bit 3 a
+//! purged id is present, bit 4 a committed id is present; the other bits
 //! are zero. A field whose flag is clear is zero, and so is a committed or
-//! candidate bit without a vote.
+//! candidate bit without a vote. `log_encoding` names how the shard's
+//! records hold Raft entries: 2 is one kind byte ([`RAFT_ENTRY_NORMAL`],
+//! [`RAFT_ENTRY_BLANK`], [`RAFT_ENTRY_MEMBERSHIP`]) then the body.
 //!
-//! The vote is openraft's with one leader per term (`single-term-leader`):
-//! a term and the node voted for, if any; node ids are `u64`.
+//! Version 1 (44 bytes), written by felix-raft on openraft 0.9: the same
+//! up to `purged_index`, then the CRC of bytes 0..40; flags bits 0 to 3.
+//! It has no committed id and no `log_encoding`: its shard's records are
+//! log encoding 1 (each a postcard-encoded openraft `Entry`). It decodes
+//! (as log encoding 1) so that tools can say what it is; felix-raft refuses
+//! to open such a log.
+//!
+//! The vote is openraft's with one leader per term (`leader_id_std`): a
+//! term and the node voted for, if any; node ids are `u64`.
 
 use crate::bytes_be::{put, u16_at, u32_at, u64_at};
 use crate::checksum::crc32;
 
 /// Magic of the `raft-state` file: ASCII `FLRS`, "Felix Raft State".
 pub const RAFT_STATE_MAGIC: u32 = u32::from_be_bytes(*b"FLRS");
-/// Version of the raft-state layout.
-pub const RAFT_STATE_VERSION: u16 = 1;
-/// Length of the file: it has no variable part.
-pub const RAFT_STATE_FILE_LEN: usize = 44;
+/// Version of the raft-state layout this build writes.
+pub const RAFT_STATE_VERSION: u16 = 2;
+/// Length of a version-2 file, the longest layout (no variable part): a
+/// reader need never read more.
+pub const RAFT_STATE_FILE_LEN: usize = 64;
+/// Length of a version-1 file (felix-raft on openraft 0.9).
+pub const RAFT_STATE_V1_FILE_LEN: usize = 44;
+/// The log encoding this build writes: each record one kind byte then the
+/// entry's body (see the module docs).
+pub const RAFT_LOG_ENCODING: u16 = 2;
+/// The log encoding of a version-1 file's shard: each record a
+/// postcard-encoded openraft `Entry`.
+pub const RAFT_LOG_ENCODING_POSTCARD: u16 = 1;
 
 /// The first byte of a record of a felix Raft log (log encoding 2): a
 /// normal entry, whose payload is the producer's bytes after this byte.
@@ -60,7 +80,9 @@ const VOTE: u16 = 1 << 0;
 const COMMITTED: u16 = 1 << 1;
 const VOTED_FOR: u16 = 1 << 2;
 const PURGED: u16 = 1 << 3;
-const KNOWN_FLAGS: u16 = VOTE | COMMITTED | VOTED_FOR | PURGED;
+const COMMITTED_ID: u16 = 1 << 4;
+const KNOWN_FLAGS_V1: u16 = VOTE | COMMITTED | VOTED_FOR | PURGED;
+const KNOWN_FLAGS: u16 = KNOWN_FLAGS_V1 | COMMITTED_ID;
 
 /// A Raft vote: the term, the node voted for, and whether that node won
 /// (a committed vote is a leader's).
@@ -85,21 +107,42 @@ pub struct RaftLogId {
 }
 
 /// What the file records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RaftState {
     /// The last vote saved, if any.
     pub vote: Option<RaftVote>,
     /// The id of the last entry purged, if any: every entry up to its index
     /// is gone, or about to be (see felix-raft's write order).
     pub last_purged: Option<RaftLogId>,
+    /// The id of the last entry known committed, as saved (possibly behind
+    /// the true one: saving it is optional), if any. Always `None` from a
+    /// version-1 file.
+    pub committed: Option<RaftLogId>,
+    /// How the shard's records hold entries. Default:
+    /// [`RAFT_LOG_ENCODING`]; a version-1 file's is
+    /// [`RAFT_LOG_ENCODING_POSTCARD`].
+    pub log_encoding: u16,
+}
+
+impl Default for RaftState {
+    /// No vote, nothing purged, no committed id, the current log encoding.
+    fn default() -> Self {
+        Self {
+            vote: None,
+            last_purged: None,
+            committed: None,
+            log_encoding: RAFT_LOG_ENCODING,
+        }
+    }
 }
 
 /// Why bytes are not a valid raft-state file.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RaftStateDecodeError {
-    /// The file is not exactly 44 bytes (a torn write, or not ours).
-    #[error("raft-state file is {len} bytes, not 44")]
+    /// The file is neither 44 bytes (version 1) nor 64 (version 2): a torn
+    /// write, or not ours.
+    #[error("raft-state file is {len} bytes, neither 44 (version 1) nor 64 (version 2)")]
     Length {
         /// Bytes present.
         len: usize,
@@ -110,14 +153,18 @@ pub enum RaftStateDecodeError {
         /// The four bytes found, big-endian.
         found: u32,
     },
-    /// A version this build does not read.
-    #[error("raft-state file version {found} is not supported (this build reads version 1)")]
+    /// A version this build does not read in a file of this length
+    /// (version 1 is 44 bytes, version 2 is 64).
+    #[error(
+        "raft-state file version {found} is not supported in a file of its length (this build reads version 1 in 44 bytes and version 2 in 64)"
+    )]
     Version {
         /// The version found.
         found: u16,
     },
-    /// Flags this build does not know.
-    #[error("raft-state flags are {found:#06x}; only bits 0 to 3 are defined")]
+    /// Flags this build does not know (version 1 defines bits 0 to 3,
+    /// version 2 bits 0 to 4).
+    #[error("raft-state flags are {found:#06x}; a bit its version does not define is set")]
     Flags {
         /// The flags found.
         found: u16,
@@ -131,8 +178,8 @@ pub enum RaftStateDecodeError {
         found: u32,
     },
     /// The checksum holds but the flags and fields disagree: a field whose
-    /// flag is clear is not zero, or a vote's bit is set without a vote.
-    /// Not written by this codec.
+    /// flag is clear is not zero, a vote's bit is set without a vote, or
+    /// the reserved bytes are not zero. Not written by this codec.
     #[error("raft-state flags {flags:#06x} disagree with its fields")]
     Inconsistent {
         /// The flags found.
@@ -154,7 +201,7 @@ impl RaftStateDecodeError {
     }
 }
 
-/// The file's 44 bytes.
+/// The file's 64 bytes (version 2).
 ///
 /// ```
 /// use felix_format::raft_state::{RaftLogId, RaftState, RaftVote, decode_raft_state, encode_raft_state};
@@ -162,6 +209,8 @@ impl RaftStateDecodeError {
 /// let state = RaftState {
 ///     vote: Some(RaftVote { term: 5, voted_for: Some(2), committed: true }),
 ///     last_purged: Some(RaftLogId { term: 4, index: 1_000 }),
+///     committed: Some(RaftLogId { term: 5, index: 1_200 }),
+///     ..RaftState::default()
 /// };
 /// let bytes = encode_raft_state(&state);
 /// assert_eq!(&bytes[..4], b"FLRS");
@@ -169,33 +218,76 @@ impl RaftStateDecodeError {
 /// ```
 pub fn encode_raft_state(state: &RaftState) -> [u8; RAFT_STATE_FILE_LEN] {
     let mut out = [0u8; RAFT_STATE_FILE_LEN];
+    let mut flags = common_fields(&mut out, state);
+    if let Some(committed) = state.committed {
+        flags |= COMMITTED_ID;
+        put(&mut out, 40, &committed.term.to_be_bytes());
+        put(&mut out, 48, &committed.index.to_be_bytes());
+    }
+    put(&mut out, 56, &state.log_encoding.to_be_bytes());
+    seal(&mut out, RAFT_STATE_VERSION, flags);
+    out
+}
+
+/// The 44 bytes of a version-1 file (felix-raft on openraft 0.9) holding
+/// `state`'s vote and purged id, or `None` when `state` holds what version
+/// 1 cannot: a committed id, or a log encoding other than
+/// [`RAFT_LOG_ENCODING_POSTCARD`]. For tools and tests that make old
+/// files; nothing writes this layout any more.
+///
+/// ```
+/// use felix_format::raft_state::{RAFT_LOG_ENCODING_POSTCARD, RaftState, decode_raft_state, encode_raft_state_v1};
+///
+/// let state = RaftState { log_encoding: RAFT_LOG_ENCODING_POSTCARD, ..RaftState::default() };
+/// let bytes = encode_raft_state_v1(&state).unwrap();
+/// assert_eq!(decode_raft_state(&bytes), Ok(state));
+/// assert_eq!(encode_raft_state_v1(&RaftState::default()), None);
+/// ```
+pub fn encode_raft_state_v1(state: &RaftState) -> Option<[u8; RAFT_STATE_V1_FILE_LEN]> {
+    if state.committed.is_some() || state.log_encoding != RAFT_LOG_ENCODING_POSTCARD {
+        return None;
+    }
+    let mut out = [0u8; RAFT_STATE_V1_FILE_LEN];
+    let flags = common_fields(&mut out, state);
+    seal(&mut out, 1, flags);
+    Some(out)
+}
+
+/// Writes the vote and purged id (bytes 8..40) and returns their flags.
+fn common_fields<const N: usize>(out: &mut [u8; N], state: &RaftState) -> u16 {
     let mut flags = 0u16;
     if let Some(vote) = state.vote {
         flags |= VOTE;
         if vote.committed {
             flags |= COMMITTED;
         }
-        put(&mut out, 8, &vote.term.to_be_bytes());
+        put(out, 8, &vote.term.to_be_bytes());
         if let Some(node) = vote.voted_for {
             flags |= VOTED_FOR;
-            put(&mut out, 16, &node.to_be_bytes());
+            put(out, 16, &node.to_be_bytes());
         }
     }
     if let Some(purged) = state.last_purged {
         flags |= PURGED;
-        put(&mut out, 24, &purged.term.to_be_bytes());
-        put(&mut out, 32, &purged.index.to_be_bytes());
+        put(out, 24, &purged.term.to_be_bytes());
+        put(out, 32, &purged.index.to_be_bytes());
     }
-    put(&mut out, 0, &RAFT_STATE_MAGIC.to_be_bytes());
-    put(&mut out, 4, &RAFT_STATE_VERSION.to_be_bytes());
-    put(&mut out, 6, &flags.to_be_bytes());
-    let crc = crc32(out.get(..40).unwrap_or_default());
-    put(&mut out, 40, &crc.to_be_bytes());
-    out
+    flags
 }
 
-/// Decodes a raft-state file: its length, magic, version, flags, the CRC,
-/// then the agreement of flags and fields.
+/// Writes magic, version and flags, then the CRC of all before it in its
+/// last four bytes.
+fn seal<const N: usize>(out: &mut [u8; N], version: u16, flags: u16) {
+    put(out, 0, &RAFT_STATE_MAGIC.to_be_bytes());
+    put(out, 4, &version.to_be_bytes());
+    put(out, 6, &flags.to_be_bytes());
+    let crc = crc32(out.get(..N - 4).unwrap_or_default());
+    put(out, N - 4, &crc.to_be_bytes());
+}
+
+/// Decodes a raft-state file of either version: its length (44 or 64),
+/// magic, version (the one of its length), flags, the CRC, then the
+/// agreement of flags and fields.
 ///
 /// ```
 /// use felix_format::raft_state::{RaftStateDecodeError, decode_raft_state};
@@ -203,32 +295,47 @@ pub fn encode_raft_state(state: &RaftState) -> [u8; RAFT_STATE_FILE_LEN] {
 /// assert_eq!(decode_raft_state(b"FLRS"), Err(RaftStateDecodeError::Length { len: 4 }));
 /// ```
 pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, RaftStateDecodeError> {
-    let Ok(raw) = <&[u8; RAFT_STATE_FILE_LEN]>::try_from(bytes) else {
-        return Err(RaftStateDecodeError::Length { len: bytes.len() });
+    let len = bytes.len();
+    let (expected_version, known) = match len {
+        RAFT_STATE_V1_FILE_LEN => (1, KNOWN_FLAGS_V1),
+        RAFT_STATE_FILE_LEN => (RAFT_STATE_VERSION, KNOWN_FLAGS),
+        _ => return Err(RaftStateDecodeError::Length { len }),
     };
-    let magic = u32_at(raw, 0);
+    let magic = u32_at(bytes, 0);
     if magic != RAFT_STATE_MAGIC {
         return Err(RaftStateDecodeError::Magic { found: magic });
     }
-    let version = u16_at(raw, 4);
-    if version != RAFT_STATE_VERSION {
+    let version = u16_at(bytes, 4);
+    if version != expected_version {
         return Err(RaftStateDecodeError::Version { found: version });
     }
-    let flags = u16_at(raw, 6);
-    if flags & !KNOWN_FLAGS != 0 {
+    let flags = u16_at(bytes, 6);
+    if flags & !known != 0 {
         return Err(RaftStateDecodeError::Flags { found: flags });
     }
-    let expected = u32_at(raw, 40);
-    let found = crc32(raw.get(..40).unwrap_or_default());
+    let expected = u32_at(bytes, len - 4);
+    let found = crc32(bytes.get(..len - 4).unwrap_or_default());
     if expected != found {
         return Err(RaftStateDecodeError::Checksum { expected, found });
     }
-    let (vote_term, voted_for) = (u64_at(raw, 8), u64_at(raw, 16));
-    let (purged_term, purged_index) = (u64_at(raw, 24), u64_at(raw, 32));
+    let (vote_term, voted_for) = (u64_at(bytes, 8), u64_at(bytes, 16));
+    let (purged_term, purged_index) = (u64_at(bytes, 24), u64_at(bytes, 32));
+    let (committed_term, committed_index, log_encoding, reserved) = if version == 1 {
+        (0, 0, RAFT_LOG_ENCODING_POSTCARD, 0)
+    } else {
+        (
+            u64_at(bytes, 40),
+            u64_at(bytes, 48),
+            u16_at(bytes, 56),
+            u16_at(bytes, 58),
+        )
+    };
     let has = |bit: u16| flags & bit != 0;
     let consistent = (has(VOTE) || (!has(COMMITTED) && !has(VOTED_FOR) && vote_term == 0))
         && (has(VOTED_FOR) || voted_for == 0)
-        && (has(PURGED) || (purged_term == 0 && purged_index == 0));
+        && (has(PURGED) || (purged_term == 0 && purged_index == 0))
+        && (has(COMMITTED_ID) || (committed_term == 0 && committed_index == 0))
+        && reserved == 0;
     if !consistent {
         return Err(RaftStateDecodeError::Inconsistent { flags });
     }
@@ -242,6 +349,11 @@ pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, RaftStateDecodeError
             term: purged_term,
             index: purged_index,
         }),
+        committed: has(COMMITTED_ID).then_some(RaftLogId {
+            term: committed_term,
+            index: committed_index,
+        }),
+        log_encoding,
     })
 }
 
@@ -260,10 +372,49 @@ mod tests {
             term: 3,
             index: 0x1112_1314_1516_1718,
         }),
+        committed: Some(RaftLogId {
+            term: 4,
+            index: 0x2122_2324_2526_2728,
+        }),
+        log_encoding: RAFT_LOG_ENCODING,
     };
+
+    const V1_STATE: RaftState = RaftState {
+        committed: None,
+        log_encoding: RAFT_LOG_ENCODING_POSTCARD,
+        ..STATE
+    };
+
+    fn reseal(bytes: &mut [u8]) {
+        let n = bytes.len() - 4;
+        let crc = crc32fast::hash(&bytes[..n]);
+        bytes[n..].copy_from_slice(&crc.to_be_bytes());
+    }
 
     #[test]
     fn encode_writes_the_documented_bytes() {
+        #[rustfmt::skip]
+        let mut expected: Vec<u8> = [
+            &b"FLRS"[..],
+            &[0, 2],                          // version
+            &[0, 0b1_1111],                   // flags: vote, committed, voted_for, purged, committed id
+            &[1, 2, 3, 4, 5, 6, 7, 8],        // vote_term
+            &9u64.to_be_bytes(),              // voted_for
+            &3u64.to_be_bytes(),              // purged_term
+            &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18], // purged_index
+            &4u64.to_be_bytes(),              // committed_term
+            &[0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28], // committed_index
+            &[0, 2],                          // log_encoding
+            &[0, 0],                          // reserved
+            &[0; 4],                          // crc
+        ]
+        .concat();
+        reseal(&mut expected);
+        assert_eq!(encode_raft_state(&STATE).to_vec(), expected);
+    }
+
+    #[test]
+    fn encode_v1_writes_the_old_layout() {
         #[rustfmt::skip]
         let mut expected: Vec<u8> = [
             &b"FLRS"[..],
@@ -276,9 +427,26 @@ mod tests {
             &[0; 4],                          // crc
         ]
         .concat();
-        let crc = crc32fast::hash(&expected[..40]);
-        expected[40..].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(encode_raft_state(&STATE).to_vec(), expected);
+        reseal(&mut expected);
+        assert_eq!(
+            encode_raft_state_v1(&V1_STATE).map(|b| b.to_vec()),
+            Some(expected)
+        );
+        assert_eq!(encode_raft_state_v1(&STATE), None);
+        let encoding_2 = RaftState {
+            log_encoding: RAFT_LOG_ENCODING,
+            ..V1_STATE
+        };
+        assert_eq!(encode_raft_state_v1(&encoding_2), None);
+    }
+
+    #[test]
+    fn a_version_1_file_decodes_as_log_encoding_1_without_a_committed_id() {
+        let bytes = encode_raft_state_v1(&V1_STATE).unwrap();
+        let state = decode_raft_state(&bytes).unwrap();
+        assert_eq!(state, V1_STATE);
+        assert_eq!(state.log_encoding, RAFT_LOG_ENCODING_POSTCARD);
+        assert_eq!(state.committed, None);
     }
 
     #[test]
@@ -297,39 +465,80 @@ mod tests {
                 committed: true,
             }),
         ];
-        let purged = [None, Some(RaftLogId::default()), STATE.last_purged];
+        let ids = [None, Some(RaftLogId::default()), STATE.last_purged];
         for vote in votes {
-            for last_purged in purged {
-                let state = RaftState { vote, last_purged };
-                assert_eq!(decode_raft_state(&encode_raft_state(&state)), Ok(state));
+            for last_purged in ids {
+                for committed in ids {
+                    for log_encoding in [0, RAFT_LOG_ENCODING_POSTCARD, RAFT_LOG_ENCODING] {
+                        let state = RaftState {
+                            vote,
+                            last_purged,
+                            committed,
+                            log_encoding,
+                        };
+                        assert_eq!(decode_raft_state(&encode_raft_state(&state)), Ok(state));
+                        if let Some(v1) = encode_raft_state_v1(&state) {
+                            assert_eq!(decode_raft_state(&v1), Ok(state));
+                        }
+                    }
+                }
             }
         }
     }
 
     #[test]
     fn decode_rejects_fields_that_disagree_with_the_flags() {
-        let mut bytes = encode_raft_state(&RaftState::default());
-        bytes[23] = 1; // voted_for without its flag
-        let crc = crc32fast::hash(&bytes[..40]);
-        bytes[40..].copy_from_slice(&crc.to_be_bytes());
+        for (at, value, flags) in [
+            (23, 1, 0),                // voted_for without its flag
+            (7, COMMITTED, COMMITTED), // committed without a vote
+            (47, 1, 0),                // committed_term without its flag
+            (55, 1, 0),                // committed_index without its flag
+            (59, 1, 0),                // reserved
+        ] {
+            let mut bytes = encode_raft_state(&RaftState::default());
+            bytes[at] = value as u8;
+            reseal(&mut bytes);
+            assert_eq!(
+                decode_raft_state(&bytes),
+                Err(RaftStateDecodeError::Inconsistent { flags }),
+                "byte {at}"
+            );
+        }
+        let mut bytes = encode_raft_state_v1(&V1_STATE).unwrap();
+        bytes[7] = COMMITTED_ID as u8; // version 1 has no committed id
+        reseal(&mut bytes);
         assert_eq!(
             decode_raft_state(&bytes),
-            Err(RaftStateDecodeError::Inconsistent { flags: 0 })
-        );
-        let mut bytes = encode_raft_state(&RaftState::default());
-        bytes[7] = COMMITTED as u8; // committed without a vote
-        let crc = crc32fast::hash(&bytes[..40]);
-        bytes[40..].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(
-            decode_raft_state(&bytes),
-            Err(RaftStateDecodeError::Inconsistent { flags: COMMITTED })
+            Err(RaftStateDecodeError::Flags {
+                found: COMMITTED_ID
+            })
         );
     }
 
     #[test]
-    fn decode_rejects_every_truncation_and_every_bit_flip_naming_the_field() {
-        let bytes = encode_raft_state(&STATE);
-        for len in 0..bytes.len() {
+    fn a_version_in_a_file_of_the_other_length_is_refused() {
+        let mut v2 = encode_raft_state(&STATE);
+        v2[5] = 1;
+        reseal(&mut v2);
+        assert_eq!(
+            decode_raft_state(&v2),
+            Err(RaftStateDecodeError::Version { found: 1 })
+        );
+        let mut v1 = encode_raft_state_v1(&V1_STATE).unwrap();
+        v1[5] = 2;
+        reseal(&mut v1);
+        assert_eq!(
+            decode_raft_state(&v1),
+            Err(RaftStateDecodeError::Version { found: 2 })
+        );
+    }
+
+    fn rejects_every_truncation_and_every_bit_flip(bytes: &[u8], known: u16) {
+        let n = bytes.len();
+        for len in 0..n {
+            if len == RAFT_STATE_V1_FILE_LEN {
+                continue;
+            }
             assert_eq!(
                 decode_raft_state(&bytes[..len]),
                 Err(RaftStateDecodeError::Length { len })
@@ -339,14 +548,14 @@ mod tests {
         longer.push(0);
         assert_eq!(
             decode_raft_state(&longer),
-            Err(RaftStateDecodeError::Length { len: 45 })
+            Err(RaftStateDecodeError::Length { len: n + 1 })
         );
-        let stored = u32::from_be_bytes(bytes[40..].try_into().unwrap());
-        for bit in 0..bytes.len() * 8 {
-            let mut flipped = bytes;
+        let stored = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap());
+        for bit in 0..n * 8 {
+            let mut flipped = bytes.to_vec();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            let field = |at: usize, n: usize| {
-                flipped[at..at + n]
+            let field = |at: usize, k: usize| {
+                flipped[at..at + k]
                     .iter()
                     .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
             };
@@ -356,17 +565,26 @@ mod tests {
                 4..6 => RaftStateDecodeError::Version {
                     found: field(4, 2) as u16,
                 },
-                6..8 if flags & !KNOWN_FLAGS != 0 => RaftStateDecodeError::Flags { found: flags },
-                40..44 => RaftStateDecodeError::Checksum {
-                    expected: field(40, 4),
+                6..8 if flags & !known != 0 => RaftStateDecodeError::Flags { found: flags },
+                b if b >= n - 4 => RaftStateDecodeError::Checksum {
+                    expected: field(n - 4, 4),
                     found: stored,
                 },
                 _ => RaftStateDecodeError::Checksum {
                     expected: stored,
-                    found: crc32fast::hash(&flipped[..40]),
+                    found: crc32fast::hash(&flipped[..n - 4]),
                 },
             };
             assert_eq!(decode_raft_state(&flipped), Err(expected), "bit {bit}");
         }
+    }
+
+    #[test]
+    fn decode_rejects_every_truncation_and_every_bit_flip_naming_the_field() {
+        rejects_every_truncation_and_every_bit_flip(&encode_raft_state(&STATE), KNOWN_FLAGS);
+        rejects_every_truncation_and_every_bit_flip(
+            &encode_raft_state_v1(&V1_STATE).unwrap(),
+            KNOWN_FLAGS_V1,
+        );
     }
 }

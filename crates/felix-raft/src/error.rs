@@ -31,6 +31,18 @@ pub enum RaftLogError {
         #[source]
         source: RaftStateDecodeError,
     },
+    /// The raft-state file says the shard's records hold entries in
+    /// another log encoding than this release reads (2: one kind byte
+    /// then the body). Version 1 files, with log encoding 1, were written
+    /// by felix-raft on openraft 0.9, whose records were postcard-encoded
+    /// openraft entries. Nothing was changed; the log does not open.
+    #[error("{}", log_encoding_message(path, *found))]
+    LogEncoding {
+        /// The raft-state file.
+        path: PathBuf,
+        /// The log encoding it records.
+        found: u16,
+    },
     /// The raft-state file's name (or its temporary's) is taken by
     /// something that is not a regular file: not ours, so the vote or purge
     /// was not recorded (nor the call done).
@@ -137,6 +149,21 @@ pub enum RaftLogError {
         #[source]
         source: postcard::Error,
     },
+}
+
+/// The text of [`RaftLogError::LogEncoding`].
+fn log_encoding_message(path: &std::path::Path, found: u16) -> String {
+    let written = match found {
+        felix_format::raft_state::RAFT_LOG_ENCODING_POSTCARD => {
+            " (written by felix-raft on openraft 0.9: postcard entries)".to_owned()
+        }
+        _ => String::new(),
+    };
+    format!(
+        "the Raft log in {} is in log encoding {found}{written}; this release reads log encoding {}",
+        path.parent().unwrap_or(path).display(),
+        felix_format::raft_state::RAFT_LOG_ENCODING
+    )
 }
 
 impl RaftLogError {

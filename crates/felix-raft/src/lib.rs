@@ -35,9 +35,15 @@
 //!   and durable before `save_vote` or `purge` returns. A purge stores the
 //!   id first and moves the log start second; an open finishes a purge a
 //!   crash interrupted;
-//! * the committed log id is not stored (`save_committed` is openraft's
-//!   default, which keeps nothing): a restarted node's state machine comes
-//!   back from its snapshot and catches up once it hears of a commit.
+//! * the committed log id is stored in the raft-state file too, lazily
+//!   (openraft allows it): only once the entry it names is durable here,
+//!   and at most about once a second or every 1,024 entries, so a restarted
+//!   node re-applies its state machine up to it (perhaps behind the true
+//!   one, never ahead);
+//! * the raft-state file records the log encoding (2, above); a log whose
+//!   file records another, as felix-raft on openraft 0.9 left them
+//!   (version-1 files, postcard entries), is refused at open
+//!   ([`RaftLogError::LogEncoding`]), changing nothing.
 //!
 //! The invariant: **an entry is reported durable to openraft only after
 //! the felix sync that covers it succeeded.**

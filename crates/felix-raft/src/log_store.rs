@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::FileSystem;
@@ -57,7 +58,22 @@ struct Inner {
     dir: PathBuf,
     /// What the raft-state file holds, as last stored.
     state: Mutex<RaftState>,
+    /// The committed id openraft last saved, and when the file last
+    /// recorded one (stored lazily: see `save_committed`).
+    committed: Mutex<Committed>,
 }
+
+/// The committed id as openraft saves it, ahead of the file's.
+struct Committed {
+    latest: Option<RaftLogId>,
+    stored_at: Instant,
+}
+
+/// A committed id is stored when it is this many entries past the stored
+/// one...
+const COMMITTED_STRIDE: u64 = 1024;
+/// ...or when the stored one is this old.
+const COMMITTED_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How to open a [`FelixLogStore`]: [`FelixLogStore::options`].
 pub struct LogOptions<C> {
@@ -185,6 +201,10 @@ impl<C> FelixLogStore<C> {
             fs,
             dir,
             state: Mutex::new(state),
+            committed: Mutex::new(Committed {
+                latest: state.committed,
+                stored_at: Instant::now(),
+            }),
         };
         // A purge stores its id first, then moves the log start: a crash
         // between the two leaves the start below the purged id.
@@ -211,14 +231,64 @@ impl<C> FelixLogStore<C> {
     /// Closes the shard (everything written made durable, the directory's
     /// lock released), so the directory can be opened again while clones
     /// of this handle are still alive.
+    ///
+    /// The committed id openraft last saved is recorded then (every entry
+    /// is durable), if the raft-state file is behind it and the log holds
+    /// its entry.
     pub fn close(&self) -> Result<(), RaftLogError> {
-        Ok(self.inner.shard.close()?)
+        // Everything written is durable once the shard is closed.
+        let written = self.inner.shard.offsets().written;
+        self.inner.shard.close()?;
+        let latest = self
+            .inner
+            .committed()
+            .latest
+            .filter(|id| id.index < written);
+        let mut state = self.inner.state();
+        if latest.is_some() && state.committed != latest {
+            state.committed = latest;
+            self.inner.store_state(state)?;
+        }
+        Ok(())
     }
 }
 
 impl Inner {
     fn state(&self) -> RaftState {
         *self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn committed(&self) -> std::sync::MutexGuard<'_, Committed> {
+        self.committed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `committed` as openraft's latest, and stores it when it is
+    /// durable in this log (so that an open never finds a committed id past
+    /// the log's end) and either no id is stored, or the stored one is
+    /// [`COMMITTED_STRIDE`] entries behind or [`COMMITTED_INTERVAL`] old.
+    fn save_committed(&self, committed: Option<RaftLogId>) -> Result<(), RaftLogError> {
+        let mut held = self.committed();
+        held.latest = committed;
+        let Some(id) = committed else {
+            return Ok(());
+        };
+        let mut state = self.state();
+        let due = match state.committed {
+            None => true,
+            Some(stored) => {
+                id.index >= stored.index.saturating_add(COMMITTED_STRIDE)
+                    || (id != stored && held.stored_at.elapsed() >= COMMITTED_INTERVAL)
+            }
+        };
+        if !due || id.index >= self.shard.offsets().durable {
+            return Ok(());
+        }
+        state.committed = Some(id);
+        self.store_state(state)?;
+        held.stored_at = Instant::now();
+        Ok(())
     }
 
     /// Stores `state` in the raft-state file, then keeps it.
@@ -442,6 +512,43 @@ where
             committed: vote.committed,
         });
         self.inner.store_state(state).map_err(io_err)
+    }
+
+    /// Saves the committed id lazily, as openraft allows: it is kept and
+    /// returned by `read_committed` at once, and recorded in the raft-state
+    /// file (atomically replaced, durable) when the entry it names is
+    /// durable in this log and the file's is [`COMMITTED_STRIDE`] entries
+    /// behind or [`COMMITTED_INTERVAL`] old, and at
+    /// [`close`](FelixLogStore::close). After a crash the state machine
+    /// is re-applied up to the id recorded, which may be behind the true
+    /// one (never ahead); it catches up on the next commit it hears of.
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<CommittedLeaderId<u64>>>,
+    ) -> Result<(), io::Error> {
+        self.inner
+            .save_committed(committed.as_ref().map(raft_log_id))
+            .map_err(io_err)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<CommittedLeaderId<u64>>>, io::Error> {
+        let latest = self.inner.committed().latest;
+        let Some(committed) = latest.or(self.inner.state().committed).map(log_id) else {
+            return Ok(None);
+        };
+        // Never past the log's last entry: a log that lost a tail it had
+        // synced (damage recovery truncated) holds committed entries only
+        // up to its end, and openraft re-applies up to the id given.
+        let last = self
+            .inner
+            .last_entry_id()
+            .map_err(io_err)?
+            .or(self.inner.state().last_purged.map(log_id));
+        Ok(match last {
+            Some(last) if last.index < committed.index => Some(last),
+            None => None,
+            _ => Some(committed),
+        })
     }
 
     async fn append<I>(&mut self, entries: I, callback: IOFlushed<C>) -> Result<(), io::Error>

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use felix_format::raft_state::{
-    RAFT_STATE_FILE_LEN, RaftState, RaftStateDecodeError, decode_raft_state, encode_raft_state,
+    RAFT_LOG_ENCODING, RAFT_STATE_FILE_LEN, RaftState, RaftStateDecodeError, decode_raft_state,
+    encode_raft_state,
 };
 use felix_format::{RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME};
 use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
@@ -13,7 +14,9 @@ use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replac
 use crate::error::RaftLogError;
 
 /// The state recorded in `dir`, or the empty state when there is no file.
-/// A file longer than the layout is not read: its length is the damage.
+/// A file longer than the layout is not read: its length is the damage. A
+/// file recording another log encoding than this release's (a version-1
+/// file: openraft 0.9's postcard entries) is refused.
 pub(crate) fn load(fs: &FileSystem, dir: &Path) -> Result<RaftState, RaftLogError> {
     let path = dir.join(RAFT_STATE_FILE_NAME);
     let bytes = match read_small_file(fs, &path, RAFT_STATE_FILE_LEN) {
@@ -26,7 +29,17 @@ pub(crate) fn load(fs: &FileSystem, dir: &Path) -> Result<RaftState, RaftLogErro
         }
         Err(ReadSmallError::Io(e)) => return Err(e.into()),
     };
-    decode_raft_state(&bytes).map_err(|source| RaftLogError::RaftState { path, source })
+    let state = decode_raft_state(&bytes).map_err(|source| RaftLogError::RaftState {
+        path: path.clone(),
+        source,
+    })?;
+    if state.log_encoding != RAFT_LOG_ENCODING {
+        return Err(RaftLogError::LogEncoding {
+            path,
+            found: state.log_encoding,
+        });
+    }
+    Ok(state)
 }
 
 /// Replaces the file in `dir` with `state`, durably: when this returns the

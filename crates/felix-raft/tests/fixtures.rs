@@ -1,13 +1,22 @@
 //! The raft-state fixtures under `fixtures/v2/raft-state/` read as
-//! `fixtures/v2/README.md` says: the golden file gives the log its vote
-//! and finishes its purge; each damaged one refuses the open with the
-//! decode error it is named after.
+//! `fixtures/v2/README.md` says: the golden file, version 1 (felix-raft on
+//! openraft 0.9), refuses the open naming its log encoding; each damaged
+//! one refuses the open with the decode error it is named after. The Raft
+//! log under `fixtures/v2/raft-log/` (log encoding 2, a version-2 file)
+//! opens and reads as the entries it was made of.
 
 use std::path::{Path, PathBuf};
 
 use felix_format::RAFT_STATE_FILE_NAME;
-use felix_raft::{FelixLogStore, RaftLogError, TypeConfig, Vote};
-use openraft::RaftLogReader;
+use std::collections::{BTreeMap, BTreeSet};
+
+use felix_raft::{Entry, FelixLogStore, LogId, RaftLogError, Request, TypeConfig, Vote};
+use openraft::storage::RaftLogStorage;
+use openraft::{BasicNode, EntryPayload, Membership, RaftLogReader};
+
+fn raft_log_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2/raft-log")
+}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2/raft-state")
@@ -25,17 +34,32 @@ fn copy_into(dir: &Path, to: &Path) {
 }
 
 #[test]
-fn fixture_raft_state_golden_gives_the_vote_and_finishes_the_purge() {
+fn fixture_raft_state_version_1_is_refused_naming_its_format_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     copy_into(&fixtures(), dir.path());
-    let mut log: FelixLogStore<TypeConfig> = FelixLogStore::options(dir.path()).open().unwrap();
-    // Purged up to index 2: the open moved small-shard's start to 3.
-    assert_eq!(log.shard().base_offset(), 3);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let vote = rt.block_on(log.read_vote()).unwrap();
-    assert_eq!(vote, Some(Vote::new_committed(3, 2)));
+    let before: Vec<_> = ["raft-state", "00000000000000000000.log"]
+        .iter()
+        .map(|n| std::fs::read(dir.path().join(n)).unwrap())
+        .collect();
+    let err = FelixLogStore::<TypeConfig>::options(dir.path())
+        .open()
+        .unwrap_err();
+    assert!(
+        matches!(&err, RaftLogError::LogEncoding { path, found: 1 } if *path == dir.path().join(RAFT_STATE_FILE_NAME)),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the Raft log in {} is in log encoding 1 (written by felix-raft on openraft 0.9: postcard entries); this release reads log encoding 2",
+            dir.path().display()
+        )
+    );
+    let after: Vec<_> = ["raft-state", "00000000000000000000.log"]
+        .iter()
+        .map(|n| std::fs::read(dir.path().join(n)).unwrap())
+        .collect();
+    assert_eq!(before, after);
 }
 
 #[test]
@@ -71,4 +95,50 @@ fn fixture_raft_state_damaged_each_refuses_the_open_with_its_variant() {
             "RaftStateVersion"
         ]
     );
+}
+
+#[test]
+fn fixture_raft_log_reads_as_its_entries_with_vote_and_committed_id() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_into(&raft_log_fixture(), dir.path());
+    let mut log: FelixLogStore<TypeConfig> = FelixLogStore::options(dir.path()).open().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        assert_eq!(
+            log.read_vote().await.unwrap(),
+            Some(Vote::new_committed(3, 2))
+        );
+        assert_eq!(
+            log.read_committed().await.unwrap(),
+            Some(LogId::new_term_index(3, 3))
+        );
+        let nodes = BTreeMap::from([(1, BasicNode::new("a")), (2, BasicNode::new("b"))]);
+        let membership = Membership::new(vec![BTreeSet::from([1, 2])], nodes).unwrap();
+        let entry = |term, index, payload| Entry {
+            log_id: LogId::new_term_index(term, index),
+            payload,
+        };
+        // The fixture's timestamps: 1 ms apart after its creation time.
+        let at = |offset: u64| 1_700_000_000_000_000 + 1_000 * (offset + 1);
+        assert_eq!(
+            log.try_get_log_entries(0..5).await.unwrap(),
+            vec![
+                entry(1, 0, EntryPayload::Blank),
+                entry(1, 1, EntryPayload::Membership(membership)),
+                entry(
+                    1,
+                    2,
+                    EntryPayload::Normal(Request::at(at(2), &b"created"[..]))
+                ),
+                entry(3, 3, EntryPayload::Blank),
+                entry(
+                    3,
+                    4,
+                    EntryPayload::Normal(Request::at(at(4), &b"shipped"[..]))
+                ),
+            ]
+        );
+    });
 }

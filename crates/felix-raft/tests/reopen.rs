@@ -118,6 +118,7 @@ fn open_after_crash_between_purge_writes_finishes_the_purge() {
                 committed: false,
             }),
             last_purged: Some(RaftLogId { term: 1, index: 5 }),
+            ..RaftState::default()
         };
         std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state)).unwrap();
 
@@ -194,6 +195,7 @@ fn vote_for_no_candidate_is_refused_naming_its_term() {
             committed: false,
         }),
         last_purged: None,
+        ..RaftState::default()
     };
     std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state)).unwrap();
     let rt = runtime();
@@ -214,6 +216,82 @@ fn vote_for_no_candidate_is_refused_naming_its_term() {
                 "shard {}'s raft-state file records a vote in term 4 for no candidate",
                 log.shard().label()
             )
+        );
+    });
+}
+
+fn stored_committed(dir: &std::path::Path) -> Option<Option<RaftLogId>> {
+    let bytes = std::fs::read(dir.join("raft-state")).ok()?;
+    Some(
+        felix_format::raft_state::decode_raft_state(&bytes)
+            .unwrap()
+            .committed,
+    )
+}
+
+/// The committed id is stored in the raft-state file, lazily: the first
+/// one at once (its entry durable), a later one close behind it only at
+/// close; read back after a reopen.
+#[test]
+fn committed_id_is_stored_and_read_back_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        assert_eq!(log.read_committed().await.unwrap(), None);
+        log.blocking_append((0..10).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.save_committed(Some(id(1, 3))).await.unwrap();
+        assert_eq!(
+            stored_committed(dir.path()),
+            Some(Some(RaftLogId { term: 1, index: 3 }))
+        );
+        log.save_committed(Some(id(1, 5))).await.unwrap();
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 5)));
+        // Two entries past the stored one, within the second: not yet.
+        assert_eq!(
+            stored_committed(dir.path()),
+            Some(Some(RaftLogId { term: 1, index: 3 }))
+        );
+        log.close().unwrap();
+        assert_eq!(
+            stored_committed(dir.path()),
+            Some(Some(RaftLogId { term: 1, index: 5 }))
+        );
+        drop(log);
+        let mut log = open(dir.path());
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 5)));
+    });
+}
+
+/// A committed id naming an entry this log does not hold durably is kept
+/// in memory only: an open never finds the committed id past the log, and
+/// `read_committed` never names an entry past the log's end.
+#[test]
+fn committed_id_past_the_durable_log_is_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let mut log = open(dir.path());
+        log.blocking_append((0..3).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.save_committed(Some(id(1, 7))).await.unwrap();
+        // Read back no further than the log's last entry.
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 2)));
+        assert_eq!(stored_committed(dir.path()), None, "no file written");
+        log.save_committed(Some(id(1, 2))).await.unwrap();
+        assert_eq!(
+            stored_committed(dir.path()),
+            Some(Some(RaftLogId { term: 1, index: 2 }))
+        );
+        // Nor at close.
+        log.save_committed(Some(id(1, 7))).await.unwrap();
+        log.close().unwrap();
+        assert_eq!(
+            stored_committed(dir.path()),
+            Some(Some(RaftLogId { term: 1, index: 2 }))
         );
     });
 }

@@ -145,6 +145,7 @@ fn written_raft_state_reads_back_as_written() {
             committed: true,
         }),
         last_purged: Some(RaftLogId { term: 6, index: 99 }),
+        ..RaftState::default()
     };
     let fs = FileSystem::os();
     felix_io::replace_file(

@@ -2,7 +2,7 @@
 //! the log-start file.
 
 use felix_format::log_start::{FLAG_OFFLOADED, LOG_START_FILE_LEN, MovedBy, decode_log_start};
-use felix_format::raft_state::{RAFT_STATE_FILE_LEN, decode_raft_state};
+use felix_format::raft_state::{RAFT_STATE_FILE_LEN, RAFT_STATE_V1_FILE_LEN, decode_raft_state};
 use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 
 use super::{Dump, be_u16, be_u32, crc_note, entries, flags, magic, number, plain};
@@ -167,19 +167,40 @@ pub(super) fn tier_manifest(d: &mut Dump<'_>) {
 }
 
 pub(super) fn raft_state(d: &mut Dump<'_>) {
-    let covered = d.bytes.get(..40).map(crc32);
+    // A 44-byte file is version 1 (felix-raft on openraft 0.9); anything
+    // else is dumped as version 2, the layout written now.
+    let v1 = d.bytes.len() == RAFT_STATE_V1_FILE_LEN;
+    let (len, crc_end) = if v1 {
+        (RAFT_STATE_V1_FILE_LEN, 40)
+    } else {
+        (RAFT_STATE_FILE_LEN, 60)
+    };
+    let covered = d.bytes.get(..crc_end).map(crc32);
     let dumped = (|| {
         d.blank();
-        d.note(format!("raft-state file ({RAFT_STATE_FILE_LEN} bytes)"));
+        d.note(format!(
+            "raft-state file, version {} ({len} bytes)",
+            if v1 { 1 } else { 2 }
+        ));
         d.field(4, "magic", |raw| magic(raw, b"FLRS"))?;
-        d.field(2, "version", plain(1))?;
+        d.field(2, "version", plain(if v1 { 1 } else { 2 }))?;
         d.field(2, "flags", raft_state_flags)?;
         d.field(8, "vote_term", number)?;
         d.field(8, "voted_for", number)?;
         d.field(8, "purged_term", number)?;
         d.field(8, "purged_index", number)?;
+        if !v1 {
+            d.field(8, "committed_term", number)?;
+            d.field(8, "committed_index", number)?;
+            d.field(2, "log_encoding", number)?;
+            d.field(2, "reserved", number)?;
+        }
         d.field(4, "crc", |raw| {
-            crc_note(be_u32(raw), covered.unwrap_or_default(), "bytes 0..40")
+            crc_note(
+                be_u32(raw),
+                covered.unwrap_or_default(),
+                &format!("bytes 0..{crc_end}"),
+            )
         })?;
         if !d.rest().is_empty() {
             let extra = d.rest().len();
@@ -193,8 +214,8 @@ pub(super) fn raft_state(d: &mut Dump<'_>) {
     d.blank();
     match decode_raft_state(d.bytes) {
         Ok(state) => d.note(format!(
-            "decode_raft_state: ok, vote {:?}, last purged {:?}",
-            state.vote, state.last_purged
+            "decode_raft_state: ok, vote {:?}, last purged {:?}, committed {:?}, log encoding {}",
+            state.vote, state.last_purged, state.committed, state.log_encoding
         )),
         Err(err) => d.note(format!("decode_raft_state: {}: {err}", err.name())),
     }
@@ -203,7 +224,7 @@ pub(super) fn raft_state(d: &mut Dump<'_>) {
 /// The raft-state flags, each set bit named.
 fn raft_state_flags(raw: &[u8]) -> String {
     let found = raw.iter().fold(0u16, |acc, &b| (acc << 8) | u16::from(b));
-    let names = ["vote", "committed", "voted_for", "purged"];
+    let names = ["vote", "committed", "voted_for", "purged", "committed_id"];
     let mut set: Vec<String> = names
         .iter()
         .enumerate()
