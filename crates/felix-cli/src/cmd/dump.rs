@@ -18,6 +18,12 @@
 //! the walk from the start can tell (see `felix_segment::first_stale_entry`),
 //! so `dump` never prints a record the segment does not hold.
 //!
+//! A shard that keeps a Raft log in felix-raft's log encoding 2 (its
+//! raft-state file says so) is shown as entries as well: each record's
+//! entry kind (its first byte) and term (the generation the epochs file
+//! gives its offset), and with `--payload` the entry's body, the
+//! producer's bytes of a normal entry.
+//!
 //! Exit status follows what a default open does (README, "Exit status"):
 //! damage `dump` stops at is looked up with `felix_recovery::inspect`, and
 //! only damage a default open refuses exits 1. An index that is missing or
@@ -26,12 +32,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use felix_format::epochs::{EpochEntry, MAX_EPOCHS_FILE_LEN, decode_epochs};
+use felix_format::raft_state::{RAFT_LOG_ENCODING, raft_entry_kind_name};
 use felix_format::{
-    CorruptionKind, CorruptionSite, FileKind, RecordHeader, SEGMENT_HEADER_LEN, ScanDepth,
-    file_name,
+    CorruptionKind, CorruptionSite, EPOCHS_FILE_NAME, FileKind, RecordHeader, SEGMENT_HEADER_LEN,
+    ScanDepth, file_name,
 };
 use felix_io::{FileSystem, OpenMode};
 use felix_recovery::{InspectOptions, inspect};
+use felix_recovery::{StoredRaftState, read_raft_state};
 use felix_segment::{RecordWalk, SegmentError, SegmentFile, WalkStep};
 use serde_json::{Value, json};
 
@@ -134,6 +143,9 @@ struct Records<'a> {
     printed: u64,
     /// The most to print.
     limit: u64,
+    /// Set when the shard keeps a Raft log in log encoding 2: the
+    /// generation history its terms come from.
+    raft: Option<Vec<EpochEntry>>,
 }
 
 /// How one segment's dump ended.
@@ -155,6 +167,7 @@ impl<'a> Records<'a> {
             label: Arc::from(shard.name.as_str()),
             printed: 0,
             limit: args.count.unwrap_or(u64::MAX),
+            raft: raft_log(fs, shard),
         }
     }
 
@@ -176,6 +189,11 @@ impl<'a> Records<'a> {
             .sum();
         let bar = Progress::bytes(total_bytes, "dumping", bar_on);
         self.log_start(out)?;
+        if self.raft.is_some() && !self.args.json {
+            out.line(format!(
+                "Raft log (log encoding {RAFT_LOG_ENCODING}, the raft-state file): each record is an entry, its term the generation that wrote it"
+            ))?;
+        }
         for (i, &id) in ids.iter().enumerate() {
             if self.printed >= self.limit {
                 break;
@@ -360,6 +378,21 @@ impl<'a> Records<'a> {
         position: u64,
         payload: &[u8],
     ) -> Result<(), CliError> {
+        // A Raft entry's payload is its body, past the kind byte.
+        let entry = self.raft.as_ref().map(|epochs| {
+            let kind = payload.first().copied();
+            let name = kind.and_then(raft_entry_kind_name);
+            let term = epochs
+                .iter()
+                .rev()
+                .find(|e| e.start_offset <= header.offset)
+                .map(|e| e.generation);
+            (kind, name, term)
+        });
+        let payload = match entry {
+            Some((_, Some(_), _)) => payload.get(1..).unwrap_or_default(),
+            _ => payload,
+        };
         if self.args.json {
             let mut value = json!({
                 "type": "record",
@@ -372,6 +405,12 @@ impl<'a> Records<'a> {
                 "checksum": header.checksum,
             });
             if let Value::Object(map) = &mut value {
+                if let Some((kind, name, term)) = entry {
+                    map.insert(
+                        "entry".into(),
+                        json!({ "kind": name, "kind_byte": kind, "term": term }),
+                    );
+                }
                 match self.args.payload {
                     PayloadFormat::None => {}
                     PayloadFormat::Hex => {
@@ -396,6 +435,16 @@ impl<'a> Records<'a> {
             header.header_crc,
             header.checksum
         ))?;
+        if let Some((kind, name, term)) = entry {
+            let term = term.map_or_else(|| "unknown".to_owned(), |t| t.to_string());
+            out.line(match (kind, name) {
+                (_, Some(name)) => format!("      entry: {name}, term {term}"),
+                (Some(byte), None) => {
+                    format!("      entry: none (first byte {byte:#04x} is no entry kind)")
+                }
+                (None, None) => "      entry: none (empty record)".to_owned(),
+            })?;
+        }
         let (shown, limit) = match self.args.payload {
             PayloadFormat::None => return Ok(()),
             PayloadFormat::Hex => (HEX_SHOWN_BYTES, HEX_SHOWN_BYTES),
@@ -413,6 +462,25 @@ impl<'a> Records<'a> {
             _ => format!("\"{}\"", escape_text(&String::from_utf8_lossy(head))),
         };
         out.line(format!("      payload: {body}{more}"))
+    }
+}
+
+/// The generation history of `shard` when it keeps a Raft log in log
+/// encoding 2 (its raft-state file decodes and says so); `None` otherwise,
+/// and when the file or the epochs file cannot be read (the records are
+/// then shown as records only; `verify` reports such files).
+fn raft_log(fs: &FileSystem, shard: &ShardDir) -> Option<Vec<EpochEntry>> {
+    let StoredRaftState::State(state) = read_raft_state(fs, &shard.dir) else {
+        return None;
+    };
+    if state.log_encoding != RAFT_LOG_ENCODING {
+        return None;
+    }
+    let path = shard.dir.join(EPOCHS_FILE_NAME);
+    match felix_io::read_small_file(fs, &path, MAX_EPOCHS_FILE_LEN) {
+        Ok(Some(bytes)) => decode_epochs(&bytes).ok().map(Iterator::collect),
+        Ok(None) => Some(Vec::new()),
+        Err(_) => None,
     }
 }
 

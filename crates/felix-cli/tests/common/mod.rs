@@ -99,7 +99,8 @@ pub(crate) fn copy_shard(from: &Path, to: &Path) {
             || name.ends_with(".index")
             || name.ends_with(".timeindex")
             || name == "epochs"
-            || name == "log-start";
+            || name == "log-start"
+            || name == "raft-state";
         if ours {
             std::fs::copy(entry.path(), to.join(&name)).unwrap();
         }
