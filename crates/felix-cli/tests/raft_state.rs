@@ -41,7 +41,15 @@ fn dump_shows_a_raft_log_s_records_as_entries() {
     let text = [
         transcript(&["dump", "--payload", "text", s(&dir)], root.path()),
         transcript(
-            &["dump", "--json", "--payload", "hex", "--count", "3", s(&dir)],
+            &[
+                "dump",
+                "--json",
+                "--payload",
+                "hex",
+                "--count",
+                "3",
+                s(&dir),
+            ],
             root.path(),
         ),
     ];

@@ -406,8 +406,11 @@ impl Inner {
 
 /// The type configurations a [`FelixLogStore`] keeps: node ids and terms
 /// `u64`, one leader per term (standard Raft, openraft's
-/// `leader_id_std`), so that a term is a felix generation as it is.
-/// Implemented for every configuration that fits; [`TypeConfig`] is one.
+/// `leader_id_std`), so that a term is a felix generation as it is;
+/// openraft's own entry and payload types, with application data that is
+/// a record's timestamp and payload ([`EntryData`]), so that a normal
+/// entry is stored as the producer's bytes. Implemented for every
+/// configuration that fits; [`TypeConfig`] is one.
 ///
 /// [`TypeConfig`]: crate::TypeConfig
 pub trait LogConfig:
@@ -517,9 +520,8 @@ where
     /// Saves the committed id lazily, as openraft allows: it is kept and
     /// returned by `read_committed` at once, and recorded in the raft-state
     /// file (atomically replaced, durable) when the entry it names is
-    /// durable in this log and the file's is [`COMMITTED_STRIDE`] entries
-    /// behind or [`COMMITTED_INTERVAL`] old, and at
-    /// [`close`](FelixLogStore::close). After a crash the state machine
+    /// durable in this log and the file's is 1,024 entries behind or a
+    /// second old, and at [`close`](FelixLogStore::close). After a crash the state machine
     /// is re-applied up to the id recorded, which may be behind the true
     /// one (never ahead); it catches up on the next commit it hears of.
     async fn save_committed(
@@ -539,11 +541,11 @@ where
         // Never past the log's last entry: a log that lost a tail it had
         // synced (damage recovery truncated) holds committed entries only
         // up to its end, and openraft re-applies up to the id given.
-        let last = self
+        let last = self.inner.last_entry_id().map_err(io_err)?.or(self
             .inner
-            .last_entry_id()
-            .map_err(io_err)?
-            .or(self.inner.state().last_purged.map(log_id));
+            .state()
+            .last_purged
+            .map(log_id));
         Ok(match last {
             Some(last) if last.index < committed.index => Some(last),
             None => None,
