@@ -84,7 +84,7 @@ const LINE_FIGURES: [&str; 5] = [
 const LATENCY_QUANTILES: [&str; 3] = ["p50", "p99", "max"];
 
 /// The figures under a JSON line's `notes` that targets compare.
-const NOTE_FIGURES: [&str; 8] = [
+const NOTE_FIGURES: [&str; 9] = [
     "rss_after_open_bytes",
     "empty_reads",
     "allocated_bytes_per_shard",
@@ -93,6 +93,7 @@ const NOTE_FIGURES: [&str; 8] = [
     "open_descriptors",
     "threads",
     "rss_bytes",
+    "entries_per_leader_sync",
 ];
 
 /// The figures compared, from one JSON line.
@@ -426,8 +427,9 @@ mod tests {
                     "follow-paced",
                     "follow-commit",
                     "shards-du",
-                    "raft-commit-w64",
                     "raft-commit-w1",
+                    "raft-commit-w64",
+                    "raft-commit-w1024",
                 ]
             );
             for scenario in &scenarios {

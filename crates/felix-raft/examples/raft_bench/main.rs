@@ -161,12 +161,17 @@ async fn run(args: &Args) -> String {
     let router = Router::default();
     let node_dir = |id: u64| args.dir.join(format!("node-{id}"));
     let mut rafts = Vec::new();
+    // Node 1's felix log, to count the leader's syncs.
+    let mut leader_log = None;
     for id in 1..=3 {
         let raft = match args.log.as_str() {
             "felix" => {
                 let log: FelixLogStore<TypeConfig> = FelixLogStore::options(node_dir(id))
                     .open()
                     .expect("felix log opens");
+                if id == 1 {
+                    leader_log = Some(log.clone());
+                }
                 start(&router, id, log).await
             }
             _ => {
@@ -186,9 +191,28 @@ async fn run(args: &Args) -> String {
         .expect("cluster initializes");
     wait_leader(&leader).await;
     write(&leader, WARMUP, args.writers).await;
+    let leader_counts = || {
+        leader_log.as_ref().map(|log| {
+            let stats = log.shard().stats();
+            (stats.records_appended, stats.syncs)
+        })
+    };
+    let before = leader_counts();
     let started = Instant::now();
     let mut latencies = write(&leader, args.entries, args.writers).await;
     let elapsed = started.elapsed().as_secs_f64();
+    // Entries the leader appended per `fdatasync` of its log over the timed
+    // writes (blank and membership entries included): how many appends one
+    // sync covered. raft-log counts no syncs, so it reports none.
+    let entries_per_leader_sync = match (before, leader_counts()) {
+        (Some((records_0, syncs_0)), Some((records_1, syncs_1))) if syncs_1 > syncs_0 => {
+            format!(
+                "{:.1}",
+                (records_1 - records_0) as f64 / (syncs_1 - syncs_0) as f64
+            )
+        }
+        _ => "null".to_string(),
+    };
     for raft in rafts {
         raft.shutdown().await.expect("raft stops");
     }
@@ -197,7 +221,7 @@ async fn run(args: &Args) -> String {
     format!(
         "{{\"log\":\"{}\",\"records_per_second\":{rate:.1},\"bytes_per_second\":{:.1},\
          \"elapsed_seconds\":{elapsed:.4},\"peak_rss_bytes\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},\
-         \"notes\":{{\"writers\":{},\"entries\":{},\"flush_batch_wait_us\":{}}}}}",
+         \"notes\":{{\"writers\":{},\"entries\":{},\"flush_batch_wait_us\":{},\"entries_per_leader_sync\":{}}}}}",
         args.log,
         rate * PAYLOAD as f64,
         peak_rss_bytes(),
@@ -211,6 +235,7 @@ async fn run(args: &Args) -> String {
         } else {
             args.flush_batch_wait.as_micros().to_string()
         },
+        entries_per_leader_sync,
     )
 }
 
