@@ -28,7 +28,7 @@ pub enum StoredRaftState {
 
 /// Reads the raft-state file of the shard directory `dir`. Never fails: a
 /// file that cannot be used is [`StoredRaftState::Unusable`], saying why.
-/// Opens nothing but a regular file and reads at most its 44 bytes.
+/// Opens nothing but a regular file and reads at most the longest raft-state file's bytes.
 ///
 /// ```
 /// use felix_format::raft_state::{RaftState, encode_raft_state};

@@ -310,7 +310,7 @@ pub enum RaftStateProblem {
     /// Its bytes do not decode.
     #[error("it does not decode ({}: {})", .0.name(), .0)]
     Invalid(RaftStateDecodeError),
-    /// It is longer than the file's 44 bytes.
+    /// It is longer than the longest raft-state file (`RAFT_STATE_FILE_LEN`, 64 bytes).
     #[error("it is {len} bytes, longer than a raft-state file")]
     TooLarge {
         /// Its length.
