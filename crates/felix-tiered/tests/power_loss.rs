@@ -15,6 +15,7 @@
 
 // The crash plans are felix-storage's own, so both sweeps try the same
 // disks.
+mod common;
 #[path = "../../felix-storage/tests/power_loss/plans.rs"]
 mod plans;
 
@@ -25,38 +26,13 @@ use std::sync::Arc;
 use felix_format::ShardKey;
 use felix_io::FileSystem;
 use felix_io::sim::SimFs;
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
-use felix_tiered::{TierConfig, TierRetention, TierStore, TieredShard, stores};
+use felix_storage::{Record, Shard};
+use felix_tiered::{TierStore, TieredShard, stores};
 
+use common::sim::{DIR, copy_store, open_shard, runtime, shard_config, tier_config};
 use plans::{Rng, plans};
 
-const DIR: &str = "/shard";
 const RECORDS: u64 = 60;
-
-fn shard_config() -> StoreConfig {
-    StoreConfig {
-        // A few records a segment, so an offload deletes several files.
-        segment_size_bytes: 400,
-        index_spacing_bytes: 64,
-        preallocate: Preallocation::Off,
-        // Every append returns durable: all of them are acknowledged.
-        durability: Durability::OnCommit,
-        writeback_bytes: None,
-        ..StoreConfig::default()
-    }
-}
-
-fn tier_config() -> TierConfig {
-    TierConfig {
-        local: TierRetention {
-            max_bytes: Some(1200),
-            max_age: None,
-        },
-        chunk_bytes: 4096,
-        cache_bytes: 16 << 10,
-        ..TierConfig::default()
-    }
-}
 
 fn key() -> ShardKey {
     ShardKey::new("acme", "default", "orders", 7)
@@ -64,22 +40,6 @@ fn key() -> ShardKey {
 
 fn payload(offset: u64) -> Vec<u8> {
     format!("record-{offset:03}-{}", "p".repeat(30)).into_bytes()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-fn open_shard(fs: &SimFs) -> Result<Arc<Shard>, felix_storage::StorageError> {
-    Shard::options(Path::new(DIR))
-        .file_system(FileSystem::new(fs.clone()))
-        .config(shard_config())
-        .label("sim")
-        .open()
-        .map(Arc::new)
 }
 
 /// What the run did before the power went out.
@@ -117,7 +77,7 @@ fn run(fs: &SimFs, store: &TierStore, cut: Option<u64>) -> Model {
         Arc::clone(&shard),
         key(),
         store.clone(),
-        tier_config(),
+        tier_config(1200),
     )) {
         Ok(t) => t,
         // The store is healthy and the shard open: only a bad
@@ -204,7 +164,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
             Arc::clone(&shard),
             key(),
             store.clone(),
-            tier_config(),
+            tier_config(1200),
         ))
         .map_err(|e| format!("tier open: {e}"))?;
     let remote = tiered.remote_range();
@@ -253,7 +213,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
             beyond,
             key(),
             store.clone(),
-            tier_config(),
+            tier_config(1200),
         ))
         .map_err(|e| format!("remote-only open: {e}"))?;
     for (offset, p) in rt.block_on(read_each(&remote_only, remote.start, remote.end))? {
@@ -306,7 +266,7 @@ fn power_loss_through_an_offloads_local_steps_loses_no_record() {
             let crashed = fs.crash(&plan);
             // Each state gets its own copy of the store, since the second
             // pass changes it.
-            let copy = rt_copy(&store);
+            let copy = copy_store(&store);
             let spread = check(&crashed, &copy, &model).unwrap_or_else(|e| {
                 panic!(
                     "power cut after {cut} calls of the offload, {plan:?}: {e}\npending: {:?}",
@@ -333,26 +293,4 @@ fn power_loss_through_an_offloads_local_steps_loses_no_record() {
         with_orphans > 0,
         "no crash state left an index without its segment: the sweep missed the removals"
     );
-}
-
-/// A copy of an in-memory store's objects in a fresh one.
-fn rt_copy(store: &TierStore) -> TierStore {
-    use futures::TryStreamExt;
-    use object_store::ObjectStoreExt;
-    let rt = runtime();
-    let copy = stores::in_memory();
-    rt.block_on(async {
-        let objects: Vec<_> = store.list(None).try_collect().await.expect("list");
-        for meta in objects {
-            let bytes = store
-                .get(&meta.location)
-                .await
-                .expect("get")
-                .bytes()
-                .await
-                .expect("bytes");
-            copy.put(&meta.location, bytes.into()).await.expect("put");
-        }
-    });
-    copy
 }

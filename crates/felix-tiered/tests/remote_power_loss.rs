@@ -23,38 +23,14 @@ use futures::TryStreamExt;
 use felix_format::ShardKey;
 use felix_io::FileSystem;
 use felix_io::sim::SimFs;
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
-use felix_tiered::{TierConfig, TierRetention, TierStore, TieredShard, stores};
+use felix_storage::{Record, Shard};
+use felix_tiered::{TierStore, TieredShard, stores};
 
 use common::faults::{FaultStore, Op};
+use common::sim::{DIR, copy_store, open_shard, runtime, shard_config, tier_config};
 use plans::{Rng, plans};
 
-const DIR: &str = "/shard";
 const RECORDS: u64 = 40;
-
-fn shard_config() -> StoreConfig {
-    StoreConfig {
-        segment_size_bytes: 400,
-        index_spacing_bytes: 64,
-        preallocate: Preallocation::Off,
-        // Every append returns durable: all of them are acknowledged.
-        durability: Durability::OnCommit,
-        writeback_bytes: None,
-        ..StoreConfig::default()
-    }
-}
-
-fn tier_config() -> TierConfig {
-    TierConfig {
-        local: TierRetention {
-            max_bytes: Some(1000),
-            max_age: None,
-        },
-        chunk_bytes: 4096,
-        cache_bytes: 16 << 10,
-        ..TierConfig::default()
-    }
-}
 
 fn key() -> ShardKey {
     ShardKey::new("acme", "default", "orders", 9)
@@ -62,22 +38,6 @@ fn key() -> ShardKey {
 
 fn payload(offset: u64) -> Vec<u8> {
     format!("record-{offset:03}-{}", "q".repeat(30)).into_bytes()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-fn open_shard(fs: &SimFs) -> Result<Arc<Shard>, felix_storage::StorageError> {
-    Shard::options(Path::new(DIR))
-        .file_system(FileSystem::new(fs.clone()))
-        .config(shard_config())
-        .label("sim")
-        .open()
-        .map(Arc::new)
 }
 
 /// What a run did before the power went out.
@@ -112,7 +72,7 @@ fn run(fs: &SimFs, store: &TierStore, fault: (Op, &str), nth: usize, cut: Option
             Arc::clone(&shard),
             key(),
             faulty.clone(),
-            tier_config(),
+            tier_config(1000),
         ))
         .expect("the tier opens over a healthy store");
     model.calls_before_offload = fs.mutating_calls();
@@ -134,7 +94,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<(), String
             Arc::clone(&shard),
             key(),
             store.clone(),
-            tier_config(),
+            tier_config(1000),
         ))
         .map_err(|e| format!("tier open: {e}"))?;
     rt.block_on(tiered.offload())
@@ -190,7 +150,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<(), String
             beyond,
             key(),
             store.clone(),
-            tier_config(),
+            tier_config(1000),
         ))
         .map_err(|e| format!("remote-only open: {e}"))?;
     let mut at = remote.start;
@@ -231,27 +191,6 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<(), String
         return Err(format!("acknowledged offsets {at}..{RECORDS} are gone"));
     }
     Ok(())
-}
-
-/// A copy of an in-memory store's objects in a fresh one.
-fn copy_store(store: &TierStore) -> TierStore {
-    use object_store::ObjectStoreExt;
-    let rt = runtime();
-    let copy = stores::in_memory();
-    rt.block_on(async {
-        let objects: Vec<_> = store.list(None).try_collect().await.expect("list");
-        for meta in objects {
-            let bytes = store
-                .get(&meta.location)
-                .await
-                .expect("get")
-                .bytes()
-                .await
-                .expect("bytes");
-            copy.put(&meta.location, bytes.into()).await.expect("put");
-        }
-    });
-    copy
 }
 
 /// What one sweep checked.

@@ -5,6 +5,7 @@
 pub mod counting;
 pub mod faults;
 pub mod s3;
+pub mod sim;
 
 use std::sync::Arc;
 
