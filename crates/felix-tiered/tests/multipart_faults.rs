@@ -13,49 +13,13 @@ use futures::TryStreamExt;
 use object_store::ObjectStore;
 
 use felix_format::{FileKind, ShardKey, file_name};
-use felix_storage::{Preallocation, Record, Shard, StoreConfig};
-use felix_tiered::{TierConfig, TierRetention, TieredError, TieredShard, stores};
+use felix_tiered::{TieredError, TieredShard, stores};
 
 use common::faults::{FaultStore, Op};
+use common::multipart::{PART, payload, shard, tier};
 
-/// Payload bytes of each record.
-const PAYLOAD: usize = 100_000;
-/// The part size.
-const PART: u64 = 5 << 20;
 /// Records written: the first segment (12 MB, three parts) sealed.
 const RECORDS: u64 = 130;
-
-fn payload(offset: u64) -> Vec<u8> {
-    (0..PAYLOAD).map(|i| (offset as usize + i) as u8).collect()
-}
-
-fn shard(dir: &std::path::Path) -> Arc<Shard> {
-    let config = StoreConfig {
-        segment_size_bytes: 12 << 20,
-        preallocate: Preallocation::Off,
-        ..StoreConfig::default()
-    };
-    let shard = Arc::new(Shard::options(dir).config(config).open().unwrap());
-    for offset in 0..RECORDS {
-        shard
-            .append(&[Record::new(offset, payload(offset))])
-            .unwrap();
-    }
-    assert!(shard.segments().len() >= 2, "the first segment is sealed");
-    shard
-}
-
-fn tier() -> TierConfig {
-    TierConfig {
-        local: TierRetention {
-            max_bytes: Some(1),
-            max_age: None,
-        },
-        part_bytes: PART,
-        upload_concurrency: 2,
-        ..TierConfig::default()
-    }
-}
 
 async fn object_names(store: &Arc<dyn ObjectStore>) -> Vec<String> {
     let mut all: Vec<String> = store
@@ -86,7 +50,7 @@ async fn all_readable(tiered: &TieredShard, end: u64) {
 /// false when the pass makes fewer than `nth + 1` such calls.
 async fn run(op: Op, nth: usize) -> bool {
     let dir = tempfile::tempdir().unwrap();
-    let shard = shard(dir.path());
+    let shard = shard(dir.path(), RECORDS);
     let first = shard.segments()[0];
     assert!(first.extent.len > 2 * PART);
     let inner = stores::in_memory();

@@ -8,56 +8,17 @@ mod common;
 use std::sync::Arc;
 
 use common::counting::{CountingStore, PartCounts};
+use common::multipart::{PART, PAYLOAD, payload, shard, tier};
 
 use futures::TryStreamExt;
 use object_store::ObjectStore;
 
 use felix_format::{CorruptionKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, ShardKey};
-use felix_storage::{Preallocation, Record, Shard, StoreConfig};
-use felix_tiered::{RemoteShard, TierConfig, TierRetention, TieredError, TieredShard, stores};
-
-/// Payload bytes of each record: a 5 MiB part ends inside one.
-const PAYLOAD: usize = 100_000;
-/// The part size: the smallest S3 allows.
-const PART: u64 = 5 << 20;
-
-fn payload(offset: u64) -> Vec<u8> {
-    (0..PAYLOAD).map(|i| (offset as usize + i) as u8).collect()
-}
+use felix_tiered::{RemoteShard, TierConfig, TieredError, TieredShard, stores};
 
 /// Where record `offset` of the first segment starts.
 fn position(offset: u64) -> u64 {
     SEGMENT_HEADER_LEN as u64 + offset * (RECORD_HEADER_LEN + PAYLOAD) as u64
-}
-
-/// A shard whose segments roll at 12 MB (two parts and some), holding
-/// `records` records: the first segment sealed.
-fn shard(dir: &std::path::Path, records: u64) -> Arc<Shard> {
-    let config = StoreConfig {
-        segment_size_bytes: 12 << 20,
-        preallocate: Preallocation::Off,
-        ..StoreConfig::default()
-    };
-    let shard = Arc::new(Shard::options(dir).config(config).open().unwrap());
-    for offset in 0..records {
-        shard
-            .append(&[Record::new(offset, payload(offset))])
-            .unwrap();
-    }
-    assert!(shard.segments().len() >= 2, "the first segment is sealed");
-    shard
-}
-
-fn tier() -> TierConfig {
-    TierConfig {
-        local: TierRetention {
-            max_bytes: Some(1),
-            max_age: None,
-        },
-        part_bytes: PART,
-        upload_concurrency: 2,
-        ..TierConfig::default()
-    }
 }
 
 async fn objects(store: &Arc<dyn ObjectStore>) -> Vec<(String, u64)> {

@@ -4,6 +4,7 @@
 
 pub mod counting;
 pub mod faults;
+pub mod multipart;
 pub mod s3;
 pub mod sim;
 
