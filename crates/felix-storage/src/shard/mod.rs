@@ -38,9 +38,9 @@ use felix_segment::Record;
 
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
-use crate::maintenance::Maintenance;
+use crate::periodic::Maintenance;
 use crate::pool::SyncPool;
-use crate::scrubber::Scrubber;
+use crate::background_scrub::Scrubber;
 use crate::stats::ShardStats;
 
 pub(crate) use self::core::Core;

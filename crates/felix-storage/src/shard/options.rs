@@ -21,10 +21,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
-use crate::maintenance::{Maintenance, Task};
+use crate::periodic::{Maintenance, Task};
 use crate::metrics::ShardMetrics;
 use crate::pool::SyncPool;
-use crate::scrubber::Scrubber;
+use crate::background_scrub::Scrubber;
 use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.

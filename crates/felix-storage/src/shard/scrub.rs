@@ -9,7 +9,7 @@
 //! descriptor of its own, with no lock held while it reads: the writer
 //! lock is never taken and the readers' view only long enough to copy the
 //! list of sealed segments. A pacing callback sleeps between chunks to hold
-//! a rate (the background scrub's, `scrubber.rs`) and may stop the scrub.
+//! a rate (the background scrub's, `background_scrub.rs`) and may stop the scrub.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;

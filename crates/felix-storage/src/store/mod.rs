@@ -14,7 +14,7 @@
 //!   tombstone (durably) before anything in it is removed, and the store's
 //!   open removes tombstones a crash left.
 
-mod background;
+mod periodic_tasks;
 mod claims;
 mod delete;
 mod keys;
@@ -32,9 +32,9 @@ use felix_segment::ReadBuffers;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::StoreLock;
-use crate::maintenance::Maintenance;
+use crate::periodic::Maintenance;
 use crate::pool::SyncPool;
-use crate::scrubber::Scrubber;
+use crate::background_scrub::Scrubber;
 use crate::shard::{Known, Shard};
 
 use self::open_shards::OpenShards;
@@ -99,10 +99,10 @@ pub struct Store {
     inner: Arc<Inner>,
     /// Periodic syncs and retention passes over the open shards, when the
     /// configuration asks for either (shared with a lone shard's own
-    /// thread: `maintenance.rs`).
+    /// thread: `periodic.rs`).
     background: Option<Maintenance>,
     /// The background scrub, when the configuration asks for one
-    /// (`scrubber.rs`).
+    /// (`background_scrub.rs`).
     scrubber: Option<Scrubber>,
 }
 
@@ -181,7 +181,7 @@ impl Store {
         });
         let shared = Arc::clone(&inner);
         let background = Maintenance::spawn("felix-store".into(), &config, move |task| {
-            background::run(&shared, task);
+            periodic_tasks::run(&shared, task);
         })
         .map_err(|e| store_io("spawn background thread", root, e))?;
         let scrubber = match config.scrub_bytes_per_second {

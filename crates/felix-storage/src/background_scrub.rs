@@ -2,7 +2,7 @@
 //! of shards in turn at a configured rate
 //! ([`StoreConfig::scrub_bytes_per_second`](crate::StoreConfig::scrub_bytes_per_second)).
 //!
-//! It runs apart from the maintenance thread (`maintenance.rs`), whose
+//! It runs apart from the maintenance thread (`periodic.rs`), whose
 //! periodic syncs and retention passes must not wait behind a scrub of
 //! gigabytes. The rate is held by sleeping between chunks: after each
 //! chunk the thread sleeps until the time the bytes so far are due at the
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::StorageError;
-use crate::maintenance::{Stop, StoppableThread};
+use crate::periodic::{Stop, StoppableThread};
 use crate::shard::Core;
 
 /// The shortest time a pass takes, however little it had to read.

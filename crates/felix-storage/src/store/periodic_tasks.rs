@@ -1,9 +1,9 @@
 //! The store's one background thread's work: each periodic task, as it
-//! falls due (see `maintenance.rs`), over the open shards.
+//! falls due (see `crate::periodic`), over the open shards.
 
 use super::{Inner, lock};
 use crate::error::StorageError;
-use crate::maintenance::Task;
+use crate::periodic::Task;
 
 pub(super) fn run(inner: &Inner, task: Task) {
     let shards = lock(&inner.shards).handles();
