@@ -216,6 +216,16 @@ pub enum StorageError {
         #[source]
         original: Arc<StorageError>,
     },
+    /// A panic interrupted a write to the shard (in code the shard ran
+    /// while it held its writer lock), so what that write left may be half
+    /// done: the shard stopped accepting writes. The cause a
+    /// [`StorageError::Poisoned`] names; reopening the shard recovers what
+    /// is durable.
+    #[error("shard {shard}: a panic interrupted a write")]
+    WriteInterrupted {
+        /// The shard.
+        shard: Arc<str>,
+    },
     /// The shard was closed for good ([`Shard::close`](crate::Shard::close),
     /// or its store's [`Store::close`], [`Store::close_shard`],
     /// [`Store::reopen_shard`] or [`Store::delete_shard`]): every call on
@@ -362,6 +372,7 @@ impl StorageError {
             Self::Segment { source, .. } => source.to_string(),
             Self::Generation { refusal, .. } => refusal.to_string(),
             Self::Epochs { source, .. } => source.to_string(),
+            Self::WriteInterrupted { .. } => "a panic interrupted a write".to_owned(),
             other => other.to_string(),
         }
     }

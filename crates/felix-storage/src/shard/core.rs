@@ -23,9 +23,9 @@
 //! room (appenders waiting for a place).
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use felix_format::SegmentExtent;
@@ -34,9 +34,9 @@ use felix_recovery::{Action, Note};
 use felix_segment::{ReadBuffers, SegmentError};
 
 use super::bounds::{Offsets, ReadBound, readable_end};
-use super::commit::{Commit, Queue};
+use super::commit::Commit;
 use super::generations::Generations;
-use super::log::{View, WriterState};
+use super::log::{Log, View};
 use crate::clock::Clock;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
@@ -53,13 +53,7 @@ pub(crate) struct Core {
     pub(crate) dir: PathBuf,
     pub(crate) config: StoreConfig,
     pub(crate) clock: Arc<dyn Clock>,
-    /// Loom's under `--cfg loom`, as the queue (see `crate::loom`).
-    pub(crate) writer: crate::loom::sync::TryMutex<WriterState>,
-    pub(crate) queue: crate::loom::sync::Mutex<Queue>,
-    /// Rounds a write-combining leader makes before handing over (a
-    /// constant, but a unit test lowers it to make handovers frequent).
-    pub(crate) max_lead_rounds: AtomicUsize,
-    pub(crate) view: RwLock<View>,
+    pub(crate) log: Log,
     pub(crate) commit: Arc<Commit>,
     pub(crate) generations: Generations,
     pub(crate) counters: Counters,
@@ -89,17 +83,6 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    pub(crate) fn view(&self) -> RwLockReadGuard<'_, View> {
-        // A panic while holding the lock cannot leave the view half-updated
-        // in a way readers could misuse (each update is a few assignments),
-        // so a poisoned lock is recovered rather than propagated.
-        self.view.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
-        self.view.write().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(crate) fn segment_error(&self, source: SegmentError) -> StorageError {
         StorageError::Segment {
             shard: Arc::clone(&self.label),
@@ -135,7 +118,7 @@ impl Core {
     /// which every change of the log end holds while it publishes (a cut
     /// lowers the durable offset with it held, too).
     pub(crate) fn offsets(&self) -> Offsets {
-        let view = self.view();
+        let view = self.log.view();
         let offsets = Offsets {
             base: view.base_offset(),
             readable: self.end_for(&view, ReadBound::Committed),
@@ -194,7 +177,7 @@ impl Core {
     /// Reports the segments' layout to the metrics: after an open, a roll,
     /// retention, a cut and a replacement.
     pub(crate) fn report_layout(&self) {
-        let view = self.view();
+        let view = self.log.view();
         let sealed_bytes = view.sealed.iter().map(|s| s.extent.len).sum();
         self.metrics.layout(Layout {
             base: view.base_offset(),

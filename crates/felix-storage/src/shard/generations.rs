@@ -71,7 +71,7 @@ impl Core {
 
     /// The leader's answer to a follower asking where `generation` ended.
     pub(crate) fn end_offset_for(&self, generation: u64) -> Option<LeaderAnswer> {
-        let end = self.view().active_limit.next_offset;
+        let end = self.log.view().active_limit.next_offset;
         self.generations.lock().end_offset_for(generation, end)
     }
 

@@ -107,7 +107,7 @@ impl Core {
     /// Writes the active segment's index and the clean-shutdown file, with
     /// the writer lock held; a kept one without syncs, so the close needs
     /// none beyond the data's.
-    fn record_clean_shutdown(&self, state: &mut super::commit::WriterGuard<'_>) -> Result<()> {
+    fn record_clean_shutdown(&self, state: &mut super::log::WriterGuard<'_>) -> Result<()> {
         if !state.writer.index_persisted()
             && let Err(err) = state.writer.persist_index()
         {
@@ -145,7 +145,7 @@ impl Core {
 
     /// The shard's segments' extents in offset order, the active one last.
     pub(crate) fn extents(&self) -> Vec<SegmentExtent> {
-        let view = self.view();
+        let view = self.log.view();
         let mut out: Vec<SegmentExtent> = view.sealed.iter().map(|s| s.extent).collect();
         out.push(view.active_extent());
         out
@@ -156,7 +156,7 @@ impl Core {
     /// loaded on first need).
     pub(crate) fn segments(&self) -> Vec<super::SegmentInfo> {
         let (sealed, active) = {
-            let view = self.view();
+            let view = self.log.view();
             let active = super::SegmentInfo {
                 extent: view.active_extent(),
                 active: true,

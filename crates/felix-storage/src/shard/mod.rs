@@ -201,13 +201,13 @@ impl Shard {
     /// [`Shard::delete_records_before`] and [`Shard::reset_to`]), or the
     /// first segment's base offset when retention removed more.
     pub fn base_offset(&self) -> u64 {
-        self.core.view().base_offset()
+        self.core.log.view().base_offset()
     }
 
     /// The offset the next appended record will get, once appends queued
     /// for writing are written: one past the last record written.
     pub fn next_offset(&self) -> u64 {
-        self.core.view().active_limit.next_offset
+        self.core.log.view().active_limit.next_offset
     }
 
     /// Exclusive bound of what a crash cannot lose: every record below it
@@ -244,7 +244,7 @@ impl Shard {
 
     /// Number of segments (sealed and active).
     pub fn segment_count(&self) -> usize {
-        self.core.view().sealed.len() + 1
+        self.core.log.view().sealed.len() + 1
     }
 
     /// The shard's segments in offset order, the active one last.

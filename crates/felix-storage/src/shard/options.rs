@@ -1,7 +1,7 @@
 //! The one way to open a shard: [`ShardOptions`], every default documented.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -13,18 +13,18 @@ use felix_recovery::{
 use felix_segment::{ReadBuffers, SegmentWriter};
 
 use super::Shard;
-use super::commit::{Commit, MAX_LEAD_ROUNDS, Queue, Spare};
+use super::commit::Commit;
 use super::core::Core;
 use super::generations::Generations;
-use super::log::{Sealed, View, WriterState, segment_config};
+use super::log::{Log, Sealed, Spare, View, WriterState, segment_config};
+use crate::background_scrub::Scrubber;
 use crate::clock::{Clock, SystemClock};
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
-use crate::periodic::{Maintenance, Task};
 use crate::metrics::ShardMetrics;
+use crate::periodic::{Maintenance, Task};
 use crate::pool::SyncPool;
-use crate::background_scrub::Scrubber;
 use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.
@@ -466,15 +466,15 @@ impl ShardOptions {
             dir,
             config,
             clock,
-            writer: crate::loom::sync::TryMutex::new(WriterState {
-                writer,
-                next_segment_id,
-                spare: Spare::default(),
-                unsynced_bytes: 0,
-            }),
-            queue: crate::loom::sync::Mutex::new(Queue::new(next_offset)),
-            max_lead_rounds: AtomicUsize::new(MAX_LEAD_ROUNDS),
-            view: std::sync::RwLock::new(view),
+            log: Log::new(
+                WriterState {
+                    writer,
+                    next_segment_id,
+                    spare: Spare::default(),
+                    unsynced_bytes: 0,
+                },
+                view,
+            ),
             commit,
             generations: Generations::new(history, epochs_file),
             counters: Counters {

@@ -109,7 +109,8 @@ impl Core {
 
     /// The sealed segment `id`, as the view lists it.
     fn sealed_by_id(&self, id: u64) -> Result<Arc<Sealed>> {
-        self.view()
+        self.log
+            .view()
             .sealed
             .iter()
             .find(|s| s.extent.id == id)
@@ -287,7 +288,7 @@ impl Core {
         });
         let entry = Arc::new(entry);
         {
-            let mut view = self.view_mut();
+            let mut view = self.log.view_mut();
             if let Some(slot) = view.sealed.iter_mut().find(|s| Arc::ptr_eq(s, old)) {
                 *slot = entry;
             }

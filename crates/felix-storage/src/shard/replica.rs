@@ -220,7 +220,7 @@ impl Core {
     pub(crate) fn reconcile(&self, answer: LeaderAnswer) -> Result<Divergence> {
         let mut state = self.lock_writer()?;
         let (oldest, next) = {
-            let view = self.view();
+            let view = self.log.view();
             (view.base_offset(), view.active_limit.next_offset)
         };
         let divergence = divergence_point(&self.generations.lock(), next, answer);
@@ -250,7 +250,7 @@ impl Core {
         let _entered = span.enter();
         let mut state = self.lock_writer()?;
         let (oldest, next) = {
-            let view = self.view();
+            let view = self.log.view();
             (view.base_offset(), view.active_limit.next_offset)
         };
         if offset < oldest {

@@ -28,7 +28,7 @@ impl Core {
         let retention = self.config.retention;
         let _state = self.lock_writer()?;
         let (sealed, active_len, start) = {
-            let view = self.view();
+            let view = self.log.view();
             (
                 view.sealed.clone(),
                 view.active_limit.end_position,
@@ -60,7 +60,7 @@ impl Core {
         if doomed.is_empty() {
             return Ok(RetentionOutcome {
                 deleted_segments: Vec::new(),
-                base_offset: self.view().base_offset(),
+                base_offset: self.log.view().base_offset(),
             });
         }
         let span = tracing::info_span!("retention", shard = %self.label, segments = doomed.len());
@@ -68,7 +68,7 @@ impl Core {
         self.forget_clean_shutdown()?;
         // Readers stop choosing the segments before their files go.
         {
-            let mut view = self.view_mut();
+            let mut view = self.log.view_mut();
             view.sealed.drain(..doomed.len());
         }
         for segment in &doomed {
@@ -78,7 +78,7 @@ impl Core {
         Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
         self.metrics.segments_deleted(doomed.len());
         self.report_layout();
-        let base_offset = self.view().base_offset();
+        let base_offset = self.log.view().base_offset();
         self.update_history(|history| history.truncate_before(base_offset) > 0)?;
         tracing::info!(base_offset, "retention deleted segments");
         Ok(RetentionOutcome {

@@ -61,7 +61,7 @@ impl Core {
         &self,
         pace: &mut dyn FnMut(u64) -> ControlFlow<()>,
     ) -> Result<ScrubReport> {
-        let sealed = self.view().sealed.clone();
+        let sealed = self.log.view().sealed.clone();
         let mut report = ScrubReport {
             segments: Vec::with_capacity(sealed.len()),
             finished: true,

@@ -104,7 +104,7 @@ impl Fixture {
     /// Lowers the write-combining leader's rounds to one, so that a
     /// leader hands over whenever a batch queued during its write.
     fn hand_over_every_round(&self) {
-        self.shard.core().max_lead_rounds.store(1, Relaxed);
+        self.shard.core().log.set_max_lead_rounds(1);
     }
 }
 

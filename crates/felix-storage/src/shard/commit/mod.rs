@@ -4,7 +4,7 @@
 //! Who does what:
 //!
 //! - An appender writes its batch (under the writer lock, or through the
-//!   write-combining queue, `combine.rs`) and registers what it needs
+//!   write-combining queue, `log/combine.rs`) and registers what it needs
 //!   durable on the shard's one waiter list (`waiters.rs`): a blocking
 //!   append parks its thread, an append's future or callback returns at
 //!   once (`durable.rs`, `completion.rs`). A lone blocking appender on an
@@ -24,7 +24,7 @@
 //! one, so a hundred concurrent appenders cost a handful of syncs. An
 //! append with a future or a callback that arrives while a sync is pending
 //! is not even written: its batch is queued with its offsets
-//! (`combine.rs`), and the worker has every queued batch written, in one
+//! (`log/combine.rs`), and the worker has every queued batch written, in one
 //! `write`, just before its next sync (`job.rs`, [`QueuedWrites`]), so
 //! the appending thread makes no system call and writes no page the sync
 //! is writing back.
@@ -45,7 +45,6 @@
 //! `durable` only moves back when the log is cut; a shard is queued on its
 //! pool at most once, and never while a sync of it is in flight.
 
-mod combine;
 mod completion;
 mod durable;
 mod in_flight;
@@ -54,7 +53,6 @@ mod settle;
 mod tail;
 mod waiters;
 
-pub(crate) use combine::{MAX_LEAD_ROUNDS, Queue, Spare, WriterGuard};
 pub use completion::{AppendFuture, DurableFuture, TailFuture};
 pub(crate) use in_flight::Admission;
 pub(crate) use waiters::Completion;
@@ -87,7 +85,7 @@ impl SyncData for SyncHandle {
 }
 
 /// Who writes the batches queued with their offsets assigned
-/// (`combine.rs`): the shard, so that a sync worker has them written, in one
+/// (`log/combine.rs`): the shard, so that a sync worker has them written, in one
 /// `write`, just before the sync that covers them.
 pub(crate) trait QueuedWrites: Send + Sync + std::fmt::Debug {
     /// Writes every batch queued so far (a failure poisons the shard, and
@@ -157,7 +155,7 @@ pub(crate) struct Commit {
     /// holding the commit lock sees it consistent with `log_epoch`.
     written: AtomicU64,
     /// One past the last offset assigned: `written` plus on-commit batches
-    /// queued for the combining leader (`combine.rs`). Waits are clamped to
+    /// queued for the combining leader (`log/combine.rs`). Waits are clamped to
     /// it, not to `written`, so a queued batch is waited for.
     assigned: AtomicU64,
     /// `CommitState::durable`, for readers that take no commit lock.

@@ -177,7 +177,7 @@ impl Core {
             "the readers' limit is the writer's end"
         );
         {
-            let mut view = self.view_mut();
+            let mut view = self.log.view_mut();
             view.active_limit = limit;
             view.active_max_timestamp = writer.max_timestamp_micros();
         }
@@ -255,7 +255,7 @@ impl Core {
         let old = std::mem::replace(&mut state.writer, next);
         // Readers move to the new segment's index first, so the old index
         // is no longer shared and sealing frees it without a copy.
-        self.view_mut().active_index = state.writer.active_index();
+        self.log.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
         debug_assert_eq!(
             sealed.extent.next_offset, base,
@@ -273,7 +273,7 @@ impl Core {
             .unwrap_or_else(std::sync::PoisonError::into_inner) =
             Some(sealed.time_index.max_timestamp_micros());
         {
-            let mut view = self.view_mut();
+            let mut view = self.log.view_mut();
             view.sealed.push(Arc::new(entry));
             view.follow(&state.writer);
         }

@@ -31,7 +31,7 @@ impl Core {
             // Remove the active segment and every sealed one above `offset`,
             // newest first, so the directory always holds a prefix.
             self.remove_segment_files(state.writer.segment().id())?;
-            let mut sealed = self.view().sealed.clone();
+            let mut sealed = self.log.view().sealed.clone();
             while let Some(last) = sealed.last() {
                 if last.extent.base_offset <= offset {
                     break;
@@ -66,7 +66,7 @@ impl Core {
                 next_offset: target.extent.next_offset,
             };
             let position = self.position_of(&file, &entries, offset, limit)?;
-            let mut view = self.view_mut();
+            let mut view = self.log.view_mut();
             view.sealed.truncate(sealed.len() - 1);
             (file, position, entries)
         };
@@ -176,7 +176,7 @@ impl Core {
     /// group commit is reset, so that no reader sees the new log end with
     /// the old durable offset.
     fn install_writer(&self, state: &WriterState, durable: Option<u64>) {
-        let mut view = self.view_mut();
+        let mut view = self.log.view_mut();
         view.follow(&state.writer);
         self.commit.reset_log(
             state.writer.next_offset(),
@@ -211,7 +211,7 @@ impl Core {
         let result = (|| {
             self.forget_clean_shutdown()?;
             self.remove_segment_files(state.writer.segment().id())?;
-            let sealed = self.view().sealed.clone();
+            let sealed = self.log.view().sealed.clone();
             for segment in sealed.iter().rev() {
                 self.remove_segment_files(segment.extent.id)?;
             }
@@ -227,7 +227,7 @@ impl Core {
             state.next_segment_id = next_id.checked_add(1);
             state.writer = writer;
             {
-                let mut view = self.view_mut();
+                let mut view = self.log.view_mut();
                 view.sealed.clear();
                 view.log_start = offset;
             }

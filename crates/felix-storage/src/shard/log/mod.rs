@@ -1,21 +1,38 @@
 //! The log: its writer (appends, rolls, cuts) and the view readers share.
 //!
-//! The writer state is held under the writer lock; what readers need of it
-//! (the segments, the active segment's readable limit and index) is
-//! published into the [`View`] after each change, so a reader never takes
-//! the writer lock and never passes the writer's limit.
+//! [`Log`] owns the log's state: the writer under the writer lock, the
+//! queue of on-commit batches waiting for a combining leader
+//! (`combine.rs`), and the [`View`] readers copy from. What readers need of
+//! the writer (the segments, the active segment's readable limit and
+//! index) is published into the view after each change, so a reader never
+//! takes the writer lock and never passes the writer's limit.
+//!
+//! The writer lock is taken only here: [`WriterGuard`] (`combine.rs`) is the
+//! one way to hold it, and a combining leader's rounds the other. A panic
+//! while it is held leaves a write half done (bytes in the file the view
+//! does not know, a queue whose offsets were assigned): the lock is then
+//! poisoned, and so is the shard (`StorageError::WriteInterrupted`), so no
+//! write follows one that was cut short.
+//!
+//! Calls go one way: the shard's operations (`Core`) use the log, and the
+//! log publishes what it wrote to group commit (`commit/`); group commit
+//! asks the log for nothing but to write its queue before a sync, through
+//! the `QueuedWrites` trait the shard implements.
 
 mod append;
+mod combine;
 mod cut;
 mod read;
 mod start;
 mod time;
 
 pub(crate) use append::Synced;
+pub(crate) use combine::{Queue, Spare, WriterGuard};
 pub use read::ReadRecord;
 
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use felix_format::SegmentExtent;
 
@@ -24,8 +41,96 @@ use felix_segment::{
     SparseIndex, TimeIndex,
 };
 
-use super::commit::Spare;
 use crate::config::{Preallocation, StoreConfig};
+use crate::loom::sync::{MutexGuard, TryMutex, TryMutexGuard};
+use combine::MAX_LEAD_ROUNDS;
+
+/// The log's state, each piece under its own lock (see `core.rs` for the
+/// order they are taken in).
+#[derive(Debug)]
+pub(crate) struct Log {
+    /// The writer lock: held by appends, rolls, truncation and retention,
+    /// across the `write` system call. Loom's under `--cfg loom`, as the
+    /// queue (see `crate::loom`).
+    writer: TryMutex<WriterState>,
+    /// On-commit batches assigned offsets, waiting for a leader.
+    queue: crate::loom::sync::Mutex<Queue>,
+    /// Rounds a write-combining leader makes before handing over (a
+    /// constant, but a unit test lowers it to make handovers frequent).
+    max_lead_rounds: AtomicUsize,
+    /// What readers see.
+    view: RwLock<View>,
+}
+
+/// The writer lock as taken: `Interrupted` when a panic unwound through an
+/// earlier holder, so the state it guards may be half changed.
+pub(crate) enum Held<'a> {
+    /// The previous holder let it go normally.
+    Whole(TryMutexGuard<'a, WriterState>),
+    /// A panic interrupted the previous holder.
+    Interrupted(TryMutexGuard<'a, WriterState>),
+}
+
+impl Log {
+    /// The log as an open found it: `writer` at its end, `view` showing it.
+    pub(crate) fn new(writer: WriterState, view: View) -> Self {
+        let next = writer.writer.next_offset();
+        Self {
+            writer: TryMutex::new(writer),
+            queue: crate::loom::sync::Mutex::new(Queue::new(next)),
+            max_lead_rounds: AtomicUsize::new(MAX_LEAD_ROUNDS),
+            view: RwLock::new(view),
+        }
+    }
+
+    /// What readers see, shared.
+    pub(crate) fn view(&self) -> RwLockReadGuard<'_, View> {
+        // A panic while holding the lock cannot leave the view half-updated
+        // in a way readers could misuse (each update is a few assignments),
+        // so a poisoned lock is recovered rather than propagated.
+        self.view.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What readers see, to publish a change (held for a few assignments).
+    pub(crate) fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
+        self.view.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the writer lock, waiting for it.
+    fn lock_writer(&self) -> Held<'_> {
+        match self.writer.lock() {
+            Ok(state) => Held::Whole(state),
+            Err(poisoned) => Held::Interrupted(poisoned.into_inner()),
+        }
+    }
+
+    /// Takes the writer lock if it is free now; `None` while it is held.
+    fn try_lock_writer(&self) -> Option<Held<'_>> {
+        match self.writer.try_lock() {
+            Ok(state) => Some(Held::Whole(state)),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                Some(Held::Interrupted(poisoned.into_inner()))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The queue of on-commit batches (see `combine.rs`).
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        crate::loom::lock(&self.queue)
+    }
+
+    /// Rounds a combining leader makes before it hands over.
+    fn max_lead_rounds(&self) -> usize {
+        self.max_lead_rounds.load(Relaxed).max(1)
+    }
+
+    /// Makes combining leaders hand over after `rounds` rounds (tests).
+    #[cfg(test)]
+    pub(crate) fn set_max_lead_rounds(&self, rounds: usize) {
+        self.max_lead_rounds.store(rounds, Relaxed);
+    }
+}
 
 /// A sealed segment as readers and retention see it. Its file, index and
 /// time index are opened on first need, so an idle shard of many segments

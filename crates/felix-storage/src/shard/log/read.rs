@@ -94,7 +94,7 @@ impl Core {
         bound: ReadBound,
     ) -> Result<Vec<RecordRun>> {
         let end = {
-            let view = self.view();
+            let view = self.log.view();
             self.end_for(&view, bound)
         };
         let mut out: Vec<RecordRun> = Vec::new();
@@ -130,7 +130,7 @@ impl Core {
     /// Finds the segment holding `offset`, or `None` at or past `end` (or
     /// the log's end, if a cut has lowered it below).
     fn target(&self, offset: u64, end: u64) -> Result<Option<Target>> {
-        let view = self.view();
+        let view = self.log.view();
         let oldest = view.base_offset();
         if offset < oldest {
             return Err(StorageError::Trimmed {
@@ -299,7 +299,7 @@ impl Core {
                 return Err(StorageError::Trimmed {
                     shard: Arc::clone(&self.label),
                     requested,
-                    oldest: self.view().base_offset(),
+                    oldest: self.log.view().base_offset(),
                 });
             }
             Err(e) => return Err(self.segment_error(e)),

@@ -28,7 +28,7 @@ impl Core {
         let _entered = span.enter();
         let state = self.lock_writer()?;
         let (start, readable_end) = {
-            let view = self.view();
+            let view = self.log.view();
             (
                 view.base_offset(),
                 self.end_for(&view, ReadBound::Committed),
@@ -51,7 +51,7 @@ impl Core {
             first_segment_id,
             moved_by,
         })?;
-        self.view_mut().log_start = offset;
+        self.log.view_mut().log_start = offset;
         self.report_layout();
         self.update_history(|history| history.truncate_before(offset) > 0)?;
         tracing::info!(
@@ -64,7 +64,7 @@ impl Core {
     /// The id of the segment that holds `offset`, or that the next record
     /// goes to when `offset` is the log end.
     fn segment_holding(&self, state: &WriterState, offset: u64) -> u64 {
-        let view = self.view();
+        let view = self.log.view();
         view.sealed
             .iter()
             .find(|s| offset < s.extent.next_offset)

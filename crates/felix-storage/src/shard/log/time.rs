@@ -42,7 +42,7 @@ impl Core {
         bound: ReadBound,
     ) -> Result<Option<TimestampHit>> {
         let (end, start, sealed, active) = {
-            let view = self.view();
+            let view = self.log.view();
             let end = self.end_for(&view, bound);
             let active = (
                 Arc::clone(&view.active),
@@ -261,7 +261,7 @@ impl Core {
     /// The timestamp of the newest record a read under `bound` returns.
     pub(crate) fn newest_timestamp(&self, bound: ReadBound) -> Result<Option<TimestampHit>> {
         let (start, end) = {
-            let view = self.view();
+            let view = self.log.view();
             (view.base_offset(), self.end_for(&view, bound))
         };
         if end <= start {

@@ -1,5 +1,6 @@
 //! Write combining for on-commit appends: concurrent batches share one
-//! `write`, as they share one `fdatasync` in `commit.rs`.
+//! `write`, as they share one `fdatasync` in `commit/`; and the writer
+//! lock's one way in, [`WriterGuard`].
 //!
 //! An on-commit appender does not take the writer lock. It takes the short
 //! `queue` lock, is assigned its offsets there, copies its records (payloads
@@ -20,18 +21,17 @@
 //! writer whose next offset is the queue's (asserted in debug builds).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering::Relaxed;
 
 use felix_format::record_encoded_len;
 use felix_segment::Record;
 
-use super::QueuedWrites;
+use super::{Held, Synced, WriterState};
 use crate::error::{Result, StorageError};
 use crate::loom::sync::{MutexGuard, TryMutexGuard};
 use crate::loom::thread::{self, Thread};
 use crate::shard::AppendReceipt;
+use crate::shard::commit::QueuedWrites;
 use crate::shard::core::Core;
-use crate::shard::log::{Synced, WriterState};
 use crate::stats::Counters;
 
 /// Rounds of writes a leader makes before handing the lead over.
@@ -98,8 +98,10 @@ impl DerefMut for WriterGuard<'_> {
 
 impl Drop for WriterGuard<'_> {
     /// Whatever the holder did (appended, truncated, reset), the queue
-    /// continues from the writer's next offset.
+    /// continues from the writer's next offset. A holder that panicked
+    /// poisons the shard first (see the log's module docs).
     fn drop(&mut self) {
+        self.shard.poison_if_panicking();
         let next = self.state.writer.next_offset();
         if let Some(queue) = &mut self.queue {
             queue.next = next;
@@ -121,24 +123,46 @@ impl Core {
     }
 
     /// Takes the writer lock and the queue, writing whatever is queued first.
-    /// A failure to write poisons the shard; holders check for that.
+    /// A failure to write poisons the shard, and so does finding that a
+    /// panic interrupted the lock's last holder; holders check for that.
     pub(crate) fn writer_state(&self) -> WriterGuard<'_> {
-        let state = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = self.whole(self.log.lock_writer());
         self.guard_writer(state)
     }
 
     /// [`Core::writer_state`] if the writer lock is free now; `None` while
     /// someone holds it (who writes what is queued: see [`QueuedWrites`]).
     fn try_writer_state(&self) -> Option<WriterGuard<'_>> {
-        let state = match self.writer.try_lock() {
-            Ok(state) => state,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let state = self.whole(self.log.try_lock_writer()?);
         Some(self.guard_writer(state))
+    }
+
+    /// The writer lock as taken, with the shard poisoned if a panic
+    /// interrupted its previous holder: nothing is written after a write
+    /// that was cut short.
+    fn whole<'a>(&self, held: Held<'a>) -> TryMutexGuard<'a, WriterState> {
+        match held {
+            Held::Whole(state) => state,
+            Held::Interrupted(state) => {
+                self.poison_with(self.write_interrupted());
+                state
+            }
+        }
+    }
+
+    /// Why the shard stops when a panic interrupts a write.
+    fn write_interrupted(&self) -> StorageError {
+        StorageError::WriteInterrupted {
+            shard: std::sync::Arc::clone(&self.label),
+        }
+    }
+
+    /// Poisons the shard when called while the thread panics: from what a
+    /// holder of the writer lock drops as it unwinds.
+    fn poison_if_panicking(&self) {
+        if std::thread::panicking() {
+            self.poison_with(self.write_interrupted());
+        }
     }
 
     /// The writer lock held as `state`, with the queue taken and drained.
@@ -150,7 +174,7 @@ impl Core {
                 queue: None,
             };
         }
-        let mut queue = self.queue();
+        let mut queue = self.log.queue();
         if !queue.records.is_empty() {
             let mut spare = std::mem::take(&mut state.spare);
             std::mem::swap(&mut spare.records, &mut queue.records);
@@ -181,18 +205,12 @@ impl Core {
         }
     }
 
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Queues a validated batch, assigning its offsets: `owner` is the
     /// thread to hand the lead to, and when it is given, whether it must
     /// lead now (nobody does). Without one the batch waits for a leader or
     /// for the sync worker, which writes what is queued before it syncs.
     fn enqueue(&self, records: &[Record], owner: Option<Thread>) -> Result<(AppendReceipt, bool)> {
-        let mut queue = self.queue();
+        let mut queue = self.log.queue();
         // Close marks the shard with the queue held: nothing is queued
         // after it.
         self.check_open()?;
@@ -243,7 +261,7 @@ impl Core {
     /// handed over).
     fn take_lead(&self) -> Result<()> {
         {
-            let mut queue = self.queue();
+            let mut queue = self.log.queue();
             if queue.leading || queue.records.is_empty() {
                 return Ok(());
             }
@@ -258,20 +276,20 @@ impl Core {
     fn lead(&self) -> Result<()> {
         let mut rounds = 0;
         let mut last;
+        // A panic in a round poisons the shard, failing the waiters of the
+        // batches it took from the queue.
+        let _unwinding = PoisonOnPanic(self);
         loop {
-            let mut state = self
-                .writer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut state = self.whole(self.log.lock_writer());
             let mut spare = std::mem::take(&mut state.spare);
             {
-                let mut queue = self.queue();
+                let mut queue = self.log.queue();
                 if queue.records.is_empty() {
                     queue.leading = false;
                     state.spare = spare;
                     return Ok(());
                 }
-                last = rounds >= self.max_lead_rounds.load(Relaxed).max(1);
+                last = rounds >= self.log.max_lead_rounds();
                 if last && let Some(next) = queue.owners.iter().flatten().next().cloned() {
                     // This appender's own batch went out in the first
                     // round; the oldest queued one's owner leads next.
@@ -303,7 +321,7 @@ impl Core {
             if let Err(err) = written {
                 // Poisoned: nothing queued will ever be written, and every
                 // waiter has been woken to the error.
-                self.queue().leading = false;
+                self.log.queue().leading = false;
                 return Err(err);
             }
             // Every poke of the pool follows a write: a worker that found
@@ -313,7 +331,7 @@ impl Core {
             self.commit.poke();
             if last {
                 let next = {
-                    let mut queue = self.queue();
+                    let mut queue = self.log.queue();
                     queue.leading = false;
                     queue.owners.iter().flatten().next().cloned()
                 };
@@ -382,6 +400,16 @@ impl Core {
     }
 }
 
+/// Poisons the shard if dropped while the thread panics (see
+/// [`Core::poison_if_panicking`]).
+struct PoisonOnPanic<'a>(&'a Core);
+
+impl Drop for PoisonOnPanic<'_> {
+    fn drop(&mut self) {
+        self.0.poison_if_panicking();
+    }
+}
+
 impl QueuedWrites for Core {
     fn write_queued(&self) -> bool {
         // Taking the writer lock writes what is queued, then pokes the pool
@@ -393,14 +421,14 @@ impl QueuedWrites for Core {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::Ordering::Relaxed;
 
     use std::time::Duration;
 
     use felix_segment::Record;
 
     use super::QueuedWrites;
-    use crate::{Durability, Preallocation, Shard, StoreConfig};
+    use crate::shard::log::Synced;
+    use crate::{Durability, Preallocation, Shard, StorageError, StoreConfig};
 
     fn on_commit() -> StoreConfig {
         StoreConfig {
@@ -435,6 +463,92 @@ mod tests {
         assert!(core.write_queued());
     }
 
+    /// A later write's outcome on a shard whose writer lock a panic
+    /// interrupted: refused, naming the panic as the cause.
+    fn assert_write_interrupted(shard: &Shard) {
+        let core = shard.core();
+        let err = core
+            .append_nowait(&[Record::new(0, "after")], Synced::Later)
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StorageError::Poisoned { shard, original }
+                    if &**shard == "interrupted"
+                        && matches!(&**original, StorageError::WriteInterrupted { shard } if &**shard == "interrupted")
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "shard interrupted accepts no more writes: a panic interrupted a write; \
+             reopening the shard recovers what is durable"
+        );
+        // Nothing was written after the interrupted write: the record
+        // before it is the last.
+        assert_eq!(core.offsets().written, 1);
+    }
+
+    fn interrupted_shard(dir: &std::path::Path) -> Shard {
+        let shard = Shard::options(dir)
+            .label("interrupted")
+            .config(on_commit())
+            .open()
+            .unwrap();
+        shard
+            .core()
+            .append_nowait(&[Record::new(0, "before")], Synced::Later)
+            .unwrap();
+        shard
+    }
+
+    /// A panic while a holder of the writer lock's guard writes poisons the
+    /// shard as it unwinds: later writes get `Poisoned`, caused by
+    /// `WriteInterrupted`.
+    #[test]
+    fn a_panic_holding_the_writer_lock_poisons_the_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = interrupted_shard(dir.path());
+        let core = shard.core();
+        let panicked = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let _held = core.writer_state();
+                    panic!("a write cut short");
+                })
+                .join()
+        });
+        assert!(panicked.is_err());
+        assert_write_interrupted(&shard);
+        // A close reports the shard stopped, and closes it.
+        assert!(matches!(
+            shard.core().close(),
+            Err(StorageError::Poisoned { original, .. })
+                if matches!(*original, StorageError::WriteInterrupted { .. })
+        ));
+    }
+
+    /// A writer lock left poisoned by a holder outside the guard (a
+    /// combining leader's rounds hold the lock itself) is found by the next
+    /// holder, which poisons the shard before anything is written.
+    #[test]
+    fn a_poisoned_writer_lock_poisons_the_shard_at_its_next_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = interrupted_shard(dir.path());
+        let core = shard.core();
+        let panicked = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let _held = core.log.writer.lock();
+                    panic!("a round cut short");
+                })
+                .join()
+        });
+        assert!(panicked.is_err());
+        assert!(core.check_poison().is_ok(), "not yet noticed");
+        assert_write_interrupted(&shard);
+    }
+
     /// Blocking appenders and futures share the queue, with the lead handed
     /// over after every round: a lead left with only futures' batches
     /// (whose callers take no lead) pokes the worker, which writes them.
@@ -451,7 +565,7 @@ mod tests {
                 .open()
                 .unwrap(),
         );
-        shard.core().max_lead_rounds.store(1, Relaxed);
+        shard.core().log.set_max_lead_rounds(1);
         let blocking: Vec<_> = (0..THREADS)
             .map(|_| {
                 let shard = Arc::clone(&shard);
@@ -493,7 +607,7 @@ mod tests {
             ..StoreConfig::default()
         };
         let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
-        shard.core().max_lead_rounds.store(1, Relaxed);
+        shard.core().log.set_max_lead_rounds(1);
         let threads: Vec<_> = (0..THREADS)
             .map(|t| {
                 let shard = Arc::clone(&shard);
