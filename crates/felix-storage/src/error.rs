@@ -12,6 +12,10 @@ use felix_segment::SegmentError;
 
 use crate::config::ConfigError;
 
+mod kind;
+
+pub use kind::ErrorKind;
+
 /// What went wrong in a store or shard operation.
 ///
 /// `Clone`, so that one failure can be both the failing call's error, the

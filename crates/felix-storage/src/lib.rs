@@ -143,15 +143,15 @@
     clippy::indexing_slicing
 )]
 
+mod background_scrub;
 mod clock;
 mod config;
 mod error;
-mod lock;
+pub mod lock;
 mod loom;
-mod periodic;
 pub mod metrics;
+mod periodic;
 mod pool;
-mod background_scrub;
 mod shard;
 mod stats;
 mod store;
@@ -164,12 +164,12 @@ pub use config::{
     MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
     default_sync_threads,
 };
-pub use error::{CopyProblem, Result, StorageError};
+pub use error::{CopyProblem, ErrorKind, Result, StorageError};
 pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
-    AppendFuture, AppendReceipt, DurableFuture, Offsets, ReadBound, ReadRecord, RecordRun,
-    ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord, ScrubReport,
-    SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture,
+    Append, AppendFuture, AppendReceipt, DurableFuture, DurableWait, Offsets, ReadBound,
+    ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord,
+    ScrubReport, SegmentCopy, SegmentInfo, Shard, ShardOptions, Tail, TailFuture, TailWait,
 };
 pub use stats::ShardStats;
 pub use store::{ShardId, Store, StoreOptions};
@@ -193,3 +193,73 @@ pub use felix_recovery::{
     Action, Note, RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub,
 };
 pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError, TimestampHit};
+
+/// Every bound and default of a [`StoreConfig`] setting and of the format,
+/// by name: what [`StorageError::InvalidConfig`] checks a value against.
+///
+/// ```
+/// use felix_storage::{StoreConfig, limits};
+///
+/// let config = StoreConfig { segment_size_bytes: limits::MIN_SEGMENT_SIZE_BYTES, ..StoreConfig::default() };
+/// assert!(config.validate().is_ok());
+/// assert!(limits::MAX_PAYLOAD_BYTES > 0);
+/// ```
+pub mod limits {
+    pub use crate::config::{
+        DEFAULT_APPENDS_IN_FLIGHT, DEFAULT_SYNC_THREAD_KEEP_ALIVE, MAX_APPENDS_IN_FLIGHT,
+        MAX_INDEX_SPACING_BYTES, MAX_INTERVAL, MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS,
+        MIN_INTERVAL, MIN_SCRUB_BYTES_PER_SECOND, MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES,
+        default_sync_threads,
+    };
+    pub use felix_format::MAX_PAYLOAD_BYTES;
+    pub use felix_segment::DEFAULT_INDEX_SPACING_BYTES;
+}
+
+/// What an open's recovery found and did, and what a scrub reports: the
+/// vocabulary of [`ShardStats::notes`], [`ScrubReport`] and
+/// [`StorageError::Recovery`].
+pub mod recovery {
+    pub use felix_format::{CorruptionKind, CorruptionSite, SegmentExtent};
+    pub use felix_recovery::{
+        Action, Note, RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub,
+    };
+    pub use felix_segment::SegmentError;
+}
+
+/// The file-system layer every shard's file goes through: [`FileSystem`]
+/// (the operating system's, or a [`Vfs`] of one's own, e.g. for fault
+/// injection) and the types its methods name.
+///
+/// ```
+/// use felix_storage::io::FileSystem;
+/// use felix_storage::Shard;
+///
+/// let dir = tempfile::tempdir()?;
+/// let shard = Shard::options(dir.path()).file_system(FileSystem::os()).open()?;
+/// assert_eq!(shard.offsets().written, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod io {
+    pub use felix_io::{
+        DirEntry, FileSystem, FileType, IoError, LockGuard, NotRegularFile, OpenMode, OsFs, Vfs,
+        VfsFile, not_regular_file, remove_dir_all,
+    };
+}
+
+/// A shard's generation history (the epochs a replicated log keeps):
+/// what [`Shard::generations`], [`Shard::end_offset_for`] and
+/// [`Shard::reconcile`] speak in.
+pub mod epochs {
+    pub use felix_epochs::{
+        Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES,
+        Recorded,
+    };
+}
+
+/// The key file a store writes in each shard directory: its limits and
+/// the error that names which part of a key does not fit.
+pub mod key_file {
+    pub use felix_format::key_file::{
+        KeyFileDecodeError, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES,
+    };
+}

@@ -4,9 +4,12 @@
 
 use felix_segment::Record;
 
-use super::commit::{AppendFuture, Commit, Completion, DurableFuture, TailFuture};
+use std::future::IntoFuture;
+
+use super::commit::{AppendFuture, Completion, DurableFuture, TailFuture};
 use super::core::Core;
 use super::log::Synced;
+use super::requests::{Append, DurableWait, TailWait};
 use super::{AppendReceipt, ReadBound, Shard, Tail};
 use crate::error::Result;
 
@@ -68,7 +71,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_async(&self, records: &[Record]) -> Result<AppendFuture> {
-        self.append_future(records, true)
+        Append::new(self, records).submit()
     }
 
     /// [`Shard::append_async`], failing with
@@ -77,13 +80,7 @@ impl Shard {
     /// in flight are at their bound: for a caller that must never block
     /// (await an earlier future, then try again).
     pub fn try_append_async(&self, records: &[Record]) -> Result<AppendFuture> {
-        self.append_future(records, false)
-    }
-
-    fn append_future(&self, records: &[Record], wait: bool) -> Result<AppendFuture> {
-        let (slot, done) = Commit::future_slot();
-        let receipt = self.core.append_completion(records, wait, |_| done)?;
-        Ok(AppendFuture::new(receipt, DurableFuture::new(slot)))
+        Append::new(self, records).fail_fast().submit()
     }
 
     /// Appends a batch and returns as soon as it has its offsets (written,
@@ -124,7 +121,7 @@ impl Shard {
         records: &[Record],
         callback: impl FnOnce(Result<AppendReceipt>) + Send + 'static,
     ) -> Result<AppendReceipt> {
-        self.append_callback(records, true, callback)
+        Append::new(self, records).then(callback)
     }
 
     /// [`Shard::append_then`], failing with
@@ -136,20 +133,7 @@ impl Shard {
         records: &[Record],
         callback: impl FnOnce(Result<AppendReceipt>) + Send + 'static,
     ) -> Result<AppendReceipt> {
-        self.append_callback(records, false, callback)
-    }
-
-    fn append_callback(
-        &self,
-        records: &[Record],
-        wait: bool,
-        callback: impl FnOnce(Result<AppendReceipt>) + Send + 'static,
-    ) -> Result<AppendReceipt> {
-        self.core.append_completion(records, wait, move |receipt| {
-            Completion::Callback(Box::new(move |outcome: Result<()>| {
-                callback(outcome.map(|()| receipt));
-            }))
-        })
+        Append::new(self, records).fail_fast().then(callback)
     }
 
     /// [`Shard::wait_durable`] as a future: resolves once every record
@@ -157,9 +141,7 @@ impl Shard {
     /// sync pool for a sync if none covers it yet. Any policy: under
     /// [`Durability::None`](crate::Durability::None) too, it syncs.
     pub fn wait_durable_async(&self, offset: u64) -> DurableFuture {
-        let (slot, done) = Commit::future_slot();
-        self.core.commit.watch_durable(offset, false, done, None);
-        DurableFuture::new(slot)
+        DurableWait::new(self, offset).into_future()
     }
 
     /// [`Shard::wait_durable`] with a callback, run on the dispatch thread
@@ -170,8 +152,7 @@ impl Shard {
         offset: u64,
         callback: impl FnOnce(Result<()>) + Send + 'static,
     ) {
-        let done = Completion::Callback(Box::new(callback));
-        self.core.commit.watch_durable(offset, false, done, None);
+        DurableWait::new(self, offset).then(callback);
     }
 
     /// [`Shard::wait_readable`] as a future, without a timeout (bound it
@@ -194,12 +175,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_readable_async(&self, from: u64, bound: ReadBound) -> TailFuture {
-        let (slot, done) = Commit::future_slot();
-        let commit = &self.core.commit;
-        let registered = commit
-            .watch_tail(from, bound, done)
-            .map(|token| (std::sync::Arc::clone(commit), token));
-        TailFuture::new(slot, registered)
+        TailWait::new(self, from, bound).into_future()
     }
 
     /// [`Shard::wait_readable`] with a callback, run on the dispatch thread
@@ -212,8 +188,7 @@ impl Shard {
         bound: ReadBound,
         callback: impl FnOnce(Result<Tail>) + Send + 'static,
     ) {
-        let done = Completion::Callback(Box::new(callback));
-        let _ = self.core.commit.watch_tail(from, bound, done);
+        TailWait::new(self, from, bound).then(callback);
     }
 }
 
@@ -222,7 +197,7 @@ impl Core {
     /// made by `completion` from the batch's receipt once it is written,
     /// and registers it. Under on-commit durability the append first takes
     /// a place in flight (waiting for one when `wait`).
-    fn append_completion(
+    pub(super) fn append_completion(
         &self,
         records: &[Record],
         wait: bool,

@@ -25,6 +25,7 @@ mod options;
 mod reads;
 mod replace;
 mod replica;
+mod requests;
 mod retention;
 mod scrub;
 mod start_time;
@@ -36,15 +37,14 @@ use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
 use felix_io::FileSystem;
 use felix_segment::Record;
 
+use crate::background_scrub::Scrubber;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::periodic::Maintenance;
 use crate::pool::SyncPool;
-use crate::background_scrub::Scrubber;
 use crate::stats::ShardStats;
 
 pub(crate) use self::core::Core;
-use self::log::Synced;
 
 pub use bounds::{Offsets, ReadBound, Tail};
 pub use commit::{AppendFuture, DurableFuture, TailFuture};
@@ -54,6 +54,7 @@ pub(crate) use options::Known;
 pub use options::ShardOptions;
 pub use replace::SegmentCopy;
 pub use replica::{ReplicatedRecord, ReplicatedRun};
+pub use requests::{Append, DurableWait, TailWait};
 pub use retention::RetentionOutcome;
 pub use scrub::ScrubReport;
 
@@ -281,18 +282,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
-        let core = &self.core;
-        core.check_open()?;
-        if core.on_commit() {
-            // Concurrent on-commit appends share a `write` as well as a sync
-            // (see `commit/combine.rs`).
-            core.check_batch(records.iter().map(|r| r.payload.len()))?;
-            let started = crate::metrics::Timer::start();
-            let receipt = core.append_combined(records)?;
-            core.metrics.append_durable(started);
-            return Ok(receipt);
-        }
-        core.append_nowait(records, Synced::Later)
+        Append::new(self, records).wait()
     }
 
     /// Appends a batch without waiting for durability, whatever the policy:
@@ -301,10 +291,7 @@ impl Shard {
     /// [`Durability::OnCommit`](crate::Durability::OnCommit) readers see the
     /// batch once it is durable.
     pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
-        // Nobody waits for a sync of it, whatever the policy: writeback
-        // counts it.
-        self.core.check_open()?;
-        self.core.append_nowait(records, Synced::Later)
+        Append::new(self, records).written()
     }
 
     /// Waits until every record below `offset` is durable. Offsets beyond
@@ -315,8 +302,7 @@ impl Shard {
     /// concurrent appenders cost far fewer than N syncs. Without blocking a
     /// thread: [`Shard::wait_durable_async`], [`Shard::wait_durable_then`].
     pub fn wait_durable(&self, offset: u64) -> Result<()> {
-        self.core.check_open()?;
-        self.core.commit.wait_durable(offset)
+        DurableWait::new(self, offset).wait()
     }
 
     /// Makes everything written so far durable, and brings the active

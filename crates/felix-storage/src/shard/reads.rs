@@ -2,8 +2,9 @@
 //! waiting for the tail. Every read here is the run read (`log/read.rs`),
 //! checked and bounded the same way.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::requests::TailWait;
 use super::{ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun, Shard, Tail};
 use crate::error::Result;
 #[cfg(doc)]
@@ -147,9 +148,7 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_readable(&self, from: u64, bound: ReadBound, timeout: Duration) -> Result<Tail> {
-        self.core.check_open()?;
-        let deadline = Instant::now().checked_add(timeout);
-        self.core.commit.wait_readable(from, bound, deadline)
+        TailWait::new(self, from, bound).wait_timeout(timeout)
     }
 
     /// Reads records from `from` as a leader sends them to a follower, each

@@ -14,12 +14,12 @@
 //!   tombstone (durably) before anything in it is removed, and the store's
 //!   open removes tombstones a crash left.
 
-mod periodic_tasks;
 mod claims;
 mod delete;
 mod keys;
 mod open_shards;
 mod options;
+mod periodic_tasks;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -29,12 +29,12 @@ use felix_io::{FileSystem, FileType};
 use felix_recovery::{StoredKey, read_key_file};
 use felix_segment::ReadBuffers;
 
+use crate::background_scrub::Scrubber;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::StoreLock;
 use crate::periodic::Maintenance;
 use crate::pool::SyncPool;
-use crate::background_scrub::Scrubber;
 use crate::shard::{Known, Shard};
 
 use self::open_shards::OpenShards;

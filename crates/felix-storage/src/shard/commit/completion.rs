@@ -97,6 +97,36 @@ impl AppendFuture {
     pub fn receipt(&self) -> AppendReceipt {
         self.receipt
     }
+
+    /// Blocks the calling thread until the append is acknowledged, as
+    /// awaiting it would resolve: for a producer that submits many appends
+    /// and then waits for each on its own thread, no runtime needed.
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let pending: Vec<_> = (0..4)
+    ///     .map(|i| shard.append(&[Record::new(i, "event")]).submit())
+    ///     .collect::<Result<_, _>>()?;
+    /// for append in pending {
+    ///     append.wait()?;
+    /// }
+    /// assert_eq!(shard.offsets().durable, 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait(mut self) -> Result<AppendReceipt> {
+        let waker = thread_waker();
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(outcome) = Pin::new(&mut self).poll(&mut cx) {
+                return outcome;
+            }
+            // Woken when the outcome is set; a spurious wake polls again.
+            thread::park();
+        }
+    }
 }
 
 impl Future for AppendFuture {
