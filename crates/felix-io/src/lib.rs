@@ -68,6 +68,24 @@ pub use error::IoError;
 pub use os::OsFs;
 pub use small_file::{ReadSmallError, ReplaceError, read_small_file, replace_file};
 
+/// The largest file position a write may reach: the kernel's file offset
+/// (`loff_t`) is signed, so no file is longer than `i64::MAX` bytes.
+pub(crate) const MAX_FILE_END: u64 = i64::MAX as u64;
+
+/// Asserts, in debug builds, what every writer keeps before it writes:
+/// the `len` bytes it writes at `position` end within [`MAX_FILE_END`].
+/// A position past it is a caller's arithmetic gone wrong, not something
+/// on disk (writers compute positions from their own state), so it is
+/// caught at the write that would fail, with the values that were asked.
+pub(crate) fn debug_assert_write_extent(op: &str, position: u64, len: u64) {
+    debug_assert!(
+        position
+            .checked_add(len)
+            .is_some_and(|end| end <= MAX_FILE_END),
+        "{op} of {len} bytes at position {position} ends past the largest file position {MAX_FILE_END}"
+    );
+}
+
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpenMode {

@@ -34,6 +34,7 @@ impl VfsFile for OsFile {
     }
 
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
+        crate::debug_assert_write_extent("write", position, buf.len() as u64);
         self.0.write_all_at(buf, position)
     }
 
@@ -42,6 +43,7 @@ impl VfsFile for OsFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        crate::debug_assert_write_extent("set_len", 0, len);
         self.0.set_len(len)
     }
 

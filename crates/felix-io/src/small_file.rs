@@ -73,6 +73,13 @@ pub fn read_small_file(
     let mut bytes = vec![0u8; size];
     file.read_exact_at(&mut bytes, 0)
         .map_err(|e| IoError::new("read", path, e))?;
+    // What the reader holds is the whole file, within the bound it gave.
+    debug_assert!(
+        bytes.len() as u64 == len && bytes.len() <= max_len,
+        "read {} bytes of {}, which is {len} bytes (at most {max_len} read)",
+        bytes.len(),
+        path.display()
+    );
     Ok(Some(bytes))
 }
 
@@ -110,6 +117,14 @@ pub fn replace_file(
     temp_name: &str,
     bytes: &[u8],
 ) -> Result<(), ReplaceError> {
+    // Two names in `dir` itself, apart: a temporary named as the file
+    // would be emptied in place (no longer atomic), and a name with a
+    // separator would rename across directories.
+    debug_assert!(
+        name != temp_name && [name, temp_name].iter().all(|n| single_name(n)),
+        "replace_file of {name:?} through {temp_name:?} in {}: the file and its temporary must be two plain names",
+        dir.display()
+    );
     let path = dir.join(name);
     let temp_path = dir.join(temp_name);
     for at in [&path, &temp_path] {
@@ -142,4 +157,14 @@ pub fn replace_file(
     fs.sync_dir(dir)
         .map_err(|e| IoError::new("fsync directory", dir, e))?;
     Ok(())
+}
+
+/// Whether `name` is one plain file name: not empty, no separator, not
+/// `.` or `..`.
+fn single_name(name: &str) -> bool {
+    let mut parts = Path::new(name).components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(n)), None) if n == name
+    )
 }

@@ -159,6 +159,30 @@ impl SimFs {
     /// system in which everything is durable (as after a reboot).
     pub fn crash(&self, plan: &CrashPlan) -> SimFs {
         let state = self.lock();
+        // A plan names operations by their place in `pending()`: one that
+        // names more than are pending, or tears one that is not a kept
+        // write, was built for another moment (or another disk) and would
+        // test a state no power loss leaves.
+        debug_assert!(
+            plan.keep.len() <= state.pending.len(),
+            "crash plan keeps or drops {} operations, but {} are pending",
+            plan.keep.len(),
+            state.pending.len()
+        );
+        debug_assert!(
+            plan.tear.is_none_or(|(at, _)| {
+                plan.keep.get(at) == Some(&true)
+                    && matches!(
+                        state.pending.get(at),
+                        Some(Pending::File {
+                            op: FileOp::Write { .. },
+                            ..
+                        })
+                    )
+            }),
+            "crash plan tears pending operation {:?}, which is not a kept write",
+            plan.tear.map(|(at, _)| at)
+        );
         let mut contents: Vec<Vec<u8>> = state.inodes.iter().map(|i| i.durable.clone()).collect();
         // Directories whose creation reached the disk: a durable entry in
         // the parent, or a kept pending one.

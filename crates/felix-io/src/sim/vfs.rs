@@ -70,6 +70,17 @@ impl SimFile {
         state
             .pending
             .retain(|p| !matches!(p, Pending::File { inode, .. } if *inode == me));
+        // Once synced, what a crash keeps of the file is what a reader
+        // reads now: no write of it is still pending.
+        debug_assert!(
+            state.inodes.get(me).is_some_and(|i| i.durable == i.data)
+                && !state
+                    .pending
+                    .iter()
+                    .any(|p| matches!(p, Pending::File { inode, .. } if *inode == me)),
+            "{op} of {}: durable bytes differ from the written ones, or a write is still pending",
+            self.path.display()
+        );
         state.record(op, &self.path, true);
         Ok(())
     }
@@ -78,6 +89,17 @@ impl SimFile {
         let mut state = self.fs.lock();
         if let Some(inode) = state.inodes.get_mut(self.inode) {
             apply_file_op(&mut inode.data, &op, None);
+            // The bytes written are what a read at their position returns.
+            if let FileOp::Write { position, bytes } = &op {
+                let start = usize::try_from(*position).unwrap_or(usize::MAX);
+                debug_assert!(
+                    inode.data.get(start..start.saturating_add(bytes.len())) == Some(&bytes[..]),
+                    "write of {} bytes at position {position} to {}: the file ({} bytes) does not hold them",
+                    bytes.len(),
+                    self.path.display(),
+                    inode.data.len()
+                );
+            }
         }
         state.pending.push(Pending::File {
             inode: self.inode,
@@ -100,6 +122,15 @@ impl VfsFile for SimFile {
         let start = usize::try_from(position).unwrap_or(usize::MAX);
         match data.get(start..start.saturating_add(buf.len())) {
             Some(src) => {
+                // As a write's bytes: within the file, and as many as asked.
+                debug_assert!(
+                    src.len() == buf.len() && start + src.len() <= data.len(),
+                    "read of {} bytes at position {position} from {} ({} bytes) got {}",
+                    buf.len(),
+                    self.path.display(),
+                    data.len(),
+                    src.len()
+                );
                 buf.copy_from_slice(src);
                 Ok(())
             }
@@ -111,6 +142,7 @@ impl VfsFile for SimFile {
     }
 
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
+        crate::debug_assert_write_extent("write", position, buf.len() as u64);
         self.writable()?;
         self.fs.lock().power("write", &self.path)?;
         let effect = self.fs.lock().fault(FaultOp::Write, &self.path);
@@ -151,6 +183,7 @@ impl VfsFile for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        crate::debug_assert_write_extent("set_len", 0, len);
         self.writable()?;
         self.fs.lock().power("set_len", &self.path)?;
         let errno = self
