@@ -119,13 +119,14 @@ pub fn thread_count() -> u64 {
 }
 
 /// How often (every so many appends) a timed loop counts the descriptors
-/// held: listing `/proc/self/fd` with 4,000 open costs milliseconds, and
-/// every 256 appends it took a tenth of the run's time in the 1,000-shard
-/// commit run. The store's budget is reached in the first thousand appends
-/// and held from then on, so a sample every 2,048 still sees the peak. The
+/// held: listing `/proc/self/fd` with thousands open is slow, and counted
+/// every 256 appends it took a large share of the 1,000-shard commit run.
+/// The store's budget is reached in the first thousand appends and held
+/// from then on, so a sample every 2,048 still sees the peak. The
 /// 1,000-shard commit run, whose shards are all open before it is timed,
-/// counts at its start and end only: even every 2,048 cost its driving
-/// thread about 1.3 µs per append (docs/performance.md).
+/// counts at its start and end only: even every 2,048 was a visible share
+/// of its driving thread's time per append. The figures are in
+/// docs/performance.md ("The run read and many shards").
 pub(crate) const FD_SAMPLE_EVERY: u64 = 2_048;
 
 /// `prepare-shards felix`: a store of `--shards` shards (10,000), each

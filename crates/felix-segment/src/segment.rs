@@ -538,8 +538,9 @@ fn records_of(run: &RecordRun) -> Vec<ReadRecord> {
 /// shrunk, for a small read whose wanted record is expected about `skip`
 /// bytes in (records of `average` bytes), to end a little past it: a random
 /// read of one record then copies half a span less from the page cache on
-/// average (p50 2.4 → 2.0–2.2 µs on the benchmark's 128-byte records;
-/// docs/performance.md). Later refills grow geometrically.
+/// average, which shortens a random read of one small record (measured in
+/// docs/performance.md, "What was missed, and why": the random read).
+/// Later refills grow geometrically.
 fn first_read_bytes(max_bytes: u64, span: Option<u64>, skip: u64, average: u64) -> u64 {
     // The budget's records begin about `skip` bytes in, and the header
     // after them decides that the next record would pass the budget.

@@ -25,16 +25,15 @@ pub const DEFAULT_APPENDS_IN_FLIGHT: usize = 4096;
 /// The default of [`StoreConfig::sync_threads`]: sixteen times the
 /// available parallelism, at least 16 and at most 64. A worker blocked in
 /// `fdatasync` uses no CPU, and the device overlaps syncs of different
-/// files: on the 2-core development machine, 64 threads each syncing a
-/// file of their own made 5.6 k syncs/s at 1 thread, 15 k at 4, 39 k at
-/// 16, 51 k at 32 and 53 k at 64 (`felix-bench shards-commit limit
-/// --threads N`), so a pool needs about 32 syncs in flight to use the
-/// device. Appends spread over 1,000 shards, 64 in flight from one thread
-/// (`shards-commit felix --sync-threads N`, eight alternating rounds):
-/// 25.9 k records/s at 16 workers, 28.9 k at 32 (the median of the
-/// rounds' ratios 1.09×), 64 no better than 32. Workers start only when
-/// every one running is busy, so a store whose shards sync one at a time
-/// runs one. Asked once per process: the standard library reads the
+/// files: on the 2-core development machine threads each syncing a file
+/// of their own (`felix-bench shards-commit limit --threads N`) gained
+/// up to about 32 in flight, so a pool needs about that many syncs in
+/// flight to use the device. Appends spread over 1,000 shards, 64 in
+/// flight from one thread (`shards-commit felix --sync-threads N`), were
+/// faster with 32 workers than with 16, and no faster with 64 (measured
+/// in docs/performance.md, "The run read and many shards"). Workers start
+/// only when every one running is busy, so a store whose shards sync one
+/// at a time runs one. Asked once per process: the standard library reads the
 /// cgroup's files each time, and every `StoreConfig::default()` (each
 /// shard's options begin with one) would pay for it.
 pub fn default_sync_threads() -> usize {

@@ -20,9 +20,10 @@
 //! close (batch sizes: every 64th write, an explicit sync, a close, and
 //! when the size changes). A shard that stops writing without
 //! a sync is thus at most 63 writes behind until one of these happens. At
-//! batch-1 appends without durability (about 1.2 µs each) an update
-//! through a handle per figure per write cost 2.9–6.4 %; the bulk
-//! publication costs one plain store per figure (see docs/performance.md).
+//! batch-1 appends without durability an update through a handle per
+//! figure per write cost a few per cent of each append; the bulk
+//! publication costs one plain store per figure (measured in
+//! docs/performance.md, "What the metrics feature costs").
 //! Everything else is recorded when it happens.
 //!
 //! Names follow the facade's conventions (Prometheus style: the unit as a
@@ -217,9 +218,10 @@ impl Started {
 
 /// Every how many writes a shard whose writes nobody waits to sync
 /// publishes its per-write figures (see [`ShardMetrics::wrote`]): a
-/// power of two, so the test is a mask. At about 1.2 µs a write, 64 make
-/// the figures at most ~80 µs behind a busy shard, and publishing (five
-/// updates) costs under 1 % of the writes it covers.
+/// power of two, so the test is a mask. At a busy shard's rate of writes,
+/// 64 keep the figures well under a millisecond behind, and publishing
+/// (five updates) costs a small fraction of the writes it covers (figures
+/// in docs/performance.md, "What the metrics feature costs").
 #[cfg_attr(
     not(feature = "metrics"),
     allow(dead_code, reason = "read only with the feature")

@@ -9,10 +9,11 @@ use super::now_micros;
 ///
 /// A read by offset starts at the entry below it and verifies every header
 /// it passes, so the spacing sets how much a point read copies and checks:
-/// at 2 KiB a random read of a 128-byte record is 11 % faster than at 4 KiB
-/// (p50 2.19 → 1.94 µs on the benchmark's 10 M-record shard; see
-/// docs/performance.md), for 8 MiB of index per GiB of segment instead of
-/// 4 MiB (held in memory for the active segment).
+/// at 2 KiB a random read of a small record passes half the headers it
+/// does at 4 KiB, and is faster for it (measured in docs/performance.md,
+/// "What was missed, and why": the random read), for 8 MiB of index per
+/// GiB of segment instead of 4 MiB (held in memory for the active
+/// segment).
 pub const DEFAULT_INDEX_SPACING_BYTES: u64 = 2048;
 
 /// How a segment is written.

@@ -139,9 +139,10 @@ impl Commit {
     /// Without it, the first of those appends finds the shard idle: it
     /// writes alone and queues the shard, and another worker is woken for
     /// it. With it, the appends queue their batches for the worker, which
-    /// lingers for them as for any turn: one thread, 64 futures in flight,
-    /// 190 k → 207 k records/s (medians of five alternating runs of
-    /// `felix-bench append-async felix --in-flight 64 --records 128000`).
+    /// lingers for them as for any turn, which is faster for one thread
+    /// with many futures in flight (measured with `felix-bench
+    /// append-async felix --in-flight 64`: docs/performance.md,
+    /// "Completions and the sync pool", point 6).
     fn keep(&self, state: &mut CommitState) -> bool {
         let keep = state.woken_last > 1
             && !state.queued
@@ -196,11 +197,11 @@ impl Commit {
     /// last sync completed, and after half the last sync's duration (at
     /// most [`MAX_LINGER`]) whatever happened. Only appends with a future
     /// or a callback count: blocking appenders are threads that must be
-    /// scheduled first, and waiting for them measured slower (64 threads:
-    /// 110 k records/s with it, 113 k without, medians of three alternating
-    /// runs), so a shard whose last sync completed at most one such append
-    /// does not wait. One thread, 64 futures in flight: 32 → 63 appends per
-    /// sync, 130 k → 150 k records/s; 8 in flight: 4.5 → 8, 27 k → 39 k.
+    /// scheduled first, and waiting for them measured slower, so a shard
+    /// whose last sync completed at most one such append does not wait.
+    /// With futures in flight from one thread, each sync covers about all
+    /// of them instead of half, and more records go through (the figures:
+    /// docs/performance.md, "Completions and the sync pool", point 2).
     /// Only a delay: nothing depends on it for correctness (under loom,
     /// which has no timed wait, it is skipped).
     fn linger<'a>(&self, mut state: MutexGuard<'a, CommitState>) -> MutexGuard<'a, CommitState> {

@@ -48,8 +48,8 @@ impl Deferred {
     /// Wakes and runs what was collected, and wakes the appenders waiting
     /// for the places given back. Called with no lock
     /// held: an unpark is a system call, and holding the commit lock across
-    /// dozens of them stalls every appender that wants to register (64
-    /// appenders: 68 k → 118 k records/s).
+    /// dozens of them stalls every appender that wants to register
+    /// (measured in docs/performance.md: "Changes made for speed").
     pub(super) fn run(self, commit: &Commit) {
         for waker in self.wakers {
             waker.wake();
