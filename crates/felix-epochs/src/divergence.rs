@@ -137,6 +137,22 @@ pub fn divergence_point(
     local_log_end: u64,
     answer: LeaderAnswer,
 ) -> Divergence {
+    let divergence = divergence_unchecked(local, local_log_end, answer);
+    // A follower truncates to the answer: one past its log end would
+    // claim records it never held.
+    debug_assert!(
+        divergence.truncate_to() <= local_log_end,
+        "divergence point {divergence:?} is past the follower's log end {local_log_end}"
+    );
+    divergence
+}
+
+/// [`divergence_point`] without the check of its answer.
+fn divergence_unchecked(
+    local: &EpochHistory,
+    local_log_end: u64,
+    answer: LeaderAnswer,
+) -> Divergence {
     match local.floor_end(answer.generation, local_log_end) {
         Some((generation, end)) if generation == answer.generation => Divergence::Resolved {
             truncate_to: end.min(answer.end_offset).min(local_log_end),

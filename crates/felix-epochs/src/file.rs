@@ -183,6 +183,7 @@ impl EpochsFile {
     ///
     /// See [`EpochsFile`] for an example.
     pub fn store(&self, history: &EpochHistory) -> Result<(), IoError> {
+        history.debug_assert_ascending("before encode");
         let mut bytes = Vec::new();
         encode_epochs(history.entries(), &mut bytes).map_err(|e| {
             // A history never exceeds the cap, so this is a broken invariant,
@@ -239,7 +240,9 @@ impl EpochsFile {
             Err(ReadSmallError::Io(e)) => return Err(DiscardReason::Unreadable(e)),
         };
         let entries = decode_epochs(&bytes)?.collect();
-        Ok(Some(EpochHistory::from_entries(entries)?))
+        let history = EpochHistory::from_entries(entries)?;
+        history.debug_assert_ascending("after decode");
+        Ok(Some(history))
     }
 }
 

@@ -157,6 +157,36 @@ impl EpochHistory {
         Ok(Self { entries })
     }
 
+    /// Asserts, in debug builds, the invariant every method keeps: entries
+    /// ascend strictly in generation and in start offset, at most
+    /// [`MAX_EPOCH_ENTRIES`] of them. Called where a history crosses a
+    /// boundary (after each change, before it is encoded, after it is
+    /// decoded), so a broken history is caught where it was made, not
+    /// when a truncation point taken from it loses records.
+    pub(crate) fn debug_assert_ascending(&self, when: &str) {
+        if cfg!(debug_assertions) {
+            debug_assert!(
+                self.entries.len() <= MAX_EPOCH_ENTRIES,
+                "epochs history {when}: {} entries, more than {MAX_EPOCH_ENTRIES}",
+                self.entries.len()
+            );
+            for (index, pair) in self.entries.windows(2).enumerate() {
+                if let [previous, entry] = pair {
+                    debug_assert!(
+                        entry.generation > previous.generation
+                            && entry.start_offset > previous.start_offset,
+                        "epochs history {when}: entry {} (generation {}, start offset {}) does not ascend from entry {index} (generation {}, start offset {})",
+                        index + 1,
+                        entry.generation,
+                        entry.start_offset,
+                        previous.generation,
+                        previous.start_offset
+                    );
+                }
+            }
+        }
+    }
+
     /// The entries, oldest first.
     ///
     /// ```
@@ -255,6 +285,17 @@ impl EpochHistory {
     /// # Ok::<(), HistoryError>(())
     /// ```
     pub fn record(&mut self, generation: u64, start_offset: u64) -> Result<Recorded, HistoryError> {
+        let recorded = self.record_unchecked(generation, start_offset);
+        self.debug_assert_ascending("after record");
+        recorded
+    }
+
+    /// [`Self::record`] without the check of its result.
+    fn record_unchecked(
+        &mut self,
+        generation: u64,
+        start_offset: u64,
+    ) -> Result<Recorded, HistoryError> {
         let entry = EpochEntry {
             generation,
             start_offset,
@@ -401,6 +442,7 @@ impl EpochHistory {
         let keep = self.entries.partition_point(|e| e.start_offset < offset);
         let dropped = self.entries.len() - keep;
         self.entries.truncate(keep);
+        self.debug_assert_ascending("after truncate_from");
         dropped
     }
 
@@ -435,6 +477,7 @@ impl EpochHistory {
         if let Some(first) = self.entries.first_mut() {
             first.start_offset = offset;
         }
+        self.debug_assert_ascending("after truncate_before");
         first_kept
     }
 }

@@ -235,3 +235,49 @@ fn display_history_errors_read_for_an_operator() {
         "generation 4 is below the latest recorded generation 5; generations never go backwards"
     );
 }
+
+/// A history that bypassed [`EpochHistory::from_entries`] (only code in
+/// this crate can build one) is caught at the boundary it crosses.
+#[cfg(debug_assertions)]
+mod debug_asserts {
+    use super::*;
+    use crate::EpochsFile;
+    use felix_io::FileSystem;
+    use felix_io::sim::SimFs;
+
+    fn not_ascending() -> EpochHistory {
+        EpochHistory {
+            entries: vec![entry(3, 4), entry(2, 5)],
+        }
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "epochs history before encode: entry 1 (generation 2, start offset 5) does not ascend from entry 0 (generation 3, start offset 4)"
+    )]
+    fn store_history_not_ascending_fails_the_assertion() {
+        let sim = SimFs::new();
+        let fs = FileSystem::new(sim.clone());
+        fs.create_dir_all(std::path::Path::new("/d")).unwrap();
+        let _ = EpochsFile::new(&fs, "/d").store(&not_ascending());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "epochs history after record: entry 1 (generation 2, start offset 5) does not ascend from entry 0 (generation 3, start offset 4)"
+    )]
+    fn record_on_history_not_ascending_fails_the_assertion() {
+        let _ = not_ascending().record(9, 50);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "epochs history after truncate_from: entry 1 (generation 1, start offset 5) does not ascend from entry 0 (generation 1, start offset 4)"
+    )]
+    fn truncate_from_history_with_repeated_generation_fails_the_assertion() {
+        let mut history = EpochHistory {
+            entries: vec![entry(1, 4), entry(1, 5), entry(2, 9)],
+        };
+        history.truncate_from(9);
+    }
+}
