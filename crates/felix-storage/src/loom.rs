@@ -100,7 +100,7 @@ mod parker {
     /// Waits until the calling thread's token is set, and takes it.
     pub(crate) fn park() {
         CURRENT.with(|me| {
-            let mut token = super::lock(&me.parker.token);
+            let mut token = crate::loom::lock(&me.parker.token);
             while !*token {
                 token = me
                     .parker
@@ -119,7 +119,7 @@ mod parker {
 
         /// Sets the thread's token, waking it if it is parked.
         pub(crate) fn unpark(&self) {
-            *super::lock(&self.parker.token) = true;
+            *crate::loom::lock(&self.parker.token) = true;
             self.parker.unparked.notify_one();
         }
     }
@@ -166,7 +166,7 @@ mod try_mutex {
         }
 
         pub(crate) fn lock(&self) -> LockResult<TryMutexGuard<'_, T>> {
-            let mut held = super::lock(&self.held);
+            let mut held = crate::loom::lock(&self.held);
             while *held {
                 held = self
                     .released
@@ -179,7 +179,7 @@ mod try_mutex {
         }
 
         pub(crate) fn try_lock(&self) -> TryLockResult<TryMutexGuard<'_, T>> {
-            let mut held = super::lock(&self.held);
+            let mut held = crate::loom::lock(&self.held);
             if *held {
                 return Err(TryLockError::WouldBlock);
             }
@@ -191,7 +191,7 @@ mod try_mutex {
         fn guard(&self) -> TryMutexGuard<'_, T> {
             TryMutexGuard {
                 mutex: self,
-                data: super::lock(&self.data),
+                data: crate::loom::lock(&self.data),
             }
         }
     }
@@ -219,7 +219,7 @@ mod try_mutex {
     impl<T> Drop for TryMutexGuard<'_, T> {
         /// Clears the flag; the data's own guard is let go right after.
         fn drop(&mut self) {
-            *super::lock(&self.mutex.held) = false;
+            *crate::loom::lock(&self.mutex.held) = false;
             self.mutex.released.notify_one();
         }
     }

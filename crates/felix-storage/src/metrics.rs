@@ -245,7 +245,7 @@ pub(crate) struct ShardMetrics {
 )]
 impl ShardMetrics {
     #[inline(always)]
-    pub(crate) fn new(_label: &Arc<str>, _on_commit: bool) -> Self {
+    pub(crate) fn new(_label: &Arc<str>, _durability: crate::config::Durability) -> Self {
         Self::default()
     }
     #[inline(always)]
@@ -265,7 +265,7 @@ impl ShardMetrics {
     #[inline(always)]
     pub(crate) fn catch_up_exclusive(&self, _written: u64) {}
     #[inline(always)]
-    pub(crate) fn durable(&self, _durable: u64, _on_commit: bool) {}
+    pub(crate) fn durable(&self, _durable: u64) {}
     #[inline(always)]
     pub(crate) fn layout(&self, _layout: Layout) {}
     #[inline(always)]

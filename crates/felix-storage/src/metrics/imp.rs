@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use super::names::*;
+use crate::config::Durability;
 use super::{Layout, PUBLISH_EVERY, ShardMetrics, Started, Timer, Wrote};
 
 /// Every handle of one shard, and what the writer has not published
@@ -33,9 +34,9 @@ pub(super) struct Handles {
     base: Gauge,
     readable: Gauge,
     durable: Gauge,
-    /// Whether reads wait for durability: the readable gauge then
-    /// follows the durable offset, else the written one.
-    on_commit: bool,
+    /// The shard's durability policy: the readable gauge follows the
+    /// durable offset under on-commit, else the written one.
+    durability: Durability,
     /// The writer's totals: updated with the writer lock held (plain
     /// loads and stores, as `Counters::add_exclusive`), published by
     /// whoever catches up.
@@ -66,7 +67,7 @@ pub(super) struct Handles {
 
 impl Default for Handles {
     fn default() -> Self {
-        Self::new("", false)
+        Self::new("", Durability::None)
     }
 }
 
@@ -79,7 +80,7 @@ impl Drop for Handles {
 }
 
 impl Handles {
-    fn new(label: &str, on_commit: bool) -> Self {
+    fn new(label: &str, durability: Durability) -> Self {
         let label = label.to_owned();
         let l = || [(SHARD_LABEL, label.clone())];
         let zero = || AtomicU64::new(0);
@@ -103,7 +104,7 @@ impl Handles {
             base: gauge!(BASE_OFFSET, &l()),
             readable: gauge!(READABLE_OFFSET, &l()),
             durable: gauge!(DURABLE_OFFSET, &l()),
-            on_commit,
+            durability,
             records: zero(),
             bytes: zero(),
             appends: zero(),
@@ -145,7 +146,7 @@ impl Handles {
         self.shard_bytes.set(f(
             self.sealed_bytes.load(Relaxed) + self.active_len.load(Relaxed)
         ));
-        if !self.on_commit {
+        if self.durability != Durability::OnCommit {
             self.readable.set(f(written));
         }
     }
@@ -174,9 +175,9 @@ fn f(value: u64) -> f64 {
 }
 
 impl ShardMetrics {
-    pub(crate) fn new(label: &Arc<str>, on_commit: bool) -> Self {
+    pub(crate) fn new(label: &Arc<str>, durability: Durability) -> Self {
         Self {
-            inner: Arc::new(Handles::new(label, on_commit)),
+            inner: Arc::new(Handles::new(label, durability)),
         }
     }
 
@@ -263,9 +264,9 @@ impl ShardMetrics {
 
     /// Everything below `durable` is durable: readable too when reads
     /// wait for durability.
-    pub(crate) fn durable(&self, durable: u64, on_commit: bool) {
+    pub(crate) fn durable(&self, durable: u64) {
         self.inner.durable.set(f(durable));
-        if on_commit {
+        if self.inner.durability == Durability::OnCommit {
             self.inner.readable.set(f(durable));
         }
     }

@@ -1,15 +1,30 @@
-//! The state a shard's handle, its background threads and its store share.
+//! The shard's parts, and the state its handle, background threads and
+//! store share.
+//!
+//! Parts, each owning its state (calls go one way, down this list):
+//!
+//! - `Core` itself: the shard's operations (appends, reads, cuts,
+//!   replication, retention, close, in the `impl Core` files beside this
+//!   one) and what they share: the settings, counters, metrics, recovery's
+//!   report and the directory lock;
+//! - `log: Log` (`log/mod.rs`): the writer lock, the on-commit queue and
+//!   the readers' view; it publishes what it wrote to group commit;
+//! - `generations: Generations` (`generations.rs`): the generation history;
+//! - `commit: Commit` (`commit/`): group commit, which keeps the durability
+//!   policy and reaches the log only through `QueuedWrites`.
 //!
 //! Locking, in the order they may be taken:
 //!
-//! 1. `writer` — held by appends, rolls, truncation and retention, across
-//!    the `write` system call. Readers never take it.
-//! 2. `queue` — on-commit appends waiting to be written (see
-//!    `commit/combine.rs`). Appenders take it alone, briefly; holders of
-//!    `writer` take it after.
-//! 3. `view` — what readers see (segments, the active segment's limit and
-//!    index). Held only to copy a few fields out or to publish an append;
-//!    never across a system call, so a slow disk never blocks a reader.
+//! 1. the log's writer lock — held by appends, rolls, truncation and
+//!    retention, across the `write` system call. Readers never take it.
+//!    A panic while it is held poisons the shard (`log/combine.rs`).
+//! 2. the log's queue — on-commit appends waiting to be written (see
+//!    `log/combine.rs`). Appenders take it alone, briefly; holders of
+//!    the writer lock take it after.
+//! 3. the log's view — what readers see (segments, the active segment's
+//!    limit and index). Held only to copy a few fields out or to publish an
+//!    append; never across a system call, so a slow disk never blocks a
+//!    reader.
 //! 4. `commit` — group commit's state and the waiter list (see
 //!    `commit/mod.rs`). Never held across `fdatasync`: the syncing thread
 //!    (a sync pool worker, or a lone appender) releases it, so appenders
@@ -170,8 +185,7 @@ impl Core {
         self.metrics
             .opened(self.recovery_time, self.recovery_actions.len());
         self.report_layout();
-        self.metrics
-            .durable(self.commit.durable(), self.commit.on_commit());
+        self.metrics.durable(self.commit.durable());
     }
 
     /// Reports the segments' layout to the metrics: after an open, a roll,

@@ -23,6 +23,7 @@ mod lifecycle;
 mod log;
 mod options;
 mod reads;
+mod recover;
 mod replace;
 mod replica;
 mod requests;

@@ -1,31 +1,22 @@
 //! The one way to open a shard: [`ShardOptions`], every default documented.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use felix_epochs::{EpochsFile, LoadStatus, Loaded};
-use felix_io::{DirEntry, FileSystem, IoError};
-use felix_recovery::{
-    IndexCheck, InspectOptions, Note, OpenHints, OpenOptions, StoredKey, open_shard_with,
-};
-use felix_segment::{ReadBuffers, SegmentWriter};
+use felix_io::{FileSystem, IoError};
+use felix_recovery::StoredKey;
+use felix_segment::ReadBuffers;
 
 use super::Shard;
-use super::commit::Commit;
 use super::core::Core;
-use super::generations::Generations;
-use super::log::{Log, Sealed, Spare, View, WriterState, segment_config};
+use super::recover::{self, Recover};
 use crate::background_scrub::Scrubber;
 use crate::clock::{Clock, SystemClock};
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
 use crate::lock::ShardLock;
-use crate::metrics::ShardMetrics;
 use crate::periodic::{Maintenance, Task};
 use crate::pool::SyncPool;
-use crate::stats::Counters;
 
 /// Who runs a shard's periodic syncs and retention passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +252,18 @@ impl ShardOptions {
                 (pool.clone(), Some(pool))
             }
         };
-        let core = match self.recover(label, &held, lock, listing, pool) {
+        let recover = Recover {
+            label,
+            dir: self.dir,
+            config: self.config,
+            fs: self.fs,
+            initial_offset: self.initial_offset,
+            clock: self.clock,
+            read_buffers: self.read_buffers,
+            keep_clean_shutdown: self.keep_clean_shutdown,
+            key: self.known.and_then(|k| k.key),
+        };
+        let core = match recover::recover(recover, &held, lock, listing, pool) {
             Ok(core) => {
                 let core = Arc::new(core);
                 core.commit.set_queued_writes(Arc::downgrade(&core) as _);
@@ -291,207 +293,6 @@ impl ShardOptions {
             }
         };
         Ok(Shard::from_parts(core, maintenance, scrubber, own_pool))
-    }
-
-    /// Recovery, then the shard's state, with its directory locked.
-    fn recover(
-        self,
-        label: Arc<str>,
-        held: &FileSystem,
-        lock: ShardLock,
-        listing: Option<Vec<DirEntry>>,
-        pool: SyncPool,
-    ) -> Result<Core> {
-        let started = Instant::now();
-        let Self {
-            dir,
-            config,
-            fs,
-            initial_offset,
-            clock,
-            read_buffers,
-            keep_clean_shutdown,
-            known,
-            ..
-        } = self;
-        let options = OpenOptions {
-            inspect: InspectOptions {
-                index_spacing_bytes: config.index_spacing_bytes,
-                full_verify: false,
-                // Reads rebuild an index whose entry misleads them, so an
-                // open does not read every sealed segment to check them all.
-                index_check: IndexCheck::LastEntry,
-            },
-            repair_policy: config.repair_policy,
-            use_clean_shutdown: true,
-            keep_clean_shutdown,
-        };
-        let hints = OpenHints {
-            key: known.and_then(|k| k.key),
-            listing,
-        };
-        let recovered = open_shard_with(held, &dir, &label, &options, &lock, hints)?;
-        for finding in &recovered.inspection.findings {
-            tracing::warn!(finding = %finding, "recovery finding");
-        }
-        for action in &recovered.actions {
-            tracing::warn!(action = %action, "recovery action");
-        }
-        let mut index_write_failures = 0;
-        for note in &recovered.inspection.notes {
-            if matches!(note, Note::IndexNotWritten { .. }) {
-                index_write_failures += 1;
-                tracing::warn!(note = %note, "recovery note");
-            } else {
-                tracing::info!(note = %note, "recovery note");
-            }
-        }
-        let segment_config = segment_config(&config);
-        let seg_err = |source| StorageError::Segment {
-            shard: Arc::clone(&label),
-            source,
-        };
-        // Under a trusted clean-shutdown record the sealed segments' time
-        // index files are the ones their shard wrote (see `log/time.rs`).
-        let trusted = recovered.clean_shutdown_trusted;
-        let sealed: Vec<Arc<Sealed>> = recovered
-            .sealed
-            .iter()
-            .map(|&extent| Arc::new(Sealed::new(extent, trusted)))
-            .collect();
-        let (writer, next_segment_id) = match recovered.newest {
-            Some(newest) => {
-                let id = newest.file.id();
-                let writer = SegmentWriter::resume_with_index_file(
-                    newest.file,
-                    newest.next_offset,
-                    newest.len,
-                    newest.index,
-                    newest.time_index,
-                    segment_config,
-                    newest.index_file,
-                )
-                .map_err(seg_err)?;
-                // What recovery left may still be only in the page cache (a
-                // process crash keeps it there); syncing it once makes
-                // `durable_offset` true from the start. Not needed when the
-                // shard is exactly as a clean close left it: that close
-                // made all of it durable.
-                if !recovered.as_closed {
-                    writer.sync_handle().sync_data().map_err(seg_err)?;
-                }
-                (writer, id.checked_add(1))
-            }
-            None => {
-                // A new shard, or one whose segments all lay below its
-                // recorded log start (a reset a crash cut short): the first
-                // segment begins at the start, with an id never used.
-                let Some(id) = recovered.next_segment_id else {
-                    return Err(StorageError::SegmentIdsExhausted {
-                        shard: Arc::clone(&label),
-                        last_id: u64::MAX,
-                    });
-                };
-                let base = recovered.start_offset.unwrap_or(initial_offset);
-                let writer =
-                    SegmentWriter::create(&fs, &dir, id, base, segment_config, Arc::clone(&label))
-                        .map_err(seg_err)?;
-                (writer, id.checked_add(1))
-            }
-        };
-        let log_start = recovered.start_offset.unwrap_or(0);
-        if !writer.index_persisted() {
-            // Logged by the writer; served from memory, written at the next
-            // roll or close.
-            index_write_failures += 1;
-        }
-        let next_offset = writer.next_offset();
-        let epochs_file = EpochsFile::new(&fs, &dir);
-        // The listing saw neither the file nor its temporary: nothing to
-        // read or remove (the lock keeps every other writer out).
-        let loaded = match recovered.epochs_absent {
-            true => Loaded::absent(),
-            false => epochs_file.load(),
-        };
-        if let LoadStatus::Discarded(reason) = &loaded.status {
-            tracing::warn!(reason = %reason, "epochs file unusable; generation history reads as empty");
-        }
-        let mut history = loaded.history;
-        // A history that runs past the log end describes records that are
-        // gone (a truncation the crash interrupted): cut it back. A
-        // generation that begins exactly at the log end is a leader that has
-        // not written yet, and stays.
-        // Generations below the log start cannot be where two replicas part.
-        let cut_above = history.truncate_from(next_offset.saturating_add(1));
-        let pruned_below = history.truncate_before(log_start.min(next_offset));
-        if cut_above + pruned_below > 0 {
-            epochs_file
-                .store(&history)
-                .map_err(|source| StorageError::Epochs {
-                    shard: Arc::clone(&label),
-                    source,
-                })?;
-        }
-        let view = View {
-            sealed,
-            active: Arc::clone(writer.segment()),
-            active_limit: writer.read_limit(),
-            active_index: writer.active_index(),
-            active_time_index: writer.active_time_index(),
-            active_max_timestamp: writer.max_timestamp_micros(),
-            log_start,
-        };
-        // The kept record's newest segment is the one found, so a close
-        // with nothing appended need not write it again.
-        let record_newest =
-            (recovered.clean_shutdown_kept && recovered.as_closed).then(|| view.active_extent());
-        let metrics = ShardMetrics::new(&label, config.durability == crate::Durability::OnCommit);
-        let commit = Commit::new(
-            Arc::clone(&label),
-            config.durability == crate::Durability::OnCommit,
-            next_offset,
-            writer.sync_handle(),
-            pool,
-            config.max_appends_in_flight,
-            metrics.clone(),
-        );
-        tracing::info!(
-            base_offset = view.base_offset(),
-            next_offset,
-            segments = view.sealed.len() + 1,
-            "shard opened"
-        );
-        Ok(Core {
-            fs,
-            dir,
-            config,
-            clock,
-            log: Log::new(
-                WriterState {
-                    writer,
-                    next_segment_id,
-                    spare: Spare::default(),
-                    unsynced_bytes: 0,
-                },
-                view,
-            ),
-            commit,
-            generations: Generations::new(history, epochs_file),
-            counters: Counters {
-                index_write_failures: index_write_failures.into(),
-                ..Counters::default()
-            },
-            metrics,
-            recovery_time: started.elapsed(),
-            recovery_actions: recovered.actions,
-            notes: Mutex::new(recovered.inspection.notes),
-            label,
-            lock: Mutex::new(Some(lock)),
-            clean_shutdown_kept: AtomicBool::new(recovered.clean_shutdown_kept),
-            clean_record_newest: Mutex::new(record_newest),
-            read_buffers: read_buffers.unwrap_or_default(),
-            replacing: Mutex::new(()),
-        })
     }
 }
 

@@ -38,7 +38,7 @@ impl Commit {
         // clamped, since a failed write of queued batches gives their
         // offsets back (`assigned` moves down) without writing them.
         let own_records_durable = accepted && state.durable >= offset;
-        if self.is_closed() || state.stop {
+        if self.is_closed() || state.stopped() {
             // A close syncs everything written before it marks the shard
             // closed: an append whose records it covered is acknowledged,
             // not failed (told `Closed`, its caller would append them
@@ -85,9 +85,8 @@ impl Commit {
             // queued for the combining leader: hand off to the pool, which
             // the leader pokes once it has written.
             let target = offset.min(self.assigned());
-            if state.syncing
-                || state.queued
-                || state.paused
+            if state.busy()
+                || !state.running()
                 || state.waiters.has_durability_waiters()
                 || self.written() < target
             {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::settle::{Deferred, Settle};
+use super::state::{Mode, Stage};
 use super::{Commit, CommitState, SyncData};
 use crate::error::{Result, StorageError};
 use crate::loom::sync::MutexGuard;
@@ -16,8 +17,7 @@ impl Commit {
     /// waiter needs it (one whose batch is still queued for the combining
     /// leader waits for the leader's poke) or writeback asked.
     fn sync_wanted(&self, state: &CommitState) -> bool {
-        !state.stop
-            && !state.paused
+        state.running()
             && self.poison.get().is_none()
             && self.sync_end() > state.durable
             && (state.writeback || state.waiters.needs_sync(state.durable))
@@ -28,13 +28,13 @@ impl Commit {
     /// commit lock is released.
     #[must_use = "a shard marked queued must be submitted"]
     pub(super) fn schedule(&self, state: &mut CommitState) -> bool {
-        if state.lingering && state.waiters.durability() >= state.woken_last {
+        if state.stage() == Stage::Lingering && state.waiters.durability() >= state.woken_last {
             self.idle.notify_all();
         }
-        if state.syncing || state.queued || !self.sync_wanted(state) {
+        if state.busy() || !self.sync_wanted(state) {
             return false;
         }
-        state.queued = true;
+        state.queue();
         true
     }
 
@@ -63,7 +63,7 @@ impl Commit {
         };
         tracing::error!(shard = %self.label, error = %err, "no sync thread");
         let mut state = self.lock();
-        state.queued = false;
+        state.unqueue();
         let waiting = state.waiters.take_durability();
         let mut deferred = Deferred::default();
         self.settle(&state, waiting, Settle::Error(&err), &mut deferred);
@@ -74,8 +74,7 @@ impl Commit {
     /// Marks a sync as in flight and returns what it will cover: everything
     /// written so far, in the current log.
     pub(super) fn begin_sync(&self, state: &mut CommitState) -> (u64, u64, Arc<dyn SyncData>) {
-        debug_assert!(!state.syncing, "one sync of a shard at a time");
-        state.syncing = true;
+        state.begin_sync();
         self.metrics.sync_began(self.written());
         (self.written(), state.log_epoch, Arc::clone(&state.handle))
     }
@@ -145,20 +144,20 @@ impl Commit {
     /// "Completions and the sync pool", point 6).
     fn keep(&self, state: &mut CommitState) -> bool {
         let keep = state.woken_last > 1
-            && !state.queued
-            && !state.syncing
-            && !state.stop
-            && !state.paused
+            && !state.busy()
+            && state.running()
             && self.poison.get().is_none()
             && !self.pool.has_queued();
-        state.queued |= keep;
+        if keep {
+            state.queue();
+        }
         keep
     }
 
     /// Marks the sync in flight finished, and tells a roll waiting for it.
     fn end_sync(&self, state: &mut CommitState) {
-        state.syncing = false;
-        if state.paused {
+        state.end_sync();
+        if state.mode() == Mode::Paused {
             self.idle.notify_all();
         }
     }
@@ -210,12 +209,8 @@ impl Commit {
             return state;
         }
         let deadline = Instant::now() + (state.last_sync / 2).min(MAX_LINGER);
-        state.lingering = true;
-        while state.waiters.durability() < want
-            && !state.stop
-            && !state.paused
-            && self.poison.get().is_none()
-        {
+        state.begin_linger();
+        while state.waiters.durability() < want && state.running() && self.poison.get().is_none() {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -226,7 +221,7 @@ impl Commit {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
-        state.lingering = false;
+        state.end_linger();
         state
     }
 }
@@ -262,11 +257,13 @@ impl Commit {
     /// wanted: the appenders it waits for have not come back yet.
     fn turn(self: &Arc<Self>, kept: bool) -> bool {
         let mut state = self.lock();
-        debug_assert!(state.queued, "a shard runs only when queued");
-        // An appender's own sync in flight queues the shard again when it
-        // finishes, if it must.
-        if state.syncing || (!kept && !self.sync_wanted(&state)) {
-            state.queued = false;
+        debug_assert_eq!(
+            state.stage(),
+            Stage::Queued,
+            "a shard runs only when queued"
+        );
+        if !kept && !self.sync_wanted(&state) {
+            state.unqueue();
             return false;
         }
         // Still queued while it lingers: no appender syncs inline meanwhile.
@@ -283,8 +280,8 @@ impl Commit {
             drop(writes);
             state = self.lock();
         }
-        state.queued = false;
-        if state.syncing || !self.sync_wanted(&state) {
+        state.unqueue();
+        if !self.sync_wanted(&state) {
             return false;
         }
         if self.written() <= state.durable {

@@ -79,7 +79,7 @@ impl Shard {
         let pool = SyncPool::new("loom".into(), 1);
         let commit = Commit::new(
             "loom".into(),
-            true,
+            crate::Durability::OnCommit,
             0,
             FakeSync(Arc::clone(&file)),
             pool.clone(),

@@ -50,6 +50,7 @@ mod durable;
 mod in_flight;
 mod job;
 mod settle;
+mod state;
 mod tail;
 mod waiters;
 
@@ -62,6 +63,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use felix_segment::{SegmentError, SyncHandle};
 
+use crate::config::Durability;
 use crate::error::{Result, StorageError};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use crate::loom::sync::{Condvar, Mutex, MutexGuard};
@@ -69,6 +71,7 @@ use crate::metrics::ShardMetrics;
 use crate::pool::SyncPool;
 use in_flight::InFlight;
 use settle::{Deferred, Settle};
+use state::{Mode, Stage};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Release, SeqCst};
 use waiters::Waiters;
 
@@ -112,28 +115,19 @@ pub(crate) struct CommitState {
     handle: Arc<dyn SyncData>,
     /// Appenders and consumers waiting for the log to move.
     waiters: Waiters,
-    /// Whether an `fdatasync` is in flight (a pool worker's, or an idle
-    /// shard's appender's own).
-    syncing: bool,
-    /// Whether the shard is in its pool's queue, waiting for a worker, or
-    /// kept by the worker that last synced it for its next turn (`job.rs`,
-    /// `Commit::keep`).
-    queued: bool,
+    /// Whether a sync is queued, lingering or in flight (`state.rs`).
+    stage: Stage,
+    /// Whether syncs may begin: running, paused by a roll, or stopped
+    /// (`state.rs`).
+    mode: Mode,
     /// Bumped whenever the log is cut or replaced: a sync that began before
     /// may cover offsets that no longer hold the records it wrote, so its
     /// completion must not advance `durable`.
     log_epoch: u64,
-    /// Set when the shard closes or is dropped: no more syncs are queued.
-    stop: bool,
     /// A background sync was asked for although nobody waits (see
-    /// [`Commit::request_writeback`]).
+    /// [`Commit::request_writeback`]): a request the next sync takes, not
+    /// a state of the protocol.
     writeback: bool,
-    /// No sync may begin: the writer is rolling to a new segment (see
-    /// [`Commit::pause_syncs`]).
-    paused: bool,
-    /// A worker waits for the appenders the last sync woke to append again
-    /// before it syncs (`job.rs`, `Commit::linger`).
-    lingering: bool,
     /// Appends with a future or a callback the last sync completed.
     woken_last: usize,
     /// How long the last sync took.
@@ -147,8 +141,9 @@ pub(crate) struct Commit {
     /// This commit, for queuing itself on the pool from `&self`.
     me: Weak<Commit>,
     label: Arc<str>,
-    /// Whether reads end at the durable offset (`OnCommit`).
-    on_commit: bool,
+    /// The shard's durability policy: the one place it is kept once the
+    /// shard is open (everything else asks [`Commit::durability`]).
+    durability: Durability,
     /// One past the last offset written. Appenders publish it without the
     /// commit lock (they hold the writer lock, which orders them); it only
     /// moves backwards in `reset_log`, under the commit lock, so a reader
@@ -191,7 +186,7 @@ pub(crate) struct Commit {
 impl Commit {
     pub(crate) fn new(
         label: Arc<str>,
-        on_commit: bool,
+        durability: Durability,
         next_offset: u64,
         handle: impl SyncData + 'static,
         pool: SyncPool,
@@ -201,7 +196,7 @@ impl Commit {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             label,
-            on_commit,
+            durability,
             written: AtomicU64::new(next_offset),
             assigned: AtomicU64::new(next_offset),
             durable: AtomicU64::new(next_offset),
@@ -210,13 +205,10 @@ impl Commit {
                 durable: next_offset,
                 handle: Arc::new(handle),
                 waiters: Waiters::default(),
-                syncing: false,
-                queued: false,
+                stage: Stage::Idle,
+                mode: Mode::Running,
                 log_epoch: 0,
-                stop: false,
                 writeback: false,
-                paused: false,
-                lingering: false,
                 woken_last: 0,
                 last_sync: std::time::Duration::ZERO,
             }),
@@ -247,9 +239,10 @@ impl Commit {
         self.poison.get()
     }
 
-    /// Whether reads end at the durable offset.
+    /// Whether appends wait for durability and reads end at the durable
+    /// offset: the policy is on-commit.
     pub(crate) fn on_commit(&self) -> bool {
-        self.on_commit
+        self.durability == Durability::OnCommit
     }
 
     pub(crate) fn check_poison(&self) -> Result<()> {
@@ -373,7 +366,7 @@ impl Commit {
     }
 
     fn stop_locked(&self, mut state: MutexGuard<'_, CommitState>) {
-        state.stop = true;
+        state.stop();
         let mut deferred = Deferred::default();
         // Waiters whose records are durable (at a close, every one: it
         // synced everything first) are acknowledged, not failed: an
@@ -456,7 +449,7 @@ impl Commit {
     /// (`Core::append_completion`).
     pub(crate) fn sync_pending(&self) -> bool {
         let state = self.lock();
-        state.queued || state.syncing
+        state.busy()
     }
 
     /// Moves the durable offset (forwards, or back to the end of a cut
@@ -469,7 +462,7 @@ impl Commit {
         );
         state.durable = durable;
         self.durable.store(durable, Release);
-        self.metrics.durable(durable, self.on_commit);
+        self.metrics.durable(durable);
     }
 
     /// Records that everything below `offset` is durable (a seal synced
@@ -516,8 +509,8 @@ impl Commit {
     /// held by a roll, whose own seal syncs the segment.
     pub(crate) fn pause_syncs(&self) {
         let mut state = self.lock();
-        state.paused = true;
-        while state.syncing {
+        state.pause();
+        while state.syncing() {
             state = self
                 .idle
                 .wait(state)
@@ -528,7 +521,7 @@ impl Commit {
     /// Lets syncs begin again, queuing one if a waiter needs it.
     pub(crate) fn resume_syncs(&self) {
         let mut state = self.lock();
-        state.paused = false;
+        state.resume();
         let submit = self.schedule(&mut state);
         drop(state);
         self.submit(submit);

@@ -124,7 +124,7 @@ impl Commit {
         let poisoned = self.poison.get().is_some();
         // Sequentially consistent: see `tail.rs`.
         let written = self.written.load(SeqCst);
-        let end = readable_end(bound, written, state.durable, self.on_commit, poisoned);
+        let end = readable_end(bound, written, state.durable, self.on_commit(), poisoned);
         match bound {
             ReadBound::Below(offset) if offset <= from => Tail::BoundReached { bound: offset },
             _ if end > from => Tail::Readable { end },

@@ -74,11 +74,11 @@ impl Commit {
         done: Completion<Result<Tail>>,
     ) -> Option<Token> {
         let watch = match bound {
-            ReadBound::Committed if self.on_commit => Watch::TailDurable,
+            ReadBound::Committed if self.on_commit() => Watch::TailDurable,
             _ => Watch::TailWritten,
         };
         let mut state = self.lock();
-        if self.is_closed() || state.stop {
+        if self.is_closed() || state.stopped() {
             drop(state);
             self.deliver_now(done, Err(self.closed_error()));
             return None;

@@ -22,7 +22,7 @@ fn writer(dir: &std::path::Path) -> SegmentWriter {
 fn commit_on(writer: &SegmentWriter) -> std::sync::Arc<Commit> {
     Commit::new(
         "t".into(),
-        true,
+        crate::Durability::OnCommit,
         0,
         writer.sync_handle(),
         SyncPool::new("t".into(), 1),
@@ -48,7 +48,7 @@ fn finish_sync_begun_before_a_cut_does_not_advance_durable() {
     assert!(outcome.is_ok() && again == Next::Idle);
     let state = commit.lock();
     assert_eq!(
-        (state.durable, commit.written(), state.syncing),
+        (state.durable, commit.written(), state.syncing()),
         (0, 5, false)
     );
     drop(state);

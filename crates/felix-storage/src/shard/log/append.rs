@@ -6,7 +6,7 @@ use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
 use felix_segment::{Record, SegmentWriter};
 
 use super::{Sealed, WriterState, next_reservation, segment_config};
-use crate::config::{Durability, Preallocation};
+use crate::config::Preallocation;
 use crate::error::{Result, StorageError};
 use crate::metrics::Wrote;
 use crate::shard::AppendReceipt;
@@ -24,9 +24,10 @@ pub(crate) enum Synced {
 }
 
 impl Core {
-    /// Whether appends on this shard wait for durability.
+    /// Whether appends on this shard wait for durability (group commit
+    /// keeps the policy).
     pub(crate) fn on_commit(&self) -> bool {
-        self.config.durability == Durability::OnCommit
+        self.commit.on_commit()
     }
 
     /// Appends a batch without waiting for durability: offsets are

@@ -420,6 +420,7 @@ impl QueuedWrites for Core {
 
 #[cfg(test)]
 mod tests {
+    use crate::ReadBound;
     use std::sync::Arc;
 
     use std::time::Duration;
@@ -571,13 +572,19 @@ mod tests {
                 let shard = Arc::clone(&shard);
                 std::thread::spawn(move || {
                     (0..PER_THREAD)
-                        .map(|_| shard.append(&[Record::new(0, "b")]).unwrap().first_offset)
+                        .map(|_| {
+                            shard
+                                .append(&[Record::new(0, "b")])
+                                .wait()
+                                .unwrap()
+                                .first_offset
+                        })
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
         let futures: Vec<_> = (0..THREADS * PER_THREAD)
-            .map(|_| shard.append_async(&[Record::new(0, "f")]).unwrap())
+            .map(|_| shard.append(&[Record::new(0, "f")]).submit().unwrap())
             .collect();
         let mut offsets: Vec<u64> = futures.iter().map(|f| f.receipt().first_offset).collect();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -591,7 +598,7 @@ mod tests {
         }
         offsets.sort_unstable();
         assert_eq!(offsets, (0..2 * THREADS * PER_THREAD).collect::<Vec<_>>());
-        assert_eq!(shard.durable_offset(), 2 * THREADS * PER_THREAD);
+        assert_eq!(shard.offsets().durable, 2 * THREADS * PER_THREAD);
     }
 
     /// With one round per leader, leads are handed over constantly; every
@@ -615,8 +622,11 @@ mod tests {
                     (0..PER_THREAD)
                         .map(|i| {
                             let payload = format!("{t}-{i}");
-                            let receipt = shard.append(&[Record::new(0, payload.clone())]).unwrap();
-                            assert!(shard.durable_offset() > receipt.first_offset);
+                            let receipt = shard
+                                .append(&[Record::new(0, payload.clone())])
+                                .wait()
+                                .unwrap();
+                            assert!(shard.offsets().durable > receipt.first_offset);
                             (receipt.first_offset, payload)
                         })
                         .collect::<Vec<_>>()
@@ -634,7 +644,7 @@ mod tests {
         );
         for (offset, payload) in &acked {
             assert_eq!(
-                shard.read(*offset, 1).unwrap()[0].payload,
+                shard.read(*offset, 1, ReadBound::Committed).unwrap()[0].payload,
                 payload.as_bytes()
             );
         }
