@@ -27,6 +27,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+pub mod modules;
+
 /// Every placed crate, its level (for display), and the crates it may use.
 pub const PLACES: &[(&str, u8, &[&str])] = &[
     ("felix-format", 0, &[]),
@@ -382,16 +384,26 @@ pub fn render_graph(manifests: &[Manifest]) -> String {
     out
 }
 
-/// `cargo xtask layering`: prints the graph, fails on any violation.
+/// `cargo xtask layering`: prints the graph, fails on any violation of
+/// the crate stack or of felix-storage's module order.
 pub fn run(root: &Path) -> Result<(), String> {
     let manifests = read_workspace(root)?;
     print!("{}", render_graph(&manifests));
-    let violations = check(&manifests);
-    if violations.is_empty() {
-        println!("layering ok: {} crates checked", manifests.len());
+    let mut lines: Vec<String> = check(&manifests).iter().map(|v| format!("  {v}")).collect();
+    let sources = modules::read_storage_sources(root)?;
+    lines.extend(
+        modules::check_sources(&sources)
+            .iter()
+            .map(|v| format!("  {v}")),
+    );
+    if lines.is_empty() {
+        println!(
+            "layering ok: {} crates and {} felix-storage sources checked",
+            manifests.len(),
+            sources.len()
+        );
         return Ok(());
     }
-    let lines: Vec<String> = violations.iter().map(|v| format!("  {v}")).collect();
     Err(format!("layering violated:\n{}", lines.join("\n")))
 }
 

@@ -22,3 +22,16 @@ fn check_workspace_crates_depend_only_downward() {
         render_graph(&manifests)
     );
 }
+
+#[test]
+fn check_felix_storage_modules_use_only_the_units_below_them() {
+    let sources = xtask::layering::modules::read_storage_sources(&workspace_root()).unwrap();
+    assert!(sources.len() > 20, "felix-storage's sources not found");
+    let violations = xtask::layering::modules::check_sources(&sources);
+    let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    assert!(
+        violations.is_empty(),
+        "module order violated:\n{}",
+        text.join("\n")
+    );
+}
