@@ -16,7 +16,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
+use felix_format::epochs::{MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
+use felix_format::side_file::SideFileError;
 use felix_io::{FileSystem, IoError, ReadSmallError, ReplaceError, read_small_file, replace_file};
 
 use crate::history::{EpochHistory, HistoryError};
@@ -30,7 +31,7 @@ pub enum DiscardReason {
     /// The bytes are not a valid epochs file: short, wrong magic or version,
     /// a count that does not match the length, or a failing body CRC.
     #[error("{0}")]
-    Decode(#[from] EpochsDecodeError),
+    Decode(#[from] SideFileError),
     /// The file decoded, but its entries are not a valid history, such as
     /// entries that do not ascend.
     #[error("{0}")]

@@ -7,8 +7,13 @@ use felix_epochs::{
     DiscardReason, EPOCHS_FILE_NAME, EpochEntry, EpochHistory, EpochsFile, HistoryError,
     LoadStatus, Loaded, MAX_EPOCH_ENTRIES,
 };
-use felix_format::epochs::{EpochsDecodeError, MAX_EPOCHS_FILE_LEN, encode_epochs};
+use felix_format::epochs::{MAX_EPOCHS_FILE_LEN, encode_epochs};
+use felix_format::side_file::{SideFileDefect as D, SideFileError, SideFileKind};
 use proptest::prelude::*;
+
+fn error(defect: D) -> SideFileError {
+    SideFileError::new(SideFileKind::Epochs, defect)
+}
 
 fn entry(generation: u64, start_offset: u64) -> EpochEntry {
     EpochEntry {
@@ -35,7 +40,7 @@ fn load_bytes(bytes: &[u8]) -> Loaded {
 }
 
 /// The decode error a discarded load reports, failing on any other outcome.
-fn decode_reason(loaded: &Loaded) -> EpochsDecodeError {
+fn decode_reason(loaded: &Loaded) -> SideFileError {
     assert!(loaded.history.is_empty());
     match loaded.status {
         LoadStatus::Discarded(DiscardReason::Decode(e)) => e,
@@ -98,13 +103,16 @@ fn load_file_cut_at_every_byte_is_discarded() {
     for len in 0..full.len() {
         let reason = decode_reason(&load_bytes(&full[..len]));
         let expected = if len < 12 {
-            EpochsDecodeError::Short { len }
+            error(D::Short {
+                len,
+                header_len: 12,
+            })
         } else {
-            EpochsDecodeError::CountMismatch {
+            error(D::CountMismatch {
                 count: 3,
                 expected: 48,
                 found: len - 12,
-            }
+            })
         };
         assert_eq!(reason, expected, "cut at {len}");
     }
@@ -121,14 +129,10 @@ fn load_file_every_bit_flipped_is_discarded() {
             // Each header field is checked before the body, so the flipped
             // field is the one reported.
             let ok = match byte {
-                0..4 => matches!(reason, EpochsDecodeError::Magic { .. }),
-                4..6 => matches!(reason, EpochsDecodeError::Version { .. }),
-                6..8 => matches!(
-                    reason,
-                    EpochsDecodeError::TooManyEntries { .. }
-                        | EpochsDecodeError::CountMismatch { .. }
-                ),
-                _ => matches!(reason, EpochsDecodeError::BodyChecksum { .. }),
+                0..4 => matches!(reason.defect, D::Magic { .. }),
+                4..6 => matches!(reason.defect, D::Version { .. }),
+                6..8 => matches!(reason.defect, D::Count { .. } | D::CountMismatch { .. }),
+                _ => matches!(reason.defect, D::Checksum { .. }),
             };
             assert!(ok, "byte {byte} bit {bit}: {reason:?}");
         }
@@ -141,7 +145,10 @@ fn load_wrong_magic_is_discarded() {
     bytes[..4].copy_from_slice(b"FLSG");
     assert_eq!(
         decode_reason(&load_bytes(&bytes)),
-        EpochsDecodeError::Magic { found: 0x464C_5347 }
+        error(D::Magic {
+            found: 0x464C_5347,
+            expected: 0x464C_4550
+        })
     );
 }
 
@@ -151,7 +158,10 @@ fn load_unknown_version_is_discarded() {
     bytes[4..6].copy_from_slice(&2u16.to_be_bytes());
     assert_eq!(
         decode_reason(&load_bytes(&bytes)),
-        EpochsDecodeError::Version { found: 2 }
+        error(D::Version {
+            found: 2,
+            expected: 1
+        })
     );
 }
 
@@ -161,11 +171,11 @@ fn load_count_not_matching_length_is_discarded() {
     bytes[6..8].copy_from_slice(&2u16.to_be_bytes());
     assert_eq!(
         decode_reason(&load_bytes(&bytes)),
-        EpochsDecodeError::CountMismatch {
+        error(D::CountMismatch {
             count: 2,
             expected: 32,
             found: 48
-        }
+        })
     );
 }
 
@@ -175,10 +185,11 @@ fn load_count_above_cap_is_discarded() {
     bytes[6..8].copy_from_slice(&u16::MAX.to_be_bytes());
     assert_eq!(
         decode_reason(&load_bytes(&bytes)),
-        EpochsDecodeError::TooManyEntries {
-            count: u16::MAX,
-            max: MAX_EPOCH_ENTRIES
-        }
+        error(D::Count {
+            count: u32::from(u16::MAX),
+            max: MAX_EPOCH_ENTRIES as u32,
+            min: 0
+        })
     );
 }
 
@@ -190,8 +201,8 @@ fn load_failing_body_crc_is_discarded() {
     let reason = decode_reason(&load_bytes(&bytes));
     let stored = u32::from_be_bytes(bytes[8..12].try_into().unwrap());
     assert!(matches!(
-        reason,
-        EpochsDecodeError::BodyChecksum { expected, found } if expected == stored && found != stored
+        reason.defect,
+        D::Checksum { expected, found } if expected == stored && found != stored
     ));
 }
 
@@ -275,7 +286,10 @@ fn store_over_a_directory_is_refused_before_writing_and_names_it() {
 
 #[test]
 fn display_discard_reason_reads_for_an_operator() {
-    let reason = DiscardReason::Decode(EpochsDecodeError::Short { len: 3 });
+    let reason = DiscardReason::Decode(error(D::Short {
+        len: 3,
+        header_len: 12,
+    }));
     assert_eq!(
         reason.to_string(),
         "epochs file is 3 bytes, shorter than its 12-byte header"

@@ -19,7 +19,11 @@
 
 use alloc::vec::Vec;
 
-use crate::checksum::{crc32, crc32_continue};
+use crate::bytes_be::u64_at;
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 use crate::{CLEAN_SHUTDOWN_MAGIC, SEGMENT_HEADER_LEN, SegmentExtent};
 
 /// Version of the clean-shutdown file layout.
@@ -35,74 +39,34 @@ pub const MAX_CLEAN_SHUTDOWN_ENTRIES: usize = 1 << 20;
 pub const MAX_CLEAN_SHUTDOWN_FILE_LEN: usize =
     CLEAN_SHUTDOWN_HEADER_LEN + MAX_CLEAN_SHUTDOWN_ENTRIES * CLEAN_SHUTDOWN_ENTRY_LEN;
 
-/// Why bytes are not a valid clean-shutdown file.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CleanShutdownDecodeError {
-    /// Fewer bytes than the 16-byte header.
-    #[error("clean-shutdown file is {len} bytes, shorter than its 16-byte header")]
-    Short {
-        /// Bytes present.
-        len: usize,
+/// The clean-shutdown file's frame: 16-byte header with flags (none
+/// defined), `count` at byte 8, the CRC at 12 over the header's first 12
+/// bytes and the entries.
+pub const CLEAN_SHUTDOWN_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::CleanShutdown,
+    name: "CleanShutdown",
+    file: "clean-shutdown file",
+    field: "clean-shutdown",
+    entries: "segments",
+    magic: CLEAN_SHUTDOWN_MAGIC,
+    versions: &[SideFileVersion {
+        version: CLEAN_SHUTDOWN_VERSION,
+        header_len: CLEAN_SHUTDOWN_HEADER_LEN,
+        known_flags: 0,
+    }],
+    has_flags: true,
+    body: SideFileBody::Entries {
+        count_at: 8,
+        count_width: 4,
+        entry_len: CLEAN_SHUTDOWN_ENTRY_LEN,
+        min: 1,
+        max: MAX_CLEAN_SHUTDOWN_ENTRIES as u32,
     },
-    /// The file does not start with `FLCS`.
-    #[error("clean-shutdown magic is {found:#010x}, expected 0x464c4353 (FLCS)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("clean-shutdown file version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know.
-    #[error("clean-shutdown flags are {found:#06x}, expected 0")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// No entries, or more than [`MAX_CLEAN_SHUTDOWN_ENTRIES`].
-    #[error("clean-shutdown file claims {count} segments; between 1 and {max} are valid")]
-    Count {
-        /// The count in the header.
-        count: u32,
-        /// [`MAX_CLEAN_SHUTDOWN_ENTRIES`].
-        max: usize,
-    },
-    /// The body's length is not `count` whole entries.
-    #[error(
-        "clean-shutdown file claims {count} segments ({expected} bytes) but holds {found} bytes of entries"
-    )]
-    CountMismatch {
-        /// The count in the header.
-        count: u32,
-        /// Body bytes `count` implies.
-        expected: usize,
-        /// Body bytes present.
-        found: usize,
-    },
-    /// The CRC does not match.
-    #[error("clean-shutdown checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored in the header.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-    /// An entry contradicts itself or the one before it: ids not ascending,
-    /// offsets going backwards or not continuing, or a length shorter than a
-    /// segment header.
-    #[error("clean-shutdown entry {entry} (segment {id}) is inconsistent: {problem}")]
-    Entry {
-        /// Position of the entry in the file.
-        entry: usize,
-        /// The segment id it names.
-        id: u64,
-        /// What is wrong.
-        problem: CleanEntryProblem,
-    },
+    checksum: SideFileChecksum::HeaderAndBody,
+};
+
+const fn error(defect: SideFileDefect) -> SideFileError {
+    SideFileError::new(SideFileKind::CleanShutdown, defect)
 }
 
 /// What is wrong with one clean-shutdown entry.
@@ -155,130 +119,53 @@ pub enum CleanEntryProblem {
 /// encode_clean_shutdown(&segments, &mut bytes)?;
 /// assert_eq!(bytes.len(), 16 + 2 * 32);
 /// assert_eq!(decode_clean_shutdown(&bytes)?, segments);
-/// # Ok::<(), felix_format::clean::CleanShutdownDecodeError>(())
+/// # Ok::<(), felix_format::side_file::SideFileError>(())
 /// ```
 pub fn encode_clean_shutdown(
     segments: &[SegmentExtent],
     out: &mut Vec<u8>,
-) -> Result<(), CleanShutdownDecodeError> {
-    let count = count_of(segments.len())?;
+) -> Result<(), SideFileError> {
+    count_of(segments.len())?;
     check_entries(segments.iter().copied())?;
-    let start = out.len();
-    out.extend_from_slice(&CLEAN_SHUTDOWN_MAGIC.to_be_bytes());
-    out.extend_from_slice(&CLEAN_SHUTDOWN_VERSION.to_be_bytes());
-    out.extend_from_slice(&0u16.to_be_bytes());
-    out.extend_from_slice(&count.to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
+    let start = CLEAN_SHUTDOWN_LAYOUT.begin(CLEAN_SHUTDOWN_VERSION, 0, out);
     for s in segments {
         for field in [s.id, s.base_offset, s.next_offset, s.len] {
             out.extend_from_slice(&field.to_be_bytes());
         }
     }
-    let crc = checksum(out.get(start..).unwrap_or_default());
-    if let Some(slot) = out.get_mut(start + 12..start + 16) {
-        slot.copy_from_slice(&crc.to_be_bytes());
-    }
+    CLEAN_SHUTDOWN_LAYOUT.seal(out.get_mut(start..).unwrap_or_default());
     Ok(())
 }
 
 /// Decodes a clean-shutdown file into its segments, in id order.
-pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<SegmentExtent>, CleanShutdownDecodeError> {
-    let Some((header, body)) = bytes.split_first_chunk::<CLEAN_SHUTDOWN_HEADER_LEN>() else {
-        return Err(CleanShutdownDecodeError::Short { len: bytes.len() });
-    };
-    let [
-        m0,
-        m1,
-        m2,
-        m3,
-        v0,
-        v1,
-        f0,
-        f1,
-        c0,
-        c1,
-        c2,
-        c3,
-        k0,
-        k1,
-        k2,
-        k3,
-    ] = *header;
-    let magic = u32::from_be_bytes([m0, m1, m2, m3]);
-    if magic != CLEAN_SHUTDOWN_MAGIC {
-        return Err(CleanShutdownDecodeError::Magic { found: magic });
-    }
-    let version = u16::from_be_bytes([v0, v1]);
-    if version != CLEAN_SHUTDOWN_VERSION {
-        return Err(CleanShutdownDecodeError::Version { found: version });
-    }
-    let flags = u16::from_be_bytes([f0, f1]);
-    if flags != 0 {
-        return Err(CleanShutdownDecodeError::Flags { found: flags });
-    }
-    let count = u32::from_be_bytes([c0, c1, c2, c3]);
-    let entries = usize::try_from(count).unwrap_or(usize::MAX);
-    if entries == 0 || entries > MAX_CLEAN_SHUTDOWN_ENTRIES {
-        return Err(CleanShutdownDecodeError::Count {
-            count,
-            max: MAX_CLEAN_SHUTDOWN_ENTRIES,
-        });
-    }
-    let expected_len = entries * CLEAN_SHUTDOWN_ENTRY_LEN;
-    if body.len() != expected_len {
-        return Err(CleanShutdownDecodeError::CountMismatch {
-            count,
-            expected: expected_len,
-            found: body.len(),
-        });
-    }
-    let expected = u32::from_be_bytes([k0, k1, k2, k3]);
-    let found = checksum(bytes);
-    if expected != found {
-        return Err(CleanShutdownDecodeError::Checksum { expected, found });
-    }
-    let segments: Vec<SegmentExtent> = body
+pub fn decode_clean_shutdown(bytes: &[u8]) -> Result<Vec<SegmentExtent>, SideFileError> {
+    let frame = CLEAN_SHUTDOWN_LAYOUT.decode(bytes)?;
+    let segments: Vec<SegmentExtent> = frame
+        .body
         .chunks_exact(CLEAN_SHUTDOWN_ENTRY_LEN)
-        .map(|raw| {
-            let field = |at: usize| {
-                raw.get(at..at + 8)
-                    .and_then(|s| s.try_into().ok())
-                    .map_or(0, u64::from_be_bytes)
-            };
-            SegmentExtent {
-                id: field(0),
-                base_offset: field(8),
-                next_offset: field(16),
-                len: field(24),
-            }
+        .map(|raw| SegmentExtent {
+            id: u64_at(raw, 0),
+            base_offset: u64_at(raw, 8),
+            next_offset: u64_at(raw, 16),
+            len: u64_at(raw, 24),
         })
         .collect();
     check_entries(segments.iter().copied())?;
     Ok(segments)
 }
 
-/// The CRC of a whole file: the header's first 12 bytes, then the entries
-/// (the stored CRC itself is skipped).
-fn checksum(file: &[u8]) -> u32 {
-    crc32_continue(
-        crc32(file.get(..12).unwrap_or_default()),
-        &[file.get(CLEAN_SHUTDOWN_HEADER_LEN..).unwrap_or_default()],
-    )
-}
-
-fn count_of(len: usize) -> Result<u32, CleanShutdownDecodeError> {
+fn count_of(len: usize) -> Result<u32, SideFileError> {
     match u32::try_from(len) {
         Ok(count) if (1..=MAX_CLEAN_SHUTDOWN_ENTRIES).contains(&len) => Ok(count),
-        _ => Err(CleanShutdownDecodeError::Count {
+        _ => Err(error(SideFileDefect::Count {
             count: u32::try_from(len).unwrap_or(u32::MAX),
-            max: MAX_CLEAN_SHUTDOWN_ENTRIES,
-        }),
+            min: 1,
+            max: MAX_CLEAN_SHUTDOWN_ENTRIES as u32,
+        })),
     }
 }
 
-fn check_entries(
-    segments: impl Iterator<Item = SegmentExtent>,
-) -> Result<(), CleanShutdownDecodeError> {
+fn check_entries(segments: impl Iterator<Item = SegmentExtent>) -> Result<(), SideFileError> {
     let mut previous: Option<SegmentExtent> = None;
     for (entry, s) in segments.enumerate() {
         let problem = match previous {
@@ -297,11 +184,11 @@ fn check_entries(
             _ => None,
         };
         if let Some(problem) = problem {
-            return Err(CleanShutdownDecodeError::Entry {
+            return Err(error(SideFileDefect::SegmentEntry {
                 entry,
                 id: s.id,
                 problem,
-            });
+            }));
         }
         previous = Some(s);
     }
@@ -312,6 +199,14 @@ fn check_entries(
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::side_file::SideFileDefect as D;
+
+    fn checksum(file: &[u8]) -> u32 {
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&file[..12]);
+        hasher.update(&file[16..]);
+        hasher.finalize()
+    }
 
     fn segments() -> Vec<SegmentExtent> {
         vec![
@@ -356,13 +251,16 @@ mod tests {
         encode_clean_shutdown(&segments(), &mut bytes).unwrap();
         for len in 0..bytes.len() {
             let expected = if len < CLEAN_SHUTDOWN_HEADER_LEN {
-                CleanShutdownDecodeError::Short { len }
+                error(D::Short {
+                    len,
+                    header_len: CLEAN_SHUTDOWN_HEADER_LEN,
+                })
             } else {
-                CleanShutdownDecodeError::CountMismatch {
+                error(D::CountMismatch {
                     count: 2,
                     expected: 64,
                     found: len - CLEAN_SHUTDOWN_HEADER_LEN,
-                }
+                })
             };
             assert_eq!(
                 decode_clean_shutdown(&bytes[..len]),
@@ -381,36 +279,42 @@ mod tests {
                     .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
             };
             let expected = match bit / 8 {
-                0..4 => CleanShutdownDecodeError::Magic { found: field(0, 4) },
-                4..6 => CleanShutdownDecodeError::Version {
+                0..4 => error(D::Magic {
+                    found: field(0, 4),
+                    expected: CLEAN_SHUTDOWN_MAGIC,
+                }),
+                4..6 => error(D::Version {
                     found: field(4, 2) as u16,
-                },
-                6..8 => CleanShutdownDecodeError::Flags {
+                    expected: CLEAN_SHUTDOWN_VERSION,
+                }),
+                6..8 => error(D::Flags {
                     found: field(6, 2) as u16,
-                },
+                    known: 0,
+                }),
                 8..12 => {
                     let count = field(8, 4);
                     if count == 0 || count as usize > MAX_CLEAN_SHUTDOWN_ENTRIES {
-                        CleanShutdownDecodeError::Count {
+                        error(D::Count {
                             count,
-                            max: MAX_CLEAN_SHUTDOWN_ENTRIES,
-                        }
+                            max: MAX_CLEAN_SHUTDOWN_ENTRIES as u32,
+                            min: 1,
+                        })
                     } else {
-                        CleanShutdownDecodeError::CountMismatch {
+                        error(D::CountMismatch {
                             count,
                             expected: count as usize * CLEAN_SHUTDOWN_ENTRY_LEN,
                             found: 64,
-                        }
+                        })
                     }
                 }
-                12..16 => CleanShutdownDecodeError::Checksum {
+                12..16 => error(D::Checksum {
                     expected: field(12, 4),
                     found: stored_crc,
-                },
-                _ => CleanShutdownDecodeError::Checksum {
+                }),
+                _ => error(D::Checksum {
                     expected: stored_crc,
                     found: checksum(&flipped),
-                },
+                }),
             };
             assert_eq!(got, expected, "bit {bit}");
         }
@@ -424,25 +328,25 @@ mod tests {
         flags[7] = 1;
         assert_eq!(
             decode_clean_shutdown(&flags),
-            Err(CleanShutdownDecodeError::Flags { found: 1 })
+            Err(error(D::Flags { found: 1, known: 0 }))
         );
         let mut longer = bytes.clone();
         longer.push(0);
         assert_eq!(
             decode_clean_shutdown(&longer),
-            Err(CleanShutdownDecodeError::CountMismatch {
+            Err(error(D::CountMismatch {
                 count: 2,
                 expected: 64,
                 found: 65
-            })
+            }))
         );
         assert_eq!(
             decode_clean_shutdown(&bytes[..16]),
-            Err(CleanShutdownDecodeError::CountMismatch {
+            Err(error(D::CountMismatch {
                 count: 2,
                 expected: 64,
                 found: 0
-            })
+            }))
         );
     }
 
@@ -451,57 +355,58 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(
             encode_clean_shutdown(&[], &mut out),
-            Err(CleanShutdownDecodeError::Count {
+            Err(error(D::Count {
                 count: 0,
-                max: MAX_CLEAN_SHUTDOWN_ENTRIES
-            })
+                max: MAX_CLEAN_SHUTDOWN_ENTRIES as u32,
+                min: 1
+            }))
         );
         let mut gap = segments();
         gap[1].base_offset = 111;
         gap[1].next_offset = 111;
         assert_eq!(
             encode_clean_shutdown(&gap, &mut out),
-            Err(CleanShutdownDecodeError::Entry {
+            Err(error(D::SegmentEntry {
                 entry: 1,
                 id: 4,
                 problem: CleanEntryProblem::Gap {
                     base_offset: 111,
                     expected: 110
                 }
-            })
+            }))
         );
         let mut same_id = segments();
         same_id[1].id = 3;
         assert_eq!(
             encode_clean_shutdown(&same_id, &mut out),
-            Err(CleanShutdownDecodeError::Entry {
+            Err(error(D::SegmentEntry {
                 entry: 1,
                 id: 3,
                 problem: CleanEntryProblem::IdNotAscending { previous: 3 }
-            })
+            }))
         );
         let mut short = segments();
         short[0].len = 31;
         assert_eq!(
             encode_clean_shutdown(&short, &mut out),
-            Err(CleanShutdownDecodeError::Entry {
+            Err(error(D::SegmentEntry {
                 entry: 0,
                 id: 3,
                 problem: CleanEntryProblem::TooShort { len: 31 }
-            })
+            }))
         );
         let mut backwards = segments();
         backwards[1].next_offset = 109;
         assert_eq!(
             encode_clean_shutdown(&backwards, &mut out),
-            Err(CleanShutdownDecodeError::Entry {
+            Err(error(D::SegmentEntry {
                 entry: 1,
                 id: 4,
                 problem: CleanEntryProblem::OffsetsBackwards {
                     base_offset: 110,
                     next_offset: 109
                 }
-            })
+            }))
         );
         assert!(out.is_empty(), "nothing written on refusal");
     }

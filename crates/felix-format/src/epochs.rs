@@ -8,7 +8,10 @@
 //! `felix-epochs`, because it is a decision about availability, not format.
 
 use crate::EPOCHS_MAGIC;
-use crate::checksum::crc32;
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 
 /// Version of the epochs file layout; independent of the segment
 /// [`crate::FORMAT_VERSION`].
@@ -37,61 +40,36 @@ pub struct EpochEntry {
     pub start_offset: u64,
 }
 
-/// Why bytes are not a valid epochs file.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EpochsDecodeError {
-    /// Fewer bytes than the 12-byte header.
-    #[error("epochs file is {len} bytes, shorter than its 12-byte header")]
-    Short {
-        /// Bytes present.
-        len: usize,
+/// The epochs file's frame: a 12-byte header without flags, `count` (a
+/// `u16`, at most [`MAX_EPOCH_ENTRIES`]) at byte 6, the CRC at 8 over the
+/// entries alone.
+pub const EPOCHS_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::Epochs,
+    name: "Epochs",
+    file: "epochs file",
+    field: "epochs",
+    entries: "entries",
+    magic: EPOCHS_MAGIC,
+    versions: &[SideFileVersion {
+        version: EPOCHS_VERSION,
+        header_len: EPOCHS_HEADER_LEN,
+        known_flags: 0,
+    }],
+    has_flags: false,
+    body: SideFileBody::Entries {
+        count_at: 6,
+        count_width: 2,
+        entry_len: EPOCH_ENTRY_LEN,
+        min: 0,
+        max: MAX_EPOCH_ENTRIES as u32,
     },
-    /// The file does not start with `FLEP`.
-    #[error("epochs magic is {found:#010x}, expected 0x464c4550 (FLEP)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("epochs file version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// `count` exceeds [`MAX_EPOCH_ENTRIES`].
-    #[error("epochs file claims {count} entries, more than the limit of {max}")]
-    TooManyEntries {
-        /// The count in the header.
-        count: u16,
-        /// [`MAX_EPOCH_ENTRIES`].
-        max: usize,
-    },
-    /// The body's length is not `count` whole entries.
-    #[error(
-        "epochs file claims {count} entries ({expected} bytes) but holds {found} bytes of entries"
-    )]
-    CountMismatch {
-        /// The count in the header.
-        count: u16,
-        /// Body bytes `count` implies.
-        expected: usize,
-        /// Body bytes present.
-        found: usize,
-    },
-    /// The body CRC does not match the entries.
-    #[error("epochs body checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    BodyChecksum {
-        /// The CRC stored in the header.
-        expected: u32,
-        /// The CRC computed over the entries.
-        found: u32,
-    },
-}
+    checksum: SideFileChecksum::Body,
+};
 
 /// Appends the encoded file for `entries` to `out`.
 ///
-/// Fails with `TooManyEntries` rather than writing a file no reader accepts.
+/// Fails with [`SideFileDefect::Count`] rather than writing a file no
+/// reader accepts.
 ///
 /// ```
 /// use felix_format::epochs::{decode_epochs, encode_epochs, EpochEntry};
@@ -101,35 +79,28 @@ pub enum EpochsDecodeError {
 /// assert_eq!(bytes.len(), 28);
 /// let decoded: Vec<_> = decode_epochs(&bytes)?.collect();
 /// assert_eq!(decoded, entries);
-/// # Ok::<(), felix_format::epochs::EpochsDecodeError>(())
+/// # Ok::<(), felix_format::side_file::SideFileError>(())
 /// ```
 pub fn encode_epochs(
     entries: &[EpochEntry],
     out: &mut alloc::vec::Vec<u8>,
-) -> Result<(), EpochsDecodeError> {
-    let count = match u16::try_from(entries.len()) {
-        Ok(count) if entries.len() <= MAX_EPOCH_ENTRIES => count,
-        _ => {
-            return Err(EpochsDecodeError::TooManyEntries {
-                count: u16::try_from(entries.len()).unwrap_or(u16::MAX),
-                max: MAX_EPOCH_ENTRIES,
-            });
-        }
-    };
-    let start = out.len();
-    out.extend_from_slice(&EPOCHS_MAGIC.to_be_bytes());
-    out.extend_from_slice(&EPOCHS_VERSION.to_be_bytes());
-    out.extend_from_slice(&count.to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
-    let body_start = out.len();
+) -> Result<(), SideFileError> {
+    if entries.len() > MAX_EPOCH_ENTRIES {
+        return Err(SideFileError::new(
+            SideFileKind::Epochs,
+            SideFileDefect::Count {
+                count: u32::try_from(entries.len()).unwrap_or(u32::MAX),
+                min: 0,
+                max: MAX_EPOCH_ENTRIES as u32,
+            },
+        ));
+    }
+    let start = EPOCHS_LAYOUT.begin(EPOCHS_VERSION, 0, out);
     for entry in entries {
         out.extend_from_slice(&entry.generation.to_be_bytes());
         out.extend_from_slice(&entry.start_offset.to_be_bytes());
     }
-    let crc = crc32(out.get(body_start..).unwrap_or_default());
-    if let Some(slot) = out.get_mut(start + 8..start + 12) {
-        slot.copy_from_slice(&crc.to_be_bytes());
-    }
+    EPOCHS_LAYOUT.seal(out.get_mut(start..).unwrap_or_default());
     Ok(())
 }
 
@@ -138,39 +109,8 @@ pub fn encode_epochs(
 /// Checks length, magic, version, the count's bound, that the body holds
 /// exactly `count` entries, and the body CRC. It does not check that entries
 /// ascend; that is history policy, decided by `felix-epochs`.
-pub fn decode_epochs(bytes: &[u8]) -> Result<EpochEntries<'_>, EpochsDecodeError> {
-    let Some((header, body)) = bytes.split_first_chunk::<EPOCHS_HEADER_LEN>() else {
-        return Err(EpochsDecodeError::Short { len: bytes.len() });
-    };
-    let [m0, m1, m2, m3, v0, v1, c0, c1, k0, k1, k2, k3] = *header;
-    let magic = u32::from_be_bytes([m0, m1, m2, m3]);
-    if magic != EPOCHS_MAGIC {
-        return Err(EpochsDecodeError::Magic { found: magic });
-    }
-    let version = u16::from_be_bytes([v0, v1]);
-    if version != EPOCHS_VERSION {
-        return Err(EpochsDecodeError::Version { found: version });
-    }
-    let count = u16::from_be_bytes([c0, c1]);
-    if usize::from(count) > MAX_EPOCH_ENTRIES {
-        return Err(EpochsDecodeError::TooManyEntries {
-            count,
-            max: MAX_EPOCH_ENTRIES,
-        });
-    }
-    let expected_len = usize::from(count) * EPOCH_ENTRY_LEN;
-    if body.len() != expected_len {
-        return Err(EpochsDecodeError::CountMismatch {
-            count,
-            expected: expected_len,
-            found: body.len(),
-        });
-    }
-    let expected = u32::from_be_bytes([k0, k1, k2, k3]);
-    let found = crc32(body);
-    if expected != found {
-        return Err(EpochsDecodeError::BodyChecksum { expected, found });
-    }
+pub fn decode_epochs(bytes: &[u8]) -> Result<EpochEntries<'_>, SideFileError> {
+    let body = EPOCHS_LAYOUT.decode(bytes)?.body;
     Ok(EpochEntries { body })
 }
 

@@ -27,7 +27,10 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::ShardKey;
-use crate::checksum::{crc32, crc32_continue};
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 
 /// Magic of the `key` file: ASCII `FLSK`, "Felix Shard Key".
 pub const KEY_FILE_MAGIC: u32 = u32::from_be_bytes(*b"FLSK");
@@ -104,90 +107,31 @@ pub enum KeyPartProblem {
     },
 }
 
-/// Why bytes are not a valid key file (or a key cannot be written as one).
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum KeyFileDecodeError {
-    /// Fewer bytes than the 16-byte header.
-    #[error("key file is {len} bytes, shorter than its 16-byte header")]
-    Short {
-        /// Bytes present.
-        len: usize,
+/// The key file's frame: 16-byte header with flags (none defined),
+/// `body_len` at byte 8 (at most [`MAX_KEY_FILE_BODY_LEN`]), the CRC at 12
+/// over the header's first 12 bytes and the body.
+pub const KEY_FILE_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::KeyFile,
+    name: "KeyFile",
+    file: "key file",
+    field: "key file",
+    entries: "",
+    magic: KEY_FILE_MAGIC,
+    versions: &[SideFileVersion {
+        version: KEY_FILE_VERSION,
+        header_len: KEY_FILE_HEADER_LEN,
+        known_flags: 0,
+    }],
+    has_flags: true,
+    body: SideFileBody::Bytes {
+        len_at: 8,
+        max: MAX_KEY_FILE_BODY_LEN,
     },
-    /// The file does not start with `FLSK`.
-    #[error("key file magic is {found:#010x}, expected 0x464c534b (FLSK)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("key file version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know.
-    #[error("key file flags are {found:#06x}, expected 0")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// `body_len` is over [`MAX_KEY_FILE_BODY_LEN`].
-    #[error("key file claims a {declared}-byte body; at most {max} bytes are valid")]
-    BodyTooLong {
-        /// The length in the header.
-        declared: u32,
-        /// [`MAX_KEY_FILE_BODY_LEN`].
-        max: usize,
-    },
-    /// The bytes after the header are not `body_len` bytes.
-    #[error("key file claims a {declared}-byte body but holds {found} bytes after its header")]
-    LengthMismatch {
-        /// The length in the header.
-        declared: u32,
-        /// Bytes present after the header.
-        found: usize,
-    },
-    /// The CRC does not match.
-    #[error("key file checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored in the header.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-    /// One part of the body is unusable (a checksummed body that is wrong
-    /// inside was written wrong, not damaged after).
-    #[error("key file {part}: {problem}")]
-    Part {
-        /// Which part.
-        part: KeyPart,
-        /// What is wrong with it.
-        problem: KeyPartProblem,
-    },
-    /// Bytes follow the shard number inside the body.
-    #[error("key file body has {count} byte(s) after the shard number")]
-    TrailingBytes {
-        /// How many.
-        count: usize,
-    },
-}
+    checksum: SideFileChecksum::HeaderAndBody,
+};
 
-impl KeyFileDecodeError {
-    /// A stable name for the kind of damage, for reports and scripts.
-    pub const fn name(&self) -> &'static str {
-        match self {
-            Self::Short { .. } => "KeyFileShort",
-            Self::Magic { .. } => "KeyFileMagic",
-            Self::Version { .. } => "KeyFileVersion",
-            Self::Flags { .. } => "KeyFileFlags",
-            Self::BodyTooLong { .. } => "KeyFileBodyTooLong",
-            Self::LengthMismatch { .. } => "KeyFileLengthMismatch",
-            Self::Checksum { .. } => "KeyFileChecksum",
-            Self::Part { .. } => "KeyFilePart",
-            Self::TrailingBytes { .. } => "KeyFileTrailingBytes",
-        }
-    }
+const fn error(defect: SideFileDefect) -> SideFileError {
+    SideFileError::new(SideFileKind::KeyFile, defect)
 }
 
 /// A decoded key file, borrowing the bytes it was decoded from.
@@ -233,122 +177,61 @@ impl KeyFileView<'_> {
 /// encode_key_file(&key, &mut bytes)?;
 /// assert_eq!(bytes.len(), 16 + (2 + 4) + (2 + 7) + (2 + 12) + 4);
 /// assert_eq!(decode_key_file(&bytes)?.to_key(), key);
-/// # Ok::<(), felix_format::key_file::KeyFileDecodeError>(())
+/// # Ok::<(), felix_format::side_file::SideFileError>(())
 /// ```
-pub fn encode_key_file(key: &ShardKey, out: &mut Vec<u8>) -> Result<(), KeyFileDecodeError> {
+pub fn encode_key_file(key: &ShardKey, out: &mut Vec<u8>) -> Result<(), SideFileError> {
     let parts = [
         (KeyPart::Tenant, &key.tenant),
         (KeyPart::Namespace, &key.namespace),
         (KeyPart::Stream, &key.stream),
     ];
-    let mut body_len = 4;
     for (part, text) in parts {
         if text.len() > MAX_KEY_PART_BYTES {
-            return Err(KeyFileDecodeError::Part {
+            return Err(error(SideFileDefect::KeyPart {
                 part,
                 problem: KeyPartProblem::TooLong {
                     len: text.len(),
                     max: MAX_KEY_PART_BYTES,
                 },
-            });
+            }));
         }
-        body_len += 2 + text.len();
     }
-    let start = out.len();
-    out.extend_from_slice(&KEY_FILE_MAGIC.to_be_bytes());
-    out.extend_from_slice(&KEY_FILE_VERSION.to_be_bytes());
-    out.extend_from_slice(&0u16.to_be_bytes());
-    // At most MAX_KEY_FILE_BODY_LEN, checked above, so it fits.
-    out.extend_from_slice(&(body_len as u32).to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
+    let start = KEY_FILE_LAYOUT.begin(KEY_FILE_VERSION, 0, out);
     for (_, text) in parts {
         // At most MAX_KEY_PART_BYTES, checked above.
         out.extend_from_slice(&(text.len() as u16).to_be_bytes());
         out.extend_from_slice(text.as_bytes());
     }
     out.extend_from_slice(&key.shard.to_be_bytes());
-    let crc = checksum(out.get(start..).unwrap_or_default());
-    if let Some(slot) = out.get_mut(start + 12..start + 16) {
-        slot.copy_from_slice(&crc.to_be_bytes());
-    }
+    KEY_FILE_LAYOUT.seal(out.get_mut(start..).unwrap_or_default());
     Ok(())
 }
 
 /// Decodes a key file.
 ///
 /// ```
-/// use felix_format::key_file::{KeyFileDecodeError, decode_key_file};
+/// use felix_format::key_file::decode_key_file;
+/// use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 ///
-/// assert_eq!(decode_key_file(b"FLSK"), Err(KeyFileDecodeError::Short { len: 4 }));
+/// let short = SideFileDefect::Short { len: 4, header_len: 16 };
+/// assert_eq!(decode_key_file(b"FLSK"), Err(SideFileError::new(SideFileKind::KeyFile, short)));
 /// ```
-pub fn decode_key_file(bytes: &[u8]) -> Result<KeyFileView<'_>, KeyFileDecodeError> {
-    let Some((header, body)) = bytes.split_first_chunk::<KEY_FILE_HEADER_LEN>() else {
-        return Err(KeyFileDecodeError::Short { len: bytes.len() });
-    };
-    let [
-        m0,
-        m1,
-        m2,
-        m3,
-        v0,
-        v1,
-        f0,
-        f1,
-        l0,
-        l1,
-        l2,
-        l3,
-        k0,
-        k1,
-        k2,
-        k3,
-    ] = *header;
-    let magic = u32::from_be_bytes([m0, m1, m2, m3]);
-    if magic != KEY_FILE_MAGIC {
-        return Err(KeyFileDecodeError::Magic { found: magic });
-    }
-    let version = u16::from_be_bytes([v0, v1]);
-    if version != KEY_FILE_VERSION {
-        return Err(KeyFileDecodeError::Version { found: version });
-    }
-    let flags = u16::from_be_bytes([f0, f1]);
-    if flags != 0 {
-        return Err(KeyFileDecodeError::Flags { found: flags });
-    }
-    let declared = u32::from_be_bytes([l0, l1, l2, l3]);
-    let body_len = usize::try_from(declared).unwrap_or(usize::MAX);
-    if body_len > MAX_KEY_FILE_BODY_LEN {
-        return Err(KeyFileDecodeError::BodyTooLong {
-            declared,
-            max: MAX_KEY_FILE_BODY_LEN,
-        });
-    }
-    if body.len() != body_len {
-        return Err(KeyFileDecodeError::LengthMismatch {
-            declared,
-            found: body.len(),
-        });
-    }
-    let expected = u32::from_be_bytes([k0, k1, k2, k3]);
-    let found = checksum(bytes);
-    if expected != found {
-        return Err(KeyFileDecodeError::Checksum { expected, found });
-    }
-    let mut rest = body;
+pub fn decode_key_file(bytes: &[u8]) -> Result<KeyFileView<'_>, SideFileError> {
+    let mut rest = KEY_FILE_LAYOUT.decode(bytes)?.body;
     let tenant = take_text(&mut rest, KeyPart::Tenant)?;
     let namespace = take_text(&mut rest, KeyPart::Namespace)?;
     let stream = take_text(&mut rest, KeyPart::Stream)?;
     let Some((shard, rest)) = rest.split_first_chunk::<4>() else {
-        return Err(KeyFileDecodeError::Part {
+        return Err(error(SideFileDefect::KeyPart {
             part: KeyPart::Shard,
             problem: KeyPartProblem::Truncated {
                 needed: 4,
                 available: rest.len(),
             },
-        });
+        }));
     };
     if !rest.is_empty() {
-        return Err(KeyFileDecodeError::TrailingBytes { count: rest.len() });
+        return Err(error(SideFileDefect::TrailingBytes { count: rest.len() }));
     }
     Ok(KeyFileView {
         tenant,
@@ -359,8 +242,8 @@ pub fn decode_key_file(bytes: &[u8]) -> Result<KeyFileView<'_>, KeyFileDecodeErr
 }
 
 /// Takes one length-prefixed UTF-8 part off the front of `rest`.
-fn take_text<'a>(rest: &mut &'a [u8], part: KeyPart) -> Result<&'a str, KeyFileDecodeError> {
-    let fail = |problem| KeyFileDecodeError::Part { part, problem };
+fn take_text<'a>(rest: &mut &'a [u8], part: KeyPart) -> Result<&'a str, SideFileError> {
+    let fail = |problem| error(SideFileDefect::KeyPart { part, problem });
     let Some((len, after)) = rest.split_first_chunk::<2>() else {
         return Err(fail(KeyPartProblem::Truncated {
             needed: 2,
@@ -389,19 +272,16 @@ fn take_text<'a>(rest: &mut &'a [u8], part: KeyPart) -> Result<&'a str, KeyFileD
     Ok(text)
 }
 
-/// The CRC of a whole file: the header's first 12 bytes, then the body
-/// (the stored CRC itself is skipped).
-fn checksum(file: &[u8]) -> u32 {
-    crc32_continue(
-        crc32(file.get(..12).unwrap_or_default()),
-        &[file.get(KEY_FILE_HEADER_LEN..).unwrap_or_default()],
-    )
-}
-
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::checksum::{crc32, crc32_continue};
+    use crate::side_file::SideFileDefect as D;
+
+    fn checksum(file: &[u8]) -> u32 {
+        crc32_continue(crc32(&file[..12]), &[&file[16..]])
+    }
 
     fn encoded(key: &ShardKey) -> Vec<u8> {
         let mut bytes = Vec::new();
@@ -442,13 +322,13 @@ mod tests {
         let mut out = b"kept".to_vec();
         assert_eq!(
             encode_key_file(&key, &mut out),
-            Err(KeyFileDecodeError::Part {
+            Err(error(D::KeyPart {
                 part: KeyPart::Namespace,
                 problem: KeyPartProblem::TooLong {
                     len: MAX_KEY_PART_BYTES + 1,
                     max: MAX_KEY_PART_BYTES
                 }
-            })
+            }))
         );
         assert_eq!(out, b"kept");
     }
@@ -469,41 +349,51 @@ mod tests {
         magic[3] = b'X';
         assert_eq!(
             decode_key_file(&magic),
-            Err(KeyFileDecodeError::Magic { found: 0x464c_5358 })
+            Err(error(D::Magic {
+                found: 0x464c_5358,
+                expected: KEY_FILE_MAGIC
+            }))
         );
         let mut version = good.clone();
         version[5] = 2;
         assert_eq!(
             decode_key_file(&version),
-            Err(KeyFileDecodeError::Version { found: 2 })
+            Err(error(D::Version {
+                found: 2,
+                expected: KEY_FILE_VERSION
+            }))
         );
         let mut flags = good.clone();
         flags[7] = 1;
         assert_eq!(
             decode_key_file(&flags),
-            Err(KeyFileDecodeError::Flags { found: 1 })
+            Err(error(D::Flags { found: 1, known: 0 }))
         );
         let mut huge = good.clone();
         huge[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(
             decode_key_file(&huge),
-            Err(KeyFileDecodeError::BodyTooLong {
+            Err(error(D::BodyTooLong {
                 declared: u32::MAX,
                 max: MAX_KEY_FILE_BODY_LEN
-            })
+            }))
         );
         assert_eq!(
             decode_key_file(&good[..good.len() - 1]),
-            Err(KeyFileDecodeError::LengthMismatch {
+            Err(error(D::LengthMismatch {
                 declared: 13,
                 found: 12
-            })
+            }))
         );
         let mut flipped = good.clone();
         flipped[17] ^= 0x01;
         assert!(matches!(
             decode_key_file(&flipped),
-            Err(KeyFileDecodeError::Checksum { .. })
+            Err(SideFileError {
+                kind: SideFileKind::KeyFile,
+                defect: D::Checksum { .. },
+                ..
+            })
         ));
     }
 
@@ -516,36 +406,36 @@ mod tests {
         reseal(&mut long);
         assert_eq!(
             decode_key_file(&long),
-            Err(KeyFileDecodeError::Part {
+            Err(error(D::KeyPart {
                 part: KeyPart::Tenant,
                 problem: KeyPartProblem::Truncated {
                     needed: 200,
                     available: 11
                 }
-            })
+            }))
         );
         let mut over = good.clone();
         over[16..18].copy_from_slice(&5000u16.to_be_bytes());
         reseal(&mut over);
         assert_eq!(
             decode_key_file(&over),
-            Err(KeyFileDecodeError::Part {
+            Err(error(D::KeyPart {
                 part: KeyPart::Tenant,
                 problem: KeyPartProblem::TooLong {
                     len: 5000,
                     max: MAX_KEY_PART_BYTES
                 }
-            })
+            }))
         );
         let mut not_utf8 = good.clone();
         not_utf8[21] = 0xFF;
         reseal(&mut not_utf8);
         assert_eq!(
             decode_key_file(&not_utf8),
-            Err(KeyFileDecodeError::Part {
+            Err(error(D::KeyPart {
                 part: KeyPart::Namespace,
                 problem: KeyPartProblem::NotUtf8 { valid_up_to: 0 }
-            })
+            }))
         );
         let mut trailing = good.clone();
         trailing.push(0);
@@ -553,20 +443,20 @@ mod tests {
         reseal(&mut trailing);
         assert_eq!(
             decode_key_file(&trailing),
-            Err(KeyFileDecodeError::TrailingBytes { count: 1 })
+            Err(error(D::TrailingBytes { count: 1 }))
         );
         let mut no_shard = good[..good.len() - 2].to_vec();
         no_shard[8..12].copy_from_slice(&11u32.to_be_bytes());
         reseal(&mut no_shard);
         assert_eq!(
             decode_key_file(&no_shard),
-            Err(KeyFileDecodeError::Part {
+            Err(error(D::KeyPart {
                 part: KeyPart::Shard,
                 problem: KeyPartProblem::Truncated {
                     needed: 4,
                     available: 2
                 }
-            })
+            }))
         );
     }
 

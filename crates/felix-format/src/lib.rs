@@ -5,7 +5,8 @@
 //! ([`RecordCursor`]), sparse index files, time index files
 //! ([`time_index`]), the epochs file, the log-start file ([`log_start`]), the raft-state file ([`raft_state`]),
 //! a tiered shard's remote manifest ([`tier_manifest`]),
-//! the corruption
+//! the one frame and error all those small checksummed files share
+//! ([`side_file`]), the corruption
 //! vocabulary every layer above reports in, the one description of a
 //! segment's extent, and every name a shard directory may hold.
 //! `docs/storage-format.md` describes the same bytes in prose; a change to
@@ -69,6 +70,7 @@ mod naming;
 pub mod raft_state;
 mod record;
 mod segment_header;
+pub mod side_file;
 pub mod tier_manifest;
 pub mod time_index;
 

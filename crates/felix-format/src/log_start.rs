@@ -17,8 +17,10 @@
 //! fresh segment it is about to create, so a crash anywhere in the reset
 //! leaves either the old log or the new one.
 
-use crate::bytes_be::{put, u16_at, u32_at, u64_at};
-use crate::checksum::crc32;
+use crate::bytes_be::{put, u64_at};
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileError, SideFileKind, SideFileLayout, SideFileVersion,
+};
 
 /// Magic of the `log-start` file: ASCII `FLLS`, "Felix Log Start".
 pub const LOG_START_MAGIC: u32 = u32::from_be_bytes(*b"FLLS");
@@ -56,56 +58,24 @@ pub struct LogStart {
     pub moved_by: MovedBy,
 }
 
-/// Why bytes are not a valid log-start file.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum LogStartDecodeError {
-    /// The file is not exactly 28 bytes (a torn write, or not ours).
-    #[error("log-start file is {len} bytes, not 28")]
-    Length {
-        /// Bytes present.
-        len: usize,
-    },
-    /// The file does not start with `FLLS`.
-    #[error("log-start magic is {found:#010x}, expected 0x464c4c53 (FLLS)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("log-start file version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know: any bit but bit 0.
-    #[error("log-start flags are {found:#06x}; this build knows only bit 0 (0x0001)")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// The CRC does not match.
-    #[error("log-start checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored in the file.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-}
-
-impl LogStartDecodeError {
-    /// A stable name for the kind of damage, for reports and scripts.
-    pub const fn name(&self) -> &'static str {
-        match self {
-            Self::Length { .. } => "LogStartLength",
-            Self::Magic { .. } => "LogStartMagic",
-            Self::Version { .. } => "LogStartVersion",
-            Self::Flags { .. } => "LogStartFlags",
-            Self::Checksum { .. } => "LogStartChecksum",
-        }
-    }
-}
+/// The log-start file's frame: 28 bytes, no body, flags bit 0
+/// ([`FLAG_OFFLOADED`]) defined, the CRC at 24 over bytes 0..24.
+pub const LOG_START_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::LogStart,
+    name: "LogStart",
+    file: "log-start file",
+    field: "log-start",
+    entries: "",
+    magic: LOG_START_MAGIC,
+    versions: &[SideFileVersion {
+        version: LOG_START_VERSION,
+        header_len: LOG_START_FILE_LEN,
+        known_flags: FLAG_OFFLOADED,
+    }],
+    has_flags: true,
+    body: SideFileBody::None,
+    checksum: SideFileChecksum::HeaderAndBody,
+};
 
 /// The file's 28 bytes.
 ///
@@ -122,54 +92,36 @@ impl LogStartDecodeError {
 /// ```
 pub fn encode_log_start(start: &LogStart) -> [u8; LOG_START_FILE_LEN] {
     let mut out = [0u8; LOG_START_FILE_LEN];
-    put(&mut out, 0, &LOG_START_MAGIC.to_be_bytes());
-    put(&mut out, 4, &LOG_START_VERSION.to_be_bytes());
     let flags = match start.moved_by {
         MovedBy::Deletion => 0,
         MovedBy::Offload => FLAG_OFFLOADED,
     };
-    put(&mut out, 6, &flags.to_be_bytes());
+    LOG_START_LAYOUT.write_preamble(LOG_START_VERSION, flags, &mut out);
     put(&mut out, 8, &start.start_offset.to_be_bytes());
     put(&mut out, 16, &start.first_segment_id.to_be_bytes());
-    let crc = crc32(out.get(..24).unwrap_or_default());
-    put(&mut out, 24, &crc.to_be_bytes());
+    LOG_START_LAYOUT.seal(&mut out);
     out
 }
 
 /// Decodes a log-start file: its length, magic, version, flags (bit 0 is
-/// [`MovedBy::Offload`]; any other bit is [`LogStartDecodeError::Flags`]),
+/// [`MovedBy::Offload`]; any other bit is
+/// [`SideFileDefect::Flags`](crate::side_file::SideFileDefect::Flags)),
 /// then the CRC.
 ///
 /// ```
-/// use felix_format::log_start::{LogStartDecodeError, decode_log_start};
+/// use felix_format::log_start::decode_log_start;
+/// use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 ///
-/// assert_eq!(decode_log_start(b"FLLS"), Err(LogStartDecodeError::Length { len: 4 }));
+/// let length = SideFileDefect::Length { len: 4 };
+/// assert_eq!(decode_log_start(b"FLLS"), Err(SideFileError::new(SideFileKind::LogStart, length)));
 /// ```
-pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, LogStartDecodeError> {
-    let Ok(raw) = <&[u8; LOG_START_FILE_LEN]>::try_from(bytes) else {
-        return Err(LogStartDecodeError::Length { len: bytes.len() });
-    };
-    let magic = u32_at(raw, 0);
-    if magic != LOG_START_MAGIC {
-        return Err(LogStartDecodeError::Magic { found: magic });
-    }
-    let version = u16_at(raw, 4);
-    if version != LOG_START_VERSION {
-        return Err(LogStartDecodeError::Version { found: version });
-    }
-    let flags = u16_at(raw, 6);
-    if flags & !FLAG_OFFLOADED != 0 {
-        return Err(LogStartDecodeError::Flags { found: flags });
-    }
-    let expected = u32_at(raw, 24);
-    let found = crc32(raw.get(..24).unwrap_or_default());
-    if expected != found {
-        return Err(LogStartDecodeError::Checksum { expected, found });
-    }
+pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, SideFileError> {
+    let frame = LOG_START_LAYOUT.decode(bytes)?;
+    let raw = frame.header;
     Ok(LogStart {
         start_offset: u64_at(raw, 8),
         first_segment_id: u64_at(raw, 16),
-        moved_by: if flags & FLAG_OFFLOADED != 0 {
+        moved_by: if frame.flags & FLAG_OFFLOADED != 0 {
             MovedBy::Offload
         } else {
             MovedBy::Deletion
@@ -181,6 +133,11 @@ pub fn decode_log_start(bytes: &[u8]) -> Result<LogStart, LogStartDecodeError> {
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::side_file::SideFileDefect as D;
+
+    const fn error(defect: D) -> SideFileError {
+        SideFileError::new(SideFileKind::LogStart, defect)
+    }
 
     const START: LogStart = LogStart {
         start_offset: 0x0102_0304_0506_0708,
@@ -233,7 +190,10 @@ mod tests {
                 bytes[24..].copy_from_slice(&crc.to_be_bytes());
                 assert_eq!(
                     decode_log_start(&bytes),
-                    Err(LogStartDecodeError::Flags { found: flags }),
+                    Err(error(D::Flags {
+                        found: flags,
+                        known: FLAG_OFFLOADED
+                    })),
                     "bit {bit}"
                 );
             }
@@ -252,15 +212,12 @@ mod tests {
         for len in 0..bytes.len() {
             assert_eq!(
                 decode_log_start(&bytes[..len]),
-                Err(LogStartDecodeError::Length { len })
+                Err(error(D::Length { len }))
             );
         }
         let mut longer = bytes.to_vec();
         longer.push(0);
-        assert_eq!(
-            decode_log_start(&longer),
-            Err(LogStartDecodeError::Length { len: 29 })
-        );
+        assert_eq!(decode_log_start(&longer), Err(error(D::Length { len: 29 })));
         let stored = u32::from_be_bytes(bytes[24..].try_into().unwrap());
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes;
@@ -271,27 +228,32 @@ mod tests {
                     .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
             };
             let expected = match bit / 8 {
-                0..4 => LogStartDecodeError::Magic { found: field(0, 4) },
-                4..6 => LogStartDecodeError::Version {
+                0..4 => error(D::Magic {
+                    found: field(0, 4),
+                    expected: LOG_START_MAGIC,
+                }),
+                4..6 => error(D::Version {
                     found: field(4, 2) as u16,
-                },
+                    expected: LOG_START_VERSION,
+                }),
                 // Bit 0 of the flags is known: flipping it changes what
                 // the bytes mean, so the CRC catches it.
-                7 if bit % 8 == 0 => LogStartDecodeError::Checksum {
+                7 if bit % 8 == 0 => error(D::Checksum {
                     expected: stored,
                     found: crc32fast::hash(&flipped[..24]),
-                },
-                6..8 => LogStartDecodeError::Flags {
+                }),
+                6..8 => error(D::Flags {
                     found: field(6, 2) as u16,
-                },
-                24..28 => LogStartDecodeError::Checksum {
+                    known: FLAG_OFFLOADED,
+                }),
+                24..28 => error(D::Checksum {
                     expected: field(24, 4),
                     found: stored,
-                },
-                _ => LogStartDecodeError::Checksum {
+                }),
+                _ => error(D::Checksum {
                     expected: stored,
                     found: crc32fast::hash(&flipped[..24]),
-                },
+                }),
             };
             assert_eq!(decode_log_start(&flipped), Err(expected), "bit {bit}");
         }

@@ -29,8 +29,11 @@
 //! The vote is openraft's with one leader per term (`leader_id_std`): a
 //! term and the node voted for, if any; node ids are `u64`.
 
-use crate::bytes_be::{put, u16_at, u32_at, u64_at};
-use crate::checksum::crc32;
+use crate::bytes_be::{put, u16_at, u64_at};
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 
 /// Magic of the `raft-state` file: ASCII `FLRS`, "Felix Raft State".
 pub const RAFT_STATE_MAGIC: u32 = u32::from_be_bytes(*b"FLRS");
@@ -136,70 +139,32 @@ impl Default for RaftState {
     }
 }
 
-/// Why bytes are not a valid raft-state file.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum RaftStateDecodeError {
-    /// The file is neither 44 bytes (version 1) nor 64 (version 2): a torn
-    /// write, or not ours.
-    #[error("raft-state file is {len} bytes, neither 44 (version 1) nor 64 (version 2)")]
-    Length {
-        /// Bytes present.
-        len: usize,
-    },
-    /// The file does not start with `FLRS`.
-    #[error("raft-state magic is {found:#010x}, expected 0x464c5253 (FLRS)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read in a file of this length
-    /// (version 1 is 44 bytes, version 2 is 64).
-    #[error(
-        "raft-state file version {found} is not supported in a file of its length (this build reads version 1 in 44 bytes and version 2 in 64)"
-    )]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know (version 1 defines bits 0 to 3,
-    /// version 2 bits 0 to 4).
-    #[error("raft-state flags are {found:#06x}; a bit its version does not define is set")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// The CRC does not match.
-    #[error("raft-state checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored in the file.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-    /// The checksum holds but the flags and fields disagree: a field whose
-    /// flag is clear is not zero, a vote's bit is set without a vote, or
-    /// the reserved bytes are not zero. Not written by this codec.
-    #[error("raft-state flags {flags:#06x} disagree with its fields")]
-    Inconsistent {
-        /// The flags found.
-        flags: u16,
-    },
-}
-
-impl RaftStateDecodeError {
-    /// A stable name for the kind of damage, for reports and scripts.
-    pub const fn name(&self) -> &'static str {
-        match self {
-            Self::Length { .. } => "RaftStateLength",
-            Self::Magic { .. } => "RaftStateMagic",
-            Self::Version { .. } => "RaftStateVersion",
-            Self::Flags { .. } => "RaftStateFlags",
-            Self::Checksum { .. } => "RaftStateChecksum",
-            Self::Inconsistent { .. } => "RaftStateInconsistent",
-        }
-    }
-}
+/// The raft-state file's frame: no body, 44 bytes for version 1 and 64
+/// for version 2 (the length names the version), the CRC in the last four
+/// bytes over all before it.
+pub const RAFT_STATE_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::RaftState,
+    name: "RaftState",
+    file: "raft-state file",
+    field: "raft-state",
+    entries: "",
+    magic: RAFT_STATE_MAGIC,
+    versions: &[
+        SideFileVersion {
+            version: 1,
+            header_len: RAFT_STATE_V1_FILE_LEN,
+            known_flags: KNOWN_FLAGS_V1,
+        },
+        SideFileVersion {
+            version: RAFT_STATE_VERSION,
+            header_len: RAFT_STATE_FILE_LEN,
+            known_flags: KNOWN_FLAGS,
+        },
+    ],
+    has_flags: true,
+    body: SideFileBody::None,
+    checksum: SideFileChecksum::HeaderAndBody,
+};
 
 /// The file's 64 bytes (version 2).
 ///
@@ -278,11 +243,8 @@ fn common_fields<const N: usize>(out: &mut [u8; N], state: &RaftState) -> u16 {
 /// Writes magic, version and flags, then the CRC of all before it in its
 /// last four bytes.
 fn seal<const N: usize>(out: &mut [u8; N], version: u16, flags: u16) {
-    put(out, 0, &RAFT_STATE_MAGIC.to_be_bytes());
-    put(out, 4, &version.to_be_bytes());
-    put(out, 6, &flags.to_be_bytes());
-    let crc = crc32(out.get(..N - 4).unwrap_or_default());
-    put(out, N - 4, &crc.to_be_bytes());
+    RAFT_STATE_LAYOUT.write_preamble(version, flags, out);
+    RAFT_STATE_LAYOUT.seal(out);
 }
 
 /// Decodes a raft-state file of either version: its length (44 or 64),
@@ -290,34 +252,15 @@ fn seal<const N: usize>(out: &mut [u8; N], version: u16, flags: u16) {
 /// agreement of flags and fields.
 ///
 /// ```
-/// use felix_format::raft_state::{RaftStateDecodeError, decode_raft_state};
+/// use felix_format::raft_state::decode_raft_state;
+/// use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 ///
-/// assert_eq!(decode_raft_state(b"FLRS"), Err(RaftStateDecodeError::Length { len: 4 }));
+/// let length = SideFileDefect::Length { len: 4 };
+/// assert_eq!(decode_raft_state(b"FLRS"), Err(SideFileError::new(SideFileKind::RaftState, length)));
 /// ```
-pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, RaftStateDecodeError> {
-    let len = bytes.len();
-    let (expected_version, known) = match len {
-        RAFT_STATE_V1_FILE_LEN => (1, KNOWN_FLAGS_V1),
-        RAFT_STATE_FILE_LEN => (RAFT_STATE_VERSION, KNOWN_FLAGS),
-        _ => return Err(RaftStateDecodeError::Length { len }),
-    };
-    let magic = u32_at(bytes, 0);
-    if magic != RAFT_STATE_MAGIC {
-        return Err(RaftStateDecodeError::Magic { found: magic });
-    }
-    let version = u16_at(bytes, 4);
-    if version != expected_version {
-        return Err(RaftStateDecodeError::Version { found: version });
-    }
-    let flags = u16_at(bytes, 6);
-    if flags & !known != 0 {
-        return Err(RaftStateDecodeError::Flags { found: flags });
-    }
-    let expected = u32_at(bytes, len - 4);
-    let found = crc32(bytes.get(..len - 4).unwrap_or_default());
-    if expected != found {
-        return Err(RaftStateDecodeError::Checksum { expected, found });
-    }
+pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, SideFileError> {
+    let frame = RAFT_STATE_LAYOUT.decode(bytes)?;
+    let (version, flags) = (frame.version, frame.flags);
     let (vote_term, voted_for) = (u64_at(bytes, 8), u64_at(bytes, 16));
     let (purged_term, purged_index) = (u64_at(bytes, 24), u64_at(bytes, 32));
     let (committed_term, committed_index, log_encoding, reserved) = if version == 1 {
@@ -337,7 +280,10 @@ pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, RaftStateDecodeError
         && (has(COMMITTED_ID) || (committed_term == 0 && committed_index == 0))
         && reserved == 0;
     if !consistent {
-        return Err(RaftStateDecodeError::Inconsistent { flags });
+        return Err(SideFileError::new(
+            SideFileKind::RaftState,
+            SideFileDefect::Inconsistent { flags },
+        ));
     }
     Ok(RaftState {
         vote: has(VOTE).then_some(RaftVote {
@@ -361,6 +307,11 @@ pub fn decode_raft_state(bytes: &[u8]) -> Result<RaftState, RaftStateDecodeError
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::side_file::SideFileDefect as D;
+
+    const fn error(defect: D) -> SideFileError {
+        SideFileError::new(SideFileKind::RaftState, defect)
+    }
 
     const STATE: RaftState = RaftState {
         vote: Some(RaftVote {
@@ -500,7 +451,7 @@ mod tests {
             reseal(&mut bytes);
             assert_eq!(
                 decode_raft_state(&bytes),
-                Err(RaftStateDecodeError::Inconsistent { flags }),
+                Err(error(D::Inconsistent { flags })),
                 "byte {at}"
             );
         }
@@ -509,9 +460,10 @@ mod tests {
         reseal(&mut bytes);
         assert_eq!(
             decode_raft_state(&bytes),
-            Err(RaftStateDecodeError::Flags {
-                found: COMMITTED_ID
-            })
+            Err(error(D::Flags {
+                found: COMMITTED_ID,
+                known: KNOWN_FLAGS_V1
+            }))
         );
     }
 
@@ -522,14 +474,20 @@ mod tests {
         reseal(&mut v2);
         assert_eq!(
             decode_raft_state(&v2),
-            Err(RaftStateDecodeError::Version { found: 1 })
+            Err(error(D::Version {
+                expected: RAFT_STATE_VERSION,
+                found: 1
+            }))
         );
         let mut v1 = encode_raft_state_v1(&V1_STATE).unwrap();
         v1[5] = 2;
         reseal(&mut v1);
         assert_eq!(
             decode_raft_state(&v1),
-            Err(RaftStateDecodeError::Version { found: 2 })
+            Err(error(D::Version {
+                expected: 1,
+                found: 2
+            }))
         );
     }
 
@@ -541,14 +499,14 @@ mod tests {
             }
             assert_eq!(
                 decode_raft_state(&bytes[..len]),
-                Err(RaftStateDecodeError::Length { len })
+                Err(error(D::Length { len }))
             );
         }
         let mut longer = bytes.to_vec();
         longer.push(0);
         assert_eq!(
             decode_raft_state(&longer),
-            Err(RaftStateDecodeError::Length { len: n + 1 })
+            Err(error(D::Length { len: n + 1 }))
         );
         let stored = u32::from_be_bytes(bytes[n - 4..].try_into().unwrap());
         for bit in 0..n * 8 {
@@ -561,19 +519,30 @@ mod tests {
             };
             let flags = field(6, 2) as u16;
             let expected = match bit / 8 {
-                0..4 => RaftStateDecodeError::Magic { found: field(0, 4) },
-                4..6 => RaftStateDecodeError::Version {
+                0..4 => error(D::Magic {
+                    expected: RAFT_STATE_MAGIC,
+                    found: field(0, 4),
+                }),
+                4..6 => error(D::Version {
+                    expected: if n == RAFT_STATE_V1_FILE_LEN {
+                        1
+                    } else {
+                        RAFT_STATE_VERSION
+                    },
                     found: field(4, 2) as u16,
-                },
-                6..8 if flags & !known != 0 => RaftStateDecodeError::Flags { found: flags },
-                b if b >= n - 4 => RaftStateDecodeError::Checksum {
+                }),
+                6..8 if flags & !known != 0 => error(D::Flags {
+                    found: flags,
+                    known,
+                }),
+                b if b >= n - 4 => error(D::Checksum {
                     expected: field(n - 4, 4),
                     found: stored,
-                },
-                _ => RaftStateDecodeError::Checksum {
+                }),
+                _ => error(D::Checksum {
                     expected: stored,
                     found: crc32fast::hash(&flipped[..n - 4]),
-                },
+                }),
             };
             assert_eq!(decode_raft_state(&flipped), Err(expected), "bit {bit}");
         }

@@ -32,8 +32,11 @@
 
 use alloc::vec::Vec;
 
-use crate::bytes_be::{u16_at, u32_at, u64_at};
-use crate::checksum::{crc32, crc32_continue};
+use crate::bytes_be::{u32_at, u64_at};
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 use crate::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 
 /// Magic of a time index file (`*.timeindex`): ASCII `FLTI`, "Felix Time
@@ -76,108 +79,35 @@ pub struct TimeIndexEntry {
     pub offset: u64,
 }
 
-/// Why bytes are not a valid time index file (or entries cannot be written
-/// as one).
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TimeIndexDecodeError {
-    /// Fewer bytes than the 40-byte header.
-    #[error("time index is {len} bytes, shorter than its 40-byte header")]
-    Short {
-        /// Bytes present.
-        len: usize,
+/// The time index's frame: a 40-byte header with flags (none defined),
+/// the extent at bytes 8..32, `count` at 32 (bounded by the extent's
+/// records, which [`decode_time_index`] checks before the body), the CRC at
+/// 36 over bytes 0..36 and the entries.
+pub const TIME_INDEX_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::TimeIndex,
+    name: "TimeIndex",
+    file: "time index",
+    field: "time index",
+    entries: "entries",
+    magic: TIME_INDEX_MAGIC,
+    versions: &[SideFileVersion {
+        version: TIME_INDEX_VERSION,
+        header_len: TIME_INDEX_HEADER_LEN,
+        known_flags: 0,
+    }],
+    has_flags: true,
+    body: SideFileBody::Entries {
+        count_at: 32,
+        count_width: 4,
+        entry_len: TIME_INDEX_ENTRY_LEN,
+        min: 0,
+        max: u32::MAX,
     },
-    /// The file does not start with `FLTI`.
-    #[error("time index magic is {found:#010x}, expected 0x464c5449 (FLTI)")]
-    Magic {
-        /// The four bytes found, big-endian.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("time index version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know.
-    #[error("time index flags are {found:#06x}, expected 0")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// The extent cannot be a segment's: its next offset is below its base,
-    /// or it is shorter than a segment header plus a record header per
-    /// record.
-    #[error(
-        "time index describes offsets {base_offset}..{next_offset} in {segment_len} bytes, which no segment holds"
-    )]
-    Extent {
-        /// The base offset in the header.
-        base_offset: u64,
-        /// The next offset in the header.
-        next_offset: u64,
-        /// The segment length in the header.
-        segment_len: u64,
-    },
-    /// More entries than the extent has records, or none for records.
-    #[error("time index claims {count} entries for a segment of {records} records")]
-    Count {
-        /// The count in the header.
-        count: u32,
-        /// Records the extent holds.
-        records: u64,
-    },
-    /// The body's length is not `count` whole entries.
-    #[error(
-        "time index claims {count} entries ({expected} bytes) but holds {found} bytes of entries"
-    )]
-    CountMismatch {
-        /// The count in the header.
-        count: u32,
-        /// Body bytes `count` implies.
-        expected: usize,
-        /// Body bytes present.
-        found: usize,
-    },
-    /// The CRC does not match.
-    #[error("time index checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored in the header.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-    /// An entry is out of order or outside the extent: the first is not the
-    /// segment's first record, or one does not ascend from the one before
-    /// it in both timestamp and offset, or lies at or past the next offset.
-    #[error(
-        "time index entry {entry} (timestamp {timestamp_micros}, offset {offset}) is out of order or outside the segment"
-    )]
-    Entry {
-        /// Its position in the file, from 0.
-        entry: u64,
-        /// Its timestamp.
-        timestamp_micros: u64,
-        /// Its offset.
-        offset: u64,
-    },
-}
+    checksum: SideFileChecksum::HeaderAndBody,
+};
 
-impl TimeIndexDecodeError {
-    /// A stable name for the kind of damage, for reports and scripts.
-    pub const fn name(&self) -> &'static str {
-        match self {
-            Self::Short { .. } => "TimeIndexShort",
-            Self::Magic { .. } => "TimeIndexMagic",
-            Self::Version { .. } => "TimeIndexVersion",
-            Self::Flags { .. } => "TimeIndexFlags",
-            Self::Extent { .. } => "TimeIndexExtent",
-            Self::Count { .. } => "TimeIndexCount",
-            Self::CountMismatch { .. } => "TimeIndexCountMismatch",
-            Self::Checksum { .. } => "TimeIndexChecksum",
-            Self::Entry { .. } => "TimeIndexEntry",
-        }
-    }
+const fn error(defect: SideFileDefect) -> SideFileError {
+    SideFileError::new(SideFileKind::TimeIndex, defect)
 }
 
 /// A decoded time index, borrowing the file's bytes.
@@ -256,34 +186,32 @@ fn decode_entry(raw: &[u8; TIME_INDEX_ENTRY_LEN]) -> TimeIndexEntry {
 /// assert_eq!(view.header, header);
 /// assert_eq!(view.iter().collect::<Vec<_>>(), entries);
 /// assert_eq!(view.max_timestamp_micros(), Some(70));
-/// # Ok::<(), felix_format::time_index::TimeIndexDecodeError>(())
+/// # Ok::<(), felix_format::side_file::SideFileError>(())
 /// ```
 pub fn encode_time_index(
     header: &TimeIndexHeader,
     entries: &[TimeIndexEntry],
     out: &mut Vec<u8>,
-) -> Result<(), TimeIndexDecodeError> {
+) -> Result<(), SideFileError> {
     check_extent(header)?;
     let count = u32::try_from(entries.len()).unwrap_or(u32::MAX);
     check_count(header, count)?;
     check_entries(header, entries.iter().copied())?;
-    let start = out.len();
-    out.extend_from_slice(&TIME_INDEX_MAGIC.to_be_bytes());
-    out.extend_from_slice(&TIME_INDEX_VERSION.to_be_bytes());
-    out.extend_from_slice(&0u16.to_be_bytes());
-    for field in [header.base_offset, header.next_offset, header.segment_len] {
-        out.extend_from_slice(&field.to_be_bytes());
+    let start = TIME_INDEX_LAYOUT.begin(TIME_INDEX_VERSION, 0, out);
+    for (at, field) in [
+        (8, header.base_offset),
+        (16, header.next_offset),
+        (24, header.segment_len),
+    ] {
+        if let Some(slot) = out.get_mut(start + at..start + at + 8) {
+            slot.copy_from_slice(&field.to_be_bytes());
+        }
     }
-    out.extend_from_slice(&count.to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
     for entry in entries {
         out.extend_from_slice(&entry.timestamp_micros.to_be_bytes());
         out.extend_from_slice(&entry.offset.to_be_bytes());
     }
-    let crc = checksum(out.get(start..).unwrap_or_default());
-    if let Some(slot) = out.get_mut(start + 36..start + 40) {
-        slot.copy_from_slice(&crc.to_be_bytes());
-    }
+    TIME_INDEX_LAYOUT.seal(out.get_mut(start..).unwrap_or_default());
     Ok(())
 }
 
@@ -292,67 +220,32 @@ pub fn encode_time_index(
 /// records, the body's length, the CRC, and the entries.
 ///
 /// ```
-/// use felix_format::time_index::{TimeIndexDecodeError, decode_time_index};
+/// use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
+/// use felix_format::time_index::decode_time_index;
 ///
-/// assert_eq!(decode_time_index(b"FLTI"), Err(TimeIndexDecodeError::Short { len: 4 }));
+/// let short = SideFileDefect::Short { len: 4, header_len: 40 };
+/// assert_eq!(decode_time_index(b"FLTI"), Err(SideFileError::new(SideFileKind::TimeIndex, short)));
 /// ```
-pub fn decode_time_index(bytes: &[u8]) -> Result<TimeIndexView<'_>, TimeIndexDecodeError> {
-    let Some((raw, body)) = bytes.split_first_chunk::<TIME_INDEX_HEADER_LEN>() else {
-        return Err(TimeIndexDecodeError::Short { len: bytes.len() });
-    };
-    let magic = u32_at(raw, 0);
-    if magic != TIME_INDEX_MAGIC {
-        return Err(TimeIndexDecodeError::Magic { found: magic });
-    }
-    let version = u16_at(raw, 4);
-    if version != TIME_INDEX_VERSION {
-        return Err(TimeIndexDecodeError::Version { found: version });
-    }
-    let flags = u16_at(raw, 6);
-    if flags != 0 {
-        return Err(TimeIndexDecodeError::Flags { found: flags });
-    }
+pub fn decode_time_index(bytes: &[u8]) -> Result<TimeIndexView<'_>, SideFileError> {
+    let opened = TIME_INDEX_LAYOUT.open(bytes)?;
+    let raw = opened.header;
     let header = TimeIndexHeader {
         base_offset: u64_at(raw, 8),
         next_offset: u64_at(raw, 16),
         segment_len: u64_at(raw, 24),
     };
     check_extent(&header)?;
-    let count = u32_at(raw, 32);
-    check_count(&header, count)?;
-    let expected_len = usize::try_from(count)
-        .unwrap_or(usize::MAX)
-        .saturating_mul(TIME_INDEX_ENTRY_LEN);
-    if body.len() != expected_len {
-        return Err(TimeIndexDecodeError::CountMismatch {
-            count,
-            expected: expected_len,
-            found: body.len(),
-        });
-    }
-    let expected = u32_at(raw, 36);
-    let found = checksum(bytes);
-    if expected != found {
-        return Err(TimeIndexDecodeError::Checksum { expected, found });
-    }
+    check_count(&header, u32_at(raw, 32))?;
+    let frame = opened.verify()?;
     let view = TimeIndexView {
         header,
-        entries: body,
+        entries: frame.body,
     };
     check_entries(&header, view.iter())?;
     Ok(view)
 }
 
-/// The CRC of a whole file: bytes 0..36, then the entries (the stored CRC
-/// itself is skipped).
-fn checksum(file: &[u8]) -> u32 {
-    crc32_continue(
-        crc32(file.get(..36).unwrap_or_default()),
-        &[file.get(TIME_INDEX_HEADER_LEN..).unwrap_or_default()],
-    )
-}
-
-fn check_extent(header: &TimeIndexHeader) -> Result<(), TimeIndexDecodeError> {
+fn check_extent(header: &TimeIndexHeader) -> Result<(), SideFileError> {
     // Every record takes at least a record header, after the segment's.
     let smallest = (header.records())
         .checked_mul(RECORD_HEADER_LEN as u64)
@@ -362,30 +255,30 @@ fn check_extent(header: &TimeIndexHeader) -> Result<(), TimeIndexDecodeError> {
     if plausible {
         Ok(())
     } else {
-        Err(TimeIndexDecodeError::Extent {
+        Err(error(SideFileDefect::Extent {
             base_offset: header.base_offset,
             next_offset: header.next_offset,
             segment_len: header.segment_len,
-        })
+        }))
     }
 }
 
 /// A segment with records has at least one entry (its first record's) and
 /// at most one per record; one without has none.
-fn check_count(header: &TimeIndexHeader, count: u32) -> Result<(), TimeIndexDecodeError> {
+fn check_count(header: &TimeIndexHeader, count: u32) -> Result<(), SideFileError> {
     let records = header.records();
     let ok = (records == 0 && count == 0) || (count >= 1 && u64::from(count) <= records);
     if ok {
         Ok(())
     } else {
-        Err(TimeIndexDecodeError::Count { count, records })
+        Err(error(SideFileDefect::EntriesForRecords { count, records }))
     }
 }
 
 fn check_entries(
     header: &TimeIndexHeader,
     entries: impl Iterator<Item = TimeIndexEntry>,
-) -> Result<(), TimeIndexDecodeError> {
+) -> Result<(), SideFileError> {
     let mut previous: Option<TimeIndexEntry> = None;
     for (i, entry) in (0u64..).zip(entries) {
         let in_order = match previous {
@@ -393,11 +286,11 @@ fn check_entries(
             Some(p) => entry.offset > p.offset && entry.timestamp_micros > p.timestamp_micros,
         };
         if !in_order || entry.offset >= header.next_offset {
-            return Err(TimeIndexDecodeError::Entry {
+            return Err(error(SideFileDefect::TimeEntry {
                 entry: i,
                 timestamp_micros: entry.timestamp_micros,
                 offset: entry.offset,
-            });
+            }));
         }
         previous = Some(entry);
     }

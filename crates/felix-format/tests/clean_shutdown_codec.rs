@@ -2,7 +2,13 @@
 //! arbitrary bytes never panic.
 
 use felix_format::SegmentExtent;
-use felix_format::clean::{CleanShutdownDecodeError, decode_clean_shutdown, encode_clean_shutdown};
+use felix_format::clean::{decode_clean_shutdown, encode_clean_shutdown};
+use felix_format::side_file::{SideFileDefect as D, SideFileError, SideFileKind};
+
+fn error(defect: D) -> SideFileError {
+    SideFileError::new(SideFileKind::CleanShutdown, defect)
+}
+
 use proptest::prelude::*;
 
 /// A consistent list: ascending ids, offsets continuing, lengths at least a
@@ -60,34 +66,43 @@ proptest! {
 /// What a valid file with byte `i` flipped must be rejected as, field by
 /// field in the decoder's order: magic, version, flags, count, then the CRC
 /// (over bytes 0..12 and the entries), which every other flip fails.
-fn flip_error(bytes: &[u8], i: usize) -> CleanShutdownDecodeError {
+fn flip_error(bytes: &[u8], i: usize) -> SideFileError {
     let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
     let u32_at = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
     match i {
-        0..4 => CleanShutdownDecodeError::Magic { found: u32_at(0) },
-        4..6 => CleanShutdownDecodeError::Version { found: u16_at(4) },
-        6..8 => CleanShutdownDecodeError::Flags { found: u16_at(6) },
+        0..4 => error(D::Magic {
+            found: u32_at(0),
+            expected: 0x464C_4353,
+        }),
+        4..6 => error(D::Version {
+            found: u16_at(4),
+            expected: 1,
+        }),
+        6..8 => error(D::Flags {
+            found: u16_at(6),
+            known: 0,
+        }),
         8..12 => {
             let count = u32_at(8);
-            let max = felix_format::clean::MAX_CLEAN_SHUTDOWN_ENTRIES;
-            if count == 0 || count as usize > max {
-                CleanShutdownDecodeError::Count { count, max }
+            let max = felix_format::clean::MAX_CLEAN_SHUTDOWN_ENTRIES as u32;
+            if count == 0 || count > max {
+                error(D::Count { count, max, min: 1 })
             } else {
-                CleanShutdownDecodeError::CountMismatch {
+                error(D::CountMismatch {
                     count,
                     expected: count as usize * 32,
                     found: bytes.len() - 16,
-                }
+                })
             }
         }
         _ => {
             let mut crc = crc32fast::Hasher::new();
             crc.update(&bytes[..12]);
             crc.update(&bytes[16..]);
-            CleanShutdownDecodeError::Checksum {
+            error(D::Checksum {
                 expected: u32_at(12),
                 found: crc.finalize(),
-            }
+            })
         }
     }
 }

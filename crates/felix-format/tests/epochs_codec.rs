@@ -1,9 +1,12 @@
 //! The epochs file codec: layout, round trip and every reason bytes fail.
 
-use felix_format::epochs::{
-    EpochEntry, EpochsDecodeError, MAX_EPOCH_ENTRIES, decode_epochs, encode_epochs,
-};
+use felix_format::epochs::{EpochEntry, MAX_EPOCH_ENTRIES, decode_epochs, encode_epochs};
+use felix_format::side_file::{SideFileDefect as D, SideFileError, SideFileKind};
 use proptest::prelude::*;
+
+fn error(defect: D) -> SideFileError {
+    SideFileError::new(SideFileKind::Epochs, defect)
+}
 
 fn encoded(entries: &[EpochEntry]) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -34,75 +37,87 @@ fn decode_epochs_reports_each_reason() {
     }]);
     assert_eq!(
         decode_epochs(&good[..11]).unwrap_err(),
-        EpochsDecodeError::Short { len: 11 }
+        error(D::Short {
+            len: 11,
+            header_len: 12
+        })
     );
 
     let mut bad = good.clone();
     bad[0] = b'X';
     assert_eq!(
         decode_epochs(&bad).unwrap_err(),
-        EpochsDecodeError::Magic { found: 0x584C_4550 }
+        error(D::Magic {
+            found: 0x584C_4550,
+            expected: 0x464C_4550
+        })
     );
 
     let mut bad = good.clone();
     bad[5] = 9;
     assert_eq!(
         decode_epochs(&bad).unwrap_err(),
-        EpochsDecodeError::Version { found: 9 }
+        error(D::Version {
+            found: 9,
+            expected: 1
+        })
     );
 
     assert_eq!(
         decode_epochs(&good[..27]).unwrap_err(),
-        EpochsDecodeError::CountMismatch {
+        error(D::CountMismatch {
             count: 1,
             expected: 16,
             found: 15
-        }
+        })
     );
 
     let mut bad = good.clone();
     bad[6..8].copy_from_slice(&u16::MAX.to_be_bytes());
     assert_eq!(
         decode_epochs(&bad).unwrap_err(),
-        EpochsDecodeError::TooManyEntries {
-            count: u16::MAX,
-            max: MAX_EPOCH_ENTRIES
-        }
+        error(D::Count {
+            count: u32::from(u16::MAX),
+            max: MAX_EPOCH_ENTRIES as u32,
+            min: 0
+        })
     );
 
     let mut bad = good.clone();
     bad[27] ^= 1;
     assert_eq!(decode_epochs(&bad).unwrap_err(), flip_error(&bad, 27));
-    assert!(matches!(
-        flip_error(&bad, 27),
-        EpochsDecodeError::BodyChecksum { .. }
-    ));
+    assert!(matches!(flip_error(&bad, 27).defect, D::Checksum { .. }));
 }
 
 /// What a valid file with byte `i` flipped must be rejected as, field by
 /// field in the decoder's order: magic, version, count (too many, or not
 /// the entries present), then the body CRC, which the CRC field itself and
 /// every entry byte fail.
-fn flip_error(bytes: &[u8], i: usize) -> EpochsDecodeError {
+fn flip_error(bytes: &[u8], i: usize) -> SideFileError {
     let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
     match i {
-        0..4 => EpochsDecodeError::Magic {
+        0..4 => error(D::Magic {
             found: u32::from_be_bytes(bytes[..4].try_into().unwrap()),
-        },
-        4..6 => EpochsDecodeError::Version { found: u16_at(4) },
-        6..8 if usize::from(u16_at(6)) > MAX_EPOCH_ENTRIES => EpochsDecodeError::TooManyEntries {
-            count: u16_at(6),
-            max: MAX_EPOCH_ENTRIES,
-        },
-        6..8 => EpochsDecodeError::CountMismatch {
-            count: u16_at(6),
+            expected: 0x464C_4550,
+        }),
+        4..6 => error(D::Version {
+            found: u16_at(4),
+            expected: 1,
+        }),
+        6..8 if usize::from(u16_at(6)) > MAX_EPOCH_ENTRIES => error(D::Count {
+            count: u32::from(u16_at(6)),
+            max: MAX_EPOCH_ENTRIES as u32,
+            min: 0,
+        }),
+        6..8 => error(D::CountMismatch {
+            count: u32::from(u16_at(6)),
             expected: usize::from(u16_at(6)) * 16,
             found: bytes.len() - 12,
-        },
-        _ => EpochsDecodeError::BodyChecksum {
+        }),
+        _ => error(D::Checksum {
             expected: u32::from_be_bytes(bytes[8..12].try_into().unwrap()),
             found: crc32fast::hash(&bytes[12..]),
-        },
+        }),
     }
 }
 
@@ -118,10 +133,11 @@ fn encode_epochs_over_the_cap_is_refused() {
     let mut out = Vec::new();
     assert_eq!(
         encode_epochs(&entries, &mut out),
-        Err(EpochsDecodeError::TooManyEntries {
+        Err(error(D::Count {
             count: 4097,
-            max: MAX_EPOCH_ENTRIES
-        })
+            max: MAX_EPOCH_ENTRIES as u32,
+            min: 0
+        }))
     );
     assert!(out.is_empty());
 }

@@ -2,10 +2,13 @@
 //! bytes never panic, and every single-bit flip of a valid file is caught.
 
 use felix_format::ShardKey;
-use felix_format::key_file::{
-    KeyFileDecodeError, MAX_KEY_FILE_LEN, decode_key_file, encode_key_file,
-};
+use felix_format::key_file::{MAX_KEY_FILE_LEN, decode_key_file, encode_key_file};
+use felix_format::side_file::{SideFileDefect as D, SideFileError, SideFileKind};
 use proptest::prelude::*;
+
+fn error(defect: D) -> SideFileError {
+    SideFileError::new(SideFileKind::KeyFile, defect)
+}
 
 fn key() -> impl Strategy<Value = ShardKey> {
     (".{0,40}", ".{0,40}", ".{0,40}", any::<u32>())
@@ -54,7 +57,7 @@ proptest! {
                 prop_assert_eq!(encoded(&view.to_key()), bytes);
             }
             Err(err) => prop_assert!(
-                matches!(err, KeyFileDecodeError::Part { .. } | KeyFileDecodeError::TrailingBytes { .. }),
+                matches!(err.defect, D::KeyPart { .. } | D::TrailingBytes { .. }),
                 "{err:?}"
             ),
         }
@@ -69,14 +72,14 @@ proptest! {
         // Each header field is checked before the CRC; the CRC covers the
         // length and the body, so a flip there is a checksum mismatch.
         let kind_ok = match i {
-            0..4 => matches!(err, KeyFileDecodeError::Magic { .. }),
-            4..6 => matches!(err, KeyFileDecodeError::Version { .. }),
-            6..8 => matches!(err, KeyFileDecodeError::Flags { .. }),
+            0..4 => matches!(err.defect, D::Magic { .. }),
+            4..6 => matches!(err.defect, D::Version { .. }),
+            6..8 => matches!(err.defect, D::Flags { .. }),
             8..12 => matches!(
-                err,
-                KeyFileDecodeError::BodyTooLong { .. } | KeyFileDecodeError::LengthMismatch { .. }
+                err.defect,
+                D::BodyTooLong { .. } | D::LengthMismatch { .. }
             ),
-            _ => matches!(err, KeyFileDecodeError::Checksum { .. }),
+            _ => matches!(err.defect, D::Checksum { .. }),
         };
         prop_assert!(kind_ok, "flip of bit {} at byte {}: {:?}", bit, i, err);
     }
@@ -88,12 +91,15 @@ fn decode_key_file_every_truncation_is_rejected() {
     for len in 0..bytes.len() {
         let err = decode_key_file(&bytes[..len]).unwrap_err();
         let expected = if len < 16 {
-            KeyFileDecodeError::Short { len }
+            error(D::Short {
+                len,
+                header_len: 16,
+            })
         } else {
-            KeyFileDecodeError::LengthMismatch {
+            error(D::LengthMismatch {
                 declared: 27,
                 found: len - 16,
-            }
+            })
         };
         assert_eq!(err, expected, "cut at {len}");
     }

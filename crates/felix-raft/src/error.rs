@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use felix_format::raft_state::RaftStateDecodeError;
+use felix_format::side_file::SideFileError;
 use felix_io::IoError;
 use felix_storage::StorageError;
 
@@ -29,7 +29,7 @@ pub enum RaftLogError {
         path: PathBuf,
         /// What is wrong with its bytes.
         #[source]
-        source: RaftStateDecodeError,
+        source: SideFileError,
     },
     /// The raft-state file says the shard's records hold entries in
     /// another log encoding than this release reads (2: one kind byte

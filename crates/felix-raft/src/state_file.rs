@@ -1,15 +1,17 @@
-//! The raft-state file: read on open, replaced atomically (temporary,
+//! The raft-state file: read on open (with felix-recovery's one reader of
+//! side files, [`read_side_file`]), replaced atomically (temporary,
 //! sync, rename, directory sync: felix-io's [`replace_file`]) on every vote
 //! and purge.
 
 use std::path::Path;
 
 use felix_format::raft_state::{
-    RAFT_LOG_ENCODING, RAFT_STATE_FILE_LEN, RaftState, RaftStateDecodeError, decode_raft_state,
-    encode_raft_state,
+    RAFT_LOG_ENCODING, RaftState, decode_raft_state, encode_raft_state,
 };
+use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use felix_format::{RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME};
-use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
+use felix_io::{FileSystem, ReplaceError, replace_file};
+use felix_recovery::{ReadSideFileError, read_side_file};
 
 use crate::error::RaftLogError;
 
@@ -19,20 +21,20 @@ use crate::error::RaftLogError;
 /// file: openraft 0.9's postcard entries) is refused.
 pub(crate) fn load(fs: &FileSystem, dir: &Path) -> Result<RaftState, RaftLogError> {
     let path = dir.join(RAFT_STATE_FILE_NAME);
-    let bytes = match read_small_file(fs, &path, RAFT_STATE_FILE_LEN) {
+    let state = match read_side_file(fs, &path, SideFileKind::RaftState, decode_raft_state) {
         Ok(None) => return Ok(RaftState::default()),
-        Ok(Some(bytes)) => bytes,
-        Err(ReadSmallError::TooLarge { len, .. }) => {
+        Ok(Some(state)) => state,
+        Err(ReadSideFileError::TooLarge { len, .. }) => {
             let len = usize::try_from(len).unwrap_or(usize::MAX);
-            let source = RaftStateDecodeError::Length { len };
+            let source =
+                SideFileError::new(SideFileKind::RaftState, SideFileDefect::Length { len });
             return Err(RaftLogError::RaftState { path, source });
         }
-        Err(ReadSmallError::Io(e)) => return Err(e.into()),
+        Err(ReadSideFileError::Invalid { source, .. }) => {
+            return Err(RaftLogError::RaftState { path, source });
+        }
+        Err(ReadSideFileError::Io(e)) => return Err(e.into()),
     };
-    let state = decode_raft_state(&bytes).map_err(|source| RaftLogError::RaftState {
-        path: path.clone(),
-        source,
-    })?;
     if state.log_encoding != RAFT_LOG_ENCODING {
         return Err(RaftLogError::LogEncoding {
             path,

@@ -1,7 +1,8 @@
 //! What a felix Raft log says after it is closed (or crashes) and opens
 //! again: the vote, the purge (term included), the entries.
 
-use felix_format::raft_state::{RaftLogId, RaftState, RaftStateDecodeError, encode_raft_state};
+use felix_format::raft_state::{RaftLogId, RaftState, encode_raft_state};
+use felix_format::side_file::{SideFileDefect, SideFileError};
 use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
 use openraft::storage::{LogState, RaftLogStorage, RaftLogStorageExt};
@@ -149,7 +150,10 @@ fn open_with_damaged_raft_state_is_refused_naming_the_file() {
     assert!(
         matches!(
             &err,
-            RaftLogError::RaftState { path: p, source: RaftStateDecodeError::Length { len: 9 } }
+            RaftLogError::RaftState {
+                path: p,
+                source: SideFileError { defect: SideFileDefect::Length { len: 9 }, .. },
+            }
                 if *p == path
         ),
         "{err:?}"

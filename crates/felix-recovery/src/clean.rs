@@ -13,13 +13,15 @@
 //! is scanned in full as after any crash. Any other listing, and any record
 //! that does not decode, falls back to inspecting every segment.
 
-use std::io;
 use std::path::Path;
 
 use felix_format::CLEAN_SHUTDOWN_FILE_NAME;
 use felix_format::SegmentExtent;
-use felix_format::clean::{MAX_CLEAN_SHUTDOWN_FILE_LEN, decode_clean_shutdown};
-use felix_io::{FileSystem, OpenMode};
+use felix_format::clean::decode_clean_shutdown;
+use felix_format::side_file::SideFileKind;
+use felix_io::FileSystem;
+
+use crate::side_file::read_leniently;
 
 use crate::inspection::{IndexCheck, InspectOptions};
 use crate::report::{CleanShutdownUnused, Note};
@@ -27,30 +29,14 @@ use crate::report::{CleanShutdownUnused, Note};
 /// Reads the clean-shutdown file of `dir`: `None` when there is none.
 fn load(fs: &FileSystem, dir: &Path) -> Option<Result<Vec<SegmentExtent>, CleanShutdownUnused>> {
     let path = dir.join(CLEAN_SHUTDOWN_FILE_NAME);
-    let (file, len) = match fs.open_with_len(&path, OpenMode::Read) {
-        Ok(opened) => opened,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(Err(unreadable("open", &e))),
-    };
-    let read = || -> Result<Vec<SegmentExtent>, CleanShutdownUnused> {
-        let len = match len {
-            Some(len) => len,
-            None => file.file_len().map_err(|e| unreadable("stat", &e))?,
-        };
-        let size = usize::try_from(len)
-            .ok()
-            .filter(|&n| n <= MAX_CLEAN_SHUTDOWN_FILE_LEN)
-            .ok_or(CleanShutdownUnused::TooLarge { len })?;
-        let mut bytes = vec![0u8; size];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| unreadable("read", &e))?;
-        decode_clean_shutdown(&bytes).map_err(CleanShutdownUnused::Invalid)
-    };
-    Some(read())
-}
-
-fn unreadable(op: &'static str, e: &io::Error) -> CleanShutdownUnused {
-    CleanShutdownUnused::Unreadable { op, kind: e.kind() }
+    read_leniently(
+        fs,
+        &path,
+        SideFileKind::CleanShutdown,
+        decode_clean_shutdown,
+    )
+    .map_err(CleanShutdownUnused::Unusable)
+    .transpose()
 }
 
 /// The clean-shutdown record's segments when it can be trusted for a

@@ -39,7 +39,7 @@ pub enum RecoveryError {
         key: felix_format::ShardKey,
         /// Which part, and how long it is.
         #[source]
-        source: felix_format::key_file::KeyFileDecodeError,
+        source: felix_format::side_file::SideFileError,
     },
     /// Damage was found that the chosen policy may not repair. Nothing was
     /// modified.

@@ -10,12 +10,14 @@
 
 use std::path::Path;
 
-use felix_format::key_file::{MAX_KEY_FILE_LEN, decode_key_file, encode_key_file};
+use felix_format::key_file::{decode_key_file, encode_key_file};
+use felix_format::side_file::SideFileKind;
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
-use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
+use felix_io::{FileSystem, ReplaceError, replace_file};
 
 use crate::error::RecoveryError;
-use crate::report::KeyFileProblem;
+use crate::report::SideFileProblem;
+use crate::side_file::read_leniently;
 
 /// What a shard directory's key file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,12 +28,13 @@ pub enum StoredKey {
     /// The exact key.
     Key(ShardKey),
     /// A key file is there but cannot be used.
-    Unusable(KeyFileProblem),
+    Unusable(SideFileProblem),
 }
 
 /// Reads the key file of the shard directory `dir`. Never fails: a file
 /// that cannot be used is [`StoredKey::Unusable`], saying why. Reads at
-/// most [`MAX_KEY_FILE_LEN`] bytes and opens nothing but a regular file.
+/// most [`MAX_KEY_FILE_LEN`](felix_format::key_file::MAX_KEY_FILE_LEN)
+/// bytes and opens nothing but a regular file ([`crate::read_side_file`]).
 ///
 /// ```
 /// use felix_format::ShardKey;
@@ -47,25 +50,13 @@ pub enum StoredKey {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_key_file(fs: &FileSystem, dir: &Path) -> StoredKey {
-    let bytes = match read_small_file(fs, &dir.join(KEY_FILE_NAME), MAX_KEY_FILE_LEN) {
-        Ok(None) => return StoredKey::Missing,
-        Ok(Some(bytes)) => bytes,
-        Err(ReadSmallError::TooLarge { len, .. }) => {
-            return StoredKey::Unusable(KeyFileProblem::TooLarge { len });
-        }
-        Err(ReadSmallError::Io(e)) => {
-            return StoredKey::Unusable(match e.not_regular_file() {
-                Some(what) => KeyFileProblem::NotAFile(what),
-                None => KeyFileProblem::Unreadable {
-                    op: e.op(),
-                    kind: e.kind(),
-                },
-            });
-        }
-    };
-    match decode_key_file(&bytes) {
-        Ok(view) => StoredKey::Key(view.to_key()),
-        Err(e) => StoredKey::Unusable(KeyFileProblem::Invalid(e)),
+    let path = dir.join(KEY_FILE_NAME);
+    match read_leniently(fs, &path, SideFileKind::KeyFile, |bytes| {
+        decode_key_file(bytes).map(|view| view.to_key())
+    }) {
+        Ok(None) => StoredKey::Missing,
+        Ok(Some(key)) => StoredKey::Key(key),
+        Err(problem) => StoredKey::Unusable(problem),
     }
 }
 

@@ -57,6 +57,7 @@
 //   location              where damage lies (pure)
 //   report                findings, notes, actions: what is reported
 //   error, inspection     failures; options and the result
+//   side_file             the one reader of every side file
 //   listing, clean,       reading names, the clean-shutdown file,
 //   key_file, log_start,  the key and log-start files (and writing
 //   tail                  them), tails
@@ -82,6 +83,7 @@ mod repair;
 mod report;
 mod scan;
 mod scrub;
+mod side_file;
 mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
@@ -105,8 +107,9 @@ pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
 };
 pub use report::{
-    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, KeyFileProblem,
-    LogStartProblem, Note, RaftStateProblem, TemporaryKind, TimeIndexProblem,
+    Action, CleanShutdownUnused, Finding, FindingContext, IndexProblem, Note, SideFileProblem,
+    TemporaryKind, TimeIndexProblem,
 };
 pub use scan::{CheckedScan, ScanStart, SegmentScan, scan_segment, scan_segment_checking};
 pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};
+pub use side_file::{ReadSideFileError, read_side_file};

@@ -11,12 +11,14 @@
 
 use std::path::Path;
 
-use felix_format::log_start::{LOG_START_FILE_LEN, LogStart, decode_log_start, encode_log_start};
+use felix_format::log_start::{LogStart, decode_log_start, encode_log_start};
+use felix_format::side_file::SideFileKind;
 use felix_format::{LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME};
-use felix_io::{FileSystem, ReadSmallError, ReplaceError, read_small_file, replace_file};
+use felix_io::{FileSystem, ReplaceError, replace_file};
 
 use crate::error::RecoveryError;
-use crate::report::LogStartProblem;
+use crate::report::SideFileProblem;
+use crate::side_file::read_leniently;
 
 /// What a shard directory's log-start file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +29,7 @@ pub enum StoredLogStart {
     Start(LogStart),
     /// A file is there but cannot be used: the log begins at its first
     /// segment's base offset.
-    Unusable(LogStartProblem),
+    Unusable(SideFileProblem),
 }
 
 impl StoredLogStart {
@@ -58,25 +60,11 @@ impl StoredLogStart {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_log_start(fs: &FileSystem, dir: &Path) -> StoredLogStart {
-    let bytes = match read_small_file(fs, &dir.join(LOG_START_FILE_NAME), LOG_START_FILE_LEN) {
-        Ok(None) => return StoredLogStart::Missing,
-        Ok(Some(bytes)) => bytes,
-        Err(ReadSmallError::TooLarge { len, .. }) => {
-            return StoredLogStart::Unusable(LogStartProblem::TooLarge { len });
-        }
-        Err(ReadSmallError::Io(e)) => {
-            return StoredLogStart::Unusable(match e.not_regular_file() {
-                Some(what) => LogStartProblem::NotAFile(what),
-                None => LogStartProblem::Unreadable {
-                    op: e.op(),
-                    kind: e.kind(),
-                },
-            });
-        }
-    };
-    match decode_log_start(&bytes) {
-        Ok(start) => StoredLogStart::Start(start),
-        Err(e) => StoredLogStart::Unusable(LogStartProblem::Invalid(e)),
+    let path = dir.join(LOG_START_FILE_NAME);
+    match read_leniently(fs, &path, SideFileKind::LogStart, decode_log_start) {
+        Ok(None) => StoredLogStart::Missing,
+        Ok(Some(start)) => StoredLogStart::Start(start),
+        Err(problem) => StoredLogStart::Unusable(problem),
     }
 }
 

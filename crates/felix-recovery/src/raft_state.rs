@@ -10,10 +10,12 @@
 use std::path::Path;
 
 use felix_format::RAFT_STATE_FILE_NAME;
-use felix_format::raft_state::{RAFT_STATE_FILE_LEN, RaftState, decode_raft_state};
-use felix_io::{FileSystem, ReadSmallError, read_small_file};
+use felix_format::raft_state::{RaftState, decode_raft_state};
+use felix_format::side_file::SideFileKind;
+use felix_io::FileSystem;
 
-use crate::report::RaftStateProblem;
+use crate::report::SideFileProblem;
+use crate::side_file::read_leniently;
 
 /// What a shard directory's raft-state file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +25,7 @@ pub enum StoredRaftState {
     /// The recorded state.
     State(RaftState),
     /// A file is there but cannot be used.
-    Unusable(RaftStateProblem),
+    Unusable(SideFileProblem),
 }
 
 /// Reads the raft-state file of the shard directory `dir`. Never fails: a
@@ -45,24 +47,9 @@ pub enum StoredRaftState {
 /// ```
 pub fn read_raft_state(fs: &FileSystem, dir: &Path) -> StoredRaftState {
     let path = dir.join(RAFT_STATE_FILE_NAME);
-    let bytes = match read_small_file(fs, &path, RAFT_STATE_FILE_LEN) {
-        Ok(None) => return StoredRaftState::Missing,
-        Ok(Some(bytes)) => bytes,
-        Err(ReadSmallError::TooLarge { len, .. }) => {
-            return StoredRaftState::Unusable(RaftStateProblem::TooLarge { len });
-        }
-        Err(ReadSmallError::Io(e)) => {
-            return StoredRaftState::Unusable(match e.not_regular_file() {
-                Some(what) => RaftStateProblem::NotAFile(what),
-                None => RaftStateProblem::Unreadable {
-                    op: e.op(),
-                    kind: e.kind(),
-                },
-            });
-        }
-    };
-    match decode_raft_state(&bytes) {
-        Ok(state) => StoredRaftState::State(state),
-        Err(e) => StoredRaftState::Unusable(RaftStateProblem::Invalid(e)),
+    match read_leniently(fs, &path, SideFileKind::RaftState, decode_raft_state) {
+        Ok(None) => StoredRaftState::Missing,
+        Ok(Some(state)) => StoredRaftState::State(state),
+        Err(problem) => StoredRaftState::Unusable(problem),
     }
 }

@@ -14,8 +14,7 @@ use crate::location::UnwrittenBlocks;
 mod problems;
 
 pub use problems::{
-    CleanShutdownUnused, IndexProblem, KeyFileProblem, LogStartProblem, RaftStateProblem,
-    TemporaryKind, TimeIndexProblem,
+    CleanShutdownUnused, IndexProblem, SideFileProblem, TemporaryKind, TimeIndexProblem,
 };
 
 /// One piece of damage to segment data.
@@ -319,7 +318,7 @@ pub enum Note {
     /// is writes the file again.
     KeyFileUnusable {
         /// Why.
-        problem: KeyFileProblem,
+        problem: SideFileProblem,
     },
     /// The shard's key file names a key whose directory would have another
     /// name: the directory was renamed or copied, or the file belongs
@@ -359,14 +358,14 @@ pub enum Note {
     /// reappear (none vanish).
     LogStartUnusable {
         /// Why.
-        problem: LogStartProblem,
+        problem: SideFileProblem,
     },
     /// The raft-state file (the vote and last purged entry of a Raft log
     /// kept in the shard) cannot be used. No record depends on it, so the
     /// shard opens; the Raft log refuses to open until it is restored.
     RaftStateUnusable {
         /// Why.
-        problem: RaftStateProblem,
+        problem: SideFileProblem,
     },
     /// The log-start file records a start past the end of the log's records
     /// (a crash lost the records written after them): the log begins at the

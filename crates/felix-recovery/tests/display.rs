@@ -7,6 +7,7 @@
 
 mod common;
 
+use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use std::path::Path;
 
 use common::{
@@ -278,15 +279,19 @@ fn note_display_text_for_temporaries_names_that_are_not_files_and_unwritten_inde
         },
         not_a_file("key", FileType::Fifo),
         Note::KeyFileUnusable {
-            problem: felix_recovery::KeyFileProblem::Invalid(
-                felix_format::key_file::KeyFileDecodeError::Checksum {
+            problem: felix_recovery::SideFileProblem::Invalid(SideFileError::new(
+                SideFileKind::KeyFile,
+                SideFileDefect::Checksum {
                     expected: 0x1234_5678,
                     found: 0x9abc_def0,
                 },
-            ),
+            )),
         },
         Note::KeyFileUnusable {
-            problem: felix_recovery::KeyFileProblem::TooLarge { len: 20_000 },
+            problem: felix_recovery::SideFileProblem::TooLarge {
+                file: SideFileKind::KeyFile,
+                len: 20_000,
+            },
         },
         Note::KeyFileDisagrees {
             key: felix_format::ShardKey::new("acme", "", "a/b", 4),

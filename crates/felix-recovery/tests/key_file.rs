@@ -8,11 +8,12 @@ mod common;
 use std::path::Path;
 
 use common::build_shard;
-use felix_format::key_file::{KeyFileDecodeError, encode_key_file};
+use felix_format::key_file::encode_key_file;
+use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use felix_format::{KEY_FILE_NAME, KEY_TEMP_FILE_NAME, ShardKey};
 use felix_io::{FileSystem, FileType, NotRegularFile};
 use felix_recovery::{
-    InspectOptions, KeyFileProblem, Note, OpenOptions, RecoveryError, RepairPolicy, ShardLock,
+    InspectOptions, Note, OpenOptions, RecoveryError, RepairPolicy, ShardLock, SideFileProblem,
     StoredKey, TemporaryKind, inspect, open_shard, read_key_file, write_key_file,
 };
 
@@ -72,7 +73,11 @@ fn inspect_damaged_key_file_is_a_note_with_its_kind() {
     assert!(
         matches!(
             problem,
-            KeyFileProblem::Invalid(KeyFileDecodeError::Checksum { .. })
+            SideFileProblem::Invalid(SideFileError {
+                kind: SideFileKind::KeyFile,
+                defect: SideFileDefect::Checksum { .. },
+                ..
+            })
         ),
         "{problem:?}"
     );
@@ -91,7 +96,10 @@ fn inspect_damaged_key_file_is_a_note_with_its_kind() {
     assert_eq!(
         notes,
         [Note::KeyFileUnusable {
-            problem: KeyFileProblem::TooLarge { len: 20_000 }
+            problem: SideFileProblem::TooLarge {
+                file: SideFileKind::KeyFile,
+                len: 20_000
+            }
         }]
     );
 }
@@ -134,10 +142,13 @@ fn inspect_key_name_that_is_a_directory_is_never_opened() {
     assert!(!dir.join(KEY_TEMP_FILE_NAME).exists());
     assert_eq!(
         read_key_file(&FileSystem::os(), &dir),
-        StoredKey::Unusable(KeyFileProblem::NotAFile(NotRegularFile {
-            file_type: FileType::Directory,
-            via_symlink: false
-        }))
+        StoredKey::Unusable(SideFileProblem::NotAFile {
+            file: SideFileKind::KeyFile,
+            what: NotRegularFile {
+                file_type: FileType::Directory,
+                via_symlink: false
+            }
+        })
     );
 }
 
@@ -178,7 +189,7 @@ fn write_key_file_part_over_the_limit_writes_nothing() {
     let long = ShardKey::new("t", "n".repeat(5000), "s", 0);
     let err = write_key_file(&FileSystem::os(), root.path(), &long).unwrap_err();
     assert!(
-        matches!(&err, RecoveryError::KeyTooLong { key, source: KeyFileDecodeError::Part { .. } } if *key == long),
+        matches!(&err, RecoveryError::KeyTooLong { key, source: SideFileError { defect: SideFileDefect::KeyPart { .. }, .. } } if *key == long),
         "{err:?}"
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);

@@ -3,13 +3,14 @@
 //! a note named after its damage, the golden one is none, and no record is
 //! touched either way.
 
+use felix_format::side_file::SideFileKind;
 use std::path::{Path, PathBuf};
 
 use felix_format::RAFT_STATE_FILE_NAME;
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::{FileSystem, FileType};
 use felix_recovery::{
-    InspectOptions, Note, RaftStateProblem, StoredRaftState, inspect, read_raft_state,
+    InspectOptions, Note, SideFileProblem, StoredRaftState, inspect, read_raft_state,
 };
 
 fn fixtures() -> PathBuf {
@@ -78,7 +79,7 @@ fn damaged_raft_state_fixtures_are_each_a_note_named_after_the_damage() {
         assert!(
             matches!(
                 notes.as_slice(),
-                [Note::RaftStateUnusable { problem: p @ RaftStateProblem::Invalid(_) }]
+                [Note::RaftStateUnusable { problem: p @ SideFileProblem::Invalid(_) }]
                     if p.name() == variant
             ),
             "{variant}: {notes:?}"
@@ -105,7 +106,10 @@ fn raft_state_longer_than_its_layout_is_too_large_without_being_read() {
         matches!(
             notes.as_slice(),
             [Note::RaftStateUnusable {
-                problem: RaftStateProblem::TooLarge { len: 144 }
+                problem: SideFileProblem::TooLarge {
+                    file: SideFileKind::RaftState,
+                    len: 144
+                }
             }]
         ),
         "{notes:?}"

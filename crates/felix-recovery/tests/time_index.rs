@@ -11,7 +11,8 @@ use felix_format::time_index::{decode_time_index, encode_time_index};
 use felix_format::{FileKind, file_name};
 use felix_io::FileSystem;
 use felix_recovery::{
-    Action, IndexCheck, InspectOptions, Note, OpenOptions, TimeIndexProblem, open_shard,
+    Action, IndexCheck, InspectOptions, Note, OpenOptions, SideFileProblem, TimeIndexProblem,
+    open_shard,
 };
 
 const SPACING: u64 = 64;
@@ -63,7 +64,9 @@ fn inspect_names_a_garbage_or_wrong_sealed_time_index_and_an_open_rewrites_it() 
         });
         match reason {
             Some(TimeIndexProblem::Wrong { number: 0 }) => assert!(expect_wrong, "{what}"),
-            Some(TimeIndexProblem::Invalid(_)) => assert!(!expect_wrong, "{what}"),
+            Some(TimeIndexProblem::Unusable(SideFileProblem::Invalid(_))) => {
+                assert!(!expect_wrong, "{what}")
+            }
             other => panic!("{what}: {other:?} in {:?}", inspection.notes),
         }
         assert!(

@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use felix_format::SegmentExtent;
+use felix_format::side_file::SideFileError;
 use felix_format::time_index::{
-    TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, TimeIndexDecodeError, TimeIndexEntry,
-    TimeIndexHeader, decode_time_index, encode_time_index,
+    TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, TimeIndexEntry, TimeIndexHeader,
+    decode_time_index, encode_time_index,
 };
 use felix_io::{FileSystem, IoError, OpenMode};
 
@@ -252,7 +253,7 @@ pub enum TimeIndexLoadError {
         /// The path.
         path: PathBuf,
         /// Why it does not decode.
-        error: TimeIndexDecodeError,
+        error: SideFileError,
     },
     /// The file is longer than any time index of its segment.
     #[error("time index {} is {len} bytes, longer than any of its segment", path.display())]

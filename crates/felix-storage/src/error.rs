@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use felix_epochs::HistoryError;
 use felix_format::ShardKey;
-use felix_format::key_file::KeyFileDecodeError;
+use felix_format::side_file::SideFileError;
 use felix_io::IoError;
 use felix_recovery::RecoveryError;
 use felix_segment::SegmentError;
@@ -364,7 +364,7 @@ pub enum StorageError {
         /// The key.
         key: ShardKey,
         /// Which part, and its length.
-        problem: KeyFileDecodeError,
+        problem: SideFileError,
     },
 }
 

@@ -180,7 +180,8 @@ pub use bytes::Bytes;
 pub use felix_epochs::{
     Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES, Recorded,
 };
-pub use felix_format::key_file::{KeyFileDecodeError, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
+pub use felix_format::key_file::{MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
+pub use felix_format::side_file::SideFileError;
 pub use felix_format::log_start::MovedBy;
 pub use felix_format::{
     CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
@@ -259,7 +260,6 @@ pub mod epochs {
 /// The key file a store writes in each shard directory: its limits and
 /// the error that names which part of a key does not fit.
 pub mod key_file {
-    pub use felix_format::key_file::{
-        KeyFileDecodeError, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES,
-    };
+    pub use felix_format::key_file::{MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
+    pub use felix_format::side_file::{SideFileDefect, SideFileError};
 }

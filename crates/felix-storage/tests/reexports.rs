@@ -90,7 +90,7 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         ShardLock,
         SystemClock,
         felix_storage::IoError,
-        felix_storage::KeyFileDecodeError,
+        felix_storage::SideFileError,
         felix_storage::LockError,
         felix_storage::RepairPolicy,
         felix_storage::SegmentExtent,

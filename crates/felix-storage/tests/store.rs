@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use felix_format::key_file::{KeyFileDecodeError, KeyPart, KeyPartProblem, MAX_KEY_PART_BYTES};
+use felix_format::key_file::{KeyPart, KeyPartProblem, MAX_KEY_PART_BYTES};
+use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use felix_storage::{
     Durability, Preallocation, Record, ShardKey, StorageError, Store, StoreConfig,
 };
@@ -140,13 +141,16 @@ fn store_create_shard_with_a_part_too_long_for_the_key_file_writes_nothing() {
     assert_eq!(k, &key);
     assert_eq!(
         *problem,
-        KeyFileDecodeError::Part {
-            part: KeyPart::Namespace,
-            problem: KeyPartProblem::TooLong {
-                len: MAX_KEY_PART_BYTES + 1,
-                max: MAX_KEY_PART_BYTES
+        SideFileError::new(
+            SideFileKind::KeyFile,
+            SideFileDefect::KeyPart {
+                part: KeyPart::Namespace,
+                problem: KeyPartProblem::TooLong {
+                    len: MAX_KEY_PART_BYTES + 1,
+                    max: MAX_KEY_PART_BYTES
+                }
             }
-        }
+        )
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }

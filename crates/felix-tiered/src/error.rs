@@ -2,7 +2,8 @@
 
 use object_store::path::Path;
 
-use felix_format::tier_manifest::{ManifestDecodeError, ManifestEncodeError};
+use felix_format::side_file::SideFileError;
+use felix_format::tier_manifest::ManifestEncodeError;
 use felix_format::{CorruptionKind, ShardKey};
 use felix_storage::StorageError;
 
@@ -210,7 +211,7 @@ pub enum TieredError {
         object: Path,
         /// What is wrong.
         #[source]
-        source: ManifestDecodeError,
+        source: SideFileError,
     },
     /// The newest manifest belongs to another shard key (a hash collision
     /// of directory names, or a misconfigured prefix).

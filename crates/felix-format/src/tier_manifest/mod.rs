@@ -35,8 +35,11 @@
 use alloc::vec::Vec;
 
 use crate::bytes_be::{u32_at, u64_at};
-use crate::checksum::{crc32, crc32_continue};
-use crate::key_file::{KeyFileDecodeError, KeyFileView, decode_key_file, encode_key_file};
+use crate::key_file::{KeyFileView, decode_key_file, encode_key_file};
+use crate::side_file::{
+    SideFileBody, SideFileChecksum, SideFileDefect, SideFileError, SideFileKind, SideFileLayout,
+    SideFileVersion,
+};
 use crate::{SegmentExtent, ShardKey};
 
 mod names;
@@ -120,99 +123,31 @@ impl Manifest {
     }
 }
 
-/// Why bytes are not a valid manifest.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ManifestDecodeError {
-    /// Fewer bytes than the header.
-    #[error("manifest is {len} bytes, shorter than its 24-byte header")]
-    Short {
-        /// Bytes present.
-        len: usize,
+/// The manifest's frame: a 24-byte header with flags (none defined),
+/// `seq` at byte 8, `body_len` at 16 (at most [`MAX_MANIFEST_BODY_LEN`]),
+/// the CRC at 20 over the header's first 20 bytes and the body.
+pub const MANIFEST_LAYOUT: SideFileLayout = SideFileLayout {
+    kind: SideFileKind::Manifest,
+    name: "Manifest",
+    file: "manifest",
+    field: "manifest",
+    entries: "segments",
+    magic: MANIFEST_MAGIC,
+    versions: &[SideFileVersion {
+        version: MANIFEST_VERSION,
+        header_len: MANIFEST_HEADER_LEN,
+        known_flags: 0,
+    }],
+    has_flags: true,
+    body: SideFileBody::Bytes {
+        len_at: 16,
+        max: MAX_MANIFEST_BODY_LEN,
     },
-    /// The object does not start with `FLTM`.
-    #[error("manifest magic is {found:#010x}, expected 0x464c544d (FLTM)")]
-    Magic {
-        /// The four bytes found.
-        found: u32,
-    },
-    /// A version this build does not read.
-    #[error("manifest version {found} is not supported (this build reads version 1)")]
-    Version {
-        /// The version found.
-        found: u16,
-    },
-    /// Flags this build does not know.
-    #[error("manifest flags are {found:#06x}, expected 0")]
-    Flags {
-        /// The flags found.
-        found: u16,
-    },
-    /// `body_len` does not match the bytes present (a truncated or
-    /// extended object), or exceeds the bound.
-    #[error("manifest body_len is {body_len}, but {present} bytes follow the header")]
-    BodyLength {
-        /// The length the header states.
-        body_len: u64,
-        /// Bytes after the header.
-        present: usize,
-    },
-    /// The CRC does not match.
-    #[error("manifest checksum mismatch: stored {expected:#010x}, computed {found:#010x}")]
-    Checksum {
-        /// The CRC stored.
-        expected: u32,
-        /// The CRC computed.
-        found: u32,
-    },
-    /// The body's layout does not add up: a length inside it runs past its
-    /// end, or bytes are left over.
-    #[error("manifest body is malformed at byte {at}")]
-    Body {
-        /// Byte of the object where the layout failed.
-        at: usize,
-    },
-    /// The embedded shard key is damaged.
-    #[error("manifest shard key is invalid")]
-    Key(#[source] KeyFileDecodeError),
-    /// A segment entry is inconsistent on its own (its offsets run
-    /// backwards, its reserved bytes are not zero).
-    #[error("manifest entry {entry} is invalid")]
-    Entry {
-        /// Index of the entry.
-        entry: usize,
-    },
-    /// Two entries overlap, leave a gap, or are out of order.
-    #[error("manifest entry {entry} does not follow entry {}", entry.saturating_sub(1))]
-    Order {
-        /// Index of the later entry.
-        entry: usize,
-    },
-    /// `start_offset` lies outside the first segment.
-    #[error("manifest start offset {start_offset} is outside its first segment")]
-    Start {
-        /// The start offset.
-        start_offset: u64,
-    },
-}
+    checksum: SideFileChecksum::HeaderAndBody,
+};
 
-impl ManifestDecodeError {
-    /// A stable name for the kind of damage, for reports and scripts.
-    pub const fn name(&self) -> &'static str {
-        match self {
-            Self::Short { .. } => "ManifestShort",
-            Self::Magic { .. } => "ManifestMagic",
-            Self::Version { .. } => "ManifestVersion",
-            Self::Flags { .. } => "ManifestFlags",
-            Self::BodyLength { .. } => "ManifestBodyLength",
-            Self::Checksum { .. } => "ManifestChecksum",
-            Self::Body { .. } => "ManifestBody",
-            Self::Key(_) => "ManifestKey",
-            Self::Entry { .. } => "ManifestEntry",
-            Self::Order { .. } => "ManifestOrder",
-            Self::Start { .. } => "ManifestStart",
-        }
-    }
+const fn error(defect: SideFileDefect) -> SideFileError {
+    SideFileError::new(SideFileKind::Manifest, defect)
 }
 
 /// Why a manifest cannot be encoded.
@@ -221,7 +156,7 @@ impl ManifestDecodeError {
 pub enum ManifestEncodeError {
     /// The key has a part too long for the key encoding.
     #[error("manifest shard key cannot be encoded")]
-    Key(#[source] KeyFileDecodeError),
+    Key(#[source] SideFileError),
     /// More segments than [`MAX_MANIFEST_SEGMENTS`].
     #[error("manifest lists {count} segments, more than {MAX_MANIFEST_SEGMENTS}")]
     TooManySegments {
@@ -254,15 +189,12 @@ pub fn encode_manifest(manifest: &Manifest, out: &mut Vec<u8>) -> Result<(), Man
     let mut key = Vec::new();
     encode_key_file(&manifest.key, &mut key).map_err(ManifestEncodeError::Key)?;
     let body_len = 4 + key.len() + 8 + 4 + manifest.segments.len() * MANIFEST_ENTRY_LEN;
-    let start = out.len();
     out.reserve(MANIFEST_HEADER_LEN + body_len);
-    out.extend_from_slice(&MANIFEST_MAGIC.to_be_bytes());
-    out.extend_from_slice(&MANIFEST_VERSION.to_be_bytes());
-    out.extend_from_slice(&0u16.to_be_bytes());
-    out.extend_from_slice(&manifest.seq.to_be_bytes());
+    let start = MANIFEST_LAYOUT.begin(MANIFEST_VERSION, 0, out);
+    if let Some(slot) = out.get_mut(start + 8..start + 16) {
+        slot.copy_from_slice(&manifest.seq.to_be_bytes());
+    }
     // Bounded by MAX_MANIFEST_BODY_LEN (checked above), which fits a u32.
-    out.extend_from_slice(&(body_len as u32).to_be_bytes());
-    out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&(key.len() as u32).to_be_bytes());
     out.extend_from_slice(&key);
     out.extend_from_slice(&manifest.start_offset.to_be_bytes());
@@ -270,14 +202,7 @@ pub fn encode_manifest(manifest: &Manifest, out: &mut Vec<u8>) -> Result<(), Man
     for s in &manifest.segments {
         encode_entry(s, out);
     }
-    let header_crc = crc32(out.get(start..start + 20).unwrap_or_default());
-    let crc = crc32_continue(
-        header_crc,
-        &[out.get(start + MANIFEST_HEADER_LEN..).unwrap_or_default()],
-    );
-    if let Some(slot) = out.get_mut(start + 20..start + 24) {
-        slot.copy_from_slice(&crc.to_be_bytes());
-    }
+    MANIFEST_LAYOUT.seal(out.get_mut(start..).unwrap_or_default());
     Ok(())
 }
 
@@ -377,48 +302,26 @@ fn parse_entry(raw: &[u8; MANIFEST_ENTRY_LEN]) -> Option<RemoteSegment> {
 /// order).
 ///
 /// ```
-/// use felix_format::tier_manifest::{ManifestDecodeError, decode_manifest};
+/// use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
+/// use felix_format::tier_manifest::decode_manifest;
 ///
-/// assert_eq!(decode_manifest(b"FLTM").unwrap_err(), ManifestDecodeError::Short { len: 4 });
+/// let short = SideFileDefect::Short { len: 4, header_len: 24 };
+/// assert_eq!(decode_manifest(b"FLTM").unwrap_err(), SideFileError::new(SideFileKind::Manifest, short));
 /// ```
-pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeError> {
-    let Some((header, body)) = bytes.split_first_chunk::<MANIFEST_HEADER_LEN>() else {
-        return Err(ManifestDecodeError::Short { len: bytes.len() });
-    };
-    let magic = u32_at(header, 0);
-    if magic != MANIFEST_MAGIC {
-        return Err(ManifestDecodeError::Magic { found: magic });
-    }
-    let version = u16::from_be_bytes([header[4], header[5]]);
-    if version != MANIFEST_VERSION {
-        return Err(ManifestDecodeError::Version { found: version });
-    }
-    let flags = u16::from_be_bytes([header[6], header[7]]);
-    if flags != 0 {
-        return Err(ManifestDecodeError::Flags { found: flags });
-    }
+pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, SideFileError> {
+    let frame = MANIFEST_LAYOUT.decode(bytes)?;
+    let (header, body) = (frame.header, frame.body);
     let seq = u64_at(header, 8);
-    let body_len = u32_at(header, 16);
-    if body_len as usize > MAX_MANIFEST_BODY_LEN || body_len as usize != body.len() {
-        return Err(ManifestDecodeError::BodyLength {
-            body_len: u64::from(body_len),
-            present: body.len(),
-        });
-    }
-    let expected = u32_at(header, 20);
-    let found = crc32_continue(crc32(header.get(..20).unwrap_or_default()), &[body]);
-    if expected != found {
-        return Err(ManifestDecodeError::Checksum { expected, found });
-    }
     let at = |rel: usize| MANIFEST_HEADER_LEN + rel;
     let key_len = u32_at(body, 0) as usize;
     let Some(key_bytes) = body.get(4..4usize.saturating_add(key_len)) else {
-        return Err(ManifestDecodeError::Body { at: at(0) });
+        return Err(error(SideFileDefect::Body { at: at(0) }));
     };
-    let key = decode_key_file(key_bytes).map_err(ManifestDecodeError::Key)?;
+    let key = decode_key_file(key_bytes)
+        .map_err(|e| SideFileError::embedding(SideFileKind::Manifest, e))?;
     let rest_at = 4 + key_len;
     let Some(fixed) = body.get(rest_at..rest_at + 12) else {
-        return Err(ManifestDecodeError::Body { at: at(rest_at) });
+        return Err(error(SideFileDefect::Body { at: at(rest_at) }));
     };
     let start_offset = u64_at(fixed, 0);
     let count = u32_at(fixed, 8) as usize;
@@ -426,9 +329,9 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
     let entries = body.get(entries_at..).unwrap_or_default();
     if count > MAX_MANIFEST_SEGMENTS || Some(entries.len()) != count.checked_mul(MANIFEST_ENTRY_LEN)
     {
-        return Err(ManifestDecodeError::Body {
+        return Err(error(SideFileDefect::Body {
             at: at(rest_at + 8),
-        });
+        }));
     }
     let view = ManifestView {
         seq,
@@ -442,13 +345,13 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<ManifestView<'_>, ManifestDecodeE
             .try_into()
             .ok()
             .and_then(parse_entry)
-            .ok_or(ManifestDecodeError::Entry { entry: i })?;
+            .ok_or(error(SideFileDefect::RemoteEntry { entry: i }))?;
         if let Some(p) = previous {
             if entry.extent.id <= p.extent.id || entry.extent.base_offset != p.extent.next_offset {
-                return Err(ManifestDecodeError::Order { entry: i });
+                return Err(error(SideFileDefect::Order { entry: i }));
             }
         } else if !entry.extent.contains(start_offset) {
-            return Err(ManifestDecodeError::Start { start_offset });
+            return Err(error(SideFileDefect::Start { start_offset }));
         }
         previous = Some(entry);
     }

@@ -5,6 +5,8 @@ use alloc::vec::Vec;
 
 use super::*;
 use crate::FileKind;
+use crate::checksum::{crc32, crc32_continue};
+use crate::side_file::SideFileDefect as D;
 
 fn segment(id: u64, base: u64, next: u64) -> RemoteSegment {
     RemoteSegment {
@@ -88,10 +90,16 @@ fn every_truncation_and_every_extension_is_refused() {
     for len in 0..bytes.len() {
         let err = decode_manifest(&bytes[..len]).unwrap_err();
         if len < MANIFEST_HEADER_LEN {
-            assert_eq!(err, ManifestDecodeError::Short { len });
+            assert_eq!(
+                err,
+                error(D::Short {
+                    len,
+                    header_len: MANIFEST_HEADER_LEN
+                })
+            );
         } else {
             assert!(
-                matches!(err, ManifestDecodeError::BodyLength { present, .. } if present == len - MANIFEST_HEADER_LEN),
+                matches!(err, SideFileError { defect: D::LengthMismatch { found, .. }, .. } if found == len - MANIFEST_HEADER_LEN),
                 "{len}: {err:?}"
             );
         }
@@ -100,7 +108,10 @@ fn every_truncation_and_every_extension_is_refused() {
     longer.push(0);
     assert!(matches!(
         decode_manifest(&longer),
-        Err(ManifestDecodeError::BodyLength { .. })
+        Err(SideFileError {
+            defect: D::LengthMismatch { .. },
+            ..
+        })
     ));
 }
 
@@ -124,31 +135,31 @@ fn every_bit_flip_is_refused() {
 
 #[test]
 fn overlaps_gaps_and_disorder_are_refused_even_with_a_good_checksum() {
-    let cases: [(Vec<RemoteSegment>, u64, ManifestDecodeError); 5] = [
+    let cases: [(Vec<RemoteSegment>, u64, SideFileError); 5] = [
         (
             vec![segment(1, 100, 200), segment(2, 199, 250)],
             100,
-            ManifestDecodeError::Order { entry: 1 },
+            error(D::Order { entry: 1 }),
         ),
         (
             vec![segment(1, 100, 200), segment(2, 201, 250)],
             100,
-            ManifestDecodeError::Order { entry: 1 },
+            error(D::Order { entry: 1 }),
         ),
         (
             vec![segment(2, 100, 200), segment(1, 200, 250)],
             100,
-            ManifestDecodeError::Order { entry: 1 },
+            error(D::Order { entry: 1 }),
         ),
         (
             vec![segment(1, 100, 200)],
             200,
-            ManifestDecodeError::Start { start_offset: 200 },
+            error(D::Start { start_offset: 200 }),
         ),
         (
             vec![segment(1, 100, 100)],
             100,
-            ManifestDecodeError::Entry { entry: 0 },
+            error(D::RemoteEntry { entry: 0 }),
         ),
     ];
     for (segments, start_offset, expected) in cases {
@@ -172,7 +183,7 @@ fn a_count_that_disagrees_with_the_entries_is_refused() {
     reseal(&mut bytes);
     assert_eq!(
         decode_manifest(&bytes).unwrap_err(),
-        ManifestDecodeError::Body { at: count_at }
+        error(D::Body { at: count_at })
     );
     // A key length past the body.
     let mut bytes = encoded(&m);
@@ -180,9 +191,9 @@ fn a_count_that_disagrees_with_the_entries_is_refused() {
     reseal(&mut bytes);
     assert_eq!(
         decode_manifest(&bytes).unwrap_err(),
-        ManifestDecodeError::Body {
+        error(D::Body {
             at: MANIFEST_HEADER_LEN
-        }
+        })
     );
 }
 
@@ -195,7 +206,7 @@ fn reserved_entry_bytes_must_be_zero() {
     reseal(&mut bytes);
     assert_eq!(
         decode_manifest(&bytes).unwrap_err(),
-        ManifestDecodeError::Entry { entry: 2 }
+        error(D::RemoteEntry { entry: 2 })
     );
 }
 

@@ -1,6 +1,7 @@
 //! The time index codec against its documented bytes and every damage.
 #![allow(clippy::indexing_slicing)]
 use super::*;
+use crate::side_file::SideFileDefect as D;
 
 fn header() -> TimeIndexHeader {
     TimeIndexHeader {
@@ -57,13 +58,16 @@ fn decode_rejects_every_truncation_and_every_bit_flip() {
     for len in 0..bytes.len() {
         let got = decode_time_index(&bytes[..len]).unwrap_err();
         let expected = if len < TIME_INDEX_HEADER_LEN {
-            TimeIndexDecodeError::Short { len }
+            error(D::Short {
+                len,
+                header_len: TIME_INDEX_HEADER_LEN,
+            })
         } else {
-            TimeIndexDecodeError::CountMismatch {
+            error(D::CountMismatch {
                 count: 2,
                 expected: 32,
                 found: len - TIME_INDEX_HEADER_LEN,
-            }
+            })
         };
         assert_eq!(got, expected, "cut at {len}");
     }
@@ -92,28 +96,34 @@ fn decode_names_what_is_wrong() {
     flags[7] = 1;
     assert_eq!(
         decode_time_index(&flags),
-        Err(TimeIndexDecodeError::Flags { found: 1 })
+        Err(error(D::Flags { found: 1, known: 0 }))
     );
     let mut version = bytes.clone();
     version[5] = 2;
     assert_eq!(
         decode_time_index(&version),
-        Err(TimeIndexDecodeError::Version { found: 2 })
+        Err(error(D::Version {
+            found: 2,
+            expected: TIME_INDEX_VERSION
+        }))
     );
     let mut count = bytes.clone();
     count[35] = 6;
     assert_eq!(
         decode_time_index(&count),
-        Err(TimeIndexDecodeError::Count {
+        Err(error(D::EntriesForRecords {
             count: 6,
             records: 5
-        })
+        }))
     );
     let mut crc = bytes.clone();
     crc[41] ^= 1;
     assert!(matches!(
         decode_time_index(&crc),
-        Err(TimeIndexDecodeError::Checksum { .. })
+        Err(SideFileError {
+            defect: D::Checksum { .. },
+            ..
+        })
     ));
 }
 
@@ -121,29 +131,29 @@ fn decode_names_what_is_wrong() {
 fn encode_refuses_entries_no_reader_accepts() {
     let mut out = Vec::new();
     let [a, b] = entries();
-    let cases: [(&[TimeIndexEntry], TimeIndexDecodeError); 5] = [
+    let cases: [(&[TimeIndexEntry], SideFileError); 5] = [
         (
             &[],
-            TimeIndexDecodeError::Count {
+            error(D::EntriesForRecords {
                 count: 0,
                 records: 5,
-            },
+            }),
         ),
         (
             &[b],
-            TimeIndexDecodeError::Entry {
+            error(D::TimeEntry {
                 entry: 0,
                 timestamp_micros: 9,
                 offset: 103,
-            },
+            }),
         ),
         (
             &[a, a],
-            TimeIndexDecodeError::Entry {
+            error(D::TimeEntry {
                 entry: 1,
                 timestamp_micros: 7,
                 offset: 100,
-            },
+            }),
         ),
         (
             &[
@@ -153,11 +163,11 @@ fn encode_refuses_entries_no_reader_accepts() {
                     offset: 101,
                 },
             ],
-            TimeIndexDecodeError::Entry {
+            error(D::TimeEntry {
                 entry: 1,
                 timestamp_micros: 7,
                 offset: 101,
-            },
+            }),
         ),
         (
             &[
@@ -167,11 +177,11 @@ fn encode_refuses_entries_no_reader_accepts() {
                     offset: 105,
                 },
             ],
-            TimeIndexDecodeError::Entry {
+            error(D::TimeEntry {
                 entry: 1,
                 timestamp_micros: 8,
                 offset: 105,
-            },
+            }),
         ),
     ];
     for (list, expected) in cases {
@@ -187,11 +197,11 @@ fn encode_refuses_entries_no_reader_accepts() {
     };
     assert_eq!(
         encode_time_index(&short, &entries(), &mut out),
-        Err(TimeIndexDecodeError::Extent {
+        Err(error(D::Extent {
             base_offset: 100,
             next_offset: 105,
             segment_len: 171
-        })
+        }))
     );
     assert!(out.is_empty(), "nothing written on refusal");
 }

@@ -5,34 +5,125 @@ use std::fmt;
 use std::io;
 
 use felix_format::CorruptionKind;
-use felix_format::clean::CleanShutdownDecodeError;
-use felix_format::key_file::KeyFileDecodeError;
-use felix_format::log_start::LogStartDecodeError;
-use felix_format::raft_state::RaftStateDecodeError;
-use felix_format::time_index::{TimeIndexDecodeError, TimeIndexHeader};
+use felix_format::side_file::{SideFileBody, SideFileError, SideFileKind};
+use felix_format::time_index::TimeIndexHeader;
 use felix_io::NotRegularFile;
 use felix_segment::{IndexLoadError, TimeIndexLoadError};
 
-/// Why a clean-shutdown file present in a shard directory was not used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CleanShutdownUnused {
-    /// Its bytes do not decode.
-    #[error("it does not decode: {0}")]
-    Invalid(CleanShutdownDecodeError),
-    /// It is larger than any valid file.
-    #[error("it is {len} bytes, larger than any valid one")]
+/// Why a side file (the key, log-start, raft-state, clean-shutdown or a
+/// time index file) present in a shard directory could not be used: the
+/// one vocabulary of every side file's reader
+/// ([`read_side_file`](crate::read_side_file)), naming the file's kind.
+///
+/// No side file holds a record, so none of these is damage to data; what
+/// each costs is in the [`Note`](crate::Note) that carries it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SideFileProblem {
+    /// Its bytes do not decode (the error names the file's kind).
+    #[error("it does not decode ({}: {})", .0.name(), .0)]
+    Invalid(SideFileError),
+    /// It is longer than any valid file of its kind: it was not read.
+    #[error("{}", too_large_text(*file, *len))]
     TooLarge {
+        /// The kind of file.
+        file: SideFileKind,
         /// Its length.
         len: u64,
+    },
+    /// Its name is not a regular file: never opened.
+    #[error("it is {what}")]
+    NotAFile {
+        /// The kind of file.
+        file: SideFileKind,
+        /// What it is.
+        what: NotRegularFile,
     },
     /// It could not be read.
     #[error("it could not be read ({op}: {kind})")]
     Unreadable {
+        /// The kind of file.
+        file: SideFileKind,
         /// What failed: open, stat or read.
         op: &'static str,
         /// How.
         kind: io::ErrorKind,
     },
+}
+
+fn too_large_text(file: SideFileKind, len: u64) -> String {
+    let layout = file.layout();
+    match (file, layout.body) {
+        // A time index's bound is its segment's records, not a constant.
+        (SideFileKind::TimeIndex, _) => {
+            format!("it is {len} bytes, longer than any of its segment")
+        }
+        (_, SideFileBody::None) => format!("it is {len} bytes, longer than a {}", layout.file),
+        _ => format!("it is {len} bytes, larger than any valid one"),
+    }
+}
+
+/// `$suffix` after the name of the kind `$file`, as a `&'static str`.
+macro_rules! named {
+    ($file:expr, $suffix:literal) => {
+        match $file {
+            SideFileKind::CleanShutdown => concat!("CleanShutdown", $suffix),
+            SideFileKind::KeyFile => concat!("KeyFile", $suffix),
+            SideFileKind::LogStart => concat!("LogStart", $suffix),
+            SideFileKind::RaftState => concat!("RaftState", $suffix),
+            SideFileKind::TimeIndex => concat!("TimeIndex", $suffix),
+            SideFileKind::Epochs => concat!("Epochs", $suffix),
+            SideFileKind::Manifest => concat!("Manifest", $suffix),
+            _ => concat!("SideFile", $suffix),
+        }
+    };
+}
+
+impl SideFileProblem {
+    /// The kind of file it is about.
+    pub fn file(&self) -> SideFileKind {
+        match self {
+            Self::Invalid(err) => err.kind,
+            Self::TooLarge { file, .. }
+            | Self::NotAFile { file, .. }
+            | Self::Unreadable { file, .. } => *file,
+        }
+    }
+
+    /// A stable name for the problem, for reports and scripts: the decode
+    /// error's name (`KeyFileChecksum`, `LogStartLength`, ...), or the
+    /// kind's name followed by `TooLarge`, `NotAFile` or `Unreadable`
+    /// (`KeyFileTooLarge`, `RaftStateUnreadable`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Invalid(err) => err.name(),
+            Self::TooLarge { file, .. } => named!(file, "TooLarge"),
+            Self::NotAFile { file, .. } => named!(file, "NotAFile"),
+            Self::Unreadable { file, .. } => named!(file, "Unreadable"),
+        }
+    }
+
+    /// A failure to read a `file` side file, as a problem: a name that is
+    /// not a regular file is [`NotAFile`](Self::NotAFile), anything else
+    /// [`Unreadable`](Self::Unreadable).
+    pub fn of_io_error(file: SideFileKind, err: &felix_io::IoError) -> Self {
+        match err.not_regular_file() {
+            Some(what) => Self::NotAFile { file, what },
+            None => Self::Unreadable {
+                file,
+                op: err.op(),
+                kind: err.kind(),
+            },
+        }
+    }
+}
+
+/// Why a clean-shutdown file present in a shard directory was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CleanShutdownUnused {
+    /// It could not be read, or does not decode.
+    #[error("{0}")]
+    Unusable(SideFileProblem),
     /// The directory's segment files are not the ones it lists: the shard
     /// was written after it.
     #[error("the directory's {found} segment file(s) are not the {listed} it lists")]
@@ -54,46 +145,6 @@ pub enum CleanShutdownUnused {
     /// appends would continue in is one it describes without a scan.
     #[error("the last segment it lists is being removed as an interrupted creation")]
     NewestRemoved,
-}
-
-/// Why a key file could not be used.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyFileProblem {
-    /// Its bytes do not decode.
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(KeyFileDecodeError),
-    /// It is larger than any valid key file.
-    #[error("it is {len} bytes, larger than any valid one")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {0}")]
-    NotAFile(NotRegularFile),
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-impl KeyFileProblem {
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`KeyFileChecksum`, ...), or `KeyFileTooLarge`,
-    /// `KeyFileNotAFile`, `KeyFileUnreadable`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { .. } => "KeyFileTooLarge",
-            Self::NotAFile(_) => "KeyFileNotAFile",
-            Self::Unreadable { .. } => "KeyFileUnreadable",
-        }
-    }
 }
 
 /// Whose temporary a [`Note::Temporary`](crate::Note::Temporary) is.
@@ -182,13 +233,8 @@ impl IndexProblem {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeIndexProblem {
-    /// The file does not decode.
-    Invalid(TimeIndexDecodeError),
-    /// It is longer than any time index of its segment.
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
+    /// It could not be read, or does not decode.
+    Unusable(SideFileProblem),
     /// It describes another extent than the segment's (written before the
     /// segment changed).
     Stale {
@@ -201,16 +247,6 @@ pub enum TimeIndexProblem {
         /// The entry's number, from 0.
         number: u64,
     },
-    /// It could not be read.
-    Unreadable {
-        /// The operation that failed.
-        op: &'static str,
-        /// How it failed.
-        kind: io::ErrorKind,
-    },
-    /// Its name is not a regular file: never opened, and no time index is
-    /// written there.
-    NotAFile(NotRegularFile),
 }
 
 impl TimeIndexProblem {
@@ -218,22 +254,23 @@ impl TimeIndexProblem {
     /// a missing file, which is no problem: the reference implementation
     /// writes none).
     pub fn of_load_error(err: &TimeIndexLoadError) -> Option<Self> {
+        const FILE: SideFileKind = SideFileKind::TimeIndex;
         Some(match err {
             TimeIndexLoadError::Missing { .. } => return None,
-            TimeIndexLoadError::Invalid { error, .. } => Self::Invalid(*error),
-            TimeIndexLoadError::TooLarge { len, .. } => Self::TooLarge { len: *len },
-            TimeIndexLoadError::Stale { found, .. } => Self::Stale { found: *found },
-            TimeIndexLoadError::Io(err) if let Some(what) = err.not_regular_file() => {
-                Self::NotAFile(what)
+            TimeIndexLoadError::Invalid { error, .. } => {
+                Self::Unusable(SideFileProblem::Invalid(*error))
             }
-            TimeIndexLoadError::Io(err) => Self::Unreadable {
-                op: err.op(),
-                kind: err.kind(),
-            },
-            _ => Self::Unreadable {
+            TimeIndexLoadError::TooLarge { len, .. } => Self::Unusable(SideFileProblem::TooLarge {
+                file: FILE,
+                len: *len,
+            }),
+            TimeIndexLoadError::Stale { found, .. } => Self::Stale { found: *found },
+            TimeIndexLoadError::Io(err) => Self::Unusable(SideFileProblem::of_io_error(FILE, err)),
+            _ => Self::Unusable(SideFileProblem::Unreadable {
+                file: FILE,
                 op: "read",
                 kind: io::ErrorKind::Other,
-            },
+            }),
         })
     }
 }
@@ -241,10 +278,7 @@ impl TimeIndexProblem {
 impl fmt::Display for TimeIndexProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Invalid(error) => write!(f, "it does not decode ({}: {error})", error.name()),
-            Self::TooLarge { len } => {
-                write!(f, "it is {len} bytes, longer than any of its segment")
-            }
+            Self::Unusable(problem) => write!(f, "{problem}"),
             Self::Stale { found } => write!(
                 f,
                 "it describes offsets {}..{} in {} bytes, not the segment as it is",
@@ -253,92 +287,6 @@ impl fmt::Display for TimeIndexProblem {
             Self::Wrong { number } => {
                 write!(f, "entry {number} is not what the segment's records give")
             }
-            Self::Unreadable { op, kind } => write!(f, "it could not be read ({op}: {kind})"),
-            Self::NotAFile(what) => write!(f, "it is {what}"),
-        }
-    }
-}
-
-/// Why a log-start file could not be used. The log then begins at its
-/// first segment's base offset: records deleted before the recorded start
-/// reappear, none vanish.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum LogStartProblem {
-    /// Its bytes do not decode.
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(LogStartDecodeError),
-    /// It is longer than the file's 28 bytes.
-    #[error("it is {len} bytes, longer than a log-start file")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {0}")]
-    NotAFile(NotRegularFile),
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-impl LogStartProblem {
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`LogStartChecksum`, ...), or `LogStartTooLarge`,
-    /// `LogStartNotAFile`, `LogStartUnreadable`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { .. } => "LogStartTooLarge",
-            Self::NotAFile(_) => "LogStartNotAFile",
-            Self::Unreadable { .. } => "LogStartUnreadable",
-        }
-    }
-}
-
-/// Why a raft-state file (a Raft log's vote and last purged entry) could
-/// not be used. No record depends on it; the Raft log kept in the shard
-/// refuses to open until it is restored.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum RaftStateProblem {
-    /// Its bytes do not decode.
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(RaftStateDecodeError),
-    /// It is longer than the longest raft-state file (`RAFT_STATE_FILE_LEN`, 64 bytes).
-    #[error("it is {len} bytes, longer than a raft-state file")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {0}")]
-    NotAFile(NotRegularFile),
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-impl RaftStateProblem {
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`RaftStateChecksum`, ...), or `RaftStateTooLarge`,
-    /// `RaftStateNotAFile`, `RaftStateUnreadable`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { .. } => "RaftStateTooLarge",
-            Self::NotAFile(_) => "RaftStateNotAFile",
-            Self::Unreadable { .. } => "RaftStateUnreadable",
         }
     }
 }

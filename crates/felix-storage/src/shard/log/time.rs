@@ -21,7 +21,9 @@ use std::sync::{Arc, PoisonError};
 
 use felix_format::time_index::TimeIndexEntry;
 use felix_format::{FileKind, SegmentExtent, file_name};
-use felix_recovery::{Note, ScanDepth, ScanStart, TimeIndexProblem, scan_segment_checking};
+use felix_recovery::{
+    Note, ScanDepth, ScanStart, SideFileProblem, TimeIndexProblem, scan_segment_checking,
+};
 use felix_segment::{
     ReadLimit, SegmentError, SparseIndex, TimeIndex, TimeIndexLoadError, TimestampHit,
 };
@@ -195,7 +197,10 @@ impl Core {
                     tracing::warn!(shard = %self.label, note = %note, "time index rebuilt from the records");
                     self.add_note(note);
                 }
-                let writable = !matches!(problem, Some(TimeIndexProblem::NotAFile(_)));
+                let writable = !matches!(
+                    problem,
+                    Some(TimeIndexProblem::Unusable(SideFileProblem::NotAFile { .. }))
+                );
                 if (missing || problem.is_some()) && writable {
                     self.persist_time_index(&built, &extent);
                 }
