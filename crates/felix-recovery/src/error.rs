@@ -37,9 +37,11 @@ pub enum RecoveryError {
     KeyTooLong {
         /// The key.
         key: felix_format::ShardKey,
-        /// Which part, and how long it is.
+        /// Which part, and how long it is (boxed: the error names the
+        /// file's kind and the values seen, and every `Result` of this
+        /// crate stays small).
         #[source]
-        source: felix_format::side_file::SideFileError,
+        source: Box<felix_format::side_file::SideFileError>,
     },
     /// Damage was found that the chosen policy may not repair. Nothing was
     /// modified.

@@ -74,7 +74,7 @@ pub fn write_key_file(fs: &FileSystem, dir: &Path, key: &ShardKey) -> Result<boo
     let mut bytes = Vec::new();
     encode_key_file(key, &mut bytes).map_err(|source| RecoveryError::KeyTooLong {
         key: key.clone(),
-        source,
+        source: Box::new(source),
     })?;
     match replace_file(fs, dir, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, &bytes) {
         Ok(()) => {}

@@ -363,8 +363,9 @@ pub enum StorageError {
     KeyTooLong {
         /// The key.
         key: ShardKey,
-        /// Which part, and its length.
-        problem: SideFileError,
+        /// Which part, and its length (boxed, like the keys above, to keep
+        /// every `Result` of this crate small).
+        problem: Box<SideFileError>,
     },
 }
 

@@ -140,7 +140,7 @@ fn store_create_shard_with_a_part_too_long_for_the_key_file_writes_nothing() {
     };
     assert_eq!(k, &key);
     assert_eq!(
-        *problem,
+        **problem,
         SideFileError::new(
             SideFileKind::KeyFile,
             SideFileDefect::KeyPart {

@@ -109,7 +109,7 @@ pub(super) fn check_key(key: &ShardKey) -> Result<()> {
     let mut scratch = Vec::new();
     encode_key_file(key, &mut scratch).map_err(|problem| StorageError::KeyTooLong {
         key: key.clone(),
-        problem,
+        problem: Box::new(problem),
     })
 }
 
