@@ -294,6 +294,7 @@ impl Inner {
     /// Stores `state` in the raft-state file, then keeps it.
     fn store_state(&self, state: RaftState) -> Result<(), RaftLogError> {
         let mut held = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        debug_assert_state_follows(&held, &state, self.shard.offsets().written);
         state_file::store(&self.fs, &self.dir, &state)?;
         *held = state;
         Ok(())
@@ -317,6 +318,34 @@ impl Inner {
     }
 
     fn read_entries<C>(&self, start: u64, end: u64) -> Result<Vec<C::Entry>, RaftLogError>
+    where
+        C: LogConfig,
+    {
+        let entries = self.read_entries_unchecked::<C>(start, end)?;
+        // What append asserted before writing holds after reading back,
+        // within the range asked (a purge meanwhile may skip ahead).
+        debug_assert_log_ids(
+            "read",
+            entries
+                .iter()
+                .map(|e| (e.log_id.leader_id.term, e.log_id.index)),
+            false,
+        );
+        debug_assert!(
+            entries
+                .iter()
+                .all(|e| (start..end).contains(&e.log_id.index)),
+            "read of log ids {start}..{end} returned index {:?}",
+            entries
+                .iter()
+                .map(|e| e.log_id.index)
+                .find(|i| !(start..end).contains(i))
+        );
+        Ok(entries)
+    }
+
+    /// [`Self::read_entries`] without the check of what it read.
+    fn read_entries_unchecked<C>(&self, start: u64, end: u64) -> Result<Vec<C::Entry>, RaftLogError>
     where
         C: LogConfig,
     {
@@ -443,6 +472,55 @@ impl<C> LogConfig for C where
 {
 }
 
+/// Asserts, in debug builds, that log ids `(term, index)` ascend as a
+/// Raft log's do: each index above the one before (`contiguous`: by one),
+/// each term at or above the one before. `when` names the boundary.
+fn debug_assert_log_ids(when: &str, ids: impl Iterator<Item = (u64, u64)>, contiguous: bool) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let mut previous: Option<(u64, u64)> = None;
+    for (term, index) in ids {
+        if let Some((previous_term, previous_index)) = previous {
+            let follows = if contiguous {
+                previous_index.checked_add(1) == Some(index)
+            } else {
+                index > previous_index
+            };
+            debug_assert!(
+                follows && term >= previous_term,
+                "{when}: log id (term {term}, index {index}) does not follow (term {previous_term}, index {previous_index})"
+            );
+        }
+        previous = Some((term, index));
+    }
+}
+
+/// Asserts, in debug builds, what every store of the raft-state file
+/// keeps: the vote's term and the last purged id never go back, and a
+/// committed id stored anew names an entry the log holds (below
+/// `written`, its end).
+fn debug_assert_state_follows(held: &RaftState, next: &RaftState, written: u64) {
+    let term = |s: &RaftState| s.vote.map_or(0, |v| v.term);
+    debug_assert!(
+        term(next) >= term(held),
+        "raft state: vote term {} below the saved vote's term {}",
+        term(next),
+        term(held)
+    );
+    debug_assert!(
+        next.last_purged >= held.last_purged,
+        "raft state: last purged {:?} behind the saved {:?}",
+        next.last_purged,
+        held.last_purged
+    );
+    debug_assert!(
+        next.committed == held.committed || next.committed.is_none_or(|c| c.index < written),
+        "raft state: committed {:?} past the log's last index (log end {written})",
+        next.committed
+    );
+}
+
 fn log_id(id: RaftLogId) -> LogId<CommittedLeaderId<u64>> {
     LogId::new(CommittedLeaderId::new(id.term), id.index)
 }
@@ -546,11 +624,16 @@ where
             .state()
             .last_purged
             .map(log_id));
-        Ok(match last {
+        let read = match last {
             Some(last) if last.index < committed.index => Some(last),
             None => None,
             _ => Some(committed),
-        })
+        };
+        debug_assert!(
+            read.is_none_or(|c| last.is_some_and(|l| c.index <= l.index)),
+            "read_committed: {read:?} past the last log id {last:?}"
+        );
+        Ok(read)
     }
 
     async fn append<I>(&mut self, entries: I, callback: IOFlushed<C>) -> Result<(), io::Error>
@@ -573,6 +656,15 @@ where
             })
             .collect::<Result<Vec<_>, RaftLogError>>()
             .map_err(io_err)?;
+        // openraft appends a run of entries: read back, they must ascend
+        // the same way (`read_entries`).
+        debug_assert_log_ids(
+            "append",
+            records
+                .iter()
+                .map(|r| (r.generation.unwrap_or(0), r.offset)),
+            true,
+        );
         let end = match (records.first(), records.last()) {
             (Some(first), Some(last)) => {
                 let offsets = shard.offsets();
