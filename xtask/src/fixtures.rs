@@ -209,22 +209,22 @@ enum Expect {
     Index { variant: &'static str },
     /// Everything decodes.
     Clean,
-    /// The key file fails with this variant (`KeyFileDecodeError::name`).
+    /// The key file fails with this variant (`SideFileError::name`).
     KeyFile { variant: &'static str },
     /// A time index file alone, for small-shard's segment: it fails to
     /// decode with this
-    /// variant (`TimeIndexDecodeError::name`), or decodes and is
+    /// variant (`SideFileError::name`), or decodes and is
     /// `TimeIndexStale` (another extent) or `TimeIndexWrong` (entries the
     /// records do not give).
     TimeIndex { variant: &'static str },
     /// A log-start file alone: it fails with this variant
-    /// (`LogStartDecodeError::name`).
+    /// (`SideFileError::name`).
     LogStart { variant: &'static str },
     /// A tiered manifest object alone: it fails with this variant
-    /// (`ManifestDecodeError::name`).
+    /// (`SideFileError::name`).
     TierManifest { variant: &'static str },
     /// A raft-state file alone: it fails with this variant
-    /// (`RaftStateDecodeError::name`).
+    /// (`SideFileError::name`).
     RaftState { variant: &'static str },
 }
 
