@@ -299,6 +299,11 @@ impl SideFileLayout {
     /// file starts in `out`. The body is appended after it, then
     /// [`seal`](Self::seal) completes the file.
     pub fn begin(&self, version: u16, flags: u16, out: &mut Vec<u8>) -> usize {
+        debug_assert!(
+            self.version_of(version).is_some(),
+            "{} version {version} is not one its layout reads",
+            self.file
+        );
         let start = out.len();
         let header_len = self.version_of(version).map_or(8, |v| v.header_len);
         out.resize(start + header_len, 0);
@@ -356,6 +361,14 @@ impl SideFileLayout {
         let (header, body) = file.split_at(header_len.min(file.len()));
         let crc = checksum(self.checksum, header, body);
         put(file, header_len.saturating_sub(4), &crc.to_be_bytes());
+        // What this writes, the frame's reader accepts: the pair of every
+        // side file's write and read.
+        debug_assert_eq!(
+            self.decode(file).err(),
+            None,
+            "a sealed {} must decode",
+            self.file
+        );
     }
 }
 
