@@ -70,7 +70,7 @@ fn pass(shard: &Core, bytes_per_second: u64, stop: &Stop) -> ControlFlow<()> {
     let started = Instant::now();
     let mut stopped = false;
     let result = shard.check_open().and_then(|()| {
-        shard.scrub(&mut |bytes| {
+        shard.log().scrub(&mut |bytes| {
             // Sleeps until the bytes read so far are due; a stop ends it.
             if stop.wait(due(started, bytes, bytes_per_second)) {
                 stopped = true;
@@ -81,10 +81,12 @@ fn pass(shard: &Core, bytes_per_second: u64, stop: &Stop) -> ControlFlow<()> {
     });
     match result {
         Ok(report) if !report.is_clean() => {
-            tracing::error!(shard = %shard.label, damaged = report.damage().count(), "background scrub found damaged records");
+            tracing::error!(shard = %shard.label(), damaged = report.damage().count(), "background scrub found damaged records");
         }
-        Ok(_) | Err(StorageError::Closed { .. }) => {}
-        Err(err) => tracing::error!(shard = %shard.label, error = %err, "background scrub failed"),
+        Ok(_) | Err(StorageError::ShardClosed { .. }) => {}
+        Err(err) => {
+            tracing::error!(shard = %shard.label(), error = %err, "background scrub failed")
+        }
     }
     if stopped {
         ControlFlow::Break(())

@@ -37,6 +37,28 @@ pub const STORAGE_UNITS: &[(&str, &[&str])] = &[
             "shard::AppendReceipt",
         ],
     ),
+    // What every part reads: the settings, counters, metrics and notes.
+    (
+        "shard::shared",
+        &["config", "clock", "error", "stats", "metrics"],
+    ),
+    // Beside the log: neither names the other.
+    ("shard::generations", &["error", "shard::commit"]),
+    (
+        "shard::log",
+        &[
+            "config",
+            "error",
+            "loom",
+            "stats",
+            "metrics",
+            "lock",
+            "shard::bounds",
+            "shard::AppendReceipt",
+            "shard::commit",
+            "shard::shared",
+        ],
+    ),
     (
         "shard",
         &[
@@ -51,6 +73,9 @@ pub const STORAGE_UNITS: &[(&str, &[&str])] = &[
             "shard::bounds",
             "shard::AppendReceipt",
             "shard::commit",
+            "shard::shared",
+            "shard::generations",
+            "shard::log",
             "periodic",
             "background_scrub",
         ],

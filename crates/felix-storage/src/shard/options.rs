@@ -31,7 +31,8 @@ pub(crate) enum Background {
 /// [`ShardOptions::open`].
 ///
 /// ```
-/// use felix_storage::{Durability, FileSystem, Shard, StoreConfig};
+/// use felix_storage::io::FileSystem;
+/// use felix_storage::{Durability, Shard, StoreConfig};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let shard = Shard::options(dir.path().join("orders-0"))
@@ -190,7 +191,7 @@ impl ShardOptions {
     /// the segment size against the file system's size): an invalid one is
     /// [`StorageError::InvalidConfig`] with nothing created. Then the
     /// directory is created if missing and allowed, its lock taken
-    /// ([`StorageError::Locked`] if another writer holds it), and recovery
+    /// ([`StorageError::ShardLocked`] if another writer holds it), and recovery
     /// runs: a torn tail is truncated, indexes are rebuilt, and damage the
     /// configured policy may not repair fails the open with
     /// [`StorageError::Recovery`] having modified nothing. The newest
@@ -212,7 +213,10 @@ impl ShardOptions {
         let dir = &self.dir;
         let dir_exists = self.known.as_ref().is_some_and(|k| k.dir_exists);
         if !dir_exists && !self.create_if_missing && !fs.is_dir(dir) {
-            return Err(StorageError::ShardNotFound { dir: dir.clone() });
+            return Err(StorageError::ShardNotFound {
+                shard: label.to_string(),
+                dir: dir.clone(),
+            });
         }
         let capacity = match &self.known {
             Some(known) => known.capacity,
@@ -266,7 +270,7 @@ impl ShardOptions {
         let core = match recover::recover(recover, &held, lock, listing, pool) {
             Ok(core) => {
                 let core = Arc::new(core);
-                core.commit.set_queued_writes(Arc::downgrade(&core) as _);
+                core.commit().set_queued_writes(Arc::downgrade(&core) as _);
                 core
             }
             Err(err) => {
@@ -285,7 +289,7 @@ impl ShardOptions {
         let (maintenance, scrubber) = match threads {
             Ok(threads) => threads,
             Err(err) => {
-                core.commit.stop();
+                core.commit().stop();
                 if let Some(pool) = own_pool {
                     pool.shutdown();
                 }
@@ -301,38 +305,38 @@ impl ShardOptions {
 fn start_maintenance(core: &Arc<Core>) -> Result<Option<Maintenance>> {
     let shard = Arc::clone(core);
     let started = Maintenance::spawn(
-        format!("felix-shard {}", core.label),
-        &core.config,
+        format!("felix-shard {}", core.label()),
+        core.config(),
         move |task| {
             let result = match task {
                 Task::Sync => shard.sync(),
                 Task::Retention => shard.apply_retention().map(drop),
             };
             if let Err(err) = result {
-                tracing::error!(shard = %shard.label, ?task, error = %err, "background task failed");
+                tracing::error!(shard = %shard.label(), ?task, error = %err, "background task failed");
             }
         },
     );
     started.map_err(|e| StorageError::Segment {
-        shard: Arc::clone(&core.label),
-        source: IoError::new("spawn background thread", &core.dir, e).into(),
+        shard: Arc::clone(core.label()),
+        source: IoError::new("spawn background thread", core.dir(), e).into(),
     })
 }
 
 /// The shard's own background scrub, when its configuration asks for one.
 fn start_scrubber(core: &Arc<Core>) -> Result<Option<Scrubber>> {
-    let Some(rate) = core.config.scrub_bytes_per_second else {
+    let Some(rate) = core.config().scrub_bytes_per_second else {
         return Ok(None);
     };
     let shard = Arc::downgrade(core);
     // A weak handle: the thread must not keep the shard's state alive.
-    Scrubber::spawn(format!("felix-scrub {}", core.label), rate, move || {
+    Scrubber::spawn(format!("felix-scrub {}", core.label()), rate, move || {
         shard.upgrade().into_iter().collect()
     })
     .map(Some)
     .map_err(|e| StorageError::Segment {
-        shard: Arc::clone(&core.label),
-        source: IoError::new("spawn scrub thread", &core.dir, e).into(),
+        shard: Arc::clone(core.label()),
+        source: IoError::new("spawn scrub thread", core.dir(), e).into(),
     })
 }
 

@@ -20,7 +20,8 @@ use felix_segment::{ReadBuffers, SegmentError, SegmentWriter};
 use super::commit::Commit;
 use super::core::Core;
 use super::generations::Generations;
-use super::log::{Log, Sealed, Spare, View, WriterState, segment_config};
+use super::log::{CleanShutdown, Log, Sealed, Spare, View, WriterState, segment_config};
+use super::shared::{Opened, Shared};
 use crate::clock::Clock;
 use crate::config::StoreConfig;
 use crate::error::{Result, StorageError};
@@ -68,13 +69,12 @@ pub(super) fn recover(
     let log_start = recovered.shard.start_offset.unwrap_or(0);
     let (history, epochs_file) =
         load_history(&open, &recovered.shard, writer.next_offset(), log_start)?;
-    let generations = Generations::new(history, epochs_file);
     assemble(
         open,
         recovered,
         writer,
         next_segment_id,
-        generations,
+        (history, epochs_file),
         lock,
         pool,
         started,
@@ -233,7 +233,7 @@ fn assemble(
     recovered: Recovered,
     writer: SegmentWriter,
     next_segment_id: Option<u64>,
-    generations: Generations,
+    (history, epochs_file): (EpochHistory, EpochsFile),
     lock: ShardLock,
     pool: SyncPool,
     started: Instant,
@@ -288,7 +288,28 @@ fn assemble(
         segments = view.sealed.len() + 1,
         "shard opened"
     );
+    let shared = Arc::new(Shared::new(
+        fs,
+        Arc::clone(&label),
+        dir,
+        config,
+        clock,
+        read_buffers.unwrap_or_default(),
+        Counters {
+            index_write_failures: index_write_failures.into(),
+            ..Counters::default()
+        },
+        metrics,
+        Opened {
+            time: started.elapsed(),
+            actions: recovered.actions,
+            notes: recovered.inspection.notes,
+        },
+    ));
+    let generations = Generations::new(history, epochs_file, label, Arc::clone(&commit));
     let log = Log::new(
+        Arc::clone(&shared),
+        Arc::clone(&commit),
         WriterState {
             writer,
             next_segment_id,
@@ -296,28 +317,7 @@ fn assemble(
             unsynced_bytes: 0,
         },
         view,
+        CleanShutdown::new(lock, recovered.clean_shutdown_kept, record_newest),
     );
-    Ok(Core {
-        fs,
-        dir,
-        config,
-        clock,
-        log,
-        commit,
-        generations,
-        counters: Counters {
-            index_write_failures: index_write_failures.into(),
-            ..Counters::default()
-        },
-        metrics,
-        recovery_time: started.elapsed(),
-        recovery_actions: recovered.actions,
-        notes: std::sync::Mutex::new(recovered.inspection.notes),
-        label,
-        lock: std::sync::Mutex::new(Some(lock)),
-        clean_shutdown_kept: std::sync::atomic::AtomicBool::new(recovered.clean_shutdown_kept),
-        clean_record_newest: std::sync::Mutex::new(record_newest),
-        read_buffers: read_buffers.unwrap_or_default(),
-        replacing: std::sync::Mutex::new(()),
-    })
+    Ok(Core::new(shared, log, commit, generations))
 }

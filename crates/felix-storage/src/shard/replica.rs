@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use felix_epochs::{Divergence, EpochHistory, HistoryError, LeaderAnswer, divergence_point};
+use felix_epochs::{Divergence, EpochHistory, LeaderAnswer, Recorded};
 use felix_segment::Record;
 
 use super::AppendReceipt;
@@ -70,32 +70,48 @@ impl ReadRecord {
 }
 
 impl Core {
+    /// Records that `generation` begins at the log end (a new leader's term
+    /// begins there) and stores the epochs file.
+    pub(crate) fn begin_generation(&self, generation: u64) -> Result<Recorded> {
+        let state = self.log().lock_writer()?;
+        self.generations()
+            .record(generation, state.writer.next_offset())
+    }
+
+    /// The leader's answer to a follower asking where `generation` ended.
+    pub(crate) fn end_offset_for(&self, generation: u64) -> Option<LeaderAnswer> {
+        let end = self.log().view().active_limit.next_offset;
+        self.generations().end_offset_for(generation, end)
+    }
+
     /// Appends records copied from a leader (see
     /// `Shard::append_replicated`).
     pub(crate) fn append_replicated(&self, records: &[ReplicatedRecord]) -> Result<AppendReceipt> {
-        self.check_batch(records.iter().map(|r| r.payload.len()))?;
+        self.log()
+            .check_batch(records.iter().map(|r| r.payload.len()))?;
         let synced = if self.on_commit() {
             Synced::ByCaller
         } else {
             Synced::Later
         };
         let receipt = {
-            let mut state = self.lock_writer()?;
+            let mut state = self.log().lock_writer()?;
             let next = state.writer.next_offset();
-            self.check_offsets(next, records.len())?;
+            self.log().check_offsets(next, records.len())?;
             for (i, record) in records.iter().enumerate() {
                 let expected = next + i as u64;
                 if record.offset != expected {
                     return Err(StorageError::ReplicaOffsetMismatch {
-                        shard: Arc::clone(&self.label),
+                        shard: Arc::clone(&self.shared().label),
                         index_in_batch: i,
                         expected,
                         found: record.offset,
                     });
                 }
             }
-            let latest = self.generations.lock().latest().map(|e| e.generation);
-            self.check_generations(latest, records)?;
+            let latest = self.generations().latest();
+            self.generations()
+                .check_ascending(records.iter().filter_map(|r| r.generation))?;
             // One write per run of one generation, each boundary recorded
             // (epochs file stored) before the run's first record exists: a
             // crash between the two leaves a generation beginning at the log
@@ -109,7 +125,8 @@ impl Core {
                     && let Some(generation) = first.generation
                     && current != Some(generation)
                 {
-                    self.record_generation(&state, generation, first.offset)?;
+                    debug_assert_eq!(first.offset, state.writer.next_offset());
+                    self.generations().record(generation, first.offset)?;
                     current = Some(generation);
                 }
                 let batch: Vec<Record> = run
@@ -119,7 +136,7 @@ impl Core {
                         payload: r.payload.clone(),
                     })
                     .collect();
-                let written = self.append_locked(&mut state, &batch, synced)?;
+                let written = self.log().append_locked(&mut state, &batch, synced)?;
                 receipt = Some(match receipt {
                     Some(r) => AppendReceipt {
                         last_offset: written.last_offset,
@@ -129,35 +146,14 @@ impl Core {
                 });
             }
             receipt.ok_or_else(|| StorageError::EmptyBatch {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared().label),
             })?
         };
         if self.on_commit() {
-            self.commit
+            self.commit()
                 .wait_durable_then(receipt.last_offset + 1, true, &|| Ok(()))?;
         }
         Ok(receipt)
-    }
-
-    /// Refuses a batch whose generations go backwards (from the history's
-    /// latest, `latest`, or within the batch) before anything is written.
-    fn check_generations(&self, latest: Option<u64>, records: &[ReplicatedRecord]) -> Result<()> {
-        let mut last = latest;
-        for generation in records.iter().filter_map(|r| r.generation) {
-            if let Some(previous) = last
-                && generation < previous
-            {
-                return Err(StorageError::Generation {
-                    shard: Arc::clone(&self.label),
-                    refusal: HistoryError::GenerationWentBackwards {
-                        last: previous,
-                        requested: generation,
-                    },
-                });
-            }
-            last = Some(generation);
-        }
-        Ok(())
     }
 
     /// Records from `from`, each with the generation that wrote it.
@@ -188,8 +184,8 @@ impl Core {
         max_bytes: u64,
         bound: ReadBound,
     ) -> Result<Vec<ReplicatedRun>> {
-        let runs = self.read_runs(from, max_bytes, bound)?;
-        let history: EpochHistory = self.generations.lock().clone();
+        let runs = self.log().read_runs(from, max_bytes, bound)?;
+        let history: EpochHistory = self.generations().history();
         let mut out = Vec::with_capacity(runs.len());
         for mut run in runs {
             // The generations beginning inside the run cut it.
@@ -218,44 +214,45 @@ impl Core {
 
     /// One step of a follower's reconciliation (see `Shard::reconcile`).
     pub(crate) fn reconcile(&self, answer: LeaderAnswer) -> Result<Divergence> {
-        let mut state = self.lock_writer()?;
+        let mut state = self.log().lock_writer()?;
         let (oldest, next) = {
-            let view = self.log.view();
+            let view = self.log().view();
             (view.base_offset(), view.active_limit.next_offset)
         };
-        let divergence = divergence_point(&self.generations.lock(), next, answer);
+        let divergence = self.generations().divergence(next, answer);
         let to = divergence.truncate_to();
         debug_assert!(to <= next, "a divergence point past the log end");
         if to < oldest {
             return Err(StorageError::TruncateBelowBase {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared().label),
                 requested: to,
                 oldest,
             });
         }
         if to < next {
-            self.truncate_locked(&mut state, to)
-                .map_err(|e| self.poison_with(e))?;
+            self.log()
+                .truncate_locked(&mut state, to)
+                .map_err(|e| self.commit().poison_with(e))?;
         }
         // Generations from the divergence point on are the follower's own:
         // the next question is about the one before.
-        self.cut_history(to)?;
-        tracing::info!(shard = %self.label, ?divergence, "reconciled with the leader");
+        self.generations().cut_from(to)?;
+        tracing::info!(shard = %self.shared().label, ?divergence, "reconciled with the leader");
         Ok(divergence)
     }
 
     /// Drops every record at or above `offset` (see `Shard::truncate_to`).
     pub(crate) fn truncate_to(&self, offset: u64) -> Result<()> {
-        let span = tracing::info_span!("truncate_to", shard = %self.label, offset);
+        let span = tracing::info_span!("truncate_to", shard = %self.shared().label, offset);
         let _entered = span.enter();
-        let mut state = self.lock_writer()?;
+        let mut state = self.log().lock_writer()?;
         let (oldest, next) = {
-            let view = self.log.view();
+            let view = self.log().view();
             (view.base_offset(), view.active_limit.next_offset)
         };
         if offset < oldest {
             return Err(StorageError::TruncateBelowBase {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared().label),
                 requested: offset,
                 oldest,
             });
@@ -263,22 +260,20 @@ impl Core {
         if offset >= next {
             return Ok(());
         }
-        self.truncate_locked(&mut state, offset)
-            .map_err(|e| self.poison_with(e))?;
-        self.cut_history(offset)?;
+        self.log()
+            .truncate_locked(&mut state, offset)
+            .map_err(|e| self.commit().poison_with(e))?;
+        self.generations().cut_from(offset)?;
         tracing::info!(next_offset = offset, "truncated");
         Ok(())
     }
 
     /// Discards the whole log and begins again at `offset`.
     pub(crate) fn reset_to(&self, offset: u64) -> Result<()> {
-        let span = tracing::info_span!("reset_to", shard = %self.label, offset);
+        let span = tracing::info_span!("reset_to", shard = %self.shared().label, offset);
         let _entered = span.enter();
-        let mut state = self.lock_writer()?;
-        self.reset_locked(&mut state, offset)?;
-        self.update_history(|history| {
-            *history = EpochHistory::new();
-            true
-        })
+        let mut state = self.log().lock_writer()?;
+        self.log().reset_locked(&mut state, offset)?;
+        self.generations().clear()
     }
 }

@@ -1,89 +1,51 @@
-//! Deleting whole sealed segments from the head of a shard.
+//! Deleting from the head of a shard: whole sealed segments (retention)
+//! and the records before an offset (the log start). The log deletes, with
+//! the writer lock held; the generation history then drops what lies below
+//! the new start, under the same lock.
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
+
+use felix_format::log_start::MovedBy;
 
 use super::core::Core;
 use crate::error::Result;
-use crate::stats::Counters;
 
-/// What a retention pass did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RetentionOutcome {
-    /// Ids of the segments deleted, oldest first.
-    pub deleted_segments: Vec<u64>,
-    /// The shard's base offset afterwards.
-    pub base_offset: u64,
-}
+pub use super::log::RetentionOutcome;
 
 impl Core {
     /// Applies the configured retention now (see `Shard::apply_retention`),
     /// ages measured against the shard's clock.
     pub(crate) fn apply_retention(&self) -> Result<RetentionOutcome> {
         let now = self
+            .shared()
             .clock
             .now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
-        let retention = self.config.retention;
-        let _state = self.lock_writer()?;
-        let (sealed, active_len, start) = {
-            let view = self.log.view();
-            (
-                view.sealed.clone(),
-                view.active_limit.end_position,
-                view.base_offset(),
-            )
-        };
-        let mut total: u64 = sealed.iter().map(|s| s.extent.len).sum::<u64>() + active_len;
-        let cutoff = retention
-            .max_age
-            .map(|age| now.saturating_sub(age).as_micros());
-        let mut doomed = Vec::new();
-        for segment in &sealed {
-            let over_size = retention.max_bytes.is_some_and(|max| total > max);
-            // Deleted records (below the log start) are gone already; the
-            // files of segments wholly below it only wait for this pass.
-            let below_start = segment.extent.next_offset <= start;
-            let too_old = match cutoff {
-                Some(cutoff) if !(over_size || below_start) => self
-                    .sealed_max_timestamp(segment)?
-                    .is_some_and(|ts| u128::from(ts) < cutoff),
-                _ => false,
-            };
-            if !(over_size || below_start || too_old) {
-                break;
-            }
-            total -= segment.extent.len;
-            doomed.push(Arc::clone(segment));
+        let state = self.log().lock_writer()?;
+        let outcome = self.log().delete_segments(&state, now)?;
+        if !outcome.deleted_segments.is_empty() {
+            self.generations().cut_before(outcome.base_offset)?;
         }
-        if doomed.is_empty() {
-            return Ok(RetentionOutcome {
-                deleted_segments: Vec::new(),
-                base_offset: self.log.view().base_offset(),
-            });
-        }
-        let span = tracing::info_span!("retention", shard = %self.label, segments = doomed.len());
+        Ok(outcome)
+    }
+
+    /// Deletes the records before `offset`, recording `moved_by` with the
+    /// new start (see `Shard::delete_records_before` and
+    /// `Shard::move_log_start`); returns where the log begins.
+    pub(crate) fn delete_records_before(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {
+        let span =
+            tracing::info_span!("delete_records_before", shard = %self.label(), offset, ?moved_by);
         let _entered = span.enter();
-        self.forget_clean_shutdown()?;
-        // Readers stop choosing the segments before their files go.
-        {
-            let mut view = self.log.view_mut();
-            view.sealed.drain(..doomed.len());
+        let state = self.log().lock_writer()?;
+        let (start, moved) = self.log().move_start(&state, offset, moved_by)?;
+        if moved {
+            self.generations().cut_before(start)?;
+            tracing::info!(
+                start_offset = start,
+                "records deleted before the new log start"
+            );
         }
-        for segment in &doomed {
-            self.remove_segment_files(segment.extent.id)
-                .map_err(|e| self.poison_with(e))?;
-        }
-        Counters::add(&self.counters.segments_deleted, doomed.len() as u64);
-        self.metrics.segments_deleted(doomed.len());
-        self.report_layout();
-        let base_offset = self.log.view().base_offset();
-        self.update_history(|history| history.truncate_before(base_offset) > 0)?;
-        tracing::info!(base_offset, "retention deleted segments");
-        Ok(RetentionOutcome {
-            deleted_segments: doomed.iter().map(|s| s.extent.id).collect(),
-            base_offset,
-        })
+        Ok(start)
     }
 }

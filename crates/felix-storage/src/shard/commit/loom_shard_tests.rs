@@ -1,6 +1,6 @@
 //! loom models of a real shard: [`Shard::append`] (the write-combining
-//! queue and its leader), [`Shard::append_async`] and
-//! [`Shard::append_then`] (an append written under [`WriterGuard`], or
+//! queue and its leader), [`Append::submit`](crate::Append::submit) and
+//! [`Append::then`](crate::Append::then) (an append written under [`WriterGuard`], or
 //! queued for the pending sync), the sync pool's worker writing the queue
 //! through [`QueuedWrites::write_queued`], and [`Shard::close`], all as a
 //! shard runs them, on a simulated file system (`felix_io::sim`), whose
@@ -22,7 +22,7 @@
 //! loads the durable offset), so the models read nothing while others
 //! write.
 //!
-//! [`WriterGuard`]: super::WriterGuard
+//! [`WriterGuard`]: crate::shard::log::Log::lock_writer
 //! [`QueuedWrites::write_queued`]: super::QueuedWrites::write_queued
 #![expect(
     clippy::unwrap_used,
@@ -104,7 +104,7 @@ impl Fixture {
     /// Lowers the write-combining leader's rounds to one, so that a
     /// leader hands over whenever a batch queued during its write.
     fn hand_over_every_round(&self) {
-        self.shard.core().log.set_max_lead_rounds(1);
+        self.shard.core().log().set_max_lead_rounds(1);
     }
 }
 
@@ -121,7 +121,7 @@ fn append(fixture: &Fixture) -> AppendReceipt {
 
 /// An append with a future, awaited and checked when it resolves.
 fn append_async(fixture: &Fixture) -> AppendReceipt {
-    let future = fixture.shard.append_async(&batch()).unwrap();
+    let future = fixture.shard.append(&batch()).submit().unwrap();
     let receipt = loom::future::block_on(future).unwrap();
     fixture.check_acked(&receipt);
     receipt
@@ -172,7 +172,7 @@ fn loom_shard_futures_queued_for_a_pending_sync_complete_durable() {
         let mine = append_async(&fixture).first_offset;
         let theirs = other.join().unwrap();
         assert_contiguous(vec![mine, theirs]);
-        assert_eq!(fixture.shard.core().commit.durable(), 2);
+        assert_eq!(fixture.shard.core().commit().durable(), 2);
         fixture.shard.close().unwrap();
     });
 }
@@ -215,8 +215,8 @@ fn loom_shard_a_future_appended_again_after_its_sync_completes_durable() {
         firsts.push(append_async(&fixture).first_offset);
         firsts.push(other.join().unwrap());
         assert_contiguous(firsts);
-        assert_eq!(fixture.shard.core().commit.durable(), 3);
-        assert_eq!(fixture.shard.core().commit.in_flight.taken(), 0);
+        assert_eq!(fixture.shard.core().commit().durable(), 3);
+        assert_eq!(fixture.shard.core().commit().in_flight.taken(), 0);
         fixture.shard.close().unwrap();
     });
 }
@@ -237,7 +237,8 @@ fn loom_shard_callback_runs_once_after_its_sync() {
         let counted = Arc::clone(&runs);
         let mine = fixture
             .shard
-            .append_then(&batch(), move |outcome| {
+            .append(&batch())
+            .then(move |outcome| {
                 checked.check_acked(&outcome.unwrap());
                 counted.fetch_add(1, SeqCst);
             })
@@ -261,17 +262,18 @@ fn loom_shard_callback_runs_once_after_its_sync() {
 fn loom_shard_close_with_a_future_queued_for_the_worker_returns() {
     model_bounded(3, || {
         let fixture = Arc::new(Fixture::open());
-        let first = fixture.shard.append_async(&batch()).unwrap();
+        let first = fixture.shard.append(&batch()).submit().unwrap();
         let appender = {
             let fixture = Arc::clone(&fixture);
             loom::thread::spawn(move || {
                 let outcome = fixture
                     .shard
-                    .append_async(&batch())
+                    .append(&batch())
+                    .submit()
                     .and_then(loom::future::block_on);
                 match outcome {
                     Ok(receipt) => fixture.check_acked(&receipt),
-                    Err(StorageError::Closed { .. }) => {}
+                    Err(StorageError::ShardClosed { .. }) => {}
                     Err(other) => panic!("{other:?}"),
                 }
             })
@@ -279,7 +281,7 @@ fn loom_shard_close_with_a_future_queued_for_the_worker_returns() {
         fixture.shard.close().unwrap();
         match loom::future::block_on(first) {
             Ok(receipt) => fixture.check_acked(&receipt),
-            Err(StorageError::Closed { .. }) => {}
+            Err(StorageError::ShardClosed { .. }) => {}
             Err(other) => panic!("{other:?}"),
         }
         appender.join().unwrap();
@@ -321,7 +323,7 @@ fn loom_shard_failed_sync_fails_every_append_it_covered() {
             );
         }
         assert_eq!(fixture.durable_records(), 0);
-        assert_eq!(fixture.shard.core().commit.durable(), 0);
+        assert_eq!(fixture.shard.core().commit().durable(), 0);
         let _ = fixture.shard.close();
     });
 }

@@ -5,12 +5,11 @@ use std::sync::Arc;
 use felix_format::{MAX_PAYLOAD_BYTES, record_encoded_len};
 use felix_segment::{Record, SegmentWriter};
 
-use super::{Sealed, WriterState, next_reservation, segment_config};
+use super::{Log, Sealed, WriterState, next_reservation, segment_config};
 use crate::config::Preallocation;
 use crate::error::{Result, StorageError};
 use crate::metrics::Wrote;
 use crate::shard::AppendReceipt;
-use crate::shard::core::Core;
 use crate::stats::Counters;
 
 /// Whether the caller of a write makes it durable itself (an on-commit
@@ -23,13 +22,7 @@ pub(crate) enum Synced {
     Later,
 }
 
-impl Core {
-    /// Whether appends on this shard wait for durability (group commit
-    /// keeps the policy).
-    pub(crate) fn on_commit(&self) -> bool {
-        self.commit.on_commit()
-    }
-
+impl Log {
     /// Appends a batch without waiting for durability: offsets are
     /// assigned and the bytes written.
     pub(crate) fn append_nowait(
@@ -47,13 +40,13 @@ impl Core {
         let records = lens.len();
         if records == 0 {
             return Err(StorageError::EmptyBatch {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
             });
         }
         for (index_in_batch, len) in lens.enumerate() {
             if len > MAX_PAYLOAD_BYTES as usize {
                 return Err(StorageError::PayloadTooLarge {
-                    shard: Arc::clone(&self.label),
+                    shard: Arc::clone(&self.shared.label),
                     index_in_batch,
                     len,
                     max: MAX_PAYLOAD_BYTES,
@@ -82,11 +75,11 @@ impl Core {
         // take a non-empty one past the size limit; an oversized batch thus
         // gets an otherwise-empty segment of its own.
         if !state.writer.is_empty()
-            && state.writer.len() + batch_bytes > self.config.segment_size_bytes
+            && state.writer.len() + batch_bytes > self.shared.config.segment_size_bytes
         {
             self.roll(state)?;
         }
-        self.metrics.batch(records.len());
+        self.shared.metrics.batch(records.len());
         self.write_run(state, records, 1, batch_bytes, synced)
     }
 
@@ -108,13 +101,13 @@ impl Core {
         self.reserve_ahead(&mut state.writer, bytes);
         let appended = match state.writer.append(records) {
             Ok(appended) => appended,
-            Err(source) => return Err(self.poison_with(self.segment_error(source))),
+            Err(source) => return Err(self.poison_with(self.shared.segment_error(source))),
         };
         self.publish(&state.writer);
         // The writer lock is held: see `Counters::add_exclusive`.
-        Counters::add_exclusive(&self.counters.records_appended, records.len() as u64);
-        Counters::add_exclusive(&self.counters.bytes_appended, bytes);
-        if let Some(every) = self.config.writeback_bytes
+        Counters::add_exclusive(&self.shared.counters.records_appended, records.len() as u64);
+        Counters::add_exclusive(&self.shared.counters.bytes_appended, bytes);
+        if let Some(every) = self.shared.config.writeback_bytes
             && synced == Synced::Later
         {
             state.unsynced_bytes += bytes;
@@ -123,9 +116,9 @@ impl Core {
                 self.commit.request_writeback();
             }
         }
-        Counters::add_exclusive(&self.counters.appends, batches);
-        Counters::add_exclusive(&self.counters.writes, 1);
-        self.metrics.wrote(Wrote {
+        Counters::add_exclusive(&self.shared.counters.appends, batches);
+        Counters::add_exclusive(&self.shared.counters.writes, 1);
+        self.shared.metrics.wrote(Wrote {
             appends: batches,
             records: records.len() as u64,
             bytes,
@@ -143,15 +136,17 @@ impl Core {
     /// [`Preallocation::Stepped`]. Failing to is logged and otherwise
     /// ignored: a write that really finds no space fails on its own.
     fn reserve_ahead(&self, writer: &mut SegmentWriter, bytes: u64) {
-        if self.config.preallocate != Preallocation::Stepped {
+        if self.shared.config.preallocate != Preallocation::Stepped {
             return;
         }
         let end = writer.len() + bytes;
-        if let Some(to) =
-            next_reservation(end, writer.reserved_end(), self.config.segment_size_bytes)
-            && let Err(err) = writer.reserve(to)
+        if let Some(to) = next_reservation(
+            end,
+            writer.reserved_end(),
+            self.shared.config.segment_size_bytes,
+        ) && let Err(err) = writer.reserve(to)
         {
-            tracing::debug!(shard = %self.label, error = %err, "could not reserve disk ahead of a write");
+            tracing::debug!(shard = %self.shared.label, error = %err, "could not reserve disk ahead of a write");
         }
     }
 
@@ -162,7 +157,7 @@ impl Core {
         next_offset
             .checked_add(records as u64)
             .ok_or_else(|| StorageError::OffsetSpaceExhausted {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
                 next_offset,
                 records,
             })
@@ -178,7 +173,7 @@ impl Core {
             "the readers' limit is the writer's end"
         );
         {
-            let mut view = self.log.view_mut();
+            let mut view = self.view_mut();
             view.active_limit = limit;
             view.active_max_timestamp = writer.max_timestamp_micros();
         }
@@ -209,11 +204,11 @@ impl Core {
     fn roll_paused(&self, state: &mut WriterState) -> Result<()> {
         let Some(next_id) = state.next_segment_id else {
             return Err(StorageError::SegmentIdsExhausted {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
                 last_id: state.writer.segment().id(),
             });
         };
-        let span = tracing::info_span!("roll", shard = %self.label, segment = next_id);
+        let span = tracing::info_span!("roll", shard = %self.shared.label, segment = next_id);
         let _entered = span.enter();
         // A kept clean-shutdown record would not list the new segment.
         self.forget_clean_shutdown()?;
@@ -222,7 +217,7 @@ impl Core {
         // only ever repairs the newest segment, so a sealed one must never
         // hold a torn write.
         if let Err(source) = state.writer.finish() {
-            return Err(self.poison_with(self.segment_error(source)));
+            return Err(self.poison_with(self.shared.segment_error(source)));
         }
         // A background sync that failed before the pause stops the roll
         // before the next segment is created.
@@ -231,32 +226,32 @@ impl Core {
             // Sealing wrote it, or tried once more and logged why it
             // failed: the segment is sealed without a usable index, which
             // its readers rebuild.
-            Counters::add(&self.counters.index_write_failures, 1);
+            Counters::add(&self.shared.counters.index_write_failures, 1);
         }
         if !state.writer.time_index_persisted() {
             // Logged by the writer: built from the records when needed.
-            Counters::add(&self.counters.index_write_failures, 1);
+            Counters::add(&self.shared.counters.index_write_failures, 1);
         }
         let next = SegmentWriter::create(
-            &self.fs,
-            &self.dir,
+            &self.shared.fs,
+            &self.shared.dir,
             next_id,
             base,
-            segment_config(&self.config),
-            Arc::clone(&self.label),
+            segment_config(&self.shared.config),
+            Arc::clone(&self.shared.label),
         );
         let next = match next {
             Ok(next) => next,
-            Err(source) => return Err(self.poison_with(self.segment_error(source))),
+            Err(source) => return Err(self.poison_with(self.shared.segment_error(source))),
         };
         if !next.index_persisted() {
-            Counters::add(&self.counters.index_write_failures, 1);
+            Counters::add(&self.shared.counters.index_write_failures, 1);
         }
         let old_time_written = state.writer.time_index_persisted();
         let old = std::mem::replace(&mut state.writer, next);
         // Readers move to the new segment's index first, so the old index
         // is no longer shared and sealing frees it without a copy.
-        self.log.view_mut().active_index = state.writer.active_index();
+        self.view_mut().active_index = state.writer.active_index();
         let sealed = old.into_sealed();
         debug_assert_eq!(
             sealed.extent.next_offset, base,
@@ -274,15 +269,15 @@ impl Core {
             .unwrap_or_else(std::sync::PoisonError::into_inner) =
             Some(sealed.time_index.max_timestamp_micros());
         {
-            let mut view = self.log.view_mut();
+            let mut view = self.view_mut();
             view.sealed.push(Arc::new(entry));
             view.follow(&state.writer);
         }
         self.commit.set_handle(state.writer.sync_handle());
         // Sealing synced everything before the new segment.
         self.commit.advance_durable(base);
-        Counters::add(&self.counters.rolls, 1);
-        self.metrics.rolled();
+        Counters::add(&self.shared.counters.rolls, 1);
+        self.shared.metrics.rolled();
         self.report_layout();
         tracing::info!(base_offset = base, "rolled to a new segment");
         Ok(())

@@ -25,13 +25,11 @@ use std::ops::{Deref, DerefMut};
 use felix_format::record_encoded_len;
 use felix_segment::Record;
 
-use super::{Held, Synced, WriterState};
+use super::{Held, Log, Synced, WriterState};
 use crate::error::{Result, StorageError};
 use crate::loom::sync::{MutexGuard, TryMutexGuard};
 use crate::loom::thread::{self, Thread};
 use crate::shard::AppendReceipt;
-use crate::shard::commit::QueuedWrites;
-use crate::shard::core::Core;
 use crate::stats::Counters;
 
 /// Rounds of writes a leader makes before handing the lead over.
@@ -75,7 +73,7 @@ pub(crate) struct Spare {
 
 /// The writer lock with the queue drained and held: see the module docs.
 pub(crate) struct WriterGuard<'a> {
-    shard: &'a Core,
+    log: &'a Log,
     state: TryMutexGuard<'a, WriterState>,
     /// `None` on shards that never queue (durability other than on-commit):
     /// their appends skip a lock they do not need.
@@ -101,17 +99,17 @@ impl Drop for WriterGuard<'_> {
     /// continues from the writer's next offset. A holder that panicked
     /// poisons the shard first (see the log's module docs).
     fn drop(&mut self) {
-        self.shard.poison_if_panicking();
+        self.log.poison_if_panicking();
         let next = self.state.writer.next_offset();
         if let Some(queue) = &mut self.queue {
             queue.next = next;
         }
-        self.shard.commit.set_assigned(next);
+        self.log.commit.set_assigned(next);
     }
 }
 
-impl Core {
-    /// The writer lock and the queue (see [`Core::writer_state`]), for a
+impl Log {
+    /// The writer lock and the queue (see [`Log::writer_state`]), for a
     /// change of the log: refused once the shard is closed or poisoned.
     /// Close marks the shard closed with both held, so nothing changes the
     /// log after it.
@@ -126,14 +124,22 @@ impl Core {
     /// A failure to write poisons the shard, and so does finding that a
     /// panic interrupted the lock's last holder; holders check for that.
     pub(crate) fn writer_state(&self) -> WriterGuard<'_> {
-        let state = self.whole(self.log.lock_writer());
+        let state = self.whole(self.lock_state());
         self.guard_writer(state)
     }
 
-    /// [`Core::writer_state`] if the writer lock is free now; `None` while
-    /// someone holds it (who writes what is queued: see [`QueuedWrites`]).
+    /// Writes what is queued if the writer lock is free now, and says
+    /// whether it was (group commit's `QueuedWrites`, through the shard):
+    /// taking the lock writes the queue, then pokes the pool for the
+    /// waiters it covered. Someone holding the lock writes it instead.
+    pub(crate) fn write_queued(&self) -> bool {
+        self.try_writer_state().map(drop).is_some()
+    }
+
+    /// [`Log::writer_state`] if the writer lock is free now; `None` while
+    /// someone holds it (who writes what is queued).
     fn try_writer_state(&self) -> Option<WriterGuard<'_>> {
-        let state = self.whole(self.log.try_lock_writer()?);
+        let state = self.whole(self.try_lock_state()?);
         Some(self.guard_writer(state))
     }
 
@@ -153,7 +159,7 @@ impl Core {
     /// Why the shard stops when a panic interrupts a write.
     fn write_interrupted(&self) -> StorageError {
         StorageError::WriteInterrupted {
-            shard: std::sync::Arc::clone(&self.label),
+            shard: std::sync::Arc::clone(&self.shared.label),
         }
     }
 
@@ -167,14 +173,14 @@ impl Core {
 
     /// The writer lock held as `state`, with the queue taken and drained.
     fn guard_writer<'a>(&'a self, mut state: TryMutexGuard<'a, WriterState>) -> WriterGuard<'a> {
-        if !self.on_commit() {
+        if !self.commit.on_commit() {
             return WriterGuard {
-                shard: self,
+                log: self,
                 state,
                 queue: None,
             };
         }
-        let mut queue = self.log.queue();
+        let mut queue = self.queue();
         if !queue.records.is_empty() {
             let mut spare = std::mem::take(&mut state.spare);
             std::mem::swap(&mut spare.records, &mut queue.records);
@@ -199,7 +205,7 @@ impl Core {
             state.writer.next_offset()
         );
         WriterGuard {
-            shard: self,
+            log: self,
             state,
             queue: Some(queue),
         }
@@ -210,7 +216,7 @@ impl Core {
     /// lead now (nobody does). Without one the batch waits for a leader or
     /// for the sync worker, which writes what is queued before it syncs.
     fn enqueue(&self, records: &[Record], owner: Option<Thread>) -> Result<(AppendReceipt, bool)> {
-        let mut queue = self.log.queue();
+        let mut queue = self.queue();
         // Close marks the shard with the queue held: nothing is queued
         // after it.
         self.check_open()?;
@@ -261,7 +267,7 @@ impl Core {
     /// handed over).
     fn take_lead(&self) -> Result<()> {
         {
-            let mut queue = self.log.queue();
+            let mut queue = self.queue();
             if queue.leading || queue.records.is_empty() {
                 return Ok(());
             }
@@ -280,16 +286,16 @@ impl Core {
         // batches it took from the queue.
         let _unwinding = PoisonOnPanic(self);
         loop {
-            let mut state = self.whole(self.log.lock_writer());
+            let mut state = self.whole(self.lock_state());
             let mut spare = std::mem::take(&mut state.spare);
             {
-                let mut queue = self.log.queue();
+                let mut queue = self.queue();
                 if queue.records.is_empty() {
                     queue.leading = false;
                     state.spare = spare;
                     return Ok(());
                 }
-                last = rounds >= self.log.max_lead_rounds();
+                last = rounds >= self.max_lead_rounds();
                 if last && let Some(next) = queue.owners.iter().flatten().next().cloned() {
                     // This appender's own batch went out in the first
                     // round; the oldest queued one's owner leads next.
@@ -298,7 +304,7 @@ impl Core {
                     state.spare = spare;
                     drop(state);
                     next.unpark();
-                    Counters::add(&self.counters.lead_handoffs, 1);
+                    Counters::add(&self.shared.counters.lead_handoffs, 1);
                     return Ok(());
                 }
                 // Past the rounds with only batches of appends with a
@@ -321,7 +327,7 @@ impl Core {
             if let Err(err) = written {
                 // Poisoned: nothing queued will ever be written, and every
                 // waiter has been woken to the error.
-                self.log.queue().leading = false;
+                self.queue().leading = false;
                 return Err(err);
             }
             // Every poke of the pool follows a write: a worker that found
@@ -331,14 +337,14 @@ impl Core {
             self.commit.poke();
             if last {
                 let next = {
-                    let mut queue = self.log.queue();
+                    let mut queue = self.queue();
                     queue.leading = false;
                     queue.owners.iter().flatten().next().cloned()
                 };
                 // An appender that queued during the last write leads next.
                 if let Some(next) = next {
                     next.unpark();
-                    Counters::add(&self.counters.lead_handoffs, 1);
+                    Counters::add(&self.shared.counters.lead_handoffs, 1);
                 }
                 return Ok(());
             }
@@ -355,7 +361,7 @@ impl Core {
             batches.ends.last().copied().unwrap_or(0),
             "batch ends cover the queued records"
         );
-        let limit = self.config.segment_size_bytes;
+        let limit = self.shared.config.segment_size_bytes;
         let mut run_start = 0;
         let mut run_bytes = 0u64;
         let mut run_batches = 0u64;
@@ -387,7 +393,7 @@ impl Core {
                 run_batches = 0;
             }
             // Each batch is one append call for the batch-size histogram.
-            self.metrics.batch(batch.len());
+            self.shared.metrics.batch(batch.len());
             run_bytes += bytes;
             run_batches += 1;
             start = end;
@@ -401,20 +407,12 @@ impl Core {
 }
 
 /// Poisons the shard if dropped while the thread panics (see
-/// [`Core::poison_if_panicking`]).
-struct PoisonOnPanic<'a>(&'a Core);
+/// [`Log::poison_if_panicking`]).
+struct PoisonOnPanic<'a>(&'a Log);
 
 impl Drop for PoisonOnPanic<'_> {
     fn drop(&mut self) {
         self.0.poison_if_panicking();
-    }
-}
-
-impl QueuedWrites for Core {
-    fn write_queued(&self) -> bool {
-        // Taking the writer lock writes what is queued, then pokes the pool
-        // for the waiters it covered.
-        self.try_writer_state().map(drop).is_some()
     }
 }
 
@@ -427,7 +425,7 @@ mod tests {
 
     use felix_segment::Record;
 
-    use super::QueuedWrites;
+    use crate::shard::commit::QueuedWrites;
     use crate::shard::log::Synced;
     use crate::{Durability, Preallocation, Shard, StorageError, StoreConfig};
 
@@ -450,7 +448,7 @@ mod tests {
             .open()
             .unwrap();
         let core = shard.core();
-        let held = core.writer_state();
+        let held = core.log().writer_state();
         let (tx, rx) = std::sync::mpsc::channel();
         let answered = std::thread::scope(|scope| {
             scope.spawn(|| tx.send(core.write_queued()).unwrap());
@@ -469,6 +467,7 @@ mod tests {
     fn assert_write_interrupted(shard: &Shard) {
         let core = shard.core();
         let err = core
+            .log()
             .append_nowait(&[Record::new(0, "after")], Synced::Later)
             .unwrap_err();
         assert!(
@@ -498,6 +497,7 @@ mod tests {
             .unwrap();
         shard
             .core()
+            .log()
             .append_nowait(&[Record::new(0, "before")], Synced::Later)
             .unwrap();
         shard
@@ -514,7 +514,7 @@ mod tests {
         let panicked = std::thread::scope(|scope| {
             scope
                 .spawn(|| {
-                    let _held = core.writer_state();
+                    let _held = core.log().writer_state();
                     panic!("a write cut short");
                 })
                 .join()
@@ -540,13 +540,13 @@ mod tests {
         let panicked = std::thread::scope(|scope| {
             scope
                 .spawn(|| {
-                    let _held = core.log.writer.lock();
+                    let _held = core.log().writer.lock();
                     panic!("a round cut short");
                 })
                 .join()
         });
         assert!(panicked.is_err());
-        assert!(core.check_poison().is_ok(), "not yet noticed");
+        assert!(core.commit().check_poison().is_ok(), "not yet noticed");
         assert_write_interrupted(&shard);
     }
 
@@ -566,7 +566,7 @@ mod tests {
                 .open()
                 .unwrap(),
         );
-        shard.core().log.set_max_lead_rounds(1);
+        shard.core().log().set_max_lead_rounds(1);
         let blocking: Vec<_> = (0..THREADS)
             .map(|_| {
                 let shard = Arc::clone(&shard);
@@ -614,7 +614,7 @@ mod tests {
             ..StoreConfig::default()
         };
         let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
-        shard.core().log.set_max_lead_rounds(1);
+        shard.core().log().set_max_lead_rounds(1);
         let threads: Vec<_> = (0..THREADS)
             .map(|t| {
                 let shard = Arc::clone(&shard);

@@ -9,11 +9,10 @@ use felix_io::{IoError, OpenMode};
 use felix_recovery::{ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, SegmentFile, SegmentWriter, SparseIndex, fs::sync_dir};
 
-use super::{WriterState, segment_config};
+use super::{Log, WriterState, segment_config};
 use crate::error::{Result, StorageError};
-use crate::shard::core::Core;
 
-impl Core {
+impl Log {
     /// Drops every record at or above `offset`, which lies in
     /// `base..next` (checked by the caller).
     pub(crate) fn truncate_locked(&self, state: &mut WriterState, offset: u64) -> Result<()> {
@@ -31,7 +30,7 @@ impl Core {
             // Remove the active segment and every sealed one above `offset`,
             // newest first, so the directory always holds a prefix.
             self.remove_segment_files(state.writer.segment().id())?;
-            let mut sealed = self.log.view().sealed.clone();
+            let mut sealed = self.view().sealed.clone();
             while let Some(last) = sealed.last() {
                 if last.extent.base_offset <= offset {
                     break;
@@ -43,18 +42,18 @@ impl Core {
                 .last()
                 .cloned()
                 .ok_or_else(|| StorageError::TruncateBelowBase {
-                    shard: Arc::clone(&self.label),
+                    shard: Arc::clone(&self.shared.label),
                     requested: offset,
                     oldest: offset,
                 })?;
             let (file, _) = SegmentFile::open(
-                &self.fs,
-                &self.dir,
+                &self.shared.fs,
+                &self.shared.dir,
                 target.extent.id,
-                Arc::clone(&self.label),
+                Arc::clone(&self.shared.label),
                 OpenMode::ReadWrite,
             )
-            .map_err(|e| self.segment_error(e))?;
+            .map_err(|e| self.shared.segment_error(e))?;
             let file = Arc::new(file);
             // The cut is made at the position the index leads to, so the
             // index must be one the records vouch for: a wrong entry could
@@ -66,12 +65,12 @@ impl Core {
                 next_offset: target.extent.next_offset,
             };
             let position = self.position_of(&file, &entries, offset, limit)?;
-            let mut view = self.log.view_mut();
+            let mut view = self.view_mut();
             view.sealed.truncate(sealed.len() - 1);
             (file, position, entries)
         };
         let path = file.path().to_path_buf();
-        let io = |op, e| self.segment_error(IoError::new(op, &path, e).into());
+        let io = |op, e| self.shared.segment_error(IoError::new(op, &path, e).into());
         // A time index file describes the segment as it was sealed. It goes
         // first, durably: appends after the cut could bring the segment back
         // to the same extent with other records, and the file must not be
@@ -94,18 +93,18 @@ impl Core {
             position,
             ScanStart::first_record(&file),
             ScanDepth::Headers,
-            self.config.index_spacing_bytes,
+            self.shared.config.index_spacing_bytes,
         )
-        .map_err(|e| self.segment_error(e.into()))?;
+        .map_err(|e| self.shared.segment_error(e.into()))?;
         state.writer = SegmentWriter::resume(
             file,
             offset,
             position,
             index,
             kept_walk.time_index,
-            segment_config(&self.config),
+            segment_config(&self.shared.config),
         )
-        .map_err(|e| self.segment_error(e))?;
+        .map_err(|e| self.shared.segment_error(e))?;
         // The cut and everything below it were synced above.
         self.install_writer(state, Some(offset));
         Ok(())
@@ -126,24 +125,28 @@ impl Core {
         let start = felix_segment::seek_entries(entries, file.base_offset(), offset);
         let records = file
             .read(start, offset, limit, 0)
-            .map_err(|e| self.segment_error(e))?;
+            .map_err(|e| self.shared.segment_error(e))?;
         records.first().map(|r| r.position).ok_or_else(|| {
-            self.segment_error(felix_segment::SegmentError::OffsetOutOfRange {
-                segment: file.id(),
-                offset,
-                base_offset: file.base_offset(),
-                next_offset: limit.next_offset,
-            })
+            self.shared
+                .segment_error(felix_segment::SegmentError::OffsetOutOfRange {
+                    segment: file.id(),
+                    offset,
+                    base_offset: file.base_offset(),
+                    next_offset: limit.next_offset,
+                })
         })
     }
 
     /// Removes `file`'s time index file, if it has one, durably.
     fn remove_time_index(&self, file: &SegmentFile) -> Result<()> {
         let path = file.time_index_path();
-        match self.fs.remove_file(&path) {
-            Ok(()) => sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into())),
+        match self.shared.fs.remove_file(&path) {
+            Ok(()) => sync_dir(&self.shared.fs, &self.shared.dir)
+                .map_err(|e| self.shared.segment_error(e.into())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(self.segment_error(IoError::new("remove", &path, e).into())),
+            Err(e) => Err(self
+                .shared
+                .segment_error(IoError::new("remove", &path, e).into())),
         }
     }
 
@@ -158,16 +161,18 @@ impl Core {
     /// when the segment was the oldest (`Note::IndexOfRemovedSegment`).
     pub(crate) fn remove_segment_files(&self, id: u64) -> Result<()> {
         for kind in [FileKind::Index, FileKind::TimeIndex, FileKind::Segment] {
-            let path = self.dir.join(file_name(id, kind).as_str());
-            match self.fs.remove_file(&path) {
+            let path = self.shared.dir.join(file_name(id, kind).as_str());
+            match self.shared.fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(self.segment_error(IoError::new("remove", &path, e).into()));
+                    return Err(self
+                        .shared
+                        .segment_error(IoError::new("remove", &path, e).into()));
                 }
             }
         }
-        sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into()))
+        sync_dir(&self.shared.fs, &self.shared.dir).map_err(|e| self.shared.segment_error(e.into()))
     }
 
     /// Points readers and group commit at the writer's segment after the
@@ -176,7 +181,7 @@ impl Core {
     /// group commit is reset, so that no reader sees the new log end with
     /// the old durable offset.
     fn install_writer(&self, state: &WriterState, durable: Option<u64>) {
-        let mut view = self.log.view_mut();
+        let mut view = self.view_mut();
         view.follow(&state.writer);
         self.commit.reset_log(
             state.writer.next_offset(),
@@ -184,7 +189,7 @@ impl Core {
             state.writer.sync_handle(),
         );
         drop(view);
-        self.metrics.truncated();
+        self.shared.metrics.truncated();
         self.report_layout();
     }
     /// Discards the whole log and begins again at `offset`, with the writer
@@ -198,7 +203,7 @@ impl Core {
         // Checked before anything is removed: the fresh segment needs an id.
         let Some(next_id) = state.next_segment_id else {
             return Err(StorageError::SegmentIdsExhausted {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
                 last_id: state.writer.segment().id(),
             });
         };
@@ -211,23 +216,23 @@ impl Core {
         let result = (|| {
             self.forget_clean_shutdown()?;
             self.remove_segment_files(state.writer.segment().id())?;
-            let sealed = self.log.view().sealed.clone();
+            let sealed = self.view().sealed.clone();
             for segment in sealed.iter().rev() {
                 self.remove_segment_files(segment.extent.id)?;
             }
             let writer = SegmentWriter::create(
-                &self.fs,
-                &self.dir,
+                &self.shared.fs,
+                &self.shared.dir,
                 next_id,
                 offset,
-                segment_config(&self.config),
-                Arc::clone(&self.label),
+                segment_config(&self.shared.config),
+                Arc::clone(&self.shared.label),
             )
-            .map_err(|e| self.segment_error(e))?;
+            .map_err(|e| self.shared.segment_error(e))?;
             state.next_segment_id = next_id.checked_add(1);
             state.writer = writer;
             {
-                let mut view = self.log.view_mut();
+                let mut view = self.view_mut();
                 view.sealed.clear();
                 view.log_start = offset;
             }

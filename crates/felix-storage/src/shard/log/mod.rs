@@ -1,34 +1,58 @@
-//! The log: its writer (appends, rolls, cuts) and the view readers share.
+//! The log: its writer (appends, rolls, cuts, the log start, retention,
+//! replacements), the view readers share, and the reads and scrubs made
+//! through it.
 //!
-//! [`Log`] owns the log's state: the writer under the writer lock, the
-//! queue of on-commit batches waiting for a combining leader
-//! (`combine.rs`), and the [`View`] readers copy from. What readers need of
-//! the writer (the segments, the active segment's readable limit and
-//! index) is published into the view after each change, so a reader never
-//! takes the writer lock and never passes the writer's limit.
+//! [`Log`] owns the log's state, all of it private to this module: the
+//! writer under the writer lock, the queue of on-commit batches waiting for
+//! a combining leader (`combine.rs`), the [`View`] readers copy from, the
+//! directory's lock with the clean-shutdown record the open kept
+//! (`clean.rs`), and the lock that runs replacements one at a time
+//! (`replace.rs`). What readers need of the writer (the segments, the
+//! active segment's readable limit and index) is published into the view
+//! after each change, so a reader never takes the writer lock and never
+//! passes the writer's limit.
 //!
-//! The writer lock is taken only here: [`WriterGuard`] (`combine.rs`) is the
-//! one way to hold it, and a combining leader's rounds the other. A panic
-//! while it is held leaves a write half done (bytes in the file the view
-//! does not know, a queue whose offsets were assigned): the lock is then
-//! poisoned, and so is the shard (`StorageError::WriteInterrupted`), so no
-//! write follows one that was cut short.
+//! The writer lock is taken only here: [`Log::lock_writer`] (a
+//! `WriterGuard`, `combine.rs`) is the one way to hold it, and a combining
+//! leader's rounds the other. Work that needs nothing but the log takes it
+//! inside a `Log` method (`sync`, `close`, `replace_sealed_segment`,
+//! appends); the shard's operations that must change the log and the
+//! generation history under one hold take the guard and call the `Log`
+//! methods that do the locked work (`append_locked`, `truncate_locked`,
+//! `reset_locked`, `move_start`, `delete_segments`). A panic while it is
+//! held leaves a write half done (bytes in the file the view does not know,
+//! a queue whose offsets were assigned): the lock is then poisoned, and so
+//! is the shard (`StorageError::WriteInterrupted`), so no write follows one
+//! that was cut short.
 //!
-//! Calls go one way: the shard's operations (`Core`) use the log, and the
-//! log publishes what it wrote to group commit (`commit/`); group commit
-//! asks the log for nothing but to write its queue before a sync, through
-//! the `QueuedWrites` trait the shard implements.
+//! Calls go one way: the shard's operations (`Core`, `core.rs`) use the
+//! log; the log uses group commit (`commit/`), publishing what it wrote and
+//! poisoning it on a failure, and the shared settings and counters
+//! (`shared.rs`); it never names the shard or its generations. Group
+//! commit asks the log for nothing but to write its queue before a sync,
+//! through the `QueuedWrites` trait the shard implements by calling
+//! [`Log::write_queued`]. `cargo xtask layering` checks this (`shard::log`
+//! in `STORAGE_UNITS`).
 
 mod append;
+mod clean;
+mod close;
 mod combine;
 mod cut;
 mod read;
+mod replace;
+mod retention;
+mod scrub;
 mod start;
 mod time;
 
 pub(crate) use append::Synced;
-pub(crate) use combine::{Queue, Spare, WriterGuard};
+pub(crate) use clean::CleanShutdown;
+pub(crate) use combine::{Queue, Spare};
 pub use read::ReadRecord;
+pub use replace::SegmentCopy;
+pub use retention::RetentionOutcome;
+pub use scrub::ScrubReport;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -42,13 +66,25 @@ use felix_segment::{
 };
 
 use crate::config::{Preallocation, StoreConfig};
+use crate::error::{Result, StorageError};
 use crate::loom::sync::{MutexGuard, TryMutex, TryMutexGuard};
+use crate::metrics::Layout;
+use crate::shard::bounds::{Offsets, ReadBound, readable_end};
+use crate::shard::commit::Commit;
+use crate::shard::shared::Shared;
 use combine::MAX_LEAD_ROUNDS;
 
 /// The log's state, each piece under its own lock (see `core.rs` for the
-/// order they are taken in).
+/// order they are taken in), and the parts it reports to: the shard's
+/// shared settings and counters, and group commit.
 #[derive(Debug)]
 pub(crate) struct Log {
+    shared: Arc<Shared>,
+    /// Group commit, which the log tells what it wrote.
+    commit: Arc<Commit>,
+    /// The directory's lock and the clean-shutdown record the open kept
+    /// (`clean.rs`).
+    clean: CleanShutdown,
     /// The writer lock: held by appends, rolls, truncation and retention,
     /// across the `write` system call. Loom's under `--cfg loom`, as the
     /// queue (see `crate::loom`).
@@ -60,6 +96,10 @@ pub(crate) struct Log {
     max_lead_rounds: AtomicUsize,
     /// What readers see.
     view: RwLock<View>,
+    /// Held by `replace_sealed_segment` from writing its copy to the
+    /// rename: replacements run one at a time, so two never share the one
+    /// temporary name a copy of a segment has.
+    replacing: Mutex<()>,
 }
 
 /// The writer lock as taken: `Interrupted` when a panic unwound through an
@@ -72,14 +112,25 @@ pub(crate) enum Held<'a> {
 }
 
 impl Log {
-    /// The log as an open found it: `writer` at its end, `view` showing it.
-    pub(crate) fn new(writer: WriterState, view: View) -> Self {
+    /// The log as an open found it: `writer` at its end, `view` showing it,
+    /// the directory's lock held and its clean-shutdown record as `clean`.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        commit: Arc<Commit>,
+        writer: WriterState,
+        view: View,
+        clean: CleanShutdown,
+    ) -> Self {
         let next = writer.writer.next_offset();
         Self {
+            shared,
+            commit,
+            clean,
             writer: TryMutex::new(writer),
             queue: crate::loom::sync::Mutex::new(Queue::new(next)),
             max_lead_rounds: AtomicUsize::new(MAX_LEAD_ROUNDS),
             view: RwLock::new(view),
+            replacing: Mutex::new(()),
         }
     }
 
@@ -97,7 +148,7 @@ impl Log {
     }
 
     /// Takes the writer lock, waiting for it.
-    fn lock_writer(&self) -> Held<'_> {
+    fn lock_state(&self) -> Held<'_> {
         match self.writer.lock() {
             Ok(state) => Held::Whole(state),
             Err(poisoned) => Held::Interrupted(poisoned.into_inner()),
@@ -105,7 +156,7 @@ impl Log {
     }
 
     /// Takes the writer lock if it is free now; `None` while it is held.
-    fn try_lock_writer(&self) -> Option<Held<'_>> {
+    fn try_lock_state(&self) -> Option<Held<'_>> {
         match self.writer.try_lock() {
             Ok(state) => Some(Held::Whole(state)),
             Err(std::sync::TryLockError::Poisoned(poisoned)) => {
@@ -123,6 +174,72 @@ impl Log {
     /// Rounds a combining leader makes before it hands over.
     fn max_lead_rounds(&self) -> usize {
         self.max_lead_rounds.load(Relaxed).max(1)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        self.commit.check_open()
+    }
+
+    fn check_poison(&self) -> Result<()> {
+        self.commit.check_poison()
+    }
+
+    /// Stops writes for good, keeping the first failure as the reason.
+    fn poison_with(&self, err: StorageError) -> StorageError {
+        self.commit.poison_with(err)
+    }
+
+    /// Where a read under `bound` ends now, for a reader holding `view`.
+    pub(crate) fn end_for(&self, view: &View, bound: ReadBound) -> u64 {
+        readable_end(
+            bound,
+            view.active_limit.next_offset,
+            self.commit.durable(),
+            self.commit.on_commit(),
+            self.commit.poisoned().is_some(),
+        )
+    }
+
+    /// The log's offsets, as one snapshot: taken under the readers' view,
+    /// which every change of the log end holds while it publishes (a cut
+    /// lowers the durable offset with it held, too).
+    pub(crate) fn offsets(&self) -> Offsets {
+        let view = self.view();
+        let offsets = Offsets {
+            base: view.base_offset(),
+            readable: self.end_for(&view, ReadBound::Committed),
+            written: view.active_limit.next_offset,
+            durable: self.commit.durable().min(view.active_limit.next_offset),
+        };
+        debug_assert!(
+            offsets.base <= offsets.written
+                && offsets.readable <= offsets.written
+                && offsets.durable <= offsets.written,
+            "{offsets:?}"
+        );
+        offsets
+    }
+
+    /// Reports the segments' layout to the metrics: after an open, a roll,
+    /// retention, a cut and a replacement.
+    pub(crate) fn report_layout(&self) {
+        let view = self.view();
+        let sealed_bytes = view.sealed.iter().map(|s| s.extent.len).sum();
+        self.shared.metrics.layout(Layout {
+            base: view.base_offset(),
+            sealed_bytes,
+            active_len: view.active_limit.end_position,
+            segments: view.sealed.len() + 1,
+            written: self.commit.written(),
+        });
+    }
+
+    /// The segments' extents in offset order, the active one last.
+    pub(crate) fn extents(&self) -> Vec<SegmentExtent> {
+        let view = self.view();
+        let mut out: Vec<SegmentExtent> = view.sealed.iter().map(|s| s.extent).collect();
+        out.push(view.active_extent());
+        out
     }
 
     /// Makes combining leaders hand over after `rounds` rounds (tests).

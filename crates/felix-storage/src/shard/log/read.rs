@@ -7,10 +7,9 @@ use felix_io::OpenMode;
 use felix_recovery::{IndexProblem, Note, ScanDepth, ScanStart, scan_segment};
 use felix_segment::{ReadLimit, ReadStart, RecordRun, SegmentError, SegmentFile, SparseIndex};
 
-use super::{OpenedSegment, Sealed};
+use super::{Log, OpenedSegment, Sealed};
 use crate::error::{Result, StorageError};
 use crate::shard::bounds::ReadBound;
-use crate::shard::core::Core;
 
 /// A record read from a shard.
 ///
@@ -61,9 +60,9 @@ fn bounded(limit: ReadLimit, end: u64) -> ReadLimit {
     }
 }
 
-impl Core {
+impl Log {
     /// Reads whole records from `from` onwards, up to where `bound` ends
-    /// when the read begins (see `Shard::read_bounded`): the run read,
+    /// when the read begins (see `Shard::read`): the run read,
     /// record by record, each payload a slice of its run's bytes.
     pub(crate) fn read(
         &self,
@@ -94,7 +93,7 @@ impl Core {
         bound: ReadBound,
     ) -> Result<Vec<RecordRun>> {
         let end = {
-            let view = self.log.view();
+            let view = self.view();
             self.end_for(&view, bound)
         };
         let mut out: Vec<RecordRun> = Vec::new();
@@ -130,11 +129,11 @@ impl Core {
     /// Finds the segment holding `offset`, or `None` at or past `end` (or
     /// the log's end, if a cut has lowered it below).
     fn target(&self, offset: u64, end: u64) -> Result<Option<Target>> {
-        let view = self.log.view();
+        let view = self.view();
         let oldest = view.base_offset();
         if offset < oldest {
             return Err(StorageError::Trimmed {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
                 requested: offset,
                 oldest,
             });
@@ -168,7 +167,7 @@ impl Core {
     }
 
     fn read_target(&self, target: Target, from: u64, budget: u64) -> Result<RecordRun> {
-        let buffers = Some(&*self.read_buffers);
+        let buffers = Some(&*self.shared.read_buffers);
         match target {
             Target::Active {
                 file,
@@ -183,7 +182,7 @@ impl Core {
                     budget,
                     buffers,
                 )
-                .map_err(|e| self.segment_error(e)),
+                .map_err(|e| self.shared.segment_error(e)),
             Target::Sealed(sealed, end) => {
                 let opened = self.open_sealed(&sealed, from)?;
                 let limit = bounded(
@@ -212,7 +211,7 @@ impl Core {
                     {
                         self.read_from_records(&sealed, &opened, entry, from, limit, budget)
                     }
-                    other => other.map_err(|e| self.segment_error(e)),
+                    other => other.map_err(|e| self.shared.segment_error(e)),
                 }
             }
         }
@@ -242,9 +241,9 @@ impl Core {
                 from,
                 limit,
                 budget,
-                Some(&*self.read_buffers),
+                Some(&*self.shared.read_buffers),
             )
-            .map_err(|e| self.segment_error(e))?;
+            .map_err(|e| self.shared.segment_error(e))?;
         let number = opened.index.entries().iter().position(|e| *e == start);
         let reason = match number {
             Some(number) => IndexProblem::StaleEntry {
@@ -258,9 +257,9 @@ impl Core {
             segment: sealed.extent.id,
             reason,
         };
-        tracing::warn!(shard = %self.label, note = %note, "stale index entry; index rebuilt from the records");
+        tracing::warn!(shard = %self.shared.label, note = %note, "stale index entry; index rebuilt from the records");
         self.persist_index(sealed, &opened.file, &rebuilt);
-        self.add_note(note);
+        self.shared.add_note(note);
         *sealed
             .opened
             .lock()
@@ -287,33 +286,33 @@ impl Core {
             return Ok(Arc::clone(existing));
         }
         let (file, _) = match SegmentFile::open(
-            &self.fs,
-            &self.dir,
+            &self.shared.fs,
+            &self.shared.dir,
             sealed.extent.id,
-            Arc::clone(&self.label),
+            Arc::clone(&self.shared.label),
             OpenMode::Read,
         ) {
             Ok(opened) => opened,
             Err(SegmentError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
                 // Retention removed it after this read chose it.
                 return Err(StorageError::Trimmed {
-                    shard: Arc::clone(&self.label),
+                    shard: Arc::clone(&self.shared.label),
                     requested,
-                    oldest: self.log.view().base_offset(),
+                    oldest: self.view().base_offset(),
                 });
             }
-            Err(e) => return Err(self.segment_error(e)),
+            Err(e) => return Err(self.shared.segment_error(e)),
         };
         let file = Arc::new(file);
         let (index, vouched) = match SparseIndex::load(
-            &self.fs,
+            &self.shared.fs,
             &file.index_path(),
             sealed.extent.base_offset,
             sealed.extent.len,
         ) {
             Ok(index) => (index, false),
             Err(reason) => {
-                tracing::warn!(shard = %self.label, segment = sealed.extent.id, %reason, "index unusable; rebuilding");
+                tracing::warn!(shard = %self.shared.label, segment = sealed.extent.id, %reason, "index unusable; rebuilding");
                 let index = self.scan_records(sealed, &file)?;
                 self.persist_index(sealed, &file, &index);
                 (index, true)
@@ -361,9 +360,9 @@ impl Core {
             sealed.extent.len,
             ScanStart::first_record(file),
             ScanDepth::Headers,
-            self.config.index_spacing_bytes,
+            self.shared.config.index_spacing_bytes,
         )
-        .map_err(|e| self.segment_error(e.into()))?;
+        .map_err(|e| self.shared.segment_error(e.into()))?;
         Ok(SparseIndex::from_entries(
             sealed.extent.base_offset,
             scan.index,
@@ -373,9 +372,9 @@ impl Core {
     /// Writes a rebuilt index back for the next open. Only an optimisation:
     /// failing to is harmless, since indexes are never trusted.
     fn persist_index(&self, sealed: &Sealed, file: &SegmentFile, index: &SparseIndex) {
-        if let Err(err) = index.write_file(&self.fs, &file.index_path()) {
-            tracing::warn!(shard = %self.label, segment = sealed.extent.id, error = %err, "could not write rebuilt index");
-            crate::stats::Counters::add(&self.counters.index_write_failures, 1);
+        if let Err(err) = index.write_file(&self.shared.fs, &file.index_path()) {
+            tracing::warn!(shard = %self.shared.label, segment = sealed.extent.id, error = %err, "could not write rebuilt index");
+            crate::stats::Counters::add(&self.shared.counters.index_write_failures, 1);
         }
     }
 }

@@ -28,13 +28,12 @@ use felix_segment::{
     ReadLimit, SegmentError, SparseIndex, TimeIndex, TimeIndexLoadError, TimestampHit,
 };
 
-use super::{OpenedSegment, Sealed};
+use super::{Log, OpenedSegment, Sealed};
 use crate::error::{Result, StorageError};
 use crate::shard::bounds::ReadBound;
-use crate::shard::core::Core;
 use crate::stats::Counters;
 
-impl Core {
+impl Log {
     /// The first record at or after the log start, below where `bound`
     /// ends, whose timestamp is at least `t` (see
     /// `Shard::offset_for_timestamp`).
@@ -44,7 +43,7 @@ impl Core {
         bound: ReadBound,
     ) -> Result<Option<TimestampHit>> {
         let (end, start, sealed, active) = {
-            let view = self.log.view();
+            let view = self.view();
             let end = self.end_for(&view, bound);
             let active = (
                 Arc::clone(&view.active),
@@ -97,7 +96,7 @@ impl Core {
         // The active segment's index is the writer's own: every entry is a
         // record boundary.
         file.find_timestamp(entry, next_position, from, limit, t, false)
-            .map_err(|e| self.segment_error(e))
+            .map_err(|e| self.shared.segment_error(e))
     }
 
     /// The first record of `sealed` at or after `lo` and below `end` whose
@@ -138,9 +137,9 @@ impl Core {
                 opened
                     .file
                     .find_timestamp(entry, next_position, from, limit, t, false)
-                    .map_err(|e| self.segment_error(e))
+                    .map_err(|e| self.shared.segment_error(e))
             }
-            other => other.map_err(|e| self.segment_error(e)),
+            other => other.map_err(|e| self.shared.segment_error(e)),
         }
     }
 
@@ -174,9 +173,10 @@ impl Core {
         }
         let extent = sealed.extent;
         let path = self
+            .shared
             .dir
             .join(file_name(extent.id, FileKind::TimeIndex).as_str());
-        let loaded = TimeIndex::load(&self.fs, &path, &extent);
+        let loaded = TimeIndex::load(&self.shared.fs, &path, &extent);
         let index = match loaded {
             Ok(index) if sealed.time_file_trusted => index,
             loaded => {
@@ -194,8 +194,8 @@ impl Core {
                         segment: extent.id,
                         reason,
                     };
-                    tracing::warn!(shard = %self.label, note = %note, "time index rebuilt from the records");
-                    self.add_note(note);
+                    tracing::warn!(shard = %self.shared.label, note = %note, "time index rebuilt from the records");
+                    self.shared.add_note(note);
                 }
                 let writable = !matches!(
                     problem,
@@ -227,15 +227,15 @@ impl Core {
             sealed.extent.len,
             ScanStart::first_record(&opened.file),
             ScanDepth::Headers,
-            self.config.index_spacing_bytes,
+            self.shared.config.index_spacing_bytes,
             &[],
             claims,
         )
-        .map_err(|e| self.segment_error(e.into()))?;
+        .map_err(|e| self.shared.segment_error(e.into()))?;
         let scan = checked.scan;
         if let Some(damage) = scan.damage {
             // A read there fails the same way: the segment is damaged.
-            return Err(self.segment_error(SegmentError::Corrupt {
+            return Err(self.shared.segment_error(SegmentError::Corrupt {
                 site: opened.file.site(damage.position),
                 kind: damage.kind,
             }));
@@ -255,18 +255,19 @@ impl Core {
     /// Only an optimisation: failing to is counted and harmless.
     fn persist_time_index(&self, index: &TimeIndex, extent: &SegmentExtent) {
         let path = self
+            .shared
             .dir
             .join(file_name(extent.id, FileKind::TimeIndex).as_str());
-        if let Err(err) = index.write_file(&self.fs, &path, extent) {
-            tracing::warn!(shard = %self.label, segment = extent.id, error = %err, "could not write a rebuilt time index");
-            Counters::add(&self.counters.index_write_failures, 1);
+        if let Err(err) = index.write_file(&self.shared.fs, &path, extent) {
+            tracing::warn!(shard = %self.shared.label, segment = extent.id, error = %err, "could not write a rebuilt time index");
+            Counters::add(&self.shared.counters.index_write_failures, 1);
         }
     }
 
     /// The timestamp of the newest record a read under `bound` returns.
     pub(crate) fn newest_timestamp(&self, bound: ReadBound) -> Result<Option<TimestampHit>> {
         let (start, end) = {
-            let view = self.log.view();
+            let view = self.view();
             (view.base_offset(), self.end_for(&view, bound))
         };
         if end <= start {
@@ -289,7 +290,7 @@ impl Core {
             Ok(max) => max,
             Err(StorageError::Trimmed { .. }) => None,
             Err(error) => {
-                tracing::warn!(shard = %self.label, segment = sealed.extent.id, %error, "largest timestamp unknown");
+                tracing::warn!(shard = %self.shared.label, segment = sealed.extent.id, %error, "largest timestamp unknown");
                 None
             }
         }

@@ -19,8 +19,7 @@ use felix_io::OpenMode;
 use felix_recovery::{ScrubDamage, SegmentScrub, scrub_segment};
 use felix_segment::{SegmentError, SegmentFile};
 
-use super::core::Core;
-use super::log::Sealed;
+use super::{Log, Sealed};
 use crate::error::Result;
 use crate::stats::Counters;
 
@@ -54,14 +53,14 @@ impl ScrubReport {
     }
 }
 
-impl Core {
+impl Log {
     /// Scrubs every sealed segment there is when it begins, calling `pace`
     /// with the bytes checked so far (across segments) after every chunk.
     pub(crate) fn scrub(
         &self,
         pace: &mut dyn FnMut(u64) -> ControlFlow<()>,
     ) -> Result<ScrubReport> {
-        let sealed = self.log.view().sealed.clone();
+        let sealed = self.view().sealed.clone();
         let mut report = ScrubReport {
             segments: Vec::with_capacity(sealed.len()),
             finished: true,
@@ -74,11 +73,16 @@ impl Core {
                 continue;
             };
             before += scrub.bytes;
-            Counters::add(&self.counters.scrubbed_bytes, scrub.bytes);
-            Counters::add(&self.counters.scrub_damage, scrub.damage.len() as u64);
-            self.metrics.scrubbed(scrub.bytes, scrub.damage.len());
+            Counters::add(&self.shared.counters.scrubbed_bytes, scrub.bytes);
+            Counters::add(
+                &self.shared.counters.scrub_damage,
+                scrub.damage.len() as u64,
+            );
+            self.shared
+                .metrics
+                .scrubbed(scrub.bytes, scrub.damage.len());
             for damage in &scrub.damage {
-                tracing::error!(shard = %self.label, site = %damage.site, offset = damage.offset, kind = %damage.kind, "scrub found a damaged record in a sealed segment");
+                tracing::error!(shard = %self.shared.label, site = %damage.site, offset = damage.offset, kind = %damage.kind, "scrub found a damaged record in a sealed segment");
             }
             let finished = scrub.finished;
             report.segments.push(scrub);
@@ -99,10 +103,10 @@ impl Core {
         pace: &mut dyn FnMut(u64) -> ControlFlow<()>,
     ) -> Result<Option<SegmentScrub>> {
         let opened = SegmentFile::open(
-            &self.fs,
-            &self.dir,
+            &self.shared.fs,
+            &self.shared.dir,
             segment.extent.id,
-            Arc::clone(&self.label),
+            Arc::clone(&self.shared.label),
             OpenMode::Read,
         );
         // A replacement marks the segment before its rename: a scrub that
@@ -132,11 +136,11 @@ impl Core {
                     finished: true,
                 }));
             }
-            Err(other) => return Err(self.segment_error(other)),
+            Err(other) => return Err(self.shared.segment_error(other)),
         };
         scrub_segment(&file, file_len, Some(segment.extent), pace)
             .map(Some)
-            .map_err(|e| self.segment_error(e.into()))
+            .map_err(|e| self.shared.segment_error(e.into()))
     }
 }
 

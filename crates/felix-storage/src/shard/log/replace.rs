@@ -30,8 +30,7 @@ use felix_io::{IoError, OpenMode};
 use felix_recovery::{ScanDepth, ScanStart, scan_segment, scrub_segment};
 use felix_segment::{CHUNK_BYTES, SegmentError, SegmentFile, SparseIndex, fs::sync_dir};
 
-use super::core::Core;
-use super::log::{OpenedSegment, Sealed};
+use super::{Log, OpenedSegment, Sealed};
 use crate::error::{CopyProblem, Result, StorageError};
 use crate::stats::Counters;
 
@@ -48,7 +47,7 @@ pub enum SegmentCopy {
     File(PathBuf),
 }
 
-impl Core {
+impl Log {
     /// Replaces sealed segment `id` with `copy` once the copy verifies; see
     /// `Shard::replace_sealed_segment`. Returns the new extent.
     pub(crate) fn replace_sealed_segment(
@@ -65,7 +64,7 @@ impl Core {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let old = self.sealed_by_id(id)?;
-        let temp = self.dir.join(
+        let temp = self.shared.dir.join(
             ShardFileName::SegmentCopy(id)
                 .file_name()
                 .map(|n| n.to_string())
@@ -91,7 +90,7 @@ impl Core {
             let now = self.sealed_by_id(id)?;
             if !Arc::ptr_eq(&now, &old) {
                 return Err(StorageError::CopyRejected {
-                    shard: Arc::clone(&self.label),
+                    shard: Arc::clone(&self.shared.label),
                     segment: id,
                     problem: CopyProblem::SegmentChanged { segment: id },
                 });
@@ -109,14 +108,13 @@ impl Core {
 
     /// The sealed segment `id`, as the view lists it.
     fn sealed_by_id(&self, id: u64) -> Result<Arc<Sealed>> {
-        self.log
-            .view()
+        self.view()
             .sealed
             .iter()
             .find(|s| s.extent.id == id)
             .cloned()
             .ok_or_else(|| StorageError::NotSealed {
-                shard: Arc::clone(&self.label),
+                shard: Arc::clone(&self.shared.label),
                 segment: id,
             })
     }
@@ -124,14 +122,15 @@ impl Core {
     /// Writes `copy` to `temp` (replacing one a crash left) and syncs it.
     fn write_copy(&self, temp: &std::path::Path, copy: &SegmentCopy) -> Result<()> {
         let io = |op: &'static str, path: &std::path::Path, e| {
-            self.segment_error(IoError::new(op, path, e).into())
+            self.shared.segment_error(IoError::new(op, path, e).into())
         };
-        match self.fs.remove_file(temp) {
+        match self.shared.fs.remove_file(temp) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io("remove", temp, e)),
         }
         let file = self
+            .shared
             .fs
             .open(temp, OpenMode::CreateNew)
             .map_err(|e| io("create", temp, e))?;
@@ -141,6 +140,7 @@ impl Core {
                 .map_err(|e| io("write", temp, e))?,
             SegmentCopy::File(source) => {
                 let from = self
+                    .shared
                     .fs
                     .open(source, OpenMode::Read)
                     .map_err(|e| io("open", source, e))?;
@@ -171,22 +171,22 @@ impl Core {
     ) -> Result<(SegmentExtent, Vec<felix_format::IndexEntry>)> {
         let id = old.extent.id;
         let reject = |problem| StorageError::CopyRejected {
-            shard: Arc::clone(&self.label),
+            shard: Arc::clone(&self.shared.label),
             segment: id,
             problem,
         };
         let (file, len) = match SegmentFile::open_path(
-            &self.fs,
+            &self.shared.fs,
             temp.to_path_buf(),
             id,
-            Arc::clone(&self.label),
+            Arc::clone(&self.shared.label),
             OpenMode::Read,
         ) {
             Ok(opened) => opened,
             Err(SegmentError::Corrupt { kind, .. }) => {
                 return Err(reject(CopyProblem::Header { kind }));
             }
-            Err(other) => return Err(self.segment_error(other)),
+            Err(other) => return Err(self.shared.segment_error(other)),
         };
         if file.base_offset() != old.extent.base_offset {
             return Err(reject(CopyProblem::BaseOffset {
@@ -195,7 +195,7 @@ impl Core {
             }));
         }
         let scrub = scrub_segment(&file, len, None, &mut |_| ControlFlow::Continue(()))
-            .map_err(|e| self.segment_error(e.into()))?;
+            .map_err(|e| self.shared.segment_error(e.into()))?;
         if let Some(damage) = scrub.damage.first() {
             return Err(reject(CopyProblem::Damaged {
                 kind: damage.kind,
@@ -215,9 +215,9 @@ impl Core {
             len,
             ScanStart::first_record(&file),
             ScanDepth::Headers,
-            self.config.index_spacing_bytes,
+            self.shared.config.index_spacing_bytes,
         )
-        .map_err(|e| self.segment_error(e.into()))?;
+        .map_err(|e| self.shared.segment_error(e.into()))?;
         let extent = SegmentExtent {
             id,
             base_offset: old.extent.base_offset,
@@ -239,36 +239,42 @@ impl Core {
         // Readers holding the old entry keep reading the old file: its
         // descriptor is opened (if no read opened it yet) before the rename.
         if let Err(err) = self.open_sealed(old, old.extent.base_offset) {
-            tracing::warn!(shard = %self.label, segment = extent.id, error = %err, "could not open the damaged segment before replacing it");
+            tracing::warn!(shard = %self.shared.label, segment = extent.id, error = %err, "could not open the damaged segment before replacing it");
         }
         // The old time index describes the damaged file's records: it goes
         // before the copy takes the name, so that no later open trusts it
         // for the copy's (the directory sync after the rename makes the
         // removal durable with it).
         let time_path = self
+            .shared
             .dir
             .join(felix_format::file_name(extent.id, felix_format::FileKind::TimeIndex).as_str());
-        match self.fs.remove_file(&time_path) {
+        match self.shared.fs.remove_file(&time_path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(self.segment_error(IoError::new("remove", &time_path, e).into()));
+                return Err(self
+                    .shared
+                    .segment_error(IoError::new("remove", &time_path, e).into()));
             }
         }
         old.replaced.store(true, SeqCst);
         let path = self
+            .shared
             .dir
             .join(felix_format::file_name(extent.id, felix_format::FileKind::Segment).as_str());
-        if let Err(e) = self.fs.rename(temp, &path) {
+        if let Err(e) = self.shared.fs.rename(temp, &path) {
             old.replaced.store(false, SeqCst);
-            return Err(self.segment_error(IoError::new("rename", temp, e).into()));
+            return Err(self
+                .shared
+                .segment_error(IoError::new("rename", temp, e).into()));
         }
         // From here the name holds the copy, whatever else fails.
         let opened = SegmentFile::open(
-            &self.fs,
-            &self.dir,
+            &self.shared.fs,
+            &self.shared.dir,
             extent.id,
-            Arc::clone(&self.label),
+            Arc::clone(&self.shared.label),
             OpenMode::Read,
         );
         let file = opened.map(|(file, _)| Arc::new(file));
@@ -288,30 +294,31 @@ impl Core {
         });
         let entry = Arc::new(entry);
         {
-            let mut view = self.log.view_mut();
+            let mut view = self.view_mut();
             if let Some(slot) = view.sealed.iter_mut().find(|s| Arc::ptr_eq(s, old)) {
                 *slot = entry;
             }
         }
-        let synced = sync_dir(&self.fs, &self.dir).map_err(|e| self.segment_error(e.into()));
+        let synced = sync_dir(&self.shared.fs, &self.shared.dir)
+            .map_err(|e| self.shared.segment_error(e.into()));
         if let Ok(file) = &file
-            && let Err(err) = index.write_file(&self.fs, &file.index_path())
+            && let Err(err) = index.write_file(&self.shared.fs, &file.index_path())
         {
-            tracing::warn!(shard = %self.label, segment = extent.id, error = %err, "could not write the replaced segment's index");
-            Counters::add(&self.counters.index_write_failures, 1);
+            tracing::warn!(shard = %self.shared.label, segment = extent.id, error = %err, "could not write the replaced segment's index");
+            Counters::add(&self.shared.counters.index_write_failures, 1);
         }
-        tracing::info!(shard = %self.label, segment = extent.id, "sealed segment replaced with a verified copy");
+        tracing::info!(shard = %self.shared.label, segment = extent.id, "sealed segment replaced with a verified copy");
         synced?;
-        file.map(drop).map_err(|e| self.segment_error(e))
+        file.map(drop).map_err(|e| self.shared.segment_error(e))
     }
 
     /// Removes a copy that was refused or could not be swapped in.
     fn remove_copy(&self, temp: &std::path::Path) {
-        match self.fs.remove_file(temp) {
+        match self.shared.fs.remove_file(temp) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                tracing::warn!(shard = %self.label, path = %temp.display(), error = %e, "could not remove a refused segment copy; the next open removes it");
+                tracing::warn!(shard = %self.shared.label, path = %temp.display(), error = %e, "could not remove a refused segment copy; the next open removes it");
             }
         }
     }
