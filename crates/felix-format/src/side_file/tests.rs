@@ -187,4 +187,3 @@ fn open_of_a_fixed_length_file_takes_the_version_its_length_names() {
     let frame = layout.decode(&v2).unwrap();
     assert_eq!((frame.version, frame.header.len()), (2, 64));
 }
-
