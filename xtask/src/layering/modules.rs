@@ -173,12 +173,11 @@ fn code_of(source: &str) -> String {
     let mut lines = source.lines().peekable();
     while let Some(line) = lines.next() {
         let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test") {
-            if let Some(next) = lines.peek()
-                && next.trim_start().starts_with("mod tests")
-            {
-                break;
-            }
+        if (trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test"))
+            && let Some(next) = lines.peek()
+            && next.trim_start().starts_with("mod tests")
+        {
+            break;
         }
         let code = line.split("//").next().unwrap_or_default();
         out.push_str(code);
@@ -417,6 +416,52 @@ mod tests {
                 .map(|v| (v.from.as_str(), v.to.as_str()))
                 .collect::<Vec<_>>(),
             vec![("pool", "store")]
+        );
+    }
+
+    #[test]
+    fn the_log_and_the_generations_naming_the_shard_or_each_other_are_caught() {
+        let violations = check_sources(&files(&[
+            (
+                "shard/log/append.rs",
+                "use super::{Log, WriterState};
+use crate::shard::commit::Commit;
+\
+                 use crate::shard::core::Core;
+use crate::shard::generations::Generations;
+",
+            ),
+            (
+                "shard/generations.rs",
+                "use super::commit::Commit;
+use super::log::WriterState;
+",
+            ),
+            (
+                "shard/replica.rs",
+                "use super::log::Synced;
+use super::generations::Generations;
+",
+            ),
+        ]));
+        assert_eq!(
+            violations
+                .iter()
+                .map(|v| (v.from.as_str(), v.to.as_str(), v.path.as_str()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("shard::log", "shard", "crate::shard::core::Core"),
+                (
+                    "shard::log",
+                    "shard::generations",
+                    "crate::shard::generations::Generations"
+                ),
+                (
+                    "shard::generations",
+                    "shard::log",
+                    "super::log::WriterState"
+                ),
+            ]
         );
     }
 
