@@ -147,6 +147,19 @@ impl TieredShard {
         let log = self.upload_file(info, upload, FileKind::Segment).await?;
         let index = self.upload_file(info, upload, FileKind::Index).await?;
         let time_index = self.upload_file(info, upload, FileKind::TimeIndex).await?;
+        // The object is the local segment cut to its extent, whose records
+        // the upload walked to the extent's end: the manifest entry's
+        // offsets and length are the local extent's.
+        debug_assert_eq!(
+            log.len,
+            info.extent.len,
+            "segment {} (offsets {}..{}) uploaded as {} bytes, its extent holds {}",
+            info.extent.id,
+            info.extent.base_offset,
+            info.extent.next_offset,
+            log.len,
+            info.extent.len
+        );
         let entry = RemoteSegment {
             extent: info.extent,
             index_len: index.len,

@@ -57,6 +57,44 @@ pub(crate) struct Listed {
     pub(crate) size: u64,
 }
 
+/// Asserts, in debug builds, what a manifest's writer keeps and its
+/// reader (`decode_manifest`) checks: segment ids ascend, each segment
+/// begins where the one before it ends, and the start offset lies inside
+/// the first segment. A manifest that breaks
+/// it would be put and then refused by every reader, so the writer is
+/// caught before the put; `when` names the boundary.
+pub(crate) fn debug_assert_manifest(when: &str, manifest: &Manifest) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let seq = manifest.seq;
+    if let Some(first) = manifest.segments.first() {
+        debug_assert!(
+            first.extent.contains(manifest.start_offset),
+            "manifest {seq} {when}: start offset {} outside its first segment {} (offsets {}..{})",
+            manifest.start_offset,
+            first.extent.id,
+            first.extent.base_offset,
+            first.extent.next_offset
+        );
+    }
+    for pair in manifest.segments.windows(2) {
+        if let [previous, segment] = pair {
+            debug_assert!(
+                segment.extent.id > previous.extent.id
+                    && segment.extent.base_offset == previous.extent.next_offset,
+                "manifest {seq} {when}: segment {} (offsets {}..{}) does not follow segment {} (offsets {}..{})",
+                segment.extent.id,
+                segment.extent.base_offset,
+                segment.extent.next_offset,
+                previous.extent.id,
+                previous.extent.base_offset,
+                previous.extent.next_offset
+            );
+        }
+    }
+}
+
 impl Remote {
     pub(crate) fn new(store: TierStore, prefix: &str, key: &ShardKey) -> Self {
         Remote {
@@ -129,7 +167,9 @@ impl Remote {
                             object: path.clone(),
                         });
                     }
-                    return Ok((Some(view.to_manifest()), versions));
+                    let manifest = view.to_manifest();
+                    debug_assert_manifest("after get", &manifest);
+                    return Ok((Some(manifest), versions));
                 }
                 Ok(_) | Err(_) => {
                     let err = decode_manifest(&bytes).err();
@@ -165,6 +205,7 @@ impl Remote {
     /// is [`TieredError::Fenced`], and no object at all returns the put's
     /// own error.
     pub(crate) async fn put_manifest(&self, manifest: &Manifest) -> Result<(), TieredError> {
+        debug_assert_manifest("before put", manifest);
         let mut bytes = Vec::new();
         encode_manifest(manifest, &mut bytes).map_err(TieredError::Encode)?;
         let path = self.object(&manifest_object_name(manifest.seq));
@@ -287,5 +328,73 @@ impl Remote {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(TieredError::store("delete", path, e)),
         }
+    }
+}
+
+#[cfg(all(test, debug_assertions))]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use felix_format::SegmentExtent;
+
+    fn segment(id: u64, base_offset: u64, next_offset: u64) -> RemoteSegment {
+        RemoteSegment {
+            extent: SegmentExtent {
+                id,
+                base_offset,
+                next_offset,
+                len: 100,
+            },
+            index_len: 0,
+            time_index_len: 0,
+            max_timestamp_micros: None,
+            upload: 1,
+            segment_crc: 0,
+            index_crc: 0,
+            time_index_crc: 0,
+        }
+    }
+
+    async fn put(start_offset: u64, segments: Vec<RemoteSegment>) {
+        let key = ShardKey::new("t", "n", "s", 0);
+        let remote = Remote::new(crate::stores::in_memory(), "p", &key);
+        let manifest = Manifest {
+            seq: 2,
+            key,
+            start_offset,
+            segments,
+        };
+        let _ = remote.put_manifest(&manifest).await;
+    }
+
+    #[tokio::test]
+    #[should_panic(
+        expected = "manifest 2 before put: segment 1 (offsets 12..20) does not follow segment 0 (offsets 0..10)"
+    )]
+    async fn put_manifest_with_a_gap_fails_the_assertion() {
+        put(0, vec![segment(0, 0, 10), segment(1, 12, 20)]).await;
+    }
+
+    #[tokio::test]
+    #[should_panic(
+        expected = "manifest 2 before put: start offset 10 outside its first segment 0 (offsets 0..10)"
+    )]
+    async fn put_manifest_starting_past_its_first_segment_fails_the_assertion() {
+        put(10, vec![segment(0, 0, 10), segment(1, 10, 20)]).await;
+    }
+
+    #[tokio::test]
+    async fn put_manifest_contiguous_is_read_back_whole() {
+        let key = ShardKey::new("t", "n", "s", 0);
+        let remote = Remote::new(crate::stores::in_memory(), "p", &key);
+        let manifest = Manifest {
+            seq: 2,
+            key: key.clone(),
+            start_offset: 5,
+            segments: vec![segment(0, 0, 10), segment(1, 10, 20)],
+        };
+        remote.put_manifest(&manifest).await.unwrap();
+        let (loaded, _) = remote.load_manifest(&key).await.unwrap();
+        assert_eq!(loaded, Some(manifest));
     }
 }
