@@ -40,10 +40,12 @@ pub(crate) fn run(records: u64) -> Result<u64, Box<dyn std::error::Error>> {
     felix_storage::metrics::describe();
 
     let root = tempfile::tempdir()?;
-    let store = Store::open(root.path(), StoreConfig::default())?;
+    let store = Store::options(root.path())
+        .config(StoreConfig::default())
+        .open()?;
     let shard = store.create_shard(&ShardKey::new("acme", "default", "orders", 0))?;
     for i in 0..records {
-        shard.append(&[Record::now(format!("order {i}"))])?;
+        shard.append(&[Record::now(format!("order {i}"))]).wait()?;
     }
     let label = shard.label().to_owned();
     // Figures published in bulk are all out by the close (see the

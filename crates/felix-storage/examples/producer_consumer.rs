@@ -37,12 +37,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..StoreConfig::default()
     };
     config.validate()?;
-    let store = Store::open(&root, config)?;
+    let store = Store::options(&root).config(config).open()?;
     let key = ShardKey::new("acme", "default", "orders", 0);
     // An existing shard is opened; a missing one is created (and its exact
     // key recorded in its directory).
     let shard = match store.open_shard(&key) {
-        Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+        Err(StorageError::ShardNotFound { .. }) => store.create_shard(&key)?,
         other => other?,
     };
     let start = shard.offsets();
@@ -58,7 +58,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let end = next + total;
             let mut bytes = 0u64;
             while next < end {
-                match shard.wait_readable(next, ReadBound::Committed, Duration::from_secs(5))? {
+                match shard
+                    .wait_readable(next, ReadBound::Committed)
+                    .wait_timeout(Duration::from_secs(5))?
+                {
                     Tail::Readable { .. } => {}
                     Tail::TimedOut { .. } => continue,
                     // A failed write or sync stopped the shard: everything
@@ -71,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 // A wait that says `Readable` is followed by a read that
                 // returns at least one record.
-                for record in shard.read(next, 1 << 20)? {
+                for record in shard.read(next, 1 << 20, ReadBound::Committed)? {
                     bytes += record.payload.len() as u64;
                     next = record.offset + 1;
                 }
@@ -90,8 +93,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .map(|r| Record::now(format!("producer {p} batch {b} record {r}")))
                         .collect();
                     // Durable (and readable) once this returns.
-                    let receipt = shard.append(&batch)?;
-                    debug_assert!(shard.durable_offset() > receipt.last_offset);
+                    let receipt = shard.append(&batch).wait()?;
+                    debug_assert!(shard.offsets().durable > receipt.last_offset);
                 }
                 Ok(())
             })
@@ -113,7 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // the same root opens again at once (the old handles now answer
     // `Closed`), and quickly.
     store.close()?;
-    let store = Store::open(&root, config)?;
+    let store = Store::options(&root).config(config).open()?;
     println!("reopened at {:?}", store.open_shard(&key)?.offsets());
     store.close()?;
     Ok(())

@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         durability: Durability::OnCommit,
         ..StoreConfig::default()
     };
-    let store = Store::open(&root, config)?;
+    let store = Store::options(&root).config(config).open()?;
     let shard = store.create_shard(&ShardKey::new("acme", "default", "events", 0))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(RUNTIME_WORKERS)
@@ -57,12 +57,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::spawn(async move {
                 let mut next = 0;
                 while next < total {
-                    match shard
-                        .wait_readable_async(next, ReadBound::Committed)
-                        .await?
-                    {
+                    match shard.wait_readable(next, ReadBound::Committed).await? {
                         Tail::Readable { .. } => {
-                            for record in shard.read(next, 1 << 20)? {
+                            for record in shard.read(next, 1 << 20, ReadBound::Committed)? {
                                 next = record.offset + 1;
                             }
                         }
@@ -79,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     for i in 0..APPENDS_PER_PRODUCER {
                         let payload = format!("producer {p} event {i}");
                         // Written here; durable when the future resolves.
-                        shard.append_async(&[Record::now(payload)])?.await?;
+                        shard.append(&[Record::now(payload)]).submit()?.await?;
                     }
                     Ok::<(), felix_storage::StorageError>(())
                 })

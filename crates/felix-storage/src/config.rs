@@ -49,7 +49,7 @@ pub fn default_sync_threads() -> usize {
 ///
 /// ```
 /// use std::time::Duration;
-/// use felix_storage::{Durability, Record, Shard, StoreConfig};
+/// use felix_storage::{Durability, ReadBound, Record, Shard, StoreConfig};
 ///
 /// let dir = tempfile::tempdir()?;
 /// // Page cache only, synced by the shard's own thread every 50 ms.
@@ -58,11 +58,11 @@ pub fn default_sync_threads() -> usize {
 ///     ..StoreConfig::default()
 /// };
 /// let shard = Shard::options(dir.path()).config(config).open()?;
-/// shard.append(&[Record::now("a")])?;
+/// shard.append(&[Record::now("a")]).wait()?;
 /// // Acknowledged, so readable, before any sync:
-/// assert_eq!(shard.read(0, 1 << 20)?.len(), 1);
-/// shard.wait_durable(1)?; // or wait for the background sync
-/// assert_eq!(shard.durable_offset(), 1);
+/// assert_eq!(shard.read(0, 1 << 20, ReadBound::Committed)?.len(), 1);
+/// shard.wait_durable(1).wait()?; // or wait for the background sync
+/// assert_eq!(shard.offsets().durable, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,17 +179,17 @@ pub struct StoreConfig {
     /// new segment. A batch is never split, so a batch (or a record) larger
     /// than this goes into a segment of its own, which is then larger than
     /// this. Default 1 GiB. At least
-    /// [`MIN_SEGMENT_SIZE_BYTES`](crate::MIN_SEGMENT_SIZE_BYTES) (the
+    /// [`MIN_SEGMENT_SIZE_BYTES`](crate::limits::MIN_SEGMENT_SIZE_BYTES) (the
     /// segment header plus one record header); at most
-    /// [`MAX_SEGMENT_SIZE_BYTES`](crate::MAX_SEGMENT_SIZE_BYTES), and no
+    /// [`MAX_SEGMENT_SIZE_BYTES`](crate::limits::MAX_SEGMENT_SIZE_BYTES), and no
     /// more than the file system holding the shard can store.
     pub segment_size_bytes: u64,
     /// Spacing of sparse index entries: one for a segment's first record,
     /// then one every this many bytes of records. Smaller makes point reads
     /// cheaper and indexes larger. Default
-    /// [`DEFAULT_INDEX_SPACING_BYTES`](crate::DEFAULT_INDEX_SPACING_BYTES)
+    /// [`DEFAULT_INDEX_SPACING_BYTES`](crate::limits::DEFAULT_INDEX_SPACING_BYTES)
     /// (2 KiB). 1 byte to
-    /// [`MAX_INDEX_SPACING_BYTES`](crate::MAX_INDEX_SPACING_BYTES) (1 GiB).
+    /// [`MAX_INDEX_SPACING_BYTES`](crate::limits::MAX_INDEX_SPACING_BYTES) (1 GiB).
     pub index_spacing_bytes: u64,
     /// How disk is reserved ahead of writes. Default
     /// [`Preallocation::Stepped`].
@@ -198,14 +198,14 @@ pub struct StoreConfig {
     pub durability: Durability,
     /// Sync in the background after every this many bytes appended without
     /// a sync of their own (every append under [`Durability::None`] and
-    /// [`Durability::Periodic`]; [`Shard::append_nowait`] under
+    /// [`Durability::Periodic`]; [`Append::written`] under
     /// [`Durability::OnCommit`]), so dirty data does not pile up: a roll
     /// must make the whole segment durable before the next one exists, and
     /// without this a 1 GiB segment's seal stalls appends for the time it
     /// takes to write 1 GiB. Default 64 MiB. `None`: never. At least 4 KiB;
     /// no maximum.
     ///
-    /// [`Shard::append_nowait`]: crate::Shard::append_nowait
+    /// [`Append::written`]: crate::Append::written
     pub writeback_bytes: Option<u64>,
     /// When old segments are deleted. Default: never ([`Retention::default`]).
     pub retention: Retention,
@@ -223,7 +223,7 @@ pub struct StoreConfig {
     /// (at most one pass a second). Damage is logged and counted in
     /// [`ShardStats`](crate::ShardStats) (and the metrics). Default `None`:
     /// no background scrub. At least
-    /// [`MIN_SCRUB_BYTES_PER_SECOND`](crate::MIN_SCRUB_BYTES_PER_SECOND)
+    /// [`MIN_SCRUB_BYTES_PER_SECOND`](crate::limits::MIN_SCRUB_BYTES_PER_SECOND)
     /// (4 KiB/s); no maximum.
     ///
     /// [`Shard::scrub`]: crate::Shard::scrub
@@ -252,21 +252,19 @@ pub struct StoreConfig {
     /// [`MIN_INTERVAL`] (1 ms) to [`MAX_INTERVAL`] (24 h).
     pub sync_thread_keep_alive: Duration,
     /// The most appends of one shard whose completion (a future or a
-    /// callback, see [`Shard::append_async`](crate::Shard::append_async))
-    /// may be pending at once. Past it, [`Shard::append_async`] and
-    /// [`Shard::append_then`] wait for a completion to free a place, and
-    /// [`Shard::try_append_async`] and [`Shard::try_append_then`] fail at
-    /// once with [`StorageError::InFlightFull`], having written nothing.
+    /// callback: [`Append::submit`], `.await`, [`Append::then`]) may be
+    /// pending at once. Past it, those wait for a completion to free a
+    /// place, and after [`Append::fail_fast`] they fail at once with
+    /// [`StorageError::InFlightFull`], having written nothing.
     /// A completion gives its place back before it is seen (the future is
     /// ready, the callback runs), so an append made after it finds that
     /// place free. Blocking appends are not counted: each holds its thread. Default
     /// [`DEFAULT_APPENDS_IN_FLIGHT`] (4,096). 1 to
     /// [`MAX_APPENDS_IN_FLIGHT`].
     ///
-    /// [`Shard::append_async`]: crate::Shard::append_async
-    /// [`Shard::append_then`]: crate::Shard::append_then
-    /// [`Shard::try_append_async`]: crate::Shard::try_append_async
-    /// [`Shard::try_append_then`]: crate::Shard::try_append_then
+    /// [`Append::submit`]: crate::Append::submit
+    /// [`Append::then`]: crate::Append::then
+    /// [`Append::fail_fast`]: crate::Append::fail_fast
     /// [`StorageError::InFlightFull`]: crate::StorageError::InFlightFull
     pub max_appends_in_flight: usize,
     /// A [`Store`](crate::Store) keeps at most this many shards open: to

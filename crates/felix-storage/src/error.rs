@@ -24,15 +24,15 @@ pub use kind::ErrorKind;
 /// A consumer tells the cases it handles apart by variant:
 ///
 /// ```
-/// use felix_storage::{Shard, StorageError};
+/// use felix_storage::{ReadBound, Shard, StorageError};
 ///
 /// fn consume(shard: &Shard, from: u64) -> Result<u64, StorageError> {
-///     match shard.read(from, 1 << 20) {
+///     match shard.read(from, 1 << 20, ReadBound::Committed) {
 ///         Ok(records) => Ok(records.last().map_or(from, |r| r.offset + 1)),
 ///         // Retention removed it: resume where the log now begins.
 ///         Err(StorageError::Trimmed { oldest, .. }) => Ok(oldest),
 ///         // The shard was closed (by its owner, or its store): stop.
-///         Err(err @ StorageError::Closed { .. }) => Err(err),
+///         Err(err @ StorageError::ShardClosed { .. }) => Err(err),
 ///         Err(other) => Err(other),
 ///     }
 /// }
@@ -41,7 +41,7 @@ pub use kind::ErrorKind;
 /// let shard = Shard::options(dir.path()).open()?;
 /// assert_eq!(consume(&shard, 0)?, 0);
 /// shard.close()?;
-/// assert!(matches!(consume(&shard, 0), Err(StorageError::Closed { .. })));
+/// assert!(matches!(consume(&shard, 0), Err(StorageError::ShardClosed { .. })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[non_exhaustive]
@@ -172,7 +172,7 @@ pub enum StorageError {
     },
     /// Another process (or another store in this process) holds the shard.
     #[error("shard directory {} is locked by another writer", dir.display())]
-    Locked {
+    ShardLocked {
         /// The shard directory.
         dir: PathBuf,
     },
@@ -237,14 +237,14 @@ pub enum StorageError {
     /// again) to go on. An append under way when the close began is not
     /// told this when the close made its records durable (a close syncs
     /// everything written first): it returns its receipt, so an append
-    /// told `Closed` was not acknowledged.
+    /// told `ShardClosed` was not acknowledged.
     ///
     /// [`Store::close`]: crate::Store::close
     /// [`Store::close_shard`]: crate::Store::close_shard
     /// [`Store::reopen_shard`]: crate::Store::reopen_shard
     /// [`Store::delete_shard`]: crate::Store::delete_shard
     #[error("shard {shard} is closed")]
-    Closed {
+    ShardClosed {
         /// The shard.
         shard: Arc<str>,
     },
@@ -262,11 +262,19 @@ pub enum StorageError {
         /// The bound.
         limit: usize,
     },
-    /// The shard directory does not exist, and the open was told not to
-    /// create it ([`ShardOptions::create_if_missing`](crate::ShardOptions::create_if_missing)).
-    #[error("shard directory {} does not exist", dir.display())]
+    /// The shard does not exist: [`Store::open_shard`](crate::Store::open_shard)
+    /// (or [`Store::delete_shard`](crate::Store::delete_shard)) of a key that
+    /// has no shard directory, or a shard directory opened alone that does
+    /// not exist while the open was told not to create it
+    /// ([`ShardOptions::create_if_missing`](crate::ShardOptions::create_if_missing)).
+    /// Nothing was created: a store makes a new shard only by
+    /// [`Store::create_shard`](crate::Store::create_shard).
+    #[error("shard {shard} does not exist (no directory {})", dir.display())]
     ShardNotFound {
-        /// The directory.
+        /// The shard: the key asked for (as [`ShardKey`] displays it), or
+        /// the label of a shard opened alone.
+        shard: String,
+        /// The directory it would have.
         dir: PathBuf,
     },
     /// A setting is out of its range; nothing was opened or created.
@@ -318,16 +326,6 @@ pub enum StorageError {
     StoreClosed {
         /// The store's root.
         root: PathBuf,
-    },
-    /// [`Store::open_shard`](crate::Store::open_shard) of a key that has no
-    /// shard directory. Nothing was created: a new shard is made only by
-    /// [`Store::create_shard`](crate::Store::create_shard).
-    #[error("shard {key} does not exist (no directory {})", dir.display())]
-    NotFound {
-        /// The key asked for.
-        key: ShardKey,
-        /// The directory it would have.
-        dir: PathBuf,
     },
     /// [`Store::create_shard`](crate::Store::create_shard) of a key whose
     /// shard directory already exists. Nothing was changed; open it with

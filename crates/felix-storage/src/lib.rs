@@ -1,27 +1,71 @@
-//! The storage API a Felix broker uses: [`Store`] and [`Shard`].
+//! The storage API a Felix broker uses: a [`Store`] of [`Shard`]s.
 //!
-//! A store is a root directory of shard directories. A shard is one stream
+//! A store is a root directory of shard directories, one per [`ShardKey`]
+//! (tenant, namespace, stream, shard number). A shard is one stream
 //! shard's log: appends assign contiguous offsets and go to disk one `write`
 //! per batch; reads return whole, checksummed records by offset from any
 //! thread, concurrently with appends; segments roll over by size, old ones
 //! are deleted by retention, and replicas can copy a leader's records with
 //! its offsets, truncate a divergent tail, and keep a generation history.
 //!
-//! A shard is opened one way, [`Shard::options`] (a [`Store`] opens its
-//! shards the same way), and its [`StoreConfig`] is checked at open: every
-//! field has a documented default and range, and a value outside it is
-//! [`StorageError::InvalidConfig`] naming the field.
+//! A broker starts from a store, opened one way
+//! ([`Store::options`]`(root).config(..).open()`), and its [`StoreConfig`]
+//! is checked at open: every field has a documented default and range, and
+//! a value outside it is [`StorageError::InvalidConfig`] naming the field.
+//! [`Store::create_shard`] makes a shard (and records its exact key in the
+//! directory), [`Store::open_shard`] opens an existing one and never
+//! creates it ([`StorageError::ShardNotFound`]):
+//!
+//! ```
+//! use felix_storage::{ReadBound, Record, ShardKey, StorageError, Store, StoreConfig};
+//!
+//! let root = tempfile::tempdir()?;
+//! let key = ShardKey::new("acme", "default", "orders", 0);
+//! {
+//!     let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
+//!     let shard = match store.open_shard(&key) {
+//!         Err(StorageError::ShardNotFound { .. }) => store.create_shard(&key)?,
+//!         other => other?,
+//!     };
+//!     shard.append(&[Record::now("a"), Record::now("b")]).wait()?;
+//!     store.close()?;
+//! }
+//! let store = Store::options(root.path()).open()?;
+//! let shard = store.open_shard(&key)?;
+//! assert_eq!(shard.offsets().written, 2);
+//! assert_eq!(shard.read(0, 1 << 20, ReadBound::Committed)?[1].payload, "b");
+//! // A store's shard is named by its key, as the broker names it.
+//! assert_eq!(shard.label(), "acme/default/orders/0");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A shard directory can also be opened alone with [`Shard::options`] (a
+//! tool's, a test's, a Raft log's own directory): the store opens its
+//! shards the same way, and everything below holds alike.
+//!
+//! Each operation exists once, and how to wait for it is chosen on what it
+//! returns: [`Shard::append`] returns an [`Append`] to [`wait`](Append::wait)
+//! for (blocking), [`submit`](Append::submit) or `.await` (a future, no
+//! thread held; any executor polls it, and this crate depends on no
+//! runtime), or hand a callback ([`then`](Append::then), run on the sync
+//! pool's dispatch thread); [`Shard::wait_durable`] and
+//! [`Shard::wait_readable`] return a [`DurableWait`] and a [`TailWait`]
+//! that are waited for the same three ways. Syncs are made by a pool of
+//! threads the [`Store`] owns for all its shards
+//! ([`StoreConfig::sync_threads`]); a shard opened alone has a small pool
+//! of its own. Everything is thread-safe.
 //!
 //! Durability is a per-store policy ([`Durability`]): page cache only, a
-//! periodic background sync, or on-commit, where `append` returns once an
-//! `fdatasync` covers it and concurrent appenders share syncs (group
+//! periodic background sync, or on-commit, where an append is acknowledged
+//! once an `fdatasync` covers it and concurrent appenders share syncs (group
 //! commit). Reads return only acknowledged records (under on-commit,
 //! durable ones), or as far as a [`ReadBound`] says; a consumer follows the
 //! tail with [`Shard::wait_readable`], woken by the append or sync that
 //! makes records readable. A failed write or sync stops the shard's writes
 //! for good: every append it covered gets the I/O error, later calls
-//! [`StorageError::Poisoned`]; a failed `fsync` is never retried. The whole
-//! contract is in `docs/broker-contract.md`.
+//! [`StorageError::Poisoned`]; a failed `fsync` is never retried. Every
+//! error says what the caller does next ([`StorageError::kind`],
+//! [`ErrorKind`]). The whole contract is in `docs/broker-contract.md`.
 //!
 //! [`Shard::close`] (or [`Store::close`]) makes everything durable, records
 //! the segments in a clean-shutdown file, so the next open checks only the
@@ -29,49 +73,30 @@
 //! shard dropped without closing is opened as after a crash (every segment
 //! inspected).
 //!
-//! A store manages each shard's life: [`Store::create_shard`] makes one
-//! (and records its exact key in the directory), [`Store::open_shard`]
-//! opens an existing one and never creates it, [`Store::keys`] lists them,
-//! and [`Store::close_shard`], [`Store::reopen_shard`] (recovery again,
-//! e.g. after a failed sync poisoned the shard) and [`Store::delete_shard`]
-//! act on one shard while the others run. [`Store::close`] — and dropping
-//! a store, which does the same and logs a failure — closes every shard:
+//! A store manages each shard's life: [`Store::keys`] lists them, and
+//! [`Store::close_shard`], [`Store::reopen_shard`] (recovery again, e.g.
+//! after a failed sync poisoned the shard) and [`Store::delete_shard`] act
+//! on one shard while the others run. [`Store::close`] — and dropping a
+//! store, which does the same and logs a failure — closes every shard:
 //! everything durable, clean-shutdown files written, every lock released
 //! so the root opens again at once; handles to a shard the store closed
-//! fail with [`StorageError::Closed`] from then on.
-//!
-//! Everything is thread-safe, and every wait has a blocking form and two
-//! that hold no thread: a future ([`Shard::append_async`],
-//! [`Shard::wait_durable_async`], [`Shard::wait_readable_async`]; any
-//! executor polls them, and this crate depends on no runtime) and a
-//! callback ([`Shard::append_then`] and its kin, run on the sync pool's
-//! dispatch thread). Syncs are made by a pool of threads the [`Store`]
-//! owns for all its shards ([`StoreConfig::sync_threads`]); a shard opened
-//! alone has a small pool of its own.
+//! fail with [`StorageError::ShardClosed`] from then on.
 //!
 //! Invariants this crate keeps:
 //!
 //! * No record is acknowledged as durable before the sync its policy
-//!   requires has succeeded, and `durable_offset` never passes what a
+//!   requires has succeeded, and the durable offset never passes what a
 //!   successful sync covered.
 //! * No read returns a record that was not acknowledged, or one whose write
 //!   or sync failed.
 //! * A segment's header and directory entry are durable before any record
 //!   lives in it; a new segment exists only after the old one is sealed.
 //!
-//! ```
-//! use felix_storage::{Record, Shard};
-//!
-//! let dir = tempfile::tempdir()?;
-//! {
-//!     let shard = Shard::options(dir.path()).open()?;
-//!     shard.append(&[Record::now("a"), Record::now("b")])?;
-//!     shard.close()?;
-//! }
-//! let reopened = Shard::options(dir.path()).open()?;
-//! assert_eq!(reopened.next_offset(), 2);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The names a broker's signatures need are at the top level; the bounds
+//! of every setting are in [`limits`], the file-system layer in [`io`],
+//! recovery's and scrub's vocabulary in [`recovery`], the generation
+//! history in [`epochs`], the directory locks in [`lock`] and the key
+//! file's limits in [`key_file`].
 //!
 //! # Metrics
 //!
@@ -103,14 +128,15 @@
 //! metrics::set_global_recorder(recorder)?; // first,
 //! felix_storage::metrics::describe(); // (units and help text, optional)
 //! let root = tempfile::tempdir()?;
-//! let store = Store::open(root.path(), StoreConfig::default())?; // then open
+//! let store = Store::options(root.path()).config(StoreConfig::default()).open()?; // then open
 //! # store.close()?;
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "metrics"))]
 //! # fn main() {}
 //! ```
-//! Every metric carries the label `shard` (the shard's label).
+//! Every metric carries the label `shard`: the shard's label, which for a
+//! store's shard is its key as the broker names it (`acme/default/orders/0`).
 //! See the [`metrics`](mod@metrics) module for each one's exact meaning
 //! and how fresh it is (figures that change with every write are published
 //! in bulk, at most 64 writes apart).
@@ -118,7 +144,7 @@
 //! | name | kind | what |
 //! |---|---|---|
 //! | `felix_storage_fdatasync_seconds` | histogram | each `fdatasync` made for durability |
-//! | `felix_storage_append_durable_seconds` | histogram | an on-commit append ([`Shard::append`], [`Shard::append_async`], [`Shard::append_then`]), call to durable |
+//! | `felix_storage_append_durable_seconds` | histogram | an on-commit append (waited for, submitted or with a callback: [`Append`]), call to durable |
 //! | `felix_storage_append_batch_records` | histogram | records per append call |
 //! | `felix_storage_appends_per_sync` | histogram | append calls one durability sync covered |
 //! | `felix_storage_open_seconds` | histogram | each open, recovery included |
@@ -157,15 +183,8 @@ mod stats;
 mod store;
 
 pub use clock::{Clock, SystemClock};
-pub use config::{
-    ConfigError, ConfigField, DEFAULT_APPENDS_IN_FLIGHT, DEFAULT_SYNC_THREAD_KEEP_ALIVE,
-    Durability, MAX_APPENDS_IN_FLIGHT, MAX_INDEX_SPACING_BYTES, MAX_INTERVAL,
-    MAX_SEGMENT_SIZE_BYTES, MAX_SYNC_THREADS, MIN_INTERVAL, MIN_SCRUB_BYTES_PER_SECOND,
-    MIN_SEGMENT_SIZE_BYTES, MIN_WRITEBACK_BYTES, Preallocation, Retention, StoreConfig,
-    default_sync_threads,
-};
+pub use config::{ConfigError, ConfigField, Durability, Preallocation, Retention, StoreConfig};
 pub use error::{CopyProblem, ErrorKind, Result, StorageError};
-pub use lock::{LOCK_FILE_NAME, LockError, ShardLock, StoreLock};
 pub use shard::{
     Append, AppendFuture, AppendReceipt, DurableFuture, DurableWait, Offsets, ReadBound,
     ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun, RetentionOutcome, RunIter, RunRecord,
@@ -174,26 +193,12 @@ pub use shard::{
 pub use stats::ShardStats;
 pub use store::{ShardId, Store, StoreOptions};
 
-// Types that appear in this crate's signatures, so that a user needs no
-// other felix crate to name them.
+// Types that appear in the signatures a broker uses, so that it needs no
+// other felix crate to name them; the rest are in the modules below.
 pub use bytes::Bytes;
-pub use felix_epochs::{
-    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES, Recorded,
-};
-pub use felix_format::key_file::{MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
-pub use felix_format::side_file::SideFileError;
+pub use felix_format::ShardKey;
 pub use felix_format::log_start::MovedBy;
-pub use felix_format::{
-    CorruptionKind, CorruptionSite, MAX_PAYLOAD_BYTES, SegmentExtent, ShardKey,
-};
-pub use felix_io::{
-    DirEntry, FileSystem, FileType, IoError, LockGuard, NotRegularFile, OpenMode, OsFs, Vfs,
-    VfsFile, not_regular_file, remove_dir_all,
-};
-pub use felix_recovery::{
-    Action, Note, RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub,
-};
-pub use felix_segment::{DEFAULT_INDEX_SPACING_BYTES, Record, SegmentError, TimestampHit};
+pub use felix_segment::{Record, TimestampHit};
 
 /// Every bound and default of a [`StoreConfig`] setting and of the format,
 /// by name: what [`StorageError::InvalidConfig`] checks a value against.
@@ -218,7 +223,22 @@ pub mod limits {
 
 /// What an open's recovery found and did, and what a scrub reports: the
 /// vocabulary of [`ShardStats::notes`], [`ScrubReport`] and
-/// [`StorageError::Recovery`].
+/// [`StorageError::Recovery`], and the policy of what an open may repair
+/// ([`StoreConfig::repair_policy`]).
+///
+/// ```
+/// use felix_storage::recovery::RepairPolicy;
+/// use felix_storage::{Record, Shard, StoreConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// let config = StoreConfig { repair_policy: RepairPolicy::ChecksumTail, ..StoreConfig::default() };
+/// let shard = Shard::options(dir.path()).config(config).open()?;
+/// shard.append(&[Record::now("a")]).wait()?;
+/// // A fresh shard: nothing found on open, and a clean scrub.
+/// assert!(shard.stats().notes.is_empty());
+/// assert!(shard.scrub()?.is_clean());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub mod recovery {
     pub use felix_format::{CorruptionKind, CorruptionSite, SegmentExtent};
     pub use felix_recovery::{
@@ -227,8 +247,8 @@ pub mod recovery {
     pub use felix_segment::SegmentError;
 }
 
-/// The file-system layer every shard's file goes through: [`FileSystem`]
-/// (the operating system's, or a [`Vfs`] of one's own, e.g. for fault
+/// The file-system layer every shard's file goes through: [`FileSystem`](io::FileSystem)
+/// (the operating system's, or a [`Vfs`](io::Vfs) of one's own, e.g. for fault
 /// injection) and the types its methods name.
 ///
 /// ```
@@ -250,6 +270,27 @@ pub mod io {
 /// A shard's generation history (the epochs a replicated log keeps):
 /// what [`Shard::generations`], [`Shard::end_offset_for`] and
 /// [`Shard::reconcile`] speak in.
+///
+/// ```
+/// use felix_storage::epochs::{EpochEntry, LeaderAnswer};
+/// use felix_storage::{Record, Shard};
+///
+/// let dir = tempfile::tempdir()?;
+/// let leader = Shard::options(dir.path()).open()?;
+/// leader.begin_generation(1)?;
+/// leader.append(&[Record::now("a"), Record::now("b")]).wait()?;
+/// leader.begin_generation(2)?;
+/// assert_eq!(
+///     leader.generations().latest(),
+///     Some(EpochEntry { generation: 2, start_offset: 2 })
+/// );
+/// // What a follower whose latest generation is 1 is told.
+/// assert!(matches!(
+///     leader.end_offset_for(1),
+///     Some(LeaderAnswer { generation: 1, end_offset: 2 })
+/// ));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub mod epochs {
     pub use felix_epochs::{
         Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, MAX_EPOCH_ENTRIES,
@@ -257,9 +298,29 @@ pub mod epochs {
     };
 }
 
-/// The key file a store writes in each shard directory: its limits and
-/// the error that names which part of a key does not fit.
+/// The key file a store writes in each shard directory: its limits, and
+/// the error ([`StorageError::KeyTooLong`]'s) that names which part of a
+/// key does not fit.
+///
+/// ```
+/// use felix_storage::key_file::{KeyPart, MAX_KEY_PART_BYTES, SideFileDefect};
+/// use felix_storage::{ShardKey, StorageError, Store};
+///
+/// let root = tempfile::tempdir()?;
+/// let store = Store::options(root.path()).open()?;
+/// let key = ShardKey::new("acme", "n".repeat(MAX_KEY_PART_BYTES + 1), "orders", 0);
+/// match store.create_shard(&key) {
+///     Err(StorageError::KeyTooLong { problem, .. }) => assert!(matches!(
+///         &problem.defect,
+///         SideFileDefect::KeyPart { part: KeyPart::Namespace, .. }
+///     )),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub mod key_file {
-    pub use felix_format::key_file::{MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES};
-    pub use felix_format::side_file::{SideFileDefect, SideFileError};
+    pub use felix_format::key_file::{
+        KeyPart, KeyPartProblem, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES,
+    };
+    pub use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 }

@@ -22,7 +22,7 @@ use crate::error::StorageError;
 impl From<LockError> for StorageError {
     fn from(err: LockError) -> Self {
         match err {
-            LockError::Locked { dir } => Self::Locked { dir },
+            LockError::Locked { dir } => Self::ShardLocked { dir },
             LockError::StoreLocked { root } => Self::StoreLocked { root },
             LockError::Io(err) => Self::Io(err),
         }

@@ -18,7 +18,7 @@ use felix_storage::{Durability, ReadBound, Shard, Tail};
 
 fn offsets_read(shard: &Shard, from: u64, bound: ReadBound) -> Vec<u64> {
     shard
-        .read_bounded(from, u64::MAX, bound)
+        .read(from, u64::MAX, bound)
         .unwrap()
         .iter()
         .map(|r| r.offset)
@@ -36,18 +36,19 @@ fn append_async_while_a_sync_is_pending_is_queued_until_the_next_sync() {
         .unwrap();
     fs.close_gate();
     // No sync pending: written by this call, then its sync holds at the gate.
-    let first = shard.append_async(&records(0, 1, 10)).unwrap();
+    let first = shard.append(&records(0, 1, 10)).submit().unwrap();
     assert_eq!(shard.offsets().written, 1, "written on return");
     fs.await_waiting(1);
     // A sync pending: queued with its offsets, not written yet.
-    let second = shard.append_async(&records(1, 2, 10)).unwrap();
+    let second = shard.append(&records(1, 2, 10)).submit().unwrap();
     let receipt = second.receipt();
     assert_eq!((receipt.first_offset, receipt.last_offset), (1, 2));
     assert_eq!(shard.offsets().written, 1, "queued, not written");
     assert_eq!(offsets_read(&shard, 0, ReadBound::Written), [0]);
     assert_eq!(
         shard
-            .wait_readable(1, ReadBound::Written, Duration::from_millis(50))
+            .wait_readable(1, ReadBound::Written)
+            .wait_timeout(Duration::from_millis(50))
             .unwrap(),
         Tail::TimedOut { end: 1 }
     );
@@ -55,7 +56,8 @@ fn append_async_while_a_sync_is_pending_is_queued_until_the_next_sync() {
     fs.open_gate();
     assert!(matches!(
         shard
-            .wait_readable(1, ReadBound::Written, Duration::from_secs(10))
+            .wait_readable(1, ReadBound::Written)
+            .wait_timeout(Duration::from_secs(10))
             .unwrap(),
         Tail::Readable { end: 3 }
     ));
@@ -75,7 +77,7 @@ fn append_async_future_resolves_once_its_batch_is_written() {
     let shard = common::open(dir.path(), config(1 << 20, Durability::OnCommit));
     let mut pending = std::collections::VecDeque::new();
     for i in 0..2_000 {
-        pending.push_back(shard.append_async(&records(i, 1, 16)).unwrap());
+        pending.push_back(shard.append(&records(i, 1, 16)).submit().unwrap());
         if pending.len() == 64 {
             let receipt = block_on(pending.pop_front().unwrap()).unwrap();
             let offsets = shard.offsets();
@@ -101,7 +103,7 @@ fn append_async_without_on_commit_is_written_on_return() {
         let dir = tempfile::tempdir().unwrap();
         let shard = common::open(dir.path(), config(1 << 20, durability));
         for i in 0..2_000 {
-            let append = shard.append_async(&records(i, 1, 16)).unwrap();
+            let append = shard.append(&records(i, 1, 16)).submit().unwrap();
             assert_eq!(
                 shard.offsets().written,
                 append.receipt().last_offset + 1,

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use felix_io::FileSystem;
 use felix_io::sim::{CrashPlan, SimFs};
-use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, Shard, StorageError, StoreConfig,
+};
 
 const DIR: &str = "/shard";
 
@@ -41,18 +43,18 @@ fn build() -> (SimFs, u64) {
         .unwrap();
     shard.begin_generation(1).unwrap();
     for o in 0..5 {
-        shard.append(&[Record::new(o, payload(o))]).unwrap();
+        shard.append(&[Record::new(o, payload(o))]).wait().unwrap();
     }
     shard.begin_generation(2).unwrap();
     for o in 5..9 {
-        shard.append(&[Record::new(o, payload(o))]).unwrap();
+        shard.append(&[Record::new(o, payload(o))]).wait().unwrap();
     }
     assert!(
-        shard.segment_count() >= 3,
+        shard.segments().len() >= 3,
         "{} segments",
-        shard.segment_count()
+        shard.segments().len()
     );
-    let next = shard.next_offset();
+    let next = shard.offsets().written;
     drop(shard);
     let durable = sim.crash(&CrashPlan::everything(sim.pending().len()));
     (durable, next)
@@ -124,13 +126,13 @@ fn open_every_single_bit_flip_is_refused_repaired_or_harmless_never_data() {
             tally.opened += 1;
             let harmless = !name.ends_with(".log");
             if harmless {
-                assert_eq!(shard.next_offset(), next, "{what}");
+                assert_eq!(shard.offsets().written, next, "{what}");
             }
             // Every record readable is the one written; damage the open did
             // not see (a sealed segment is only tail-checked) surfaces as an
             // error on read, never as data.
-            for offset in shard.base_offset()..shard.next_offset() {
-                match shard.read(offset, 1) {
+            for offset in shard.offsets().base..shard.offsets().written {
+                match shard.read(offset, 1, ReadBound::Committed) {
                     Ok(records) => assert_eq!(
                         records[0].payload,
                         payload(offset),

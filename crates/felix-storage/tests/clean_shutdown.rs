@@ -10,7 +10,9 @@ use felix_format::CLEAN_SHUTDOWN_FILE_NAME;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
 use felix_recovery::{InspectOptions, Note, inspect};
-use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, Shard, StorageError, StoreConfig,
+};
 
 const DIR: &str = "/shard";
 
@@ -40,9 +42,10 @@ fn open(sim: &SimFs) -> Shard {
 
 fn append(shard: &Shard, n: u64) {
     for _ in 0..n {
-        let offset = shard.next_offset();
+        let offset = shard.offsets().written;
         shard
             .append(&[Record::new(offset, payload(offset))])
+            .wait()
             .unwrap();
     }
 }
@@ -52,7 +55,7 @@ fn closed_shard_of(records: u64) -> SimFs {
     let sim = SimFs::new();
     let shard = open(&sim);
     append(&shard, records);
-    assert_eq!(shard.segment_count() as u64, records.div_ceil(3));
+    assert_eq!(shard.segments().len() as u64, records.div_ceil(3));
     shard.close().unwrap();
     sim
 }
@@ -82,7 +85,7 @@ fn put_back(sim: &SimFs, record: &[u8]) {
 }
 
 fn check_all(shard: &Shard, next: u64) {
-    let records = shard.read(0, u64::MAX).unwrap();
+    let records = shard.read(0, u64::MAX, ReadBound::Committed).unwrap();
     assert_eq!(records.len() as u64, next);
     for r in records {
         assert_eq!(r.payload, payload(r.offset));
@@ -119,7 +122,7 @@ fn open_after_close_then_appends_in_the_newest_segment_trusts_the_sealed_ones() 
     // writer of another release that keeps it) understates the newest
     // segment, which is scanned anyway.
     append(&shard, 2);
-    assert_eq!(shard.segment_count(), 10);
+    assert_eq!(shard.segments().len(), 10);
     shard.sync().unwrap();
     drop(shard);
     put_back(&sim, &stale);
@@ -202,10 +205,10 @@ fn sealed_damage_after_a_clean_close_is_a_read_error_never_data() {
     );
     // The open trusts the record, so the damage surfaces on read.
     let shard = open(&sim);
-    let err = shard.read(5, 1).unwrap_err();
+    let err = shard.read(5, 1, ReadBound::Committed).unwrap_err();
     assert!(matches!(err, StorageError::Segment { .. }), "{err}");
     for offset in (0..5).chain(6..30) {
-        let got = shard.read(offset, 1).unwrap();
+        let got = shard.read(offset, 1, ReadBound::Committed).unwrap();
         assert_eq!(got[0].payload, payload(offset));
     }
 }
@@ -224,10 +227,13 @@ fn a_record_whose_newest_segment_is_an_interrupted_creation_is_not_trusted() {
         segments_opened(&sim, from).len() > 10,
         "everything inspected"
     );
-    assert_eq!(shard.next_offset(), 27);
+    assert_eq!(shard.offsets().written, 27);
     check_all(&shard, 27);
-    let next = shard.next_offset();
-    shard.append(&[Record::new(next, payload(next))]).unwrap();
+    let next = shard.offsets().written;
+    shard
+        .append(&[Record::new(next, payload(next))])
+        .wait()
+        .unwrap();
     check_all(&shard, 28);
 }
 

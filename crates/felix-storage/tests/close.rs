@@ -11,7 +11,7 @@ use felix_storage::{Durability, ReadBound, StorageError};
 
 fn is_closed<T: std::fmt::Debug>(result: Result<T, StorageError>) -> bool {
     match result {
-        Err(StorageError::Closed { shard }) => &*shard == "test-shard",
+        Err(StorageError::ShardClosed { shard }) => &*shard == "test-shard",
         other => panic!("{other:?}"),
     }
 }
@@ -21,22 +21,21 @@ fn close_makes_every_call_on_every_handle_fail_with_closed() {
     let dir = tempfile::tempdir().unwrap();
     let shard = Arc::new(open(dir.path(), config(1 << 20, Durability::None)));
     let other_handle = Arc::clone(&shard);
-    shard.append(&records(0, 3, 10)).unwrap();
+    shard.append(&records(0, 3, 10)).wait().unwrap();
     shard.close().unwrap();
     // Durable before the lock was released.
-    assert_eq!(shard.durable_offset(), 3);
+    assert_eq!(shard.offsets().durable, 3);
     let h = &other_handle;
-    assert!(is_closed(h.append(&records(3, 1, 10))));
-    assert!(is_closed(h.append_nowait(&records(3, 1, 10))));
-    assert!(is_closed(h.read(0, 100)));
-    assert!(is_closed(h.read_bounded(0, 100, ReadBound::Written)));
+    assert!(is_closed(h.append(&records(3, 1, 10)).wait()));
+    assert!(is_closed(h.append(&records(3, 1, 10)).written()));
+    assert!(is_closed(h.read(0, 100, ReadBound::Committed)));
+    assert!(is_closed(h.read(0, 100, ReadBound::Written)));
     assert!(is_closed(h.read_replicated(0, 100, ReadBound::Written)));
-    assert!(is_closed(h.wait_readable(
-        0,
-        ReadBound::Committed,
-        Duration::ZERO
-    )));
-    assert!(is_closed(h.wait_durable(3)));
+    assert!(is_closed(
+        h.wait_readable(0, ReadBound::Committed)
+            .wait_timeout(Duration::ZERO)
+    ));
+    assert!(is_closed(h.wait_durable(3).wait()));
     assert!(is_closed(h.sync()));
     assert!(is_closed(h.close()));
     assert!(is_closed(h.apply_retention()));
@@ -52,11 +51,14 @@ fn close_makes_every_call_on_every_handle_fail_with_closed() {
 fn close_releases_the_lock_so_the_directory_reopens_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    shard.append(&records(0, 2, 10)).unwrap();
+    shard.append(&records(0, 2, 10)).wait().unwrap();
     let locked = felix_storage::Shard::options(dir.path())
         .open()
         .unwrap_err();
-    assert!(matches!(locked, StorageError::Locked { .. }), "{locked:?}");
+    assert!(
+        matches!(locked, StorageError::ShardLocked { .. }),
+        "{locked:?}"
+    );
     shard.close().unwrap();
     let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
     assert_eq!(common::read_all(&reopened, 0).len(), 2);
@@ -66,12 +68,12 @@ fn close_releases_the_lock_so_the_directory_reopens_at_once() {
             .stats()
             .notes
             .iter()
-            .any(|n| matches!(n, felix_storage::Note::CleanShutdownUsed { .. })),
+            .any(|n| matches!(n, felix_storage::recovery::Note::CleanShutdownUsed { .. })),
         "{:?}",
         reopened.stats().notes
     );
     drop(shard);
-    reopened.append(&records(2, 1, 10)).unwrap();
+    reopened.append(&records(2, 1, 10)).wait().unwrap();
 }
 
 /// Closing a poisoned shard reports the failure, and still closes it and
@@ -82,23 +84,23 @@ fn close_of_a_poisoned_shard_still_releases_it_and_reports_the_failure() {
     let sim = SimFs::new();
     let open_sim = || {
         felix_storage::Shard::options(std::path::Path::new("/shard"))
-            .file_system(felix_storage::FileSystem::new(sim.clone()))
+            .file_system(felix_storage::io::FileSystem::new(sim.clone()))
             .config(config(1 << 20, Durability::OnCommit))
             .label("test-shard")
             .open()
     };
     let shard = open_sim().unwrap();
-    shard.append(&records(0, 1, 10)).unwrap();
+    shard.append(&records(0, 1, 10)).wait().unwrap();
     sim.inject(Fault {
         op: FaultOp::SyncFile,
         path_contains: ".log".into(),
         skip: 0,
         effect: FaultEffect::SyncFailKeep(5),
     });
-    shard.append(&records(1, 1, 10)).unwrap_err();
+    shard.append(&records(1, 1, 10)).wait().unwrap_err();
     let err = shard.close().unwrap_err();
     assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
-    assert!(is_closed(shard.read(0, 10)));
+    assert!(is_closed(shard.read(0, 10, ReadBound::Committed)));
     // Released: a reopen (recovery) works while the old handle lives.
     let reopened = open_sim().unwrap();
     assert_eq!(common::read_all(&reopened, 0).first().map(|r| r.0), Some(0));
@@ -123,9 +125,12 @@ fn an_append_racing_a_close_is_acknowledged_exactly_when_its_records_are_kept() 
                         let mut acked = Vec::new();
                         for i in 0..1_000u64 {
                             let payload = (t * 1_000 + i).to_be_bytes().to_vec();
-                            match shard.append(&[felix_storage::Record::new(0, payload)]) {
+                            match shard
+                                .append(&[felix_storage::Record::new(0, payload)])
+                                .wait()
+                            {
                                 Ok(receipt) => acked.push(receipt.first_offset),
-                                Err(StorageError::Closed { .. }) => break,
+                                Err(StorageError::ShardClosed { .. }) => break,
                                 Err(other) => panic!("round {round}: {other}"),
                             }
                         }

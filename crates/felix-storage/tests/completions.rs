@@ -38,7 +38,7 @@ fn open_on(
 }
 
 fn is_closed<T: std::fmt::Debug>(outcome: &Result<T, StorageError>) -> bool {
-    matches!(outcome, Err(StorageError::Closed { shard }) if &**shard == "test-shard")
+    matches!(outcome, Err(StorageError::ShardClosed { shard }) if &**shard == "test-shard")
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), on_commit());
     let pending: Vec<AppendFuture> = (0..100)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     for (i, append) in pending.into_iter().enumerate() {
         assert_eq!(append.receipt().first_offset, i as u64);
@@ -55,7 +55,7 @@ fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
             (receipt.first_offset, receipt.last_offset),
             (i as u64, i as u64)
         );
-        assert!(shard.durable_offset() > receipt.last_offset);
+        assert!(shard.offsets().durable > receipt.last_offset);
     }
     assert_eq!(read_all(&shard, 0).len(), 100);
 }
@@ -69,7 +69,7 @@ fn append_async_completions_become_ready_in_offset_order() {
     let shard = open_on(&fs, dir.path(), on_commit());
     fs.close_gate();
     let mut pending: Vec<Option<AppendFuture>> = (0..64)
-        .map(|i| Some(shard.append_async(&records(i, 1, 16)).unwrap()))
+        .map(|i| Some(shard.append(&records(i, 1, 16)).submit().unwrap()))
         .collect();
     fs.await_waiting(1);
     fs.open_gate();
@@ -101,7 +101,8 @@ fn append_then_callbacks_run_in_offset_order_on_the_dispatch_thread() {
     for i in 0..200 {
         let seen = Arc::clone(&seen);
         let receipt = shard
-            .append_then(&records(i, 1, 16), move |outcome| {
+            .append(&records(i, 1, 16))
+            .then(move |outcome| {
                 let thread = std::thread::current().name().map(str::to_owned);
                 seen.lock()
                     .unwrap()
@@ -127,7 +128,10 @@ fn append_then_callbacks_run_in_offset_order_on_the_dispatch_thread() {
 #[test]
 fn slow_callback_delays_no_other_shards_sync() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), on_commit()).unwrap();
+    let store = Store::options(root.path())
+        .config(on_commit())
+        .open()
+        .unwrap();
     let slow = store
         .create_shard(&ShardKey::new("t", "d", "slow", 0))
         .unwrap();
@@ -138,19 +142,20 @@ fn slow_callback_delays_no_other_shards_sync() {
     let started = Instant::now();
     {
         let ran = Arc::clone(&ran);
-        slow.append_then(&records(0, 1, 16), move |outcome| {
-            std::thread::sleep(Duration::from_secs(1));
-            *ran.lock().unwrap() = Some(outcome.map(|r| r.first_offset));
-        })
-        .unwrap();
+        slow.append(&records(0, 1, 16))
+            .then(move |outcome| {
+                std::thread::sleep(Duration::from_secs(1));
+                *ran.lock().unwrap() = Some(outcome.map(|r| r.first_offset));
+            })
+            .unwrap();
     }
     // Let the callback start sleeping.
     std::thread::sleep(Duration::from_millis(50));
     for i in 0..20 {
-        fast.append(&records(i, 1, 16)).unwrap();
+        fast.append(&records(i, 1, 16)).wait().unwrap();
     }
     let pending: Vec<_> = (20..40)
-        .map(|i| fast.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| fast.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     for append in pending {
         block_on(append).unwrap();
@@ -173,15 +178,16 @@ fn slow_callback_delays_no_other_shards_sync() {
 fn dropping_an_append_future_keeps_the_write_and_it_becomes_durable() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), on_commit());
-    let append = shard.append_async(&records(0, 3, 16)).unwrap();
+    let append = shard.append(&records(0, 3, 16)).submit().unwrap();
     assert_eq!(append.receipt().last_offset, 2);
     drop(append);
     // Nobody awaits it, yet the sync it asked for makes it readable.
     let tail = shard
-        .wait_readable(0, ReadBound::Committed, Duration::from_secs(10))
+        .wait_readable(0, ReadBound::Committed)
+        .wait_timeout(Duration::from_secs(10))
         .unwrap();
     assert_eq!(tail, Tail::Readable { end: 3 });
-    assert_eq!(shard.durable_offset(), 3);
+    assert_eq!(shard.offsets().durable, 3);
     assert_eq!(read_all(&shard, 0).len(), 3);
 }
 
@@ -195,19 +201,21 @@ fn close_completes_every_pending_completion() {
     let shard = Arc::new(open_on(&fs, dir.path(), on_commit()));
     fs.close_gate();
     let appends: Vec<_> = (0..5)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
-    let tail = shard.wait_readable_async(100, ReadBound::Committed);
+    let tail = shard.wait_readable(100, ReadBound::Committed).into_future();
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     {
         let outcomes = Arc::clone(&outcomes);
-        shard.wait_readable_then(100, ReadBound::Written, move |outcome| {
-            outcomes.lock().unwrap().push(format!("tail {outcome:?}"));
-        });
+        shard
+            .wait_readable(100, ReadBound::Written)
+            .then(move |outcome| {
+                outcomes.lock().unwrap().push(format!("tail {outcome:?}"));
+            });
     }
     {
         let outcomes = Arc::clone(&outcomes);
-        shard.wait_durable_then(5, move |outcome| {
+        shard.wait_durable(5).then(move |outcome| {
             outcomes
                 .lock()
                 .unwrap()
@@ -229,7 +237,9 @@ fn close_completes_every_pending_completion() {
         "{outcomes:?}"
     );
     assert!(
-        outcomes.iter().any(|o| o.starts_with("tail Err(Closed")),
+        outcomes
+            .iter()
+            .any(|o| o.starts_with("tail Err(ShardClosed")),
         "{outcomes:?}"
     );
     for append in appends {
@@ -237,8 +247,10 @@ fn close_completes_every_pending_completion() {
     }
     assert!(is_closed(&block_on(tail)));
     // After the close, a new completion fails at once.
-    assert!(is_closed(&block_on(shard.wait_durable_async(1))));
-    assert!(is_closed(&shard.append_async(&records(5, 1, 16)).map(drop)));
+    assert!(is_closed(&block_on(shard.wait_durable(1).into_future())));
+    assert!(is_closed(
+        &shard.append(&records(5, 1, 16)).submit().map(drop)
+    ));
 }
 
 /// A shard dropped with appends waiting for a sync (held at the gate) and
@@ -251,9 +263,9 @@ fn drop_fails_every_pending_completion_with_closed() {
     let shard = open_on(&fs, dir.path(), on_commit());
     fs.close_gate();
     let appends: Vec<_> = (0..3)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
-    let tail = shard.wait_readable_async(3, ReadBound::Committed);
+    let tail = shard.wait_readable(3, ReadBound::Committed).into_future();
     fs.await_waiting(1);
     // The drop waits for the sync in flight to return: on another thread.
     let dropper = std::thread::spawn(move || drop(shard));
@@ -276,30 +288,37 @@ fn append_past_the_in_flight_bound_fails_fast_or_waits_as_asked() {
     let shard = Arc::new(open_on(&fs, dir.path(), config));
     fs.close_gate();
     let mut appends: Vec<_> = (0..4)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     fs.await_waiting(1);
-    let full = shard.try_append_async(&records(4, 1, 16)).map(drop);
+    let full = shard
+        .append(&records(4, 1, 16))
+        .fail_fast()
+        .submit()
+        .map(drop);
     assert!(
         matches!(&full, Err(StorageError::InFlightFull { shard, limit: 4 }) if &**shard == "test-shard"),
         "{full:?}"
     );
     let ran = Arc::new(Mutex::new(false));
     let flag = Arc::clone(&ran);
-    let full = shard.try_append_then(&records(4, 1, 16), move |_| *flag.lock().unwrap() = true);
+    let full = shard
+        .append(&records(4, 1, 16))
+        .fail_fast()
+        .then(move |_| *flag.lock().unwrap() = true);
     assert!(
         matches!(full, Err(StorageError::InFlightFull { limit: 4, .. })),
         "{full:?}"
     );
-    assert_eq!(shard.next_offset(), 4, "nothing was written");
+    assert_eq!(shard.offsets().written, 4, "nothing was written");
     // A blocking append is not counted.
     let waiting = {
         let shard = Arc::clone(&shard);
-        std::thread::spawn(move || block_on(shard.append_async(&records(4, 1, 16)).unwrap()))
+        std::thread::spawn(move || block_on(shard.append(&records(4, 1, 16)).submit().unwrap()))
     };
     std::thread::sleep(Duration::from_millis(50));
     assert!(!waiting.is_finished(), "the fifth append waits for a place");
-    assert_eq!(shard.next_offset(), 4);
+    assert_eq!(shard.offsets().written, 4);
     fs.open_gate();
     assert_eq!(waiting.join().unwrap().unwrap().first_offset, 4);
     for append in appends.drain(..) {
@@ -320,19 +339,22 @@ fn an_append_made_once_the_previous_completed_finds_its_place_free() {
     };
     let shard = common::open(dir.path(), config);
     for i in 0..500 {
-        let append = shard.try_append_async(&records(2 * i, 1, 16));
+        let append = shard.append(&records(2 * i, 1, 16)).fail_fast().submit();
         let receipt = block_on(append.unwrap()).unwrap();
         assert_eq!(receipt.first_offset, 2 * i);
         let (sender, receiver) = std::sync::mpsc::channel();
-        let appended = shard.try_append_then(&records(2 * i + 1, 1, 16), move |outcome| {
-            sender
-                .send(outcome.map(|receipt| receipt.first_offset))
-                .unwrap();
-        });
+        let appended = shard
+            .append(&records(2 * i + 1, 1, 16))
+            .fail_fast()
+            .then(move |outcome| {
+                sender
+                    .send(outcome.map(|receipt| receipt.first_offset))
+                    .unwrap();
+            });
         assert_eq!(appended.unwrap().first_offset, 2 * i + 1);
         assert_eq!(receiver.recv().unwrap().unwrap(), 2 * i + 1);
     }
-    assert_eq!(shard.durable_offset(), 1000);
+    assert_eq!(shard.offsets().durable, 1000);
 }
 
 /// While a sync of the shard is pending, futures' batches are queued with
@@ -344,12 +366,12 @@ fn futures_appended_while_a_sync_is_pending_are_written_together_before_the_next
     let fs = GatedFs::new(OsFs);
     let shard = open_on(&fs, dir.path(), on_commit());
     fs.close_gate();
-    let first = shard.append_async(&records(0, 1, 16)).unwrap();
+    let first = shard.append(&records(0, 1, 16)).submit().unwrap();
     fs.await_waiting(1);
     let before = shard.stats();
     assert_eq!((before.appends, before.writes), (1, 1));
     let rest: Vec<_> = (1..64)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     for (i, append) in rest.iter().enumerate() {
         assert_eq!(append.receipt().first_offset, i as u64 + 1);
@@ -366,7 +388,7 @@ fn futures_appended_while_a_sync_is_pending_are_written_together_before_the_next
     }
     let after = shard.stats();
     assert_eq!((after.appends, after.writes, after.syncs), (64, 2, 2));
-    assert_eq!(shard.durable_offset(), 64);
+    assert_eq!(shard.offsets().durable, 64);
     let read = read_all(&shard, 0);
     assert_eq!(read.len(), 64);
     for (i, (offset, payload)) in read.iter().enumerate() {
@@ -384,10 +406,10 @@ fn a_failed_write_of_queued_batches_fails_their_futures_with_the_error() {
     let fs = GatedFs::new(sim.clone());
     let shard = open_on(&fs, std::path::Path::new("/shard"), on_commit());
     fs.close_gate();
-    let first = shard.append_async(&records(0, 1, 16)).unwrap();
+    let first = shard.append(&records(0, 1, 16)).submit().unwrap();
     fs.await_waiting(1);
     let queued: Vec<_> = (1..4)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     sim.inject(Fault {
         op: FaultOp::Write,
@@ -407,10 +429,10 @@ fn a_failed_write_of_queued_batches_fails_their_futures_with_the_error() {
         );
     }
     assert!(matches!(
-        shard.append_async(&records(4, 1, 16)).map(drop),
+        shard.append(&records(4, 1, 16)).submit().map(drop),
         Err(StorageError::Poisoned { .. })
     ));
-    assert_eq!(shard.durable_offset(), 1);
+    assert_eq!(shard.offsets().durable, 1);
     assert_eq!(read_all(&shard, 0).len(), 1);
 }
 
@@ -424,10 +446,12 @@ fn failed_sync_fails_pending_completions_with_the_error_and_later_ones_poisoned(
     let shard = open_on(&fs, std::path::Path::new("/shard"), on_commit());
     fs.close_gate();
     let appends: Vec<_> = (0..3)
-        .map(|i| shard.append_async(&records(i, 1, 16)).unwrap())
+        .map(|i| shard.append(&records(i, 1, 16)).submit().unwrap())
         .collect();
     let (tx, rx) = std::sync::mpsc::channel();
-    shard.wait_durable_then(3, move |outcome| tx.send(outcome).unwrap());
+    shard
+        .wait_durable(3)
+        .then(move |outcome| tx.send(outcome).unwrap());
     fs.await_waiting(1);
     sim.inject(Fault {
         op: FaultOp::SyncFile,
@@ -449,18 +473,18 @@ fn failed_sync_fails_pending_completions_with_the_error_and_later_ones_poisoned(
     let outcome = rx.recv().unwrap();
     assert!(is_eio(&outcome), "{outcome:?}");
     assert!(matches!(
-        shard.append_async(&records(3, 1, 16)).map(drop),
+        shard.append(&records(3, 1, 16)).submit().map(drop),
         Err(StorageError::Poisoned { .. })
     ));
     assert!(matches!(
-        block_on(shard.wait_durable_async(3)),
+        block_on(shard.wait_durable(3).into_future()),
         Err(StorageError::Poisoned { .. })
     ));
     assert_eq!(
-        block_on(shard.wait_readable_async(0, ReadBound::Committed)).unwrap(),
+        block_on(shard.wait_readable(0, ReadBound::Committed).into_future()).unwrap(),
         Tail::Poisoned { end: 0 }
     );
-    assert_eq!(shard.durable_offset(), 0);
+    assert_eq!(shard.offsets().durable, 0);
 }
 
 /// Under a policy that does not sync appends, an append's future resolves
@@ -469,11 +493,11 @@ fn failed_sync_fails_pending_completions_with_the_error_and_later_ones_poisoned(
 fn wait_durable_async_syncs_under_durability_none() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), config(1 << 20, Durability::None));
-    let append = shard.append_async(&records(0, 4, 16)).unwrap();
+    let append = shard.append(&records(0, 4, 16)).submit().unwrap();
     assert!(matches!(poll_once(&mut { append }), Poll::Ready(Ok(_))));
-    assert_eq!(shard.durable_offset(), 0);
-    block_on(shard.wait_durable_async(4)).unwrap();
-    assert_eq!(shard.durable_offset(), 4);
+    assert_eq!(shard.offsets().durable, 0);
+    block_on(shard.wait_durable(4).into_future()).unwrap();
+    assert_eq!(shard.offsets().durable, 4);
 }
 
 /// A broker's shape on tokio: 100 producer tasks append through futures
@@ -494,7 +518,8 @@ fn futures_on_tokio_produce_and_follow_the_tail() {
                 tokio::spawn(async move {
                     for i in 0..10 {
                         shard
-                            .append_async(&records(p * 10 + i, 1, 16))
+                            .append(&records(p * 10 + i, 1, 16))
+                            .submit()
                             .unwrap()
                             .await
                             .unwrap();
@@ -509,12 +534,14 @@ fn futures_on_tokio_produce_and_follow_the_tail() {
                 let mut empty_reads = 0;
                 while next < 1000 {
                     // A timeout drops the future, which leaves the list.
-                    let wait = shard.wait_readable_async(next, ReadBound::Committed);
+                    let wait = shard
+                        .wait_readable(next, ReadBound::Committed)
+                        .into_future();
                     match tokio::time::timeout(Duration::from_millis(100), wait).await {
                         Err(_elapsed) => continue,
                         Ok(tail) => assert!(matches!(tail.unwrap(), Tail::Readable { .. })),
                     }
-                    let batch = shard.read(next, 1 << 20).unwrap();
+                    let batch = shard.read(next, 1 << 20, ReadBound::Committed).unwrap();
                     empty_reads += usize::from(batch.is_empty());
                     for record in batch {
                         assert_eq!(record.offset, next);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{config, open};
-use felix_storage::{Durability, Record};
+use felix_storage::{Durability, ReadBound, Record};
 
 #[test]
 fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
@@ -22,11 +22,14 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
         std::thread::spawn(move || {
             let mut reads = 0u64;
             while !done.load(Ordering::Relaxed) {
-                let next = shard.next_offset();
+                let next = shard.offsets().written;
                 if next > 0 {
                     // Reads never see a partial record: every payload names
                     // a thread and a sequence number in full.
-                    for r in shard.read(next.saturating_sub(5), 1 << 20).unwrap() {
+                    for r in shard
+                        .read(next.saturating_sub(5), 1 << 20, ReadBound::Committed)
+                        .unwrap()
+                    {
                         assert!(
                             r.payload.starts_with(b"t") && r.payload.ends_with(b"."),
                             "{:?}",
@@ -46,9 +49,12 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
                 let mut acked = Vec::new();
                 for i in 0..PER_THREAD {
                     let payload = format!("t{t}-{i}.");
-                    let receipt = shard.append(&[Record::new(1, payload.clone())]).unwrap();
+                    let receipt = shard
+                        .append(&[Record::new(1, payload.clone())])
+                        .wait()
+                        .unwrap();
                     assert!(
-                        shard.durable_offset() > receipt.last_offset,
+                        shard.offsets().durable > receipt.last_offset,
                         "acknowledged before durable"
                     );
                     acked.push((receipt.first_offset, payload));
@@ -73,7 +79,7 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
     );
     for (offset, payload) in &acked {
         assert_eq!(
-            shard.read(*offset, 1).unwrap()[0].payload,
+            shard.read(*offset, 1, ReadBound::Committed).unwrap()[0].payload,
             payload.as_bytes()
         );
     }
@@ -100,7 +106,7 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
     let reopened = open(dir.path(), config(16 * 1024, Durability::OnCommit));
     for (offset, payload) in &acked {
         assert_eq!(
-            reopened.read(*offset, 1).unwrap()[0].payload,
+            reopened.read(*offset, 1, ReadBound::Committed).unwrap()[0].payload,
             payload.as_bytes()
         );
     }
@@ -140,14 +146,14 @@ fn combined_and_direct_appends_with_rolls_keep_batches_whole() {
                     let records: Vec<Record> =
                         payloads.iter().map(|p| Record::new(1, p.clone())).collect();
                     let receipt = if t < COMBINED {
-                        shard.append(&records).unwrap()
+                        shard.append(&records).wait().unwrap()
                     } else {
-                        let receipt = shard.append_nowait(&records).unwrap();
-                        shard.wait_durable(receipt.last_offset + 1).unwrap();
+                        let receipt = shard.append(&records).written().unwrap();
+                        shard.wait_durable(receipt.last_offset + 1).wait().unwrap();
                         receipt
                     };
                     assert_eq!(receipt.last_offset - receipt.first_offset + 1, count as u64);
-                    assert!(shard.durable_offset() > receipt.last_offset);
+                    assert!(shard.offsets().durable > receipt.last_offset);
                     batches.push((receipt.first_offset, payloads));
                 }
                 batches
@@ -196,7 +202,7 @@ fn combined_and_direct_appends_with_rolls_keep_batches_whole() {
     assert!(stats.writes <= stats.appends, "{stats:?}");
     let check = |shard: &felix_storage::Shard| {
         for (first, payloads) in &batches {
-            let got = shard.read(*first, u64::MAX).unwrap();
+            let got = shard.read(*first, u64::MAX, ReadBound::Committed).unwrap();
             for (k, p) in payloads.iter().enumerate() {
                 assert_eq!(got[k].offset, first + k as u64);
                 assert_eq!(got[k].payload, p.as_bytes());

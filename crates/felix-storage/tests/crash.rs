@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Record, Shard, StoreConfig};
 
 const CHILD_ENV: &str = "FELIX_STORAGE_CRASH_CHILD_DIR";
 
@@ -39,11 +39,11 @@ fn child(dir: &Path) -> ! {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     loop {
-        let next = shard.next_offset();
+        let next = shard.offsets().written;
         let batch: Vec<_> = (next..next + 3)
             .map(|o| Record::new(o, payload(o)))
             .collect();
-        let receipt = shard.append(&batch).unwrap();
+        let receipt = shard.append(&batch).wait().unwrap();
         writeln!(out, "ack {} {}", receipt.first_offset, receipt.last_offset).unwrap();
         out.flush().unwrap();
     }
@@ -73,10 +73,10 @@ impl Drop for KillOnDrop {
 /// the kill left its ack unread). Each read must return at least one
 /// record, so this makes at most `next` reads.
 fn read_back_exactly(shard: &Shard, next: u64) {
-    assert_eq!(shard.base_offset(), 0, "nothing was ever deleted");
+    assert_eq!(shard.offsets().base, 0, "nothing was ever deleted");
     let mut offset = 0;
     while offset < next {
-        let records = shard.read(offset, 1 << 20).unwrap();
+        let records = shard.read(offset, 1 << 20, ReadBound::Committed).unwrap();
         assert!(
             !records.is_empty(),
             "a read at {offset} returned nothing, below the next offset {next}"
@@ -151,7 +151,7 @@ fn crash_sigkill_at_random_moments_keeps_every_acknowledged_record() {
             .label("crash")
             .open()
             .unwrap();
-        let next = shard.next_offset();
+        let next = shard.offsets().written;
         if let Some(acked) = highest_acked {
             assert!(next > acked, "round lost acknowledged offset {acked}");
         }

@@ -8,7 +8,9 @@ use std::path::Path;
 use felix_format::ShardKey;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{Durability, Preallocation, Record, Shard, ShardId, Store, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, Shard, ShardId, Store, StoreConfig,
+};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -37,8 +39,9 @@ fn shard_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
         .unwrap();
     let receipt = shard
         .append(&[Record::new(1, "one"), Record::new(2, "two")])
+        .wait()
         .unwrap();
-    assert_eq!(shard.durable_offset(), receipt.last_offset + 1, "acked");
+    assert_eq!(shard.offsets().durable, receipt.last_offset + 1, "acked");
 
     // Nothing that was not synced reaches the disk.
     let crashed = sim.crash(&CrashPlan::durable_only());
@@ -51,7 +54,7 @@ fn shard_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
         .label("shard")
         .open()
         .unwrap();
-    let records = reopened.read(0, 1 << 20).unwrap();
+    let records = reopened.read(0, 1 << 20, ReadBound::Committed).unwrap();
     let payloads: Vec<_> = records.iter().map(|r| r.payload.clone()).collect();
     assert_eq!(payloads, ["one", "two"]);
 }
@@ -70,6 +73,7 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
         .create_shard(&key)
         .unwrap()
         .append(&[Record::new(1, "kept")])
+        .wait()
         .unwrap();
 
     let crashed = sim.crash(&CrashPlan::durable_only());
@@ -80,7 +84,12 @@ fn store_open_with_missing_ancestors_keeps_acked_records_after_power_loss() {
         .unwrap();
     assert_eq!(store.keys().unwrap(), [ShardId::Key(key.clone())]);
     assert_eq!(
-        store.open_shard(&key).unwrap().read(0, 1 << 20).unwrap()[0].payload,
+        store
+            .open_shard(&key)
+            .unwrap()
+            .read(0, 1 << 20, ReadBound::Committed)
+            .unwrap()[0]
+            .payload,
         "kept"
     );
 }

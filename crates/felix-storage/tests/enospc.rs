@@ -17,7 +17,9 @@ use std::process::Command;
 use felix_format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use felix_io::FileSystem;
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
-use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, Shard, StorageError, StoreConfig,
+};
 
 const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
 const ENOSPC: i32 = 28;
@@ -83,7 +85,7 @@ struct Filled {
 fn fill(shard: &Shard) -> Filled {
     let mut acked = Vec::new();
     loop {
-        let next = shard.next_offset();
+        let next = shard.offsets().written;
         let batch: Vec<_> = (next..next + BATCH as u64)
             .map(|o| (o, payload(o)))
             .collect();
@@ -91,7 +93,7 @@ fn fill(shard: &Shard) -> Filled {
             .iter()
             .map(|(o, p)| Record::new(*o, p.clone()))
             .collect();
-        match shard.append(&records) {
+        match shard.append(&records).wait() {
             Ok(_) => acked.extend(batch),
             Err(err) => {
                 return Filled {
@@ -130,7 +132,10 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
                 .label("enospc")
                 .open()
                 .unwrap();
-            reopened.append(&[Record::new(0, payload(0))]).unwrap();
+            reopened
+                .append(&[Record::new(0, payload(0))])
+                .wait()
+                .unwrap();
             return 0;
         }
     };
@@ -148,8 +153,8 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
     // that failure as its own error, not "an earlier failure".
     assert!(matches!(err, StorageError::Segment { .. }), "{err:?}");
     // Nothing partial is readable: exactly the acknowledged records.
-    assert_eq!(common::read_all(&shard, shard.base_offset()), acked);
-    let later = shard.append(&[Record::new(0, "x")]).unwrap_err();
+    assert_eq!(common::read_all(&shard, shard.offsets().base), acked);
+    let later = shard.append(&[Record::new(0, "x")]).wait().unwrap_err();
     assert_eq!(later.io_kind(), Some(std::io::ErrorKind::StorageFull));
     let StorageError::Poisoned { original, .. } = &later else {
         panic!("{later:?}")
@@ -167,7 +172,7 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
     // Every acknowledged record, then at most whole records of the refused
     // batch that reached the disk before the space ran out (its append
     // failed, so keeping them or not are both allowed): nothing else.
-    let after = common::read_all(&reopened, reopened.base_offset());
+    let after = common::read_all(&reopened, reopened.offsets().base);
     assert!(
         after.len() >= acked.len() && after.len() <= acked.len() + refused.len(),
         "{} records after the reopen, {} acknowledged, {} refused",
@@ -181,11 +186,15 @@ fn check_full_disk(fs: &FileSystem, dir: &Path, free: impl FnOnce()) -> usize {
         refused[..after.len() - acked.len()],
         "past the acknowledged records, only the refused batch's own"
     );
-    let next = reopened.next_offset();
+    let next = reopened.offsets().written;
     reopened
         .append(&[Record::new(next, payload(next))])
+        .wait()
         .unwrap();
-    assert_eq!(reopened.read(next, 1).unwrap()[0].payload, payload(next));
+    assert_eq!(
+        reopened.read(next, 1, ReadBound::Committed).unwrap()[0].payload,
+        payload(next)
+    );
     acked.len()
 }
 
@@ -346,13 +355,19 @@ fn append_whose_write_hits_enospc_reports_it_and_later_calls_name_it() {
         .label("enospc")
         .open()
         .unwrap();
-    shard.append(&[Record::new(0, payload(0))]).unwrap();
-    let first = shard.append(&[Record::new(1, payload(1))]).unwrap_err();
+    shard.append(&[Record::new(0, payload(0))]).wait().unwrap();
+    let first = shard
+        .append(&[Record::new(1, payload(1))])
+        .wait()
+        .unwrap_err();
     assert!(
         matches!(&first, StorageError::Segment { source: felix_segment::SegmentError::Io(err), .. } if err.op() == "write" && err.raw_os_error() == Some(ENOSPC)),
         "{first:?}"
     );
-    let later = shard.append(&[Record::new(2, payload(2))]).unwrap_err();
+    let later = shard
+        .append(&[Record::new(2, payload(2))])
+        .wait()
+        .unwrap_err();
     let sync = shard.sync().unwrap_err();
     for err in [&later, &sync] {
         assert!(

@@ -55,7 +55,7 @@ fn error_chain_of_a_refused_generation_says_the_refusal_once() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), config(1 << 20, Durability::OnCommit));
     shard.begin_generation(3).unwrap();
-    shard.append(&records(0, 1, 10)).unwrap();
+    shard.append(&records(0, 1, 10)).wait().unwrap();
     let err = shard.begin_generation(2).unwrap_err();
     assert!(matches!(err, StorageError::Generation { .. }), "{err:?}");
     insta::assert_snapshot!(report(&err));
@@ -64,7 +64,10 @@ fn error_chain_of_a_refused_generation_says_the_refusal_once() {
 #[test]
 fn error_chain_of_a_key_too_long_says_the_part_once() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config(1 << 20, Durability::OnCommit)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(1 << 20, Durability::OnCommit))
+        .open()
+        .unwrap();
     let long = "n".repeat(4097);
     let key = ShardKey::new("t", long.as_str(), "s", 0);
     let err = store.create_shard(&key).unwrap_err();

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use felix_segment::{SegmentConfig, SegmentWriter};
 use felix_storage::{
-    Durability, Preallocation, Record, ReplicatedRecord, Shard, StorageError, StoreConfig,
+    Durability, Preallocation, ReadBound, Record, ReplicatedRecord, Shard, StorageError,
+    StoreConfig,
 };
 
 fn config(durability: Durability) -> StoreConfig {
@@ -55,8 +56,8 @@ fn segment_names(dir: &Path) -> Vec<String> {
 /// Appends one record at a time until an append fails; returns the error.
 fn fill(shard: &Shard) -> StorageError {
     loop {
-        let next = shard.next_offset();
-        if let Err(err) = shard.append(&[record(next)]) {
+        let next = shard.offsets().written;
+        if let Err(err) = shard.append(&[record(next)]).wait() {
             return err;
         }
         assert!(next < 1000, "never refused");
@@ -70,10 +71,10 @@ fn check_reopens(dir: &Path, next: u64) {
         .open()
         .unwrap();
     assert!(shard.stats().recovery_actions.is_empty());
-    assert_eq!(shard.next_offset(), next);
-    let mut offset = shard.base_offset();
+    assert_eq!(shard.offsets().written, next);
+    let mut offset = shard.offsets().base;
     while offset < next {
-        for r in shard.read(offset, 1 << 20).unwrap() {
+        for r in shard.read(offset, 1 << 20, ReadBound::Committed).unwrap() {
             assert_eq!(r.payload, record(offset).payload);
             offset += 1;
         }
@@ -95,11 +96,11 @@ fn append_needing_a_segment_after_id_u64_max_is_refused_and_the_shard_reopens() 
         "{err:?}"
     );
     assert!(shard.poisoned().is_none(), "refused, not failed");
-    let next = shard.next_offset();
+    let next = shard.offsets().written;
     assert!(next > 8);
     // Nothing of the refused append was written, and no segment wrapped.
     assert_eq!(segment_names(dir.path()), ["18446744073709551615.log"]);
-    assert_eq!(shard.read(next, 1 << 20).unwrap(), []);
+    assert_eq!(shard.read(next, 1 << 20, ReadBound::Committed).unwrap(), []);
     shard.sync().unwrap();
     drop(shard);
     check_reopens(dir.path(), next);
@@ -122,14 +123,18 @@ fn on_commit_append_needing_a_segment_after_id_u64_max_stops_the_shard_and_it_re
         matches!(&err, StorageError::SegmentIdsExhausted { last_id, .. } if *last_id == u64::MAX),
         "{err:?}"
     );
-    match &shard.append(&[record(shard.next_offset())]).unwrap_err() {
+    match &shard
+        .append(&[record(shard.offsets().written)])
+        .wait()
+        .unwrap_err()
+    {
         StorageError::Poisoned { original, .. } => assert!(
             matches!(&**original, StorageError::SegmentIdsExhausted { last_id, .. } if *last_id == u64::MAX),
             "{original:?}"
         ),
         other => panic!("{other:?}"),
     }
-    let durable = shard.durable_offset();
+    let durable = shard.offsets().durable;
     drop(shard);
     assert_eq!(segment_names(dir.path()), ["18446744073709551615.log"]);
     check_reopens(dir.path(), durable);
@@ -146,9 +151,13 @@ fn append_past_the_last_offset_is_refused_with_nothing_written() {
             .initial_offset(start)
             .open()
             .unwrap();
-        shard.append(&[record(start), record(start + 1)]).unwrap();
+        shard
+            .append(&[record(start), record(start + 1)])
+            .wait()
+            .unwrap();
         let err = shard
             .append(&[record(start + 2), record(start + 3), record(start + 4)])
+            .wait()
             .unwrap_err();
         assert!(
             matches!(
@@ -161,11 +170,12 @@ fn append_past_the_last_offset_is_refused_with_nothing_written() {
         // The last two offsets a record can have still go.
         let receipt = shard
             .append(&[record(start + 2), record(start + 3)])
+            .wait()
             .unwrap();
         assert_eq!(receipt.last_offset, u64::MAX - 1);
-        assert_eq!(shard.next_offset(), u64::MAX);
+        assert_eq!(shard.offsets().written, u64::MAX);
         assert!(matches!(
-            shard.append(&[record(0)]),
+            shard.append(&[record(0)]).wait(),
             Err(StorageError::OffsetSpaceExhausted {
                 next_offset: u64::MAX,
                 records: 1,
@@ -203,5 +213,5 @@ fn append_replicated_past_the_last_offset_is_refused() {
         "{err:?}"
     );
     shard.append_replicated(&[replicated(start)]).unwrap();
-    assert_eq!(shard.next_offset(), u64::MAX);
+    assert_eq!(shard.offsets().written, u64::MAX);
 }

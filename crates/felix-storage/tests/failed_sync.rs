@@ -50,7 +50,7 @@ fn root_os_error(err: &StorageError) -> Option<i32> {
 
 fn payloads(shard: &Shard, bound: ReadBound) -> Vec<String> {
     shard
-        .read_bounded(0, u64::MAX, bound)
+        .read(0, u64::MAX, bound)
         .unwrap()
         .into_iter()
         .map(|r| String::from_utf8(r.payload.to_vec()).unwrap())
@@ -67,9 +67,12 @@ fn append_whose_sync_fails_is_never_served_and_later_calls_chain_to_the_io_error
         FileSystem::new(sim.clone()),
         config(1 << 20, Durability::OnCommit),
     );
-    shard.append(&[Record::new(1, "acked")]).unwrap();
+    shard.append(&[Record::new(1, "acked")]).wait().unwrap();
     sim.inject(sync_fault(0));
-    let own = shard.append(&[Record::new(2, "NOT acked")]).unwrap_err();
+    let own = shard
+        .append(&[Record::new(2, "NOT acked")])
+        .wait()
+        .unwrap_err();
     assert!(
         matches!(own, StorageError::Segment { .. }),
         "the failing call gets its own failure: {own:?}"
@@ -82,7 +85,7 @@ fn append_whose_sync_fails_is_never_served_and_later_calls_chain_to_the_io_error
     ] {
         assert_eq!(payloads(&shard, bound), ["acked"], "{bound:?}");
     }
-    let later = shard.append(&[Record::new(3, "later")]).unwrap_err();
+    let later = shard.append(&[Record::new(3, "later")]).wait().unwrap_err();
     let StorageError::Poisoned { original, .. } = &later else {
         panic!("{later:?}")
     };
@@ -240,13 +243,17 @@ fn a_failed_sync_fails_every_append_it_covered_with_the_io_error() {
     sim.inject(sync_fault(1));
     let first = {
         let shard = Arc::clone(&shard);
-        std::thread::spawn(move || shard.append(&[Record::new(0, "first")]))
+        std::thread::spawn(move || shard.append(&[Record::new(0, "first")]).wait())
     };
     gate.wait_for_sync();
     let covered: Vec<_> = (0..COVERED)
         .map(|i| {
             let shard = Arc::clone(&shard);
-            std::thread::spawn(move || shard.append(&[Record::new(1, format!("covered {i}"))]))
+            std::thread::spawn(move || {
+                shard
+                    .append(&[Record::new(1, format!("covered {i}"))])
+                    .wait()
+            })
         })
         .collect();
     // Every covered batch written, and its appender registered for the next
@@ -278,9 +285,9 @@ fn a_failed_sync_fails_every_append_it_covered_with_the_io_error() {
         texts[0]
     );
     assert_eq!(payloads(&shard, ReadBound::Written), ["first"]);
-    assert_eq!(shard.durable_offset(), 1);
+    assert_eq!(shard.offsets().durable, 1);
     assert!(matches!(
-        shard.append(&records(9, 1, 10)),
+        shard.append(&records(9, 1, 10)).wait(),
         Err(StorageError::Poisoned { .. })
     ));
 }

@@ -9,9 +9,10 @@ use std::path::Path;
 use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, ShardKey};
 use felix_io::FileSystem;
 use felix_io::sim::SimFs;
+use felix_storage::lock::{ShardLock, StoreLock};
 use felix_storage::{
-    ConfigError, ConfigField, Durability, Preallocation, ReadBound, Record, ShardLock,
-    StorageError, Store, StoreConfig, StoreLock,
+    ConfigError, ConfigField, Durability, Preallocation, ReadBound, Record, StorageError, Store,
+    StoreConfig,
 };
 
 fn config(max_open_shards: u64) -> StoreConfig {
@@ -40,7 +41,7 @@ fn lock_free(fs: &FileSystem, store: &Store, i: u32) -> bool {
     let dir = store.root().join(key(i).dir_name());
     match ShardLock::acquire(fs, &dir) {
         Ok(_) => true,
-        Err(felix_storage::LockError::Locked { .. }) => false,
+        Err(felix_storage::lock::LockError::Locked { .. }) => false,
         Err(other) => panic!("locking {}: {other}", dir.display()),
     }
 }
@@ -57,7 +58,10 @@ fn payloads(store: &Store, i: u32) -> Vec<Vec<u8>> {
 fn idle_shards_close_least_recently_used_and_reopen_with_every_record() {
     let root = tempfile::tempdir().unwrap();
     let fs = FileSystem::os();
-    let store = Store::open(root.path(), config(2)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(2))
+        .open()
+        .unwrap();
     for i in 0..5 {
         let shard = store.create_shard(&key(i)).unwrap();
         // Seven records: two segments sealed, so reopening trusts the
@@ -65,6 +69,7 @@ fn idle_shards_close_least_recently_used_and_reopen_with_every_record() {
         for offset in 0..7 {
             shard
                 .append(&[Record::new(offset, payload(i, offset))])
+                .wait()
                 .unwrap();
         }
     }
@@ -84,11 +89,15 @@ fn idle_shards_close_least_recently_used_and_reopen_with_every_record() {
     for offset in 7..11 {
         shard
             .append(&[Record::new(offset, payload(1, offset))])
+            .wait()
             .unwrap();
     }
     drop(shard);
     store.close().unwrap();
-    let store = Store::open(root.path(), config(1)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(1))
+        .open()
+        .unwrap();
     let expected: Vec<Vec<u8>> = (0..11).map(|o| payload(1, o)).collect();
     assert_eq!(payloads(&store, 1), expected);
 }
@@ -96,16 +105,19 @@ fn idle_shards_close_least_recently_used_and_reopen_with_every_record() {
 #[test]
 fn a_shard_a_caller_holds_is_never_closed_to_stay_within_the_budget() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config(1)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(1))
+        .open()
+        .unwrap();
     let held = store.create_shard(&key(0)).unwrap();
     let other = store.create_shard(&key(1)).unwrap();
     // Both held: the store is over its budget rather than closing either.
-    held.append(&[Record::new(0, "kept open")]).unwrap();
-    other.append(&[Record::new(0, "also")]).unwrap();
+    held.append(&[Record::new(0, "kept open")]).wait().unwrap();
+    other.append(&[Record::new(0, "also")]).wait().unwrap();
     drop(other);
     // Shard 1 is idle now; shard 2's open closes it, never shard 0.
     store.create_shard(&key(2)).unwrap();
-    held.append(&[Record::new(1, "still open")]).unwrap();
+    held.append(&[Record::new(1, "still open")]).wait().unwrap();
     assert!(lock_free(&FileSystem::os(), &store, 1));
     assert!(!lock_free(&FileSystem::os(), &store, 0));
     assert_eq!(payloads(&store, 1), [b"also".to_vec()]);
@@ -115,12 +127,15 @@ fn a_shard_a_caller_holds_is_never_closed_to_stay_within_the_budget() {
 fn a_second_store_on_the_root_is_refused_even_while_every_shard_is_closed() {
     let root = tempfile::tempdir().unwrap();
     let fs = FileSystem::os();
-    let store = Store::open(root.path(), config(1)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(1))
+        .open()
+        .unwrap();
     store.create_shard(&key(0)).unwrap();
     store.create_shard(&key(1)).unwrap();
     store.close_shard(&key(1)).unwrap();
     assert!(lock_free(&fs, &store, 0) && lock_free(&fs, &store, 1));
-    let second = Store::open(root.path(), config(1));
+    let second = Store::options(root.path()).config(config(1)).open();
     assert!(
         matches!(&second, Err(StorageError::StoreLocked { root: r }) if r == root.path()),
         "{second:?}"
@@ -128,11 +143,14 @@ fn a_second_store_on_the_root_is_refused_even_while_every_shard_is_closed() {
     // Nor can a repair tool take the root while the store runs.
     assert!(matches!(
         StoreLock::acquire(&fs, root.path()),
-        Err(felix_storage::LockError::StoreLocked { .. })
+        Err(felix_storage::lock::LockError::StoreLocked { .. })
     ));
     store.close().unwrap();
-    let again = Store::open(root.path(), config(1)).unwrap();
-    assert_eq!(again.open_shard(&key(0)).unwrap().next_offset(), 0);
+    let again = Store::options(root.path())
+        .config(config(1))
+        .open()
+        .unwrap();
+    assert_eq!(again.open_shard(&key(0)).unwrap().offsets().written, 0);
 }
 
 fn syncs(sim: &SimFs) -> usize {
@@ -153,7 +171,10 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
         .open()
         .unwrap();
     let shard = store.create_shard(&key(0)).unwrap();
-    shard.append(&[Record::new(0, payload(0, 0))]).unwrap();
+    shard
+        .append(&[Record::new(0, payload(0, 0))])
+        .wait()
+        .unwrap();
     drop(shard);
     store.close().unwrap();
     let clean = root.join(key(0).dir_name()).join(CLEAN_SHUTDOWN_FILE_NAME);
@@ -171,7 +192,10 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
         "the record is kept while open"
     );
     // One append, one sync; closing needs none: the record is still true.
-    shard.append(&[Record::new(1, payload(0, 1))]).unwrap();
+    shard
+        .append(&[Record::new(1, payload(0, 1))])
+        .wait()
+        .unwrap();
     assert_eq!(syncs(&sim), before + 1);
     store.close_shard(&key(0)).unwrap();
     assert_eq!(syncs(&sim), before + 1, "closing syncs nothing more");
@@ -188,9 +212,15 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
     let shard = store.open_shard(&key(0)).unwrap();
     assert_eq!(syncs(&sim), before + 1);
     // A roll removes the record first, durably.
-    shard.append(&[Record::new(2, payload(0, 2))]).unwrap();
+    shard
+        .append(&[Record::new(2, payload(0, 2))])
+        .wait()
+        .unwrap();
     assert!(sim.read_file(&clean).is_ok());
-    shard.append(&[Record::new(3, payload(0, 3))]).unwrap();
+    shard
+        .append(&[Record::new(3, payload(0, 3))])
+        .wait()
+        .unwrap();
     assert!(sim.read_file(&clean).is_err(), "removed before the roll");
     drop(shard);
     store.close().unwrap();
@@ -209,7 +239,10 @@ fn a_shard_reopened_as_its_clean_close_left_it_costs_no_sync_until_it_rolls() {
 #[test]
 fn max_open_shards_of_zero_is_refused() {
     let root = tempfile::tempdir().unwrap();
-    let err = Store::open(root.path(), config(0)).unwrap_err();
+    let err = Store::options(root.path())
+        .config(config(0))
+        .open()
+        .unwrap_err();
     assert!(
         matches!(
             err,

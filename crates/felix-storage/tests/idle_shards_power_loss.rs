@@ -58,6 +58,7 @@ fn workload(fs: &FileSystem) -> Vec<u64> {
             };
             if shard
                 .append(&[Record::new(round, payload(i, round))])
+                .wait()
                 .is_err()
             {
                 return acked;
@@ -80,7 +81,7 @@ fn check(crashed: SimFs, acked: &[u64], what: &str) {
         let shard = match store.open_shard(&key(i)) {
             Ok(shard) => shard,
             // Never created, or its creation was lost: nothing acknowledged.
-            Err(felix_storage::StorageError::NotFound { .. }) => {
+            Err(felix_storage::StorageError::ShardNotFound { .. }) => {
                 assert_eq!(acked[i as usize], 0, "{what}: shard {i} lost");
                 continue;
             }

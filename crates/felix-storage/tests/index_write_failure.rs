@@ -9,7 +9,7 @@ use felix_format::{FileKind, file_name};
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, Vfs};
 use felix_recovery::Action;
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Record, Shard, StoreConfig};
 
 const DIR: &str = "/shard";
 const ENOSPC: i32 = 28;
@@ -39,18 +39,18 @@ fn open(sim: &SimFs) -> Shard {
 
 fn append(shard: &Shard, n: u64) {
     for _ in 0..n {
-        let o = shard.next_offset();
-        shard.append(&[Record::new(o, payload(o))]).unwrap();
+        let o = shard.offsets().written;
+        shard.append(&[Record::new(o, payload(o))]).wait().unwrap();
     }
 }
 
 fn check_all(shard: &Shard, next: u64) {
     for offset in 0..next {
-        let records = shard.read(offset, 1).unwrap();
+        let records = shard.read(offset, 1, ReadBound::Committed).unwrap();
         assert_eq!(records[0].offset, offset);
         assert_eq!(records[0].payload, payload(offset));
     }
-    assert_eq!(shard.next_offset(), next);
+    assert_eq!(shard.offsets().written, next);
 }
 
 fn index_path(id: u64) -> std::path::PathBuf {
@@ -63,9 +63,9 @@ fn shard_without_index(missing: impl Fn(&Shard) -> u64) -> (SimFs, u64, u64) {
     let sim = SimFs::new();
     let shard = open(&sim);
     append(&shard, 100);
-    assert!(shard.segment_count() >= 3);
+    assert!(shard.segments().len() >= 3);
     let id = missing(&shard);
-    let next = shard.next_offset();
+    let next = shard.offsets().written;
     drop(shard);
     sim.remove_file(&index_path(id)).unwrap();
     (sim, id, next)
@@ -130,7 +130,7 @@ fn shard_open_on_a_full_disk_serves_the_active_index_from_memory_and_writes_it_a
     let written = sim.read_file(&index_path(id)).unwrap();
     assert!(written.len() > 24, "{} bytes", written.len());
     assert_eq!(shard.stats().index_write_failures, 2, "the retry succeeded");
-    let next = shard.next_offset();
+    let next = shard.offsets().written;
     drop(shard);
     let reopened = open(&sim);
     assert!(

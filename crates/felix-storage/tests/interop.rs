@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use felix_storage::{
-    Durability, Preallocation, Shard, ShardId, ShardKey, StorageError, Store, StoreConfig,
+    Durability, Preallocation, ReadBound, Shard, ShardId, ShardKey, StorageError, Store,
+    StoreConfig,
 };
 
 fn corpus() -> std::path::PathBuf {
@@ -53,10 +54,10 @@ fn open_case(case: &str, spacing: u64) -> (tempfile::TempDir, Shard) {
 }
 
 fn check_payloads(shard: &Shard, len: usize) -> u64 {
-    let mut offset = shard.base_offset();
+    let mut offset = shard.offsets().base;
     let mut count = 0;
-    while offset < shard.next_offset() {
-        for r in shard.read(offset, 1 << 20).unwrap() {
+    while offset < shard.offsets().written {
+        for r in shard.read(offset, 1 << 20, ReadBound::Committed).unwrap() {
             assert_eq!(r.offset, offset);
             assert_eq!(r.payload, interop_payload(offset, len), "offset {offset}");
             offset += 1;
@@ -71,9 +72,9 @@ fn shard_open_interop_clean_4seg() {
     let (_dir, shard) = open_case("clean-4seg", 4096);
     assert_eq!(
         (
-            shard.base_offset(),
-            shard.next_offset(),
-            shard.segment_count()
+            shard.offsets().base,
+            shard.offsets().written,
+            shard.segments().len()
         ),
         (0, 2000, 4)
     );
@@ -84,7 +85,7 @@ fn shard_open_interop_clean_4seg() {
 #[test]
 fn shard_open_interop_torn_tail_repairs_to_1999() {
     let (_dir, shard) = open_case("torn-tail", 4096);
-    assert_eq!(shard.next_offset(), 1999);
+    assert_eq!(shard.offsets().written, 1999);
     assert_eq!(check_payloads(&shard, 100), 1999);
     assert!(matches!(
         shard.stats().recovery_actions.as_slice(),
@@ -97,13 +98,13 @@ fn shard_open_interop_trimmed_head_and_foreign_ids_begin_at_511() {
     for case in ["trimmed-head", "foreign-ids"] {
         let (_dir, shard) = open_case(case, 4096);
         assert_eq!(
-            (shard.base_offset(), shard.next_offset()),
+            (shard.offsets().base, shard.offsets().written),
             (511, 2000),
             "{case}"
         );
         assert_eq!(check_payloads(&shard, 100), 1489);
         for offset in [0, 255, 510] {
-            let err = shard.read(offset, 10).unwrap_err();
+            let err = shard.read(offset, 10, ReadBound::Committed).unwrap_err();
             assert!(
                 matches!(err, StorageError::Trimmed { requested, oldest: 511, .. } if requested == offset),
                 "{err:?}"
@@ -125,11 +126,16 @@ fn shard_open_interop_garbage_index_reads_every_record() {
 #[test]
 fn shard_open_interop_killed_on_commit_keeps_acknowledged_offsets_and_appends() {
     let (_dir, shard) = open_case("killed-on-commit", 1024);
-    assert!(shard.next_offset() >= 2730, "{}", shard.next_offset());
-    assert_eq!(check_payloads(&shard, 200), shard.next_offset());
-    let next = shard.next_offset();
+    assert!(
+        shard.offsets().written >= 2730,
+        "{}",
+        shard.offsets().written
+    );
+    assert_eq!(check_payloads(&shard, 200), shard.offsets().written);
+    let next = shard.offsets().written;
     let receipt = shard
         .append(&[felix_storage::Record::new(1, interop_payload(next, 200))])
+        .wait()
         .unwrap();
     assert_eq!(receipt.first_offset, next);
 }
@@ -138,7 +144,10 @@ fn shard_open_interop_killed_on_commit_keeps_acknowledged_offsets_and_appends() 
 fn store_finds_root_layout_shards_by_their_keys() {
     let root = tempfile::tempdir().unwrap();
     copy_dir(&corpus().join("root-layout"), root.path());
-    let store = Store::open(root.path(), config(4096)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(4096))
+        .open()
+        .unwrap();
     // The reference implementation writes no key file: listed by name.
     let names = [
         "acme_default_orders_0-0d3aed4b998d2798",
@@ -153,9 +162,9 @@ fn store_finds_root_layout_shards_by_their_keys() {
         ShardKey::new("acme", "default", "orders", 3),
     ];
     let zero = store.open_shard(&keys[0]).unwrap();
-    assert_eq!((zero.base_offset(), zero.next_offset()), (0, 2000));
+    assert_eq!((zero.offsets().base, zero.offsets().written), (0, 2000));
     let three = store.open_shard(&keys[1]).unwrap();
-    assert!(three.next_offset() >= 2730);
+    assert!(three.offsets().written >= 2730);
     // Opened by a key whose directory name they have, they get key files.
     assert_eq!(store.keys().unwrap(), keys.clone().map(ShardId::Key));
     store.close().unwrap();

@@ -6,9 +6,8 @@ use std::path::Path;
 
 use felix_io::sim::SimFs;
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{
-    Durability, LOCK_FILE_NAME, Record, Shard, ShardLock, StorageError, StoreConfig,
-};
+use felix_storage::lock::{LOCK_FILE_NAME, ShardLock};
+use felix_storage::{Durability, ReadBound, Record, Shard, StorageError, StoreConfig};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -19,7 +18,7 @@ fn config() -> StoreConfig {
 
 fn assert_locked(result: Result<impl std::fmt::Debug, StorageError>, dir: &Path) {
     match result {
-        Err(StorageError::Locked { dir: locked }) => assert_eq!(locked, dir),
+        Err(StorageError::ShardLocked { dir: locked }) => assert_eq!(locked, dir),
         other => panic!("expected Locked for {}, got {other:?}", dir.display()),
     }
 }
@@ -32,7 +31,7 @@ fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
         .label("first")
         .open()
         .unwrap();
-    first.append(&[Record::new(1, "acked")]).unwrap();
+    first.append(&[Record::new(1, "acked")]).wait().unwrap();
     std::fs::remove_file(dir.path().join(LOCK_FILE_NAME)).unwrap();
 
     assert_locked(
@@ -48,7 +47,7 @@ fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
         dir.path(),
     );
     // The first writer's records are untouched and it keeps writing.
-    let receipt = first.append(&[Record::new(2, "more")]).unwrap();
+    let receipt = first.append(&[Record::new(2, "more")]).wait().unwrap();
     assert_eq!(receipt.first_offset, 1);
     drop(first);
     let reopened = Shard::options(dir.path())
@@ -57,7 +56,7 @@ fn shard_open_second_writer_is_locked_after_the_lock_file_is_removed() {
         .open()
         .unwrap();
     let payloads: Vec<_> = reopened
-        .read(0, 1 << 20)
+        .read(0, 1 << 20, ReadBound::Committed)
         .unwrap()
         .into_iter()
         .map(|r| r.payload)

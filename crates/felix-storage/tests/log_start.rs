@@ -11,7 +11,7 @@ use std::path::Path;
 use common::{config, open, read_all, records, segment_files};
 use felix_format::LOG_START_FILE_NAME;
 use felix_storage::{
-    Durability, MovedBy, Offsets, Record, Retention, Shard, StorageError, StoreConfig,
+    Durability, MovedBy, Offsets, ReadBound, Record, Retention, Shard, StorageError, StoreConfig,
 };
 
 fn small() -> StoreConfig {
@@ -22,7 +22,7 @@ fn small() -> StoreConfig {
 fn filled(dir: &Path, count: u64) -> Shard {
     let shard = open(dir, small());
     for batch in records(0, count, 40).chunks(4) {
-        shard.append(batch).unwrap();
+        shard.append(batch).wait().unwrap();
     }
     shard
 }
@@ -32,7 +32,7 @@ fn delete_records_before_trims_reads_inside_a_segment_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let shard = filled(dir.path(), 20);
     assert_eq!(shard.delete_records_before(11).unwrap(), 11);
-    assert_eq!(shard.base_offset(), 11);
+    assert_eq!(shard.offsets().base, 11);
     assert_eq!(
         shard.offsets(),
         Offsets {
@@ -43,7 +43,9 @@ fn delete_records_before_trims_reads_inside_a_segment_and_survives_reopen() {
         }
     );
     for below in [0, 8, 10] {
-        let err = shard.read(below, 1 << 20).unwrap_err();
+        let err = shard
+            .read(below, 1 << 20, ReadBound::Committed)
+            .unwrap_err();
         assert!(
             matches!(err, StorageError::Trimmed { requested, oldest: 11, .. } if requested == below),
             "{err:?}"
@@ -55,9 +57,9 @@ fn delete_records_before_trims_reads_inside_a_segment_and_survives_reopen() {
     drop(shard);
     std::fs::remove_file(dir.path().join(felix_format::CLEAN_SHUTDOWN_FILE_NAME)).ok();
     let shard = open(dir.path(), small());
-    assert_eq!(shard.base_offset(), 11);
+    assert_eq!(shard.offsets().base, 11);
     assert!(matches!(
-        shard.read(10, 100),
+        shard.read(10, 100, ReadBound::Committed),
         Err(StorageError::Trimmed { oldest: 11, .. })
     ));
     assert_eq!(read_all(&shard, 11).len(), 9);
@@ -69,7 +71,7 @@ fn delete_records_before_never_moves_backwards_and_past_the_end_is_refused() {
     let shard = filled(dir.path(), 12);
     assert_eq!(shard.delete_records_before(9).unwrap(), 9);
     assert_eq!(shard.delete_records_before(3).unwrap(), 9);
-    assert_eq!(shard.base_offset(), 9);
+    assert_eq!(shard.offsets().base, 9);
     let err = shard.delete_records_before(13).unwrap_err();
     assert!(
         matches!(
@@ -82,11 +84,11 @@ fn delete_records_before_never_moves_backwards_and_past_the_end_is_refused() {
         ),
         "{err:?}"
     );
-    assert_eq!(shard.base_offset(), 9);
+    assert_eq!(shard.offsets().base, 9);
     // Up to the readable end: the log is empty and the next append follows.
     assert_eq!(shard.delete_records_before(12).unwrap(), 12);
-    assert_eq!(shard.read(12, 100).unwrap(), []);
-    let receipt = shard.append(&[Record::new(1, "next")]).unwrap();
+    assert_eq!(shard.read(12, 100, ReadBound::Committed).unwrap(), []);
+    let receipt = shard.append(&[Record::new(1, "next")]).wait().unwrap();
     assert_eq!(receipt.first_offset, 12);
 }
 
@@ -94,7 +96,7 @@ fn delete_records_before_never_moves_backwards_and_past_the_end_is_refused() {
 fn delete_records_before_is_bounded_by_what_a_committed_read_returns() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(4096, Durability::OnCommit));
-    shard.append(&[Record::new(1, "a")]).unwrap();
+    shard.append(&[Record::new(1, "a")]).wait().unwrap();
     let readable = shard.offsets().readable;
     let err = shard.delete_records_before(readable + 1).unwrap_err();
     assert!(matches!(err, StorageError::DeletePastEnd { .. }), "{err:?}");
@@ -118,12 +120,16 @@ fn truncate_to_below_the_log_start_is_a_typed_error() {
         "{err:?}"
     );
     shard.truncate_to(15).unwrap();
-    assert_eq!((shard.base_offset(), shard.next_offset()), (11, 15));
+    assert_eq!((shard.offsets().base, shard.offsets().written), (11, 15));
     // Truncating to the start itself empties the log there.
     shard.truncate_to(11).unwrap();
-    assert_eq!((shard.base_offset(), shard.next_offset()), (11, 11));
+    assert_eq!((shard.offsets().base, shard.offsets().written), (11, 11));
     assert_eq!(
-        shard.append(&[Record::new(1, "x")]).unwrap().first_offset,
+        shard
+            .append(&[Record::new(1, "x")])
+            .wait()
+            .unwrap()
+            .first_offset,
         11
     );
 }
@@ -138,11 +144,11 @@ fn retention_deletes_the_segments_wholly_below_the_log_start() {
     let outcome = shard.apply_retention().unwrap();
     assert_eq!(outcome.deleted_segments, [0, 1]);
     assert_eq!(outcome.base_offset, 17);
-    assert_eq!(shard.base_offset(), 17);
+    assert_eq!(shard.offsets().base, 17);
     assert_eq!(segment_files(dir.path()).len(), 2);
     drop(shard);
     let shard = open(dir.path(), small());
-    assert_eq!(shard.base_offset(), 17);
+    assert_eq!(shard.offsets().base, 17);
     assert_eq!(read_all(&shard, 17).len(), 13);
 }
 
@@ -164,7 +170,7 @@ fn retention_by_size_and_the_log_start_give_the_later_base() {
     );
     let outcome = shard.apply_retention().unwrap();
     assert_eq!(outcome.base_offset, 16);
-    assert_eq!(shard.base_offset(), 16);
+    assert_eq!(shard.offsets().base, 16);
 }
 
 #[test]
@@ -173,18 +179,28 @@ fn reset_to_records_the_start_and_the_next_append_gets_it() {
     let shard = filled(dir.path(), 20);
     shard.begin_generation(4).unwrap();
     shard.reset_to(1_000).unwrap();
-    assert_eq!((shard.base_offset(), shard.next_offset()), (1_000, 1_000));
+    assert_eq!(
+        (shard.offsets().base, shard.offsets().written),
+        (1_000, 1_000)
+    );
     assert!(dir.path().join(LOG_START_FILE_NAME).exists());
     assert!(shard.generations().is_empty());
     drop(shard);
     let shard = open(dir.path(), small());
-    assert_eq!((shard.base_offset(), shard.next_offset()), (1_000, 1_000));
     assert_eq!(
-        shard.append(&[Record::new(1, "x")]).unwrap().first_offset,
+        (shard.offsets().base, shard.offsets().written),
+        (1_000, 1_000)
+    );
+    assert_eq!(
+        shard
+            .append(&[Record::new(1, "x")])
+            .wait()
+            .unwrap()
+            .first_offset,
         1_000
     );
     assert!(matches!(
-        shard.read(999, 10),
+        shard.read(999, 10, ReadBound::Committed),
         Err(StorageError::Trimmed { oldest: 1_000, .. })
     ));
 }
@@ -202,10 +218,11 @@ fn reset_to_cut_short_after_the_start_was_recorded_opens_as_the_new_log() {
         first_segment_id: next_id,
         moved_by: felix_format::log_start::MovedBy::Deletion,
     };
-    felix_recovery::write_log_start(&felix_storage::FileSystem::os(), dir.path(), &start).unwrap();
+    felix_recovery::write_log_start(&felix_storage::io::FileSystem::os(), dir.path(), &start)
+        .unwrap();
     std::fs::remove_file(dir.path().join(felix_format::CLEAN_SHUTDOWN_FILE_NAME)).ok();
     let shard = open(dir.path(), small());
-    assert_eq!((shard.base_offset(), shard.next_offset()), (500, 500));
+    assert_eq!((shard.offsets().base, shard.offsets().written), (500, 500));
     assert_eq!(shard.segments().len(), 1);
     assert_eq!(shard.segments()[0].extent.id, next_id);
     assert_eq!(segment_files(dir.path()).len(), 1);
@@ -230,7 +247,7 @@ fn log_start_file_lost_or_damaged_loses_no_record() {
         }
         let shard = open(dir.path(), small());
         // Records reappear; none vanish.
-        assert_eq!(shard.base_offset(), 0, "{damage}");
+        assert_eq!(shard.offsets().base, 0, "{damage}");
         assert_eq!(read_all(&shard, 0).len(), 20, "{damage}");
     }
 }
@@ -241,7 +258,7 @@ fn delete_records_before_prunes_the_generation_history_below_the_start() {
     let shard = open(dir.path(), small());
     for generation in 1..=5u64 {
         shard.begin_generation(generation).unwrap();
-        shard.append(&records(0, 4, 10)).unwrap();
+        shard.append(&records(0, 4, 10)).wait().unwrap();
     }
     // Generations 1..=5 began at 0, 4, 8, 12, 16.
     assert_eq!(shard.generations().len(), 5);
@@ -275,9 +292,9 @@ fn log_start_survives_a_clean_close_whose_record_does_not_hold_it() {
             .exists()
     );
     let shard = open(dir.path(), small());
-    assert_eq!(shard.base_offset(), 13);
+    assert_eq!(shard.offsets().base, 13);
     assert!(matches!(
-        shard.read(12, 10),
+        shard.read(12, 10, ReadBound::Committed),
         Err(StorageError::Trimmed { oldest: 13, .. })
     ));
 }
@@ -287,7 +304,7 @@ fn generation_history_full_never_fails_an_append_and_deletion_prunes_it() {
     // On a simulated disk: thousands of epochs stores cost no syncs.
     let sim = felix_io::sim::SimFs::new();
     let shard = Shard::options(Path::new("/shard"))
-        .file_system(felix_storage::FileSystem::new(sim))
+        .file_system(felix_storage::io::FileSystem::new(sim))
         .config(config(1 << 20, Durability::None))
         .label("history")
         .open()
@@ -296,7 +313,10 @@ fn generation_history_full_never_fails_an_append_and_deletion_prunes_it() {
     for generation in 1..=max + 3 {
         shard.begin_generation(generation).unwrap();
         // Generation g begins at offset g - 1.
-        shard.append(&[Record::new(generation, "g")]).unwrap();
+        shard
+            .append(&[Record::new(generation, "g")])
+            .wait()
+            .unwrap();
     }
     // Full: the oldest generations were dropped, never an append refused.
     assert_eq!(shard.generations().len(), max as usize);
@@ -309,12 +329,12 @@ fn generation_history_full_never_fails_an_append_and_deletion_prunes_it() {
         .map(|e| e.start_offset)
         .collect();
     assert_eq!(starts, [max, max + 1, max + 2]);
-    shard.append(&[Record::new(1, "after")]).unwrap();
+    shard.append(&[Record::new(1, "after")]).wait().unwrap();
 }
 
 /// What the shard's log-start file records moved its start.
 fn moved_by(dir: &Path) -> MovedBy {
-    felix_recovery::read_log_start(&felix_storage::FileSystem::os(), dir)
+    felix_recovery::read_log_start(&felix_storage::io::FileSystem::os(), dir)
         .start()
         .unwrap()
         .moved_by
@@ -335,7 +355,7 @@ fn move_log_start_records_what_moved_it_and_a_deletion_or_reset_clears_offload()
     assert_eq!(shard.move_log_start(16, MovedBy::Offload).unwrap(), 16);
     drop(shard);
     let shard = open(dir.path(), small());
-    assert_eq!(shard.base_offset(), 16);
+    assert_eq!(shard.offsets().base, 16);
     assert_eq!(moved_by(dir.path()), MovedBy::Offload);
     shard.reset_to(40).unwrap();
     assert_eq!(moved_by(dir.path()), MovedBy::Deletion);

@@ -110,7 +110,7 @@ fn metrics_each_moves_when_its_event_happens() {
         );
 
         // One on-commit append of two records.
-        shard.append(&[record(0), record(1)]).unwrap();
+        shard.append(&[record(0), record(1)]).wait().unwrap();
         let seen = Seen::take(&snapshotter, "m-0");
         assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 2);
         assert_eq!(seen.counter(APPENDED_BYTES_TOTAL), 2 * RECORD);
@@ -127,7 +127,7 @@ fn metrics_each_moves_when_its_event_happens() {
 
         // Three more: the segment (four records) rolls.
         for offset in 2..5 {
-            shard.append(&[record(offset)]).unwrap();
+            shard.append(&[record(offset)]).wait().unwrap();
         }
         let seen = Seen::take(&snapshotter, "m-0");
         assert_eq!(seen.counter(ROLLS_TOTAL), 1);
@@ -146,7 +146,7 @@ fn metrics_each_moves_when_its_event_happens() {
             .open()
             .unwrap();
         for offset in 0..9 {
-            small.append(&[record(offset)]).unwrap();
+            small.append(&[record(offset)]).wait().unwrap();
         }
         small.apply_retention().unwrap();
         let seen = Seen::take(&snapshotter, "m-1");
@@ -161,7 +161,7 @@ fn metrics_each_moves_when_its_event_happens() {
         assert_eq!(seen.gauge(DURABLE_OFFSET), 3.0);
 
         // Rot in a sealed segment, found by a scrub.
-        shard.append(&[record(3), record(4)]).unwrap();
+        shard.append(&[record(3), record(4)]).wait().unwrap();
         let path = dir.path().join(file_name(0, FileKind::Segment).as_str());
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[SEGMENT_HEADER_LEN + RECORD_HEADER_LEN + 1] ^= 1;
@@ -209,8 +209,8 @@ fn metrics_each_moves_when_its_event_happens() {
             skip: 0,
             effect: FaultEffect::Errno(5),
         });
-        assert!(poisoned.append(&[record(0)]).is_err());
-        assert!(poisoned.append(&[record(1)]).is_err());
+        assert!(poisoned.append(&[record(0)]).wait().is_err());
+        assert!(poisoned.append(&[record(1)]).wait().is_err());
         let seen = Seen::take(&snapshotter, "m-3");
         assert_eq!(seen.counter(POISONS_TOTAL), 1);
     });
@@ -230,12 +230,12 @@ fn append_durable_seconds_is_sampled_for_each_on_commit_append_form() {
         Seen::take(&snapshotter, "d-0");
 
         // Blocking.
-        shard.append(&[record(0)]).unwrap();
+        shard.append(&[record(0)]).wait().unwrap();
         let seen = Seen::take(&snapshotter, "d-0");
         assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
 
         // A future: sampled when the sync settles it, before it resolves.
-        let future = shard.append_async(&[record(1)]).unwrap();
+        let future = shard.append(&[record(1)]).submit().unwrap();
         assert_eq!(block_on(future).unwrap().last_offset, 1);
         let seen = Seen::take(&snapshotter, "d-0");
         assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
@@ -244,7 +244,8 @@ fn append_durable_seconds_is_sampled_for_each_on_commit_append_form() {
         // A callback: sampled before it runs.
         let (tx, rx) = mpsc::channel();
         shard
-            .append_then(&[record(2), record(3)], move |outcome| {
+            .append(&[record(2), record(3)])
+            .then(move |outcome| {
                 tx.send(outcome.map(|r| r.last_offset)).unwrap();
             })
             .unwrap();
@@ -254,12 +255,12 @@ fn append_durable_seconds_is_sampled_for_each_on_commit_append_form() {
         assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [2.0]);
 
         // The try_ forms too.
-        block_on(shard.try_append_async(&[record(4)]).unwrap()).unwrap();
+        block_on(shard.append(&[record(4)]).fail_fast().submit().unwrap()).unwrap();
         let seen = Seen::take(&snapshotter, "d-0");
         assert_eq!(seen.samples(APPEND_DURABLE_SECONDS).len(), 1);
 
         // A wait that is not an append is not sampled.
-        block_on(shard.wait_durable_async(5)).unwrap();
+        block_on(shard.wait_durable(5).into_future()).unwrap();
         let seen = Seen::take(&snapshotter, "d-0");
         assert!(seen.samples(APPEND_DURABLE_SECONDS).is_empty());
         drop(shard);
@@ -278,7 +279,7 @@ fn append_durable_seconds_is_sampled_for_each_on_commit_append_form() {
             skip: 0,
             effect: FaultEffect::Errno(5),
         });
-        let future = failing.append_async(&[record(0)]).unwrap();
+        let future = failing.append(&[record(0)]).submit().unwrap();
         assert!(matches!(
             block_on(future),
             Err(felix_storage::StorageError::Segment { .. })
@@ -310,7 +311,7 @@ fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_a
 
         // 63 writes nobody syncs: held back by the writer.
         for offset in 0..63 {
-            shard.append(&[record(offset)]).unwrap();
+            shard.append(&[record(offset)]).wait().unwrap();
         }
         let seen = Seen::take(&snapshotter, "b-0");
         assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 0);
@@ -318,7 +319,7 @@ fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_a
         assert_eq!(seen.gauge(READABLE_OFFSET), 0.0);
 
         // The 64th publishes all of them.
-        shard.append(&[record(63)]).unwrap();
+        shard.append(&[record(63)]).wait().unwrap();
         let seen = Seen::take(&snapshotter, "b-0");
         assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 64);
         assert_eq!(seen.counter(APPENDED_BYTES_TOTAL), 64 * RECORD);
@@ -327,8 +328,8 @@ fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_a
         assert_eq!(seen.gauge(SHARD_BYTES), (header + 64 * RECORD) as f64);
 
         // A read of the stats catches the counters and gauges up.
-        shard.append(&[record(64), record(65)]).unwrap();
-        shard.append(&[record(66), record(67)]).unwrap();
+        shard.append(&[record(64), record(65)]).wait().unwrap();
+        shard.append(&[record(66), record(67)]).wait().unwrap();
         let stats = shard.stats();
         let seen = Seen::take(&snapshotter, "b-0");
         // The recorder's counters read as what was added since the last
@@ -346,11 +347,37 @@ fn per_write_figures_are_published_every_64_writes_and_caught_up_by_stats_sync_a
         assert_eq!(seen.samples(APPENDS_PER_SYNC), [66.0]);
 
         // Dropping the shard delivers what was held back.
-        shard.append(&[record(68), record(69), record(70)]).unwrap();
+        shard
+            .append(&[record(68), record(69), record(70)])
+            .wait()
+            .unwrap();
         drop(shard);
         let seen = Seen::take(&snapshotter, "b-0");
         assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 3);
         assert_eq!(seen.samples(APPEND_BATCH_RECORDS), [3.0]);
+    });
+}
+
+/// A store's shard reports under its key as the broker names it, not its
+/// directory name.
+#[test]
+fn a_store_opened_shard_is_labelled_by_its_key() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let root = tempfile::tempdir().unwrap();
+        let store = felix_storage::Store::options(root.path())
+            .config(config())
+            .open()
+            .unwrap();
+        let key = felix_storage::ShardKey::new("acme", "default", "labels", 7);
+        let shard = store.create_shard(&key).unwrap();
+        shard.append(&[record(0)]).wait().unwrap();
+        let seen = Seen::take(&snapshotter, "acme/default/labels/7");
+        assert_eq!(seen.counter(APPENDED_RECORDS_TOTAL), 1);
+        let by_dir = Seen::take(&snapshotter, &key.dir_name());
+        assert!(by_dir.0.is_empty(), "nothing under the directory name");
+        store.close().unwrap();
     });
 }
 

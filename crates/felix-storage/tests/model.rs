@@ -5,7 +5,7 @@ mod common;
 
 use bytes::Bytes;
 use felix_storage::{
-    Durability, Preallocation, Record, ReplicatedRecord, Retention, Shard, StorageError,
+    Durability, Preallocation, ReadBound, Record, ReplicatedRecord, Retention, Shard, StorageError,
     StoreConfig,
 };
 use proptest::prelude::*;
@@ -70,7 +70,7 @@ fn config(max_bytes: Option<u64>) -> StoreConfig {
             max_bytes,
             ..Retention::default()
         },
-        repair_policy: felix_storage::RepairPolicy::Default,
+        repair_policy: felix_storage::recovery::RepairPolicy::Default,
         ..StoreConfig::default()
     }
 }
@@ -82,11 +82,11 @@ fn payload(seed: u64, len: u16) -> Vec<u8> {
 }
 
 fn check_all(shard: &Shard, model: &Model) {
-    assert_eq!(shard.base_offset(), model.base);
-    assert_eq!(shard.next_offset(), model.next());
+    assert_eq!(shard.offsets().base, model.base);
+    assert_eq!(shard.offsets().written, model.next());
     let mut offset = model.base;
     while offset < model.next() {
-        let got = shard.read(offset, 1 << 16).unwrap();
+        let got = shard.read(offset, 1 << 16, ReadBound::Committed).unwrap();
         assert!(!got.is_empty());
         for r in got {
             assert_eq!(r.offset, offset);
@@ -114,7 +114,7 @@ proptest! {
                     let batch: Vec<Vec<u8>> = (0..count).map(|i| payload(seed + u64::from(i), len)).collect();
                     seed += u64::from(count);
                     let records: Vec<_> = batch.iter().map(|p| Record::new(seed, p.clone())).collect();
-                    let receipt = shard.append(&records).unwrap();
+                    let receipt = shard.append(&records).wait().unwrap();
                     prop_assert_eq!(receipt.first_offset, model.next());
                     model.records.extend(batch);
                 }
@@ -129,18 +129,18 @@ proptest! {
                 }
                 Op::Read { at, budget } => {
                     if model.records.is_empty() {
-                        prop_assert!(shard.read(model.base, u64::from(budget)).unwrap().is_empty());
+                        prop_assert!(shard.read(model.base, u64::from(budget), ReadBound::Committed).unwrap().is_empty());
                         continue;
                     }
                     let i = at.index(model.records.len());
-                    let got = shard.read(model.base + i as u64, u64::from(budget)).unwrap();
+                    let got = shard.read(model.base + i as u64, u64::from(budget), ReadBound::Committed).unwrap();
                     prop_assert!(!got.is_empty());
                     for (k, r) in got.iter().enumerate() {
                         prop_assert_eq!(r.offset, model.base + (i + k) as u64);
                         prop_assert_eq!(&r.payload[..], &model.records[i + k][..]);
                     }
                     if model.base > 0 {
-                        let below = shard.read(model.base - 1, 10);
+                        let below = shard.read(model.base - 1, 10, ReadBound::Committed);
                         prop_assert!(matches!(below, Err(StorageError::Trimmed { .. })), "{:?}", below);
                     }
                 }

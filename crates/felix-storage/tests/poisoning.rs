@@ -75,19 +75,19 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
     ] {
         let sim = SimFs::new();
         let shard = open(&sim, config(1 << 20, Durability::OnCommit));
-        shard.append(&records(0, 2, 10)).unwrap();
+        shard.append(&records(0, 2, 10)).wait().unwrap();
         sim.inject(sync_fault(effect));
         let log_before = sim.log().len();
 
-        let err = shard.append(&records(2, 1, 10)).unwrap_err();
+        let err = shard.append(&records(2, 1, 10)).wait().unwrap_err();
         assert_eq!(own_io(&err), ("fdatasync", EIO), "{effect:?}");
         assert_eq!(
-            shard.durable_offset(),
+            shard.offsets().durable,
             2,
             "the failed sync made nothing durable"
         );
         for later in [
-            shard.append(&records(3, 1, 10)).unwrap_err(),
+            shard.append(&records(3, 1, 10)).wait().unwrap_err(),
             shard.sync().unwrap_err(),
         ] {
             assert_eq!(original_io(&later), ("fdatasync", EIO));
@@ -98,7 +98,7 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
             .map(|e| (e.op, e.ok))
             .collect();
         assert_eq!(after, [("write", true), ("sync_data", false)], "{effect:?}");
-        assert_eq!(shard.durable_offset(), 2);
+        assert_eq!(shard.offsets().durable, 2);
         drop(shard);
 
         // Whatever the disk kept, reopening loses nothing acknowledged.
@@ -108,10 +108,13 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
         ] {
             let crashed = sim.crash(&plan);
             let reopened = open(&crashed, config(1 << 20, Durability::OnCommit));
-            let all = common::read_all(&reopened, reopened.base_offset());
+            let all = common::read_all(&reopened, reopened.offsets().base);
             assert!(all.len() >= 2, "{effect:?} {plan:?}");
             assert_eq!(all[..2], [(0, payload(0, 10)), (1, payload(1, 10))]);
-            reopened.append(&records(all.len() as u64, 1, 10)).unwrap();
+            reopened
+                .append(&records(all.len() as u64, 1, 10))
+                .wait()
+                .unwrap();
         }
     }
 }
@@ -120,7 +123,7 @@ fn append_after_fdatasync_failure_is_refused_with_the_original_error_and_never_r
 fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
     let sim = SimFs::new();
     let shard = open(&sim, config(1 << 20, Durability::OnCommit));
-    shard.append(&records(0, 1, 10)).unwrap();
+    shard.append(&records(0, 1, 10)).wait().unwrap();
     sim.inject(Fault {
         op: FaultOp::Write,
         path_contains: ".log".into(),
@@ -130,12 +133,12 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
             errno: ENOSPC,
         },
     });
-    let err = shard.append(&records(1, 5, 10)).unwrap_err();
+    let err = shard.append(&records(1, 5, 10)).wait().unwrap_err();
     assert_eq!(own_io(&err), ("write", ENOSPC));
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::StorageFull));
-    assert_eq!(shard.next_offset(), 1);
+    assert_eq!(shard.offsets().written, 1);
     assert_eq!(
-        common::read_all(&shard, shard.base_offset()),
+        common::read_all(&shard, shard.offsets().base),
         [(0, payload(0, 10))]
     );
     drop(shard);
@@ -147,7 +150,7 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
         config(1 << 20, Durability::OnCommit),
     );
     assert_eq!(
-        common::read_all(&reopened, reopened.base_offset()),
+        common::read_all(&reopened, reopened.offsets().base),
         [(0, payload(0, 10)), (1, payload(1, 10))]
     );
     assert!(matches!(
@@ -160,12 +163,12 @@ fn append_after_write_failure_is_refused_and_nothing_partial_is_readable() {
 fn roll_with_failing_seal_poisons_the_shard() {
     let sim = SimFs::new();
     let shard = open(&sim, config(200, Durability::None));
-    shard.append(&records(0, 1, 100)).unwrap();
+    shard.append(&records(0, 1, 100)).wait().unwrap();
     sim.inject(sync_fault(FaultEffect::SyncFailKeep(EIO)));
-    let err = shard.append(&records(1, 1, 100)).unwrap_err();
+    let err = shard.append(&records(1, 1, 100)).wait().unwrap_err();
     assert_eq!(own_io(&err), ("fdatasync", EIO));
     assert!(matches!(
-        shard.append(&records(1, 1, 100)),
+        shard.append(&records(1, 1, 100)).wait(),
         Err(StorageError::Poisoned { .. })
     ));
     // The next segment was never created: the old one was not yet sealed.
@@ -178,7 +181,7 @@ fn roll_with_failing_seal_poisons_the_shard() {
     drop(shard);
     let reopened = open(&sim, config(200, Durability::None));
     assert_eq!(
-        common::read_all(&reopened, reopened.base_offset()),
+        common::read_all(&reopened, reopened.offsets().base),
         [(0, payload(0, 100))]
     );
 }

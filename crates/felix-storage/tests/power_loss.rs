@@ -53,7 +53,7 @@ fn config(durability: Durability, retention_bytes: Option<u64>, scale: Scale) ->
             max_bytes: retention_bytes,
             ..Retention::default()
         },
-        repair_policy: felix_storage::RepairPolicy::Default,
+        repair_policy: felix_storage::recovery::RepairPolicy::Default,
         ..StoreConfig::default()
     }
 }

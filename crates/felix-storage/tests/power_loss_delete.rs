@@ -16,7 +16,9 @@ use std::path::Path;
 use felix_format::{ShardKey, parse_tombstone_name};
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{Durability, Preallocation, Record, StorageError, Store, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, StorageError, Store, StoreConfig,
+};
 
 use plans::{Rng, plans};
 
@@ -76,10 +78,14 @@ fn append(
     acked: &mut BTreeMap<u64, Vec<u8>>,
 ) -> bool {
     for _ in 0..count {
-        let offset = shard.next_offset();
+        let offset = shard.offsets().written;
         let p = payload(which, offset);
         appended.insert((which, offset), p.clone());
-        if shard.append(&[Record::new(offset, p.clone())]).is_err() {
+        if shard
+            .append(&[Record::new(offset, p.clone())])
+            .wait()
+            .is_err()
+        {
             return false;
         }
         acked.insert(offset, p);
@@ -128,11 +134,11 @@ fn run(fs: &SimFs) -> Model {
 /// most one read a record).
 fn records(shard: &felix_storage::Shard) -> Result<BTreeMap<u64, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
-    let mut next = shard.base_offset();
-    let end = shard.next_offset();
+    let mut next = shard.offsets().base;
+    let end = shard.offsets().written;
     while next < end {
         let batch = shard
-            .read(next, 1 << 20)
+            .read(next, 1 << 20, ReadBound::Committed)
             .map_err(|e| format!("read: {e}"))?;
         if batch.is_empty() {
             return Err(format!(
@@ -205,17 +211,19 @@ fn check(crashed: &SimFs, model: &Model) -> Result<(), String> {
         .map_err(|e| format!("kept shard: {e}"))?;
     whole(
         &records(&kept)?,
-        kept.base_offset(),
+        kept.offsets().base,
         &model.kept,
         "kept",
         &model.appended,
     )?;
     match store.open_shard(&doomed()) {
-        Err(StorageError::NotFound { .. }) if model.delete_called && !model.recreated => Ok(()),
+        Err(StorageError::ShardNotFound { .. }) if model.delete_called && !model.recreated => {
+            Ok(())
+        }
         Err(err) => Err(format!("doomed shard: {err}")),
         Ok(shard) => {
             let found = records(&shard)?;
-            let base = shard.base_offset();
+            let base = shard.offsets().base;
             let as_old =
                 (!model.deleted).then(|| whole(&found, base, &model.old, "old", &model.appended));
             let as_new = model
@@ -279,7 +287,7 @@ fn sweep(faults: &[Fault]) -> Result<Swept, String> {
                 .open()
                 && matches!(
                     store.open_shard(&doomed()),
-                    Err(StorageError::NotFound { .. })
+                    Err(StorageError::ShardNotFound { .. })
                 )
             {
                 swept.gone += 1;

@@ -17,7 +17,7 @@ use felix_format::{FileKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, ShardFileNam
 use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_io::{FileSystem, OpenMode, Vfs};
 use felix_storage::{
-    Durability, Preallocation, Record, SegmentCopy, Shard, StorageError, StoreConfig,
+    Durability, Preallocation, ReadBound, Record, SegmentCopy, Shard, StorageError, StoreConfig,
 };
 
 use plans::{Rng, plans};
@@ -77,9 +77,10 @@ fn prepare(fs: &SimFs) -> (Shard, Model) {
     for offset in 0..3 * PER_SEGMENT + 1 {
         shard
             .append(&[Record::new(offset, payload(offset))])
+            .wait()
             .unwrap();
     }
-    assert_eq!(shard.segment_count(), 4);
+    assert_eq!(shard.segments().len(), 4);
     let good = read_file(fs, &segment_path());
     let mut rotted = good.clone();
     let at = SEGMENT_HEADER_LEN as u64 + (ROTTED - PER_SEGMENT) * RECORD + 30;
@@ -138,7 +139,7 @@ fn check(crashed: &SimFs, model: &Model) -> Result<(), String> {
         return Err("the replacement returned, but the old segment came back".into());
     }
     for offset in 0..3 * PER_SEGMENT + 1 {
-        match shard.read(offset, 1) {
+        match shard.read(offset, 1, ReadBound::Committed) {
             Ok(records)
                 if records.first().is_some_and(|r| {
                     r.offset == offset && r.payload[..] == payload(offset)[..]

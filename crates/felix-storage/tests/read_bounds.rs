@@ -27,8 +27,8 @@ fn read_on_commit_never_returns_a_record_past_the_durable_offset() {
         std::thread::spawn(move || {
             let (mut reads, mut seen) = (0u64, 0u64);
             while !done.load(Ordering::Relaxed) {
-                let got = shard.read(0, u64::MAX).unwrap();
-                let durable = shard.durable_offset();
+                let got = shard.read(0, u64::MAX, ReadBound::Committed).unwrap();
+                let durable = shard.offsets().durable;
                 if let Some(last) = got.last() {
                     assert!(
                         last.offset < durable,
@@ -47,7 +47,10 @@ fn read_on_commit_never_returns_a_record_past_the_durable_offset() {
             let shard = Arc::clone(&shard);
             std::thread::spawn(move || {
                 for i in 0..PER_APPENDER {
-                    shard.append(&[Record::new(i, format!("{t}-{i}"))]).unwrap();
+                    shard
+                        .append(&[Record::new(i, format!("{t}-{i}"))])
+                        .wait()
+                        .unwrap();
                 }
             })
         })
@@ -59,15 +62,18 @@ fn read_on_commit_never_returns_a_record_past_the_durable_offset() {
     let (reads, _) = reader.join().unwrap();
     assert!(reads >= 1, "{reads} reads");
     let total = APPENDERS as u64 * PER_APPENDER;
-    assert_eq!(shard.read(0, u64::MAX).unwrap().len() as u64, total);
+    assert_eq!(
+        shard.read(0, u64::MAX, ReadBound::Committed).unwrap().len() as u64,
+        total
+    );
 }
 
 #[test]
 fn read_on_commit_sees_append_nowait_records_once_durable_or_when_asked_for_written() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    shard.append(&records(0, 2, 10)).unwrap();
-    shard.append_nowait(&records(2, 3, 10)).unwrap();
+    shard.append(&records(0, 2, 10)).wait().unwrap();
+    shard.append(&records(2, 3, 10)).written().unwrap();
     assert_eq!(
         shard.offsets(),
         Offsets {
@@ -79,21 +85,21 @@ fn read_on_commit_sees_append_nowait_records_once_durable_or_when_asked_for_writ
     );
     let offsets = |bound| {
         shard
-            .read_bounded(0, u64::MAX, bound)
+            .read(0, u64::MAX, bound)
             .unwrap()
             .iter()
             .map(|r| r.offset)
             .collect::<Vec<_>>()
     };
     assert_eq!(offsets(ReadBound::Committed), [0, 1]);
-    assert_eq!(shard.read(2, u64::MAX).unwrap(), []);
+    assert_eq!(shard.read(2, u64::MAX, ReadBound::Committed).unwrap(), []);
     // A leader serving followers before its own sync.
     assert_eq!(offsets(ReadBound::Written), [0, 1, 2, 3, 4]);
     // A high watermark, at most what is written.
     assert_eq!(offsets(ReadBound::Below(3)), [0, 1, 2]);
     assert_eq!(offsets(ReadBound::Below(99)), [0, 1, 2, 3, 4]);
     assert_eq!(offsets(ReadBound::Below(0)), Vec::<u64>::new());
-    shard.wait_durable(5).unwrap();
+    shard.wait_durable(5).wait().unwrap();
     assert_eq!(offsets(ReadBound::Committed), [0, 1, 2, 3, 4]);
     assert_eq!(
         shard.offsets(),
@@ -114,7 +120,7 @@ fn read_without_on_commit_ends_at_what_appends_returned_for() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let shard = open(dir.path(), config(1 << 20, durability));
-        shard.append(&records(0, 3, 10)).unwrap();
+        shard.append(&records(0, 3, 10)).wait().unwrap();
         assert_eq!(
             shard.offsets(),
             Offsets {
@@ -125,7 +131,11 @@ fn read_without_on_commit_ends_at_what_appends_returned_for() {
             },
             "{durability:?}"
         );
-        assert_eq!(shard.read(0, u64::MAX).unwrap().len(), 3, "{durability:?}");
+        assert_eq!(
+            shard.read(0, u64::MAX, ReadBound::Committed).unwrap().len(),
+            3,
+            "{durability:?}"
+        );
     }
 }
 
@@ -137,21 +147,17 @@ fn read_below_a_high_watermark_stops_there_across_segments() {
     // 68-byte records, eight to a 600-byte segment.
     let shard = open(dir.path(), config(600, Durability::None));
     for i in 0..40 {
-        shard.append(&records(i, 1, 40)).unwrap();
+        shard.append(&records(i, 1, 40)).wait().unwrap();
     }
-    assert!(shard.segment_count() >= 4, "{}", shard.segment_count());
+    assert!(shard.segments().len() >= 4, "{}", shard.segments().len());
     for hw in [1, 7, 8, 9, 23, 39, 40] {
-        let got = shard
-            .read_bounded(0, u64::MAX, ReadBound::Below(hw))
-            .unwrap();
+        let got = shard.read(0, u64::MAX, ReadBound::Below(hw)).unwrap();
         assert_eq!(
             got.iter().map(|r| r.offset).collect::<Vec<_>>(),
             (0..hw).collect::<Vec<_>>(),
             "hw {hw}"
         );
-        let from_middle = shard
-            .read_bounded(hw / 2, u64::MAX, ReadBound::Below(hw))
-            .unwrap();
+        let from_middle = shard.read(hw / 2, u64::MAX, ReadBound::Below(hw)).unwrap();
         assert_eq!(from_middle.len() as u64, hw - hw / 2, "hw {hw}");
     }
 }

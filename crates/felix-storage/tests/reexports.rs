@@ -5,7 +5,9 @@
 //! through felix-storage alone (this file uses no other felix crate),
 //! down to a file system of one's own: `FileSystem::new` takes a `Vfs`,
 //! whose methods name `VfsFile`, `OpenMode`, `DirEntry`, `FileType` and
-//! `LockGuard`.
+//! `LockGuard`. The names a broker's own signatures need are at the top
+//! level; the rest in `limits`, `lock`, `recovery`, `io`, `epochs` and
+//! `key_file`.
 
 #![allow(dead_code, clippy::type_complexity)]
 
@@ -13,15 +15,22 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use felix_storage::{
-    Action, AppendFuture, AppendReceipt, Clock, ConfigError, ConfigField, Divergence, Durability,
-    DurableFuture, EpochEntry, EpochHistory, FileSystem, HistoryError, LeaderAnswer,
-    MAX_PAYLOAD_BYTES, Note, Offsets, Preallocation, ReadBound, ReadRecord, Record, Recorded,
-    RecoveryError, ReplicatedRecord, Retention, RetentionOutcome, SegmentError, SegmentInfo, Shard,
-    ShardId, ShardKey, ShardLock, ShardOptions, ShardStats, StorageError, Store, StoreConfig,
-    SystemClock, Tail, TailFuture,
+use felix_storage::epochs::{
+    Divergence, EpochEntry, EpochHistory, HistoryError, LeaderAnswer, Recorded,
 };
-use felix_storage::{DirEntry, FileType, LockGuard, NotRegularFile, OpenMode, OsFs, Vfs, VfsFile};
+use felix_storage::io::{
+    DirEntry, FileSystem, FileType, LockGuard, NotRegularFile, OpenMode, OsFs, Vfs, VfsFile,
+};
+use felix_storage::limits::MAX_PAYLOAD_BYTES;
+use felix_storage::lock::ShardLock;
+use felix_storage::recovery::{Action, Note, RecoveryError, SegmentError};
+use felix_storage::{
+    Append, AppendFuture, AppendReceipt, Clock, ConfigError, ConfigField, Durability,
+    DurableFuture, DurableWait, ErrorKind, Offsets, Preallocation, ReadBound, ReadRecord, Record,
+    ReplicatedRecord, Retention, RetentionOutcome, SegmentInfo, Shard, ShardId, ShardKey,
+    ShardOptions, ShardStats, StorageError, Store, StoreConfig, SystemClock, Tail, TailFuture,
+    TailWait,
+};
 
 /// The signatures, spelled out: this compiles only if every type is there.
 struct Signatures {
@@ -29,9 +38,15 @@ struct Signatures {
     open: fn(ShardOptions) -> Result<Shard, StorageError>,
     file_system: fn(ShardOptions, FileSystem) -> ShardOptions,
     clock: fn(ShardOptions, Arc<dyn Clock>) -> ShardOptions,
-    append: fn(&Shard, &[Record]) -> Result<AppendReceipt, StorageError>,
-    read_bounded: fn(&Shard, u64, u64, ReadBound) -> Result<Vec<ReadRecord>, StorageError>,
-    wait: fn(&Shard, u64, ReadBound, std::time::Duration) -> Result<Tail, StorageError>,
+    append: for<'a> fn(&'a Shard, &'a [Record]) -> Append<'a>,
+    append_wait: fn(Append<'_>) -> Result<AppendReceipt, StorageError>,
+    append_submit: fn(Append<'_>) -> Result<AppendFuture, StorageError>,
+    append_future_wait: fn(AppendFuture) -> Result<AppendReceipt, StorageError>,
+    read: fn(&Shard, u64, u64, ReadBound) -> Result<Vec<ReadRecord>, StorageError>,
+    wait: fn(&Shard, u64, ReadBound) -> TailWait<'_>,
+    wait_timeout: fn(TailWait<'_>, std::time::Duration) -> Result<Tail, StorageError>,
+    wait_durable: fn(&Shard, u64) -> DurableWait<'_>,
+    wait_durable_wait: fn(DurableWait<'_>) -> Result<(), StorageError>,
     offsets: fn(&Shard) -> Offsets,
     segments: fn(&Shard) -> Vec<SegmentInfo>,
     stats: fn(&Shard) -> ShardStats,
@@ -44,9 +59,9 @@ struct Signatures {
     store_shard: fn(&Store, &ShardKey) -> Result<Arc<Shard>, StorageError>,
     store_keys: fn(&Store) -> Result<Vec<ShardId>, StorageError>,
     validate: fn(&StoreConfig) -> Result<(), ConfigError>,
-    append_async: fn(&Shard, &[Record]) -> Result<AppendFuture, StorageError>,
-    wait_durable_async: fn(&Shard, u64) -> DurableFuture,
-    wait_readable_async: fn(&Shard, u64, ReadBound) -> TailFuture,
+    wait_durable_async: fn(DurableWait<'_>) -> DurableFuture,
+    wait_readable_async: fn(TailWait<'_>) -> TailFuture,
+    kind: fn(&StorageError) -> ErrorKind,
 }
 
 #[test]
@@ -57,8 +72,14 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         file_system: ShardOptions::file_system,
         clock: ShardOptions::clock,
         append: Shard::append,
-        read_bounded: Shard::read_bounded,
+        append_wait: |append| append.wait(),
+        append_submit: |append| append.submit(),
+        append_future_wait: AppendFuture::wait,
+        read: Shard::read,
         wait: Shard::wait_readable,
+        wait_timeout: |wait, timeout| wait.wait_timeout(timeout),
+        wait_durable: Shard::wait_durable,
+        wait_durable_wait: |wait| wait.wait(),
         offsets: Shard::offsets,
         segments: Shard::segments,
         stats: Shard::stats,
@@ -71,9 +92,9 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         store_shard: Store::open_shard,
         store_keys: Store::keys,
         validate: StoreConfig::validate,
-        append_async: Shard::append_async,
-        wait_durable_async: Shard::wait_durable_async,
-        wait_readable_async: Shard::wait_readable_async,
+        wait_durable_async: |wait| wait.into_future(),
+        wait_readable_async: |wait| wait.into_future(),
+        kind: StorageError::kind,
     };
     // Types that appear inside other public types.
     let _: Option<(
@@ -89,22 +110,34 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         Retention,
         ShardLock,
         SystemClock,
-        felix_storage::IoError,
-        felix_storage::SideFileError,
-        felix_storage::LockError,
-        felix_storage::RepairPolicy,
-        felix_storage::SegmentExtent,
-        felix_storage::RepairClass,
-        felix_storage::NotRegularFile,
+        felix_storage::io::IoError,
+        felix_storage::key_file::SideFileError,
+        felix_storage::key_file::SideFileDefect,
+        felix_storage::key_file::SideFileKind,
+        felix_storage::key_file::KeyPart,
+        felix_storage::key_file::KeyPartProblem,
+        felix_storage::recovery::CorruptionKind,
+        felix_storage::recovery::CorruptionSite,
+        felix_storage::recovery::ScrubDamage,
+        felix_storage::recovery::SegmentScrub,
+        felix_storage::lock::StoreLock,
+        felix_storage::MovedBy,
+        felix_storage::TimestampHit,
+        felix_storage::CopyProblem,
+        felix_storage::lock::LockError,
+        felix_storage::recovery::RepairPolicy,
+        felix_storage::recovery::SegmentExtent,
+        felix_storage::recovery::RepairClass,
+        felix_storage::io::NotRegularFile,
         felix_storage::Bytes,
     )> = None;
     let _: [usize; 3] = [
-        felix_storage::MAX_EPOCH_ENTRIES,
-        felix_storage::MAX_KEY_PART_BYTES,
-        felix_storage::MAX_KEY_FILE_BODY_LEN,
+        felix_storage::epochs::MAX_EPOCH_ENTRIES,
+        felix_storage::key_file::MAX_KEY_PART_BYTES,
+        felix_storage::key_file::MAX_KEY_FILE_BODY_LEN,
     ];
-    let _: fn(&std::io::Error) -> Option<NotRegularFile> = felix_storage::not_regular_file;
-    let _: fn(&FileSystem, &Path) -> std::io::Result<()> = felix_storage::remove_dir_all;
+    let _: fn(&std::io::Error) -> Option<NotRegularFile> = felix_storage::io::not_regular_file;
+    let _: fn(&FileSystem, &Path) -> std::io::Result<()> = felix_storage::io::remove_dir_all;
     let record = Record::new(0, vec![0u8; 4]);
     assert!(record.payload.len() <= MAX_PAYLOAD_BYTES as usize);
 }
@@ -161,7 +194,7 @@ fn a_vfs_written_against_felix_storage_alone_serves_a_shard() {
         .file_system(FileSystem::new(counting))
         .open()
         .unwrap();
-    shard.append(&[Record::new(1, "a")]).unwrap();
+    shard.append(&[Record::new(1, "a")]).wait().unwrap();
     shard.close().unwrap();
     assert!(
         opens.load(Relaxed) >= 1,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use felix_storage::{Durability, Record, Shard, StoreConfig};
+use felix_storage::{Durability, ReadBound, Record, Shard, StoreConfig};
 
 #[test]
 fn shard_open_relative_single_component_dir_creates_it_in_the_current_directory() {
@@ -19,7 +19,7 @@ fn shard_open_relative_single_component_dir_creates_it_in_the_current_directory(
         .label("shard")
         .open()
         .unwrap();
-    shard.append(&[Record::new(1, "here")]).unwrap();
+    shard.append(&[Record::new(1, "here")]).wait().unwrap();
     drop(shard);
     assert!(cwd.path().join("shard/00000000000000000000.log").is_file());
     let shard = Shard::options(Path::new("shard"))
@@ -27,5 +27,8 @@ fn shard_open_relative_single_component_dir_creates_it_in_the_current_directory(
         .label("shard")
         .open()
         .unwrap();
-    assert_eq!(shard.read(0, 1 << 20).unwrap()[0].payload, "here");
+    assert_eq!(
+        shard.read(0, 1 << 20, ReadBound::Committed).unwrap()[0].payload,
+        "here"
+    );
 }

@@ -11,7 +11,7 @@ use felix_format::{
     CorruptionKind, FileKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, ShardFileName, file_name,
 };
 use felix_storage::{
-    CopyProblem, Durability, Record, SegmentCopy, Shard, StorageError, StoreConfig,
+    CopyProblem, Durability, ReadBound, Record, SegmentCopy, Shard, StorageError, StoreConfig,
 };
 
 const PAYLOAD: usize = 12;
@@ -39,6 +39,7 @@ fn shard(dir: &Path) -> Shard {
     for offset in 0..3 * PER_SEGMENT + 2 {
         shard
             .append(&[Record::new(1_000 + offset, payload(offset))])
+            .wait()
             .unwrap();
     }
     shard
@@ -61,9 +62,9 @@ fn rot(dir: &Path, id: u64, record: u64) -> Vec<u8> {
 
 fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
     let mut out = Vec::new();
-    let mut next = shard.base_offset();
-    while next < shard.next_offset() {
-        let batch = shard.read(next, 1 << 20).unwrap();
+    let mut next = shard.offsets().base;
+    while next < shard.offsets().written {
+        let batch = shard.read(next, 1 << 20, ReadBound::Committed).unwrap();
         next = batch.last().unwrap().offset + 1;
         out.extend(batch.into_iter().map(|r| (r.offset, r.payload.to_vec())));
     }
@@ -82,7 +83,7 @@ fn replace_sealed_segment_with_a_verified_copy_heals_reads_and_survives_a_reopen
     let good = rot(dir.path(), segment.id, 3);
     let rotted = segment.base_offset + 3;
     assert!(matches!(
-        shard.read(rotted, 1),
+        shard.read(rotted, 1, ReadBound::Committed),
         Err(StorageError::Segment { .. })
     ));
     assert_eq!(shard.scrub().unwrap().damage().count(), 1);
@@ -283,7 +284,7 @@ fn replace_sealed_segment_readers_see_the_old_or_the_new_segment_whole() {
                 let mut reads = 0u64;
                 while !done.load(Ordering::Relaxed) || reads < 50 {
                     for offset in segment.base_offset..segment.next_offset {
-                        match shard.read(offset, 1) {
+                        match shard.read(offset, 1, ReadBound::Committed) {
                             Ok(records) => {
                                 assert_eq!(records[0].offset, offset);
                                 assert_eq!(records[0].payload, payload(offset));
@@ -304,5 +305,8 @@ fn replace_sealed_segment_readers_see_the_old_or_the_new_segment_whole() {
     for reader in readers {
         reader.join().unwrap();
     }
-    assert_eq!(shard.read(rotted, 1).unwrap()[0].payload, payload(rotted));
+    assert_eq!(
+        shard.read(rotted, 1, ReadBound::Committed).unwrap()[0].payload,
+        payload(rotted)
+    );
 }

@@ -15,7 +15,7 @@ use felix_format::{FileKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, file_name};
 use felix_io::OpenMode;
 use felix_io::sim::SimFs;
 use felix_storage::{
-    CopyProblem, Durability, Record, SegmentCopy, Shard, StorageError, StoreConfig,
+    CopyProblem, Durability, ReadBound, Record, SegmentCopy, Shard, StorageError, StoreConfig,
 };
 
 const PAYLOAD: usize = 12;
@@ -49,6 +49,7 @@ fn shard(gated: &GatedFs<SimFs>) -> Arc<Shard> {
     for offset in 0..END {
         shard
             .append(&[Record::new(1_000 + offset, payload("first", offset))])
+            .wait()
             .unwrap();
     }
     Arc::new(shard)
@@ -65,8 +66,8 @@ fn segment_bytes(gated: &GatedFs<SimFs>, id: u64) -> Vec<u8> {
 fn read_all(shard: &Shard) -> Vec<(u64, Vec<u8>)> {
     let mut out = Vec::new();
     let mut offset = 0;
-    while offset < shard.next_offset() {
-        for record in shard.read(offset, 1 << 20).unwrap() {
+    while offset < shard.offsets().written {
+        for record in shard.read(offset, 1 << 20, ReadBound::Committed).unwrap() {
             offset = record.offset + 1;
             out.push((record.offset, record.payload.to_vec()));
         }
@@ -96,6 +97,7 @@ fn replace_sealed_segment_refuses_a_copy_of_a_segment_truncated_and_sealed_again
     for offset in 10..END {
         shard
             .append(&[Record::new(2_000 + offset, payload("again", offset))])
+            .wait()
             .unwrap();
     }
     gated.open_gate();

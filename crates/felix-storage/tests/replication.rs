@@ -5,10 +5,8 @@ mod common;
 
 use bytes::Bytes;
 use common::{config, open, payload, read_all, records, segment_files};
-use felix_storage::{
-    Divergence, Durability, HistoryError, LeaderAnswer, ReadBound, ReplicatedRecord, Shard,
-    StorageError,
-};
+use felix_storage::epochs::{Divergence, HistoryError, LeaderAnswer};
+use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, StorageError};
 
 fn replicated(from: u64, count: u64) -> Vec<ReplicatedRecord> {
     (from..from + count)
@@ -30,9 +28,9 @@ fn open_at_offset_begins_a_replica_log_there_and_reads_below_are_trimmed() {
         .initial_offset(511)
         .open()
         .unwrap();
-    assert_eq!((shard.base_offset(), shard.next_offset()), (511, 511));
+    assert_eq!((shard.offsets().base, shard.offsets().written), (511, 511));
     shard.append_replicated(&replicated(511, 3)).unwrap();
-    let err = shard.read(0, 100).unwrap_err();
+    let err = shard.read(0, 100, ReadBound::Committed).unwrap_err();
     assert!(
         matches!(
             err,
@@ -47,7 +45,10 @@ fn open_at_offset_begins_a_replica_log_there_and_reads_below_are_trimmed() {
     assert_eq!(read_all(&shard, 511).len(), 3);
     drop(shard);
     let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    assert_eq!((reopened.base_offset(), reopened.next_offset()), (511, 514));
+    assert_eq!(
+        (reopened.offsets().base, reopened.offsets().written),
+        (511, 514)
+    );
 }
 
 #[test]
@@ -83,7 +84,11 @@ fn append_replicated_rejects_anything_but_the_next_offset() {
         ),
         "{err:?}"
     );
-    assert_eq!(shard.next_offset(), 2, "a rejected batch writes nothing");
+    assert_eq!(
+        shard.offsets().written,
+        2,
+        "a rejected batch writes nothing"
+    );
 }
 
 #[test]
@@ -91,18 +96,18 @@ fn truncate_to_drops_records_across_segments_and_appends_continue() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(600, Durability::OnCommit));
     for i in 0..30 {
-        shard.append(&records(i, 1, 40)).unwrap(); // 68 bytes each: 8 per segment
+        shard.append(&records(i, 1, 40)).wait().unwrap(); // 68 bytes each: 8 per segment
     }
     let before = segment_files(dir.path()).len();
     assert!(before >= 4);
     shard.truncate_to(10).unwrap();
-    assert_eq!((shard.next_offset(), shard.durable_offset()), (10, 10));
+    assert_eq!((shard.offsets().written, shard.offsets().durable), (10, 10));
     assert!(segment_files(dir.path()).len() < before);
     assert_eq!(
         read_all(&shard, 0),
         (0..10).map(|o| (o, payload(o, 40))).collect::<Vec<_>>()
     );
-    shard.append(&records(100, 3, 40)).unwrap();
+    shard.append(&records(100, 3, 40)).wait().unwrap();
     let all = read_all(&shard, 0);
     assert_eq!(all.len(), 13);
     assert_eq!(
@@ -121,14 +126,14 @@ fn truncate_to_within_the_active_segment_and_at_segment_boundaries() {
         let dir = tempfile::tempdir().unwrap();
         let shard = open(dir.path(), config(600, Durability::OnCommit));
         for i in 0..24 {
-            shard.append(&records(i, 1, 40)).unwrap();
+            shard.append(&records(i, 1, 40)).wait().unwrap();
         }
         shard.truncate_to(cut).unwrap();
-        assert_eq!(shard.next_offset(), cut, "cut {cut}");
+        assert_eq!(shard.offsets().written, cut, "cut {cut}");
         assert_eq!(read_all(&shard, 0).len() as u64, cut);
         drop(shard);
         let reopened = open(dir.path(), config(600, Durability::OnCommit));
-        assert_eq!(reopened.next_offset(), cut, "cut {cut} after reopen");
+        assert_eq!(reopened.offsets().written, cut, "cut {cut} after reopen");
         assert!(
             reopened
                 .stats()
@@ -163,7 +168,7 @@ fn truncate_to_below_base_is_an_error_and_past_end_does_nothing() {
     );
     shard.truncate_to(105).unwrap();
     shard.truncate_to(1000).unwrap();
-    assert_eq!(shard.next_offset(), 105);
+    assert_eq!(shard.offsets().written, 105);
 }
 
 #[test]
@@ -171,15 +176,15 @@ fn reset_to_discards_everything_and_begins_at_the_offset() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(600, Durability::OnCommit));
     for i in 0..20 {
-        shard.append(&records(i, 1, 40)).unwrap();
+        shard.append(&records(i, 1, 40)).wait().unwrap();
     }
     shard.begin_generation(1).unwrap();
     shard.reset_to(5000).unwrap();
     assert_eq!(
         (
-            shard.base_offset(),
-            shard.next_offset(),
-            shard.durable_offset()
+            shard.offsets().base,
+            shard.offsets().written,
+            shard.offsets().durable
         ),
         (5000, 5000, 5000)
     );
@@ -189,7 +194,7 @@ fn reset_to_discards_everything_and_begins_at_the_offset() {
     drop(shard);
     let reopened = open(dir.path(), config(600, Durability::OnCommit));
     assert_eq!(
-        (reopened.base_offset(), reopened.next_offset()),
+        (reopened.offsets().base, reopened.offsets().written),
         (5000, 5002)
     );
 }
@@ -199,9 +204,9 @@ fn generations_are_recorded_at_the_log_end_and_cut_by_truncation() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
     shard.begin_generation(1).unwrap();
-    shard.append(&records(0, 5, 10)).unwrap();
+    shard.append(&records(0, 5, 10)).wait().unwrap();
     shard.begin_generation(3).unwrap();
-    shard.append(&records(5, 5, 10)).unwrap();
+    shard.append(&records(5, 5, 10)).wait().unwrap();
     assert_eq!(shard.generation_at(4), Some(1));
     assert_eq!(shard.generation_at(5), Some(3));
     let answer = shard.end_offset_for(2).unwrap();
@@ -227,9 +232,9 @@ fn open_cuts_back_an_epochs_file_that_runs_past_the_log_end() {
     {
         let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
         shard.begin_generation(1).unwrap();
-        shard.append(&records(0, 5, 10)).unwrap();
+        shard.append(&records(0, 5, 10)).wait().unwrap();
         shard.begin_generation(2).unwrap();
-        shard.append(&records(5, 5, 10)).unwrap();
+        shard.append(&records(5, 5, 10)).wait().unwrap();
     }
     // Cut the log behind the shard's back, as a crash between cutting the
     // log and rewriting the history would leave it: first to exactly where
@@ -246,7 +251,7 @@ fn open_cuts_back_an_epochs_file_that_runs_past_the_log_end() {
             .unwrap();
         let _ = std::fs::remove_file(dir.path().join("00000000000000000000.index"));
         let reopened = open(dir.path(), config(1 << 20, Durability::OnCommit));
-        assert_eq!(reopened.next_offset(), next);
+        assert_eq!(reopened.offsets().written, next);
         reopened
             .generations()
             .entries()
@@ -284,15 +289,15 @@ fn append_replicated_records_the_leaders_generation_boundaries() {
         config(600, Durability::OnCommit),
     );
     leader.begin_generation(1).unwrap();
-    leader.append(&records(0, 4, 30)).unwrap();
+    leader.append(&records(0, 4, 30)).wait().unwrap();
     leader.begin_generation(4).unwrap();
-    leader.append(&records(4, 3, 30)).unwrap();
+    leader.append(&records(4, 3, 30)).wait().unwrap();
     leader.begin_generation(6).unwrap();
-    leader.append(&records(7, 2, 30)).unwrap();
+    leader.append(&records(7, 2, 30)).wait().unwrap();
 
     // Fetched in small pieces, so boundaries fall inside and between batches.
     let mut next = 0;
-    while next < leader.next_offset() {
+    while next < leader.offsets().written {
         let batch = leader
             .read_replicated(next, 100, ReadBound::Written)
             .unwrap();
@@ -354,7 +359,7 @@ fn append_replicated_refuses_a_generation_going_backwards_before_writing() {
             ),
             "{batch:?}: {err:?}"
         );
-        assert_eq!(shard.next_offset(), 3, "{batch:?}: nothing written");
+        assert_eq!(shard.offsets().written, 3, "{batch:?}: nothing written");
         assert_eq!(history(&shard), [(2, 0), (3, 2)]);
     }
 }
@@ -364,8 +369,8 @@ fn read_record_into_replicated_is_one_call() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
     shard.begin_generation(7).unwrap();
-    shard.append(&records(0, 1, 10)).unwrap();
-    let read = shard.read(0, 100).unwrap().remove(0);
+    shard.append(&records(0, 1, 10)).wait().unwrap();
+    let read = shard.read(0, 100, ReadBound::Committed).unwrap().remove(0);
     let generation = shard.generation_at(read.offset);
     assert_eq!(
         read.clone().into_replicated(generation),
@@ -400,7 +405,7 @@ fn reconcile_truncates_to_the_divergence_point_and_cuts_the_history() {
         config(200, Durability::OnCommit),
     );
     leader.begin_generation(0).unwrap();
-    leader.append(&records(0, 1, 30)).unwrap();
+    leader.append(&records(0, 1, 30)).wait().unwrap();
     follower
         .append_replicated(
             &leader
@@ -410,13 +415,13 @@ fn reconcile_truncates_to_the_divergence_point_and_cuts_the_history() {
         .unwrap();
     follower.begin_generation(2).unwrap();
     for offset in 1..9 {
-        follower.append(&records(offset, 1, 30)).unwrap();
+        follower.append(&records(offset, 1, 30)).wait().unwrap();
     }
     leader.begin_generation(1).unwrap();
-    leader.append(&records(1, 2, 30)).unwrap();
+    leader.append(&records(1, 2, 30)).wait().unwrap();
     leader.begin_generation(3).unwrap();
-    leader.append(&records(3, 4, 30)).unwrap();
-    assert!(follower.segment_count() > 2, "the cut crosses segments");
+    leader.append(&records(3, 4, 30)).wait().unwrap();
+    assert!(follower.segments().len() > 2, "the cut crosses segments");
 
     let mut steps = Vec::new();
     loop {
@@ -435,7 +440,7 @@ fn reconcile_truncates_to_the_divergence_point_and_cuts_the_history() {
             Divergence::Resolved { truncate_to: 1 }
         ]
     );
-    assert_eq!(follower.next_offset(), 1);
+    assert_eq!(follower.offsets().written, 1);
     assert_eq!(history(&follower), [(0, 0)]);
     follower
         .append_replicated(
@@ -478,7 +483,7 @@ fn reconcile_below_the_base_offset_changes_nothing() {
         ),
         "{err:?}"
     );
-    assert_eq!(follower.next_offset(), 103);
+    assert_eq!(follower.offsets().written, 103);
     assert_eq!(history(&follower), [(5, 100)]);
 
     // The leader only ever had generation 2: everything from where the
@@ -490,6 +495,6 @@ fn reconcile_below_the_base_offset_changes_nothing() {
         })
         .unwrap();
     assert_eq!(step, Divergence::BeforeHistory { truncate_to: 100 });
-    assert_eq!(follower.next_offset(), 100);
+    assert_eq!(follower.offsets().written, 100);
     assert_eq!(history(&follower), []);
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ManualClock, config, open, read_all, segment_files};
-use felix_storage::{Durability, Record, Retention, Shard, StorageError, StoreConfig};
+use felix_storage::{Durability, ReadBound, Record, Retention, Shard, StorageError, StoreConfig};
 
 fn shard_config(retention: Retention) -> StoreConfig {
     StoreConfig {
@@ -26,7 +26,10 @@ fn retention_by_bytes_deletes_oldest_sealed_segments_only() {
         }),
     );
     for i in 0..40 {
-        shard.append(&[Record::new(i, vec![7u8; 40])]).unwrap();
+        shard
+            .append(&[Record::new(i, vec![7u8; 40])])
+            .wait()
+            .unwrap();
     }
     let before = segment_files(dir.path());
     shard.begin_generation(1).unwrap();
@@ -42,8 +45,8 @@ fn retention_by_bytes_deletes_oldest_sealed_segments_only() {
         .map(|n| std::fs::metadata(dir.path().join(n)).unwrap().len())
         .sum();
     assert!(total <= 1500, "{total} bytes left");
-    assert_eq!(outcome.base_offset, shard.base_offset());
-    let err = shard.read(0, 10).unwrap_err();
+    assert_eq!(outcome.base_offset, shard.offsets().base);
+    let err = shard.read(0, 10, ReadBound::Committed).unwrap_err();
     assert!(
         matches!(err, StorageError::Trimmed { requested: 0, oldest, .. } if oldest == outcome.base_offset),
         "{err:?}"
@@ -71,14 +74,17 @@ fn retention_never_deletes_the_active_segment() {
         }),
     );
     for i in 0..20 {
-        shard.append(&[Record::new(i, vec![1u8; 40])]).unwrap();
+        shard
+            .append(&[Record::new(i, vec![1u8; 40])])
+            .wait()
+            .unwrap();
     }
     shard.apply_retention().unwrap();
     assert_eq!(segment_files(dir.path()).len(), 1);
-    assert_eq!(shard.segment_count(), 1);
+    assert_eq!(shard.segments().len(), 1);
     // The active segment holds what the last roll left: 20 records of 68
     // bytes, eight to a segment.
-    assert_eq!(shard.base_offset(), 16);
+    assert_eq!(shard.offsets().base, 16);
     assert_eq!(read_all(&shard, 16).len(), 4);
 }
 
@@ -95,11 +101,13 @@ fn retention_by_age_uses_each_segments_newest_timestamp_even_after_reopen() {
         for i in 0..16u64 {
             shard
                 .append(&[Record::new(i * 1_000_000, vec![0u8; 40])])
+                .wait()
                 .unwrap();
         }
         for i in 0..16u64 {
             shard
                 .append(&[Record::new(1_000_000_000 + i, vec![0u8; 40])])
+                .wait()
                 .unwrap();
         }
     }

@@ -109,12 +109,12 @@ proptest! {
                     let batch: Vec<Vec<u8>> = (0..u64::from(count)).map(|i| payload(next + i, len)).collect();
                     let records: Vec<Record> = batch.iter().map(|p| Record::new(next, p.clone())).collect();
                     if matches!(op, Op::Append { .. }) {
-                        shard.append(&records).unwrap();
+                        shard.append(&records).wait().unwrap();
                         model.extend(batch);
                         // One sync covers everything written before it.
                         durable = model.len() as u64;
                     } else {
-                        shard.append_nowait(&records).unwrap();
+                        shard.append(&records).written().unwrap();
                         model.extend(batch);
                     }
                 }
@@ -140,7 +140,7 @@ proptest! {
                     let from = at.index(model.len() + 1) as u64;
                     let budget = u64::from(budget);
                     let runs = shard.read_runs(from, budget, bound).unwrap();
-                    let records = shard.read_bounded(from, budget, bound).unwrap();
+                    let records = shard.read(from, budget, bound).unwrap();
                     // The per-record read is the run read, record by record.
                     let flat: Vec<(u64, Vec<u8>)> = runs
                         .iter()
@@ -204,9 +204,10 @@ fn build() -> SimFs {
     for o in 0..10u64 {
         shard
             .append(&[Record::new(o, payload(o, (o % 5 * 9) as u16))])
+            .wait()
             .unwrap();
     }
-    assert!(shard.segment_count() >= 3, "{}", shard.segment_count());
+    assert!(shard.segments().len() >= 3, "{}", shard.segments().len());
     drop(shard);
     sim.crash(&CrashPlan::everything(sim.pending().len()))
 }
@@ -240,21 +241,21 @@ fn read_runs_every_bit_flip_is_refused_where_the_per_record_read_refuses_it() {
             else {
                 continue;
             };
-            let end = shard.next_offset();
+            let end = shard.offsets().written;
             // Each record alone: what the per-record read serves or refuses.
-            let single: Vec<Result<Vec<u8>, String>> = (shard.base_offset()..end)
+            let single: Vec<Result<Vec<u8>, String>> = (shard.offsets().base..end)
                 .map(|o| {
                     shard
-                        .read(o, 1)
+                        .read(o, 1, ReadBound::Committed)
                         .map(|r| r[0].payload.to_vec())
                         .map_err(|e| e.to_string())
                 })
                 .collect();
-            let at = |o: u64| &single[(o - shard.base_offset()) as usize];
-            for from in shard.base_offset()..end {
+            let at = |o: u64| &single[(o - shard.offsets().base) as usize];
+            for from in shard.offsets().base..end {
                 for budget in [1, 1 << 20] {
                     let runs = shard.read_runs(from, budget, ReadBound::Written);
-                    let records = shard.read_bounded(from, budget, ReadBound::Written);
+                    let records = shard.read(from, budget, ReadBound::Written);
                     match (&runs, &records) {
                         (Ok(runs), Ok(records)) => {
                             let flat = decode_runs(runs);
@@ -314,7 +315,10 @@ fn counted(segment_size_bytes: u64) -> (common::gated::GatedFs<SimFs>, Shard) {
         .open()
         .unwrap();
     for o in 0..100u64 {
-        shard.append(&[Record::new(o, payload(o, 100))]).unwrap();
+        shard
+            .append(&[Record::new(o, payload(o, 100))])
+            .wait()
+            .unwrap();
     }
     (fs, shard)
 }
@@ -327,7 +331,7 @@ fn read_runs_stopped_by_its_budget_inside_a_segment_reads_that_segment_once() {
     for (segment_size_bytes, segments) in [(1 << 20, 1), (4096, 4)] {
         let (fs, shard) = counted(segment_size_bytes);
         assert_eq!(
-            shard.segment_count(),
+            shard.segments().len(),
             segments,
             "segments of {segment_size_bytes} bytes"
         );

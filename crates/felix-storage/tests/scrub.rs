@@ -5,8 +5,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use felix_format::{CorruptionKind, FileKind, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, file_name};
+use felix_storage::recovery::ScrubDamage;
 use felix_storage::{
-    ConfigError, ConfigField, Durability, Record, ScrubDamage, Shard, StorageError, Store,
+    ConfigError, ConfigField, Durability, ReadBound, Record, Shard, StorageError, Store,
     StoreConfig,
 };
 
@@ -34,9 +35,10 @@ fn shard(dir: &Path) -> Shard {
     for offset in 0..3 * PER_SEGMENT + 2 {
         shard
             .append(&[Record::new(1_000 + offset, payload(offset))])
+            .wait()
             .unwrap();
     }
-    assert_eq!(shard.segment_count(), 4);
+    assert_eq!(shard.segments().len(), 4);
     shard
 }
 
@@ -159,7 +161,7 @@ fn scrub_reports_every_damaged_payload_and_modifies_nothing() {
     assert_eq!(before, after);
     // A read of a rotted record fails exactly there, as the scrub said.
     assert!(matches!(
-        shard.read(a.base_offset + 2, 1),
+        shard.read(a.base_offset + 2, 1, ReadBound::Committed),
         Err(StorageError::Segment { .. })
     ));
 }
@@ -234,7 +236,7 @@ fn scrub_rate_below_the_minimum_is_refused_at_open() {
         Err(ConfigError::SizeOutOfRange {
             field: ConfigField::ScrubBytesPerSecond,
             value: 100,
-            min: felix_storage::MIN_SCRUB_BYTES_PER_SECOND,
+            min: felix_storage::limits::MIN_SCRUB_BYTES_PER_SECOND,
             max: u64::MAX,
         })
     );
@@ -268,11 +270,12 @@ fn background_scrub_finds_rot_in_a_store_and_in_a_lone_shard() {
     let root = tempfile::tempdir().unwrap();
     let key = felix_storage::ShardKey::new("acme", "default", "orders", 0);
     let dir = {
-        let store = Store::open(root.path(), config()).unwrap();
+        let store = Store::options(root.path()).config(config()).open().unwrap();
         let shard = store.create_shard(&key).unwrap();
         for offset in 0..PER_SEGMENT + 1 {
             shard
                 .append(&[Record::new(offset, payload(offset))])
+                .wait()
                 .unwrap();
         }
         store.close().unwrap();
@@ -285,7 +288,10 @@ fn background_scrub_finds_rot_in_a_store_and_in_a_lone_shard() {
         scrub_bytes_per_second: Some(4096),
         ..config()
     };
-    let store = Store::open(root.path(), scrubbing).unwrap();
+    let store = Store::options(root.path())
+        .config(scrubbing)
+        .open()
+        .unwrap();
     let shard = store.open_shard(&key).unwrap();
     eventually("the store's scrub", || {
         shard.stats().scrub_damaged_records >= 1

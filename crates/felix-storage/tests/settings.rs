@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{ManualClock, config, records};
+use felix_storage::limits::MIN_SEGMENT_SIZE_BYTES;
 use felix_storage::{
-    ConfigError, ConfigField, Durability, MIN_SEGMENT_SIZE_BYTES, Preallocation, Record, Retention,
-    Shard, StorageError, StoreConfig,
+    ConfigError, ConfigField, Durability, Preallocation, ReadBound, Record, Retention, Shard,
+    StorageError, StoreConfig,
 };
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
@@ -31,8 +32,8 @@ fn periodic_durability_syncs_a_bare_shard_on_its_own_thread() {
         dir.path(),
         config(1 << 20, Durability::Periodic(Duration::from_millis(10))),
     );
-    shard.append(&records(0, 1, 10)).unwrap();
-    wait_until("the periodic sync", || shard.durable_offset() == 1);
+    shard.append(&records(0, 1, 10)).wait().unwrap();
+    wait_until("the periodic sync", || shard.offsets().durable == 1);
     assert_eq!(shard.stats().syncs, 1);
     // Closing stops the thread (nothing runs against a closed shard).
     shard.close().unwrap();
@@ -57,18 +58,21 @@ fn retention_interval_applies_retention_on_a_bare_shard() {
         .open()
         .unwrap();
     for i in 0..40 {
-        shard.append(&[Record::new(i, vec![0u8; 40])]).unwrap();
+        shard
+            .append(&[Record::new(i, vec![0u8; 40])])
+            .wait()
+            .unwrap();
     }
-    let segments = shard.segment_count();
+    let segments = shard.segments().len();
     assert!(segments >= 4, "{segments}");
     // Nothing is old yet: the thread runs and deletes nothing.
     std::thread::sleep(Duration::from_millis(30));
-    assert_eq!(shard.segment_count(), segments);
+    assert_eq!(shard.segments().len(), segments);
     clock.set(Duration::from_secs(3600));
     wait_until("the retention pass", || {
         shard.stats().segments_deleted == segments as u64 - 1
     });
-    assert_eq!(shard.segment_count(), 1);
+    assert_eq!(shard.segments().len(), 1);
 }
 
 /// Every field out of its range, and the error that names it.
@@ -319,10 +323,13 @@ fn the_smallest_segment_holds_one_empty_record_per_segment() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), config(MIN_SEGMENT_SIZE_BYTES, Durability::None));
     for i in 0..3 {
-        shard.append(&[Record::new(i, "")]).unwrap();
+        shard.append(&[Record::new(i, "")]).wait().unwrap();
     }
-    assert_eq!(shard.segment_count(), 3);
-    assert_eq!(shard.read(0, u64::MAX).unwrap().len(), 3);
+    assert_eq!(shard.segments().len(), 3);
+    assert_eq!(
+        shard.read(0, u64::MAX, ReadBound::Committed).unwrap().len(),
+        3
+    );
 }
 
 /// Bytes the file system has allocated for the files directly in `dir`.
@@ -353,7 +360,7 @@ fn stepped_preallocation_reserves_kilobytes_for_one_record_not_a_segment() {
             })
             .open()
             .unwrap();
-        shard.append(&[Record::now("one record")]).unwrap();
+        shard.append(&[Record::now("one record")]).wait().unwrap();
         shard.close().unwrap();
         allocated_bytes(&root.path().join(name))
     };

@@ -9,7 +9,9 @@ use std::time::Duration;
 use felix_io::sim::SimFs;
 use felix_io::{FileSystem, FileType, Vfs};
 use felix_recovery::RecoveryError;
-use felix_storage::{Durability, Preallocation, Record, Shard, StorageError, StoreConfig};
+use felix_storage::{
+    Durability, Preallocation, ReadBound, Record, Shard, StorageError, StoreConfig,
+};
 use rustix::fs::{CWD, FileType as NodeType, Mode, mknodat};
 
 fn config() -> StoreConfig {
@@ -61,17 +63,18 @@ fn written_shard(dir: &Path) -> u64 {
     for o in 0..200u64 {
         shard
             .append(&[Record::new(o, format!("record-{o}-{}", "x".repeat(40)))])
+            .wait()
             .unwrap();
     }
-    assert!(shard.segment_count() > 2);
+    assert!(shard.segments().len() > 2);
     shard.close().unwrap();
-    shard.next_offset()
+    shard.offsets().written
 }
 
 fn assert_reads_all(shard: &Shard, next: u64) {
     let mut offset = 0;
     while offset < next {
-        let records = shard.read(offset, 1 << 20).unwrap();
+        let records = shard.read(offset, 1 << 20, ReadBound::Committed).unwrap();
         for r in records {
             assert_eq!(r.offset, offset);
             assert_eq!(r.payload, format!("record-{offset}-{}", "x".repeat(40)));
@@ -90,14 +93,14 @@ fn shard_open_with_a_directory_named_clean_shutdown_opens_and_leaves_it() {
 
     let shard = open_in_time(dir.path()).unwrap();
     assert_reads_all(&shard, next);
-    shard.append(&[Record::new(0, "after")]).unwrap();
+    shard.append(&[Record::new(0, "after")]).wait().unwrap();
     // A clean close cannot put its file there, and does not fail for it.
     shard.close().unwrap();
     assert!(shard.poisoned().is_none());
     drop(shard);
     assert_eq!(entry_type(&clean), FileType::Directory);
     let again = open_in_time(dir.path()).unwrap();
-    assert_eq!(again.next_offset(), next + 1);
+    assert_eq!(again.offsets().written, next + 1);
 }
 
 #[test]
@@ -173,7 +176,7 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
         .label("sim")
         .open()
         .unwrap();
-    shard.append(&[Record::new(1, "kept")]).unwrap();
+    shard.append(&[Record::new(1, "kept")]).wait().unwrap();
     shard.close().unwrap();
     drop(shard);
     sim.remove_file(&dir.join("clean-shutdown")).unwrap();
@@ -190,7 +193,10 @@ fn shard_open_on_a_simulated_disk_leaves_special_nodes_alone() {
         .label("sim")
         .open()
         .unwrap();
-    assert_eq!(shard.read(0, 1 << 20).unwrap()[0].payload, "kept");
+    assert_eq!(
+        shard.read(0, 1 << 20, ReadBound::Committed).unwrap()[0].payload,
+        "kept"
+    );
     shard.close().unwrap();
     for (name, file_type) in [
         ("clean-shutdown", FileType::Fifo),
@@ -232,6 +238,7 @@ fn shard_open_with_a_fifo_named_like_an_index_serves_reads_rolls_and_closes() {
     for o in next..next + 100 {
         shard
             .append(&[Record::new(o, format!("record-{o}-{}", "x".repeat(40)))])
+            .wait()
             .unwrap();
     }
     assert!(shard.stats().rolls > rolls_before);

@@ -10,7 +10,7 @@ use std::path::Path;
 use felix_format::{IndexEntry, RECORD_HEADER_LEN, encode_record_header};
 use felix_recovery::{IndexProblem, Note};
 use felix_segment::{Record as SegmentRecord, SegmentConfig, SegmentWriter, SparseIndex};
-use felix_storage::{Durability, Preallocation, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Shard, StoreConfig};
 
 const SPACING: u64 = 128;
 
@@ -118,10 +118,10 @@ fn stale_note(wrong: IndexEntry) -> Note {
     }
 }
 
-/// (offset, payload) of what `shard.read(from, max_bytes)` returns.
+/// (offset, payload) of what `shard.read(from, max_bytes, ReadBound::Committed)` returns.
 fn read(shard: &Shard, from: u64, max_bytes: u64) -> Vec<(u64, Vec<u8>)> {
     shard
-        .read(from, max_bytes)
+        .read(from, max_bytes, ReadBound::Committed)
         .unwrap()
         .into_iter()
         .map(|r| (r.offset, r.payload.to_vec()))

@@ -14,8 +14,9 @@ use std::time::Duration;
 use common::gated::GatedFs;
 use felix_format::ShardKey;
 use felix_io::{FileSystem, OsFs};
+use felix_storage::lock::ShardLock;
 use felix_storage::{
-    Durability, Preallocation, ReadBound, Record, ShardLock, StorageError, Store, StoreConfig,
+    Durability, Preallocation, ReadBound, Record, StorageError, Store, StoreConfig,
 };
 
 fn config(max_open_shards: u64) -> StoreConfig {
@@ -66,7 +67,7 @@ fn lock_free(store: &Store, i: u32) -> bool {
     let dir = store.root().join(key(i).dir_name());
     match ShardLock::acquire(&FileSystem::os(), &dir) {
         Ok(_) => true,
-        Err(felix_storage::LockError::Locked { .. }) => false,
+        Err(felix_storage::lock::LockError::Locked { .. }) => false,
         Err(other) => panic!("locking {}: {other}", dir.display()),
     }
 }
@@ -81,6 +82,7 @@ fn an_open_under_way_delays_neither_open_shards_nor_other_opens_nor_creates() {
             .create_shard(&key(i))
             .unwrap()
             .append(&[Record::new(0, format!("shard {i}"))])
+            .wait()
             .unwrap();
     }
     // Shard 2 stays open; shards 0 and 1 are closed.
@@ -165,6 +167,7 @@ fn a_close_waits_for_the_open_under_way_and_closes_what_it_opened() {
         .create_shard(&key(0))
         .unwrap()
         .append(&[Record::new(0, "kept")])
+        .wait()
         .unwrap();
     store.close_shard(&key(0)).unwrap();
     store.create_shard(&key(1)).unwrap();
@@ -172,8 +175,8 @@ fn a_close_waits_for_the_open_under_way_and_closes_what_it_opened() {
     let opened = open_held_while(&store, &fs, "close", || store.close());
     // Closed with the rest: its handle fails, its lock is released.
     assert!(matches!(
-        opened.read(0, 1024),
-        Err(StorageError::Closed { .. })
+        opened.read(0, 1024, ReadBound::Committed),
+        Err(StorageError::ShardClosed { .. })
     ));
     assert!(lock_free(&store, 0) && lock_free(&store, 1));
     assert!(matches!(
@@ -197,12 +200,12 @@ fn a_delete_waits_for_the_open_under_way_and_then_removes_the_shard() {
 
     let opened = open_held_while(&store, &fs, "delete", || store.delete_shard(&key(0)));
     assert!(matches!(
-        opened.read(0, 1024),
-        Err(StorageError::Closed { .. })
+        opened.read(0, 1024, ReadBound::Committed),
+        Err(StorageError::ShardClosed { .. })
     ));
     assert!(matches!(
         store.open_shard(&key(0)),
-        Err(StorageError::NotFound { .. })
+        Err(StorageError::ShardNotFound { .. })
     ));
 }
 
@@ -267,12 +270,15 @@ fn calls_at_once_on_a_few_keys_stay_within_the_budget_and_lose_nothing() {
                         4 => drop(store.reopen_shard(&key(i)).unwrap()),
                         _ => loop {
                             let shard = store.open_shard(&key(i)).unwrap();
-                            match shard.append(&[Record::new(0, format!("{t}/{round}"))]) {
+                            match shard
+                                .append(&[Record::new(0, format!("{t}/{round}"))])
+                                .wait()
+                            {
                                 Ok(_) => break,
                                 // Closed by another thread's close or
                                 // reopen between the open and the append:
                                 // nothing was written; open it again.
-                                Err(StorageError::Closed { .. }) => {}
+                                Err(StorageError::ShardClosed { .. }) => {}
                                 Err(other) => panic!("append to shard {i}: {other}"),
                             }
                         },

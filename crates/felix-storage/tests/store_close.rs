@@ -12,7 +12,7 @@ use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_recovery::CLEAN_SHUTDOWN_FILE_NAME;
 use felix_segment::SegmentError;
 use felix_storage::{
-    Durability, Preallocation, Record, Shard, ShardKey, StorageError, Store, StoreConfig,
+    Durability, Preallocation, ReadBound, Record, Shard, ShardKey, StorageError, Store, StoreConfig,
 };
 
 fn config(durability: Durability) -> StoreConfig {
@@ -42,17 +42,23 @@ fn io_failure(err: &StorageError) -> (&'static str, i32) {
 fn assert_closed(shard: &Shard) {
     let label = shard.label().to_owned();
     let closed = |what: &str, result: Result<(), StorageError>| match result {
-        Err(StorageError::Closed { shard }) => assert_eq!(&*shard, label, "{what}"),
+        Err(StorageError::ShardClosed { shard }) => assert_eq!(&*shard, label, "{what}"),
         other => panic!("{what} after close: {other:?}"),
     };
-    closed("append", shard.append(&[Record::new(9, "late")]).map(drop));
+    closed(
+        "append",
+        shard.append(&[Record::new(9, "late")]).wait().map(drop),
+    );
     closed(
         "append_nowait",
-        shard.append_nowait(&[Record::new(9, "late")]).map(drop),
+        shard.append(&[Record::new(9, "late")]).written().map(drop),
     );
-    closed("read", shard.read(0, 1 << 20).map(drop));
+    closed(
+        "read",
+        shard.read(0, 1 << 20, ReadBound::Committed).map(drop),
+    );
     closed("sync", shard.sync());
-    closed("wait_durable", shard.wait_durable(1));
+    closed("wait_durable", shard.wait_durable(1).wait());
     closed("close", shard.close());
     closed("truncate_to", shard.truncate_to(0));
     closed("reset_to", shard.reset_to(0));
@@ -66,28 +72,38 @@ fn assert_closed(shard: &Shard) {
 fn store_close_releases_every_lock_and_the_same_root_reopens_in_this_process() {
     for durability in [Durability::OnCommit, Durability::None] {
         let root = tempfile::tempdir().unwrap();
-        let store = Store::open(root.path(), config(durability)).unwrap();
+        let store = Store::options(root.path())
+            .config(config(durability))
+            .open()
+            .unwrap();
         let held: Vec<Arc<Shard>> = (0..3)
             .map(|i| store.create_shard(&key(i)).unwrap())
             .collect();
         for shard in &held {
             shard
                 .append(&[Record::new(1, "a"), Record::new(2, "b")])
+                .wait()
                 .unwrap();
         }
         store.close().unwrap();
         for shard in &held {
             // Everything written is durable, and the next open is quick.
-            assert_eq!(shard.durable_offset(), 2, "{durability:?}");
+            assert_eq!(shard.offsets().durable, 2, "{durability:?}");
             assert!(shard.dir().join(CLEAN_SHUTDOWN_FILE_NAME).is_file());
             assert_closed(shard);
         }
         // Held handles and the closed store are still alive here.
-        let again = Store::open(root.path(), config(durability)).unwrap();
+        let again = Store::options(root.path())
+            .config(config(durability))
+            .open()
+            .unwrap();
         for i in 0..3 {
             let shard = again.open_shard(&key(i)).unwrap();
-            assert_eq!(shard.next_offset(), 2, "the late appends never landed");
-            assert_eq!(shard.read(0, 1 << 20).unwrap()[1].payload, "b");
+            assert_eq!(shard.offsets().written, 2, "the late appends never landed");
+            assert_eq!(
+                shard.read(0, 1 << 20, ReadBound::Committed).unwrap()[1].payload,
+                "b"
+            );
         }
         again.close().unwrap();
         // A second close of the first store does nothing.
@@ -98,24 +114,33 @@ fn store_close_releases_every_lock_and_the_same_root_reopens_in_this_process() {
 #[test]
 fn store_drop_closes_like_close_and_held_handles_fail() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config(Durability::None)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(Durability::None))
+        .open()
+        .unwrap();
     let held = store.create_shard(&key(0)).unwrap();
-    held.append(&[Record::new(1, "a")]).unwrap();
+    held.append(&[Record::new(1, "a")]).wait().unwrap();
     drop(store);
-    assert_eq!(held.durable_offset(), 1);
+    assert_eq!(held.offsets().durable, 1);
     assert!(held.dir().join(CLEAN_SHUTDOWN_FILE_NAME).is_file());
     assert_closed(&held);
-    let again = Store::open(root.path(), config(Durability::None)).unwrap();
-    assert_eq!(again.open_shard(&key(0)).unwrap().next_offset(), 1);
+    let again = Store::options(root.path())
+        .config(config(Durability::None))
+        .open()
+        .unwrap();
+    assert_eq!(again.open_shard(&key(0)).unwrap().offsets().written, 1);
 }
 
 #[test]
 fn store_close_shard_closes_one_and_leaves_the_others_running() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config(Durability::OnCommit)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(Durability::OnCommit))
+        .open()
+        .unwrap();
     let one = store.create_shard(&key(1)).unwrap();
     let two = store.create_shard(&key(2)).unwrap();
-    one.append(&[Record::new(1, "a")]).unwrap();
+    one.append(&[Record::new(1, "a")]).wait().unwrap();
     store.close_shard(&key(1)).unwrap();
     assert_closed(&one);
     assert!(one.dir().join(CLEAN_SHUTDOWN_FILE_NAME).is_file());
@@ -126,17 +151,20 @@ fn store_close_shard_closes_one_and_leaves_the_others_running() {
         .create_if_missing(false)
         .open()
         .unwrap();
-    assert_eq!(elsewhere.next_offset(), 1);
+    assert_eq!(elsewhere.offsets().written, 1);
     elsewhere.close().unwrap();
     // The other shard never noticed.
-    two.append(&[Record::new(1, "b")]).unwrap();
+    two.append(&[Record::new(1, "b")]).wait().unwrap();
     assert!(Arc::ptr_eq(&two, &store.open_shard(&key(2)).unwrap()));
     // Closing a shard that is not open does nothing.
     store.close_shard(&key(1)).unwrap();
     store.close_shard(&key(9)).unwrap();
     let reopened = store.open_shard(&key(1)).unwrap();
     assert!(!Arc::ptr_eq(&one, &reopened));
-    assert_eq!(reopened.read(0, 1024).unwrap()[0].payload, "a");
+    assert_eq!(
+        reopened.read(0, 1024, ReadBound::Committed).unwrap()[0].payload,
+        "a"
+    );
 }
 
 /// Row 2 of the issue: a poisoned shard stayed poisoned until the whole
@@ -153,22 +181,22 @@ fn store_reopen_shard_after_a_poison_recovers_it_and_leaves_the_others() {
         .unwrap();
     let sick = store.create_shard(&key(1)).unwrap();
     let well = store.create_shard(&key(2)).unwrap();
-    sick.append(&[Record::new(1, "acked")]).unwrap();
-    well.append(&[Record::new(1, "acked")]).unwrap();
+    sick.append(&[Record::new(1, "acked")]).wait().unwrap();
+    well.append(&[Record::new(1, "acked")]).wait().unwrap();
     sim.inject(Fault {
         op: FaultOp::SyncFile,
         path_contains: key(1).dir_name(),
         skip: 0,
         effect: FaultEffect::SyncFailDrop(5),
     });
-    let err = sick.append(&[Record::new(2, "lost")]).unwrap_err();
+    let err = sick.append(&[Record::new(2, "lost")]).wait().unwrap_err();
     assert_eq!(io_failure(&err), ("fdatasync", 5), "{err:?}");
     assert!(sick.poisoned().is_some());
     // Asking again gives the same poisoned handle...
     let same = store.open_shard(&key(1)).unwrap();
     assert!(Arc::ptr_eq(&sick, &same));
     assert!(matches!(
-        same.append(&[Record::new(3, "x")]),
+        same.append(&[Record::new(3, "x")]).wait(),
         Err(StorageError::Poisoned { .. })
     ));
     // ...until it is reopened, which runs recovery.
@@ -176,27 +204,33 @@ fn store_reopen_shard_after_a_poison_recovers_it_and_leaves_the_others() {
     assert!(!Arc::ptr_eq(&sick, &fresh));
     assert!(fresh.poisoned().is_none());
     assert_eq!(
-        fresh.next_offset(),
+        fresh.offsets().written,
         1,
         "the record whose sync failed is gone"
     );
-    assert_eq!(fresh.read(0, 1024).unwrap()[0].payload, "acked");
-    fresh.append(&[Record::new(2, "after")]).unwrap();
+    assert_eq!(
+        fresh.read(0, 1024, ReadBound::Committed).unwrap()[0].payload,
+        "acked"
+    );
+    fresh.append(&[Record::new(2, "after")]).wait().unwrap();
     assert!(Arc::ptr_eq(&fresh, &store.open_shard(&key(1)).unwrap()));
     assert_closed(&sick);
     // The healthy shard kept its handle and never stopped.
     assert!(Arc::ptr_eq(&well, &store.open_shard(&key(2)).unwrap()));
-    well.append(&[Record::new(2, "more")]).unwrap();
-    assert_eq!(well.next_offset(), 2);
+    well.append(&[Record::new(2, "more")]).wait().unwrap();
+    assert_eq!(well.offsets().written, 2);
 }
 
 #[test]
 fn store_reopen_shard_of_a_key_without_directory_is_not_found() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config(Durability::None)).unwrap();
+    let store = Store::options(root.path())
+        .config(config(Durability::None))
+        .open()
+        .unwrap();
     assert!(matches!(
         store.reopen_shard(&key(5)),
-        Err(StorageError::NotFound { .. })
+        Err(StorageError::ShardNotFound { .. })
     ));
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
@@ -218,7 +252,7 @@ fn store_close_of_a_poisoned_shard_still_releases_it_and_returns_the_failure() {
         skip: 0,
         effect: FaultEffect::Errno(28),
     });
-    let err = sick.append(&[Record::new(1, "x")]).unwrap_err();
+    let err = sick.append(&[Record::new(1, "x")]).wait().unwrap_err();
     assert_eq!(io_failure(&err), ("write", 28), "{err:?}");
     let err = store.close().unwrap_err();
     assert!(matches!(err, StorageError::Poisoned { .. }), "{err:?}");
@@ -228,5 +262,5 @@ fn store_close_of_a_poisoned_shard_still_releases_it_and_returns_the_failure() {
         .file_system(fs.clone())
         .open()
         .unwrap();
-    assert_eq!(again.open_shard(&key(1)).unwrap().next_offset(), 0);
+    assert_eq!(again.open_shard(&key(1)).unwrap().offsets().written, 0);
 }

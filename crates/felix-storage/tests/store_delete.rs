@@ -8,7 +8,7 @@ use std::path::Path;
 use felix_format::{ShardKey, tombstone_name};
 use felix_io::sim::SimFs;
 use felix_io::{FileSystem, Vfs};
-use felix_storage::{Preallocation, Record, ShardId, StorageError, Store, StoreConfig};
+use felix_storage::{Preallocation, ReadBound, Record, ShardId, StorageError, Store, StoreConfig};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -26,22 +26,25 @@ fn key(shard: u32) -> ShardKey {
 #[test]
 fn store_delete_shard_removes_it_whole_and_held_handles_fail() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config()).unwrap();
+    let store = Store::options(root.path()).config(config()).open().unwrap();
     let doomed = store.create_shard(&key(0)).unwrap();
     let kept = store.create_shard(&key(1)).unwrap();
     for i in 0..20 {
-        doomed.append(&[Record::new(i, vec![b'x'; 40])]).unwrap();
-        kept.append(&[Record::new(i, "k")]).unwrap();
+        doomed
+            .append(&[Record::new(i, vec![b'x'; 40])])
+            .wait()
+            .unwrap();
+        kept.append(&[Record::new(i, "k")]).wait().unwrap();
     }
-    assert!(doomed.segment_count() > 3);
+    assert!(doomed.segments().len() > 3);
     store.delete_shard(&key(0)).unwrap();
     assert!(matches!(
-        doomed.append(&[Record::new(1, "late")]),
-        Err(StorageError::Closed { .. })
+        doomed.append(&[Record::new(1, "late")]).wait(),
+        Err(StorageError::ShardClosed { .. })
     ));
     assert!(matches!(
-        doomed.read(0, 1024),
-        Err(StorageError::Closed { .. })
+        doomed.read(0, 1024, ReadBound::Committed),
+        Err(StorageError::ShardClosed { .. })
     ));
     assert!(!root.path().join(key(0).dir_name()).exists());
     let names: Vec<_> = std::fs::read_dir(root.path())
@@ -51,26 +54,26 @@ fn store_delete_shard_removes_it_whole_and_held_handles_fail() {
     assert_eq!(names, [key(1).dir_name()], "no tombstone is left");
     assert!(matches!(
         store.open_shard(&key(0)),
-        Err(StorageError::NotFound { .. })
+        Err(StorageError::ShardNotFound { .. })
     ));
     assert_eq!(store.keys().unwrap(), [ShardId::Key(key(1))]);
     // The other shard kept going, and the key is free for a new shard.
-    kept.append(&[Record::new(9, "more")]).unwrap();
+    kept.append(&[Record::new(9, "more")]).wait().unwrap();
     let reborn = store.create_shard(&key(0)).unwrap();
-    assert_eq!((reborn.base_offset(), reborn.next_offset()), (0, 0));
+    assert_eq!((reborn.offsets().base, reborn.offsets().written), (0, 0));
 }
 
 #[test]
 fn store_delete_shard_that_is_not_open_and_one_that_does_not_exist() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(root.path(), config()).unwrap();
+    let store = Store::options(root.path()).config(config()).open().unwrap();
     store.create_shard(&key(0)).unwrap();
     store.close_shard(&key(0)).unwrap();
     store.delete_shard(&key(0)).unwrap();
     assert!(!root.path().join(key(0).dir_name()).exists());
     let err = store.delete_shard(&key(0)).unwrap_err();
     assert!(
-        matches!(&err, StorageError::NotFound { key: k, dir } if *k == key(0) && *dir == root.path().join(key(0).dir_name())),
+        matches!(&err, StorageError::ShardNotFound { shard, dir } if *shard == key(0).to_string() && *dir == root.path().join(key(0).dir_name())),
         "{err:?}"
     );
 }
@@ -84,12 +87,12 @@ fn store_delete_shard_another_writer_holds_is_locked_and_keeps_it() {
         .config(config())
         .open()
         .unwrap();
-    shard.append(&[Record::new(1, "owned")]).unwrap();
-    let store = Store::open(root.path(), config()).unwrap();
+    shard.append(&[Record::new(1, "owned")]).wait().unwrap();
+    let store = Store::options(root.path()).config(config()).open().unwrap();
     let err = store.delete_shard(&key(0)).unwrap_err();
-    assert!(matches!(err, StorageError::Locked { .. }), "{err:?}");
-    shard.append(&[Record::new(2, "still")]).unwrap();
-    assert_eq!(shard.read(0, 1024).unwrap().len(), 2);
+    assert!(matches!(err, StorageError::ShardLocked { .. }), "{err:?}");
+    shard.append(&[Record::new(2, "still")]).wait().unwrap();
+    assert_eq!(shard.read(0, 1024, ReadBound::Committed).unwrap().len(), 2);
 }
 
 /// The order that makes a delete atomic: the rename, then the root's sync,
@@ -106,7 +109,10 @@ fn store_delete_shard_renames_durably_before_removing_anything() {
         .unwrap();
     let shard = store.create_shard(&key(0)).unwrap();
     for i in 0..10 {
-        shard.append(&[Record::new(i, vec![b'x'; 40])]).unwrap();
+        shard
+            .append(&[Record::new(i, vec![b'x'; 40])])
+            .wait()
+            .unwrap();
     }
     store.close_shard(&key(0)).unwrap();
     let before = sim.log().len();
@@ -153,11 +159,12 @@ fn store_delete_shard_renames_durably_before_removing_anything() {
 fn store_open_removes_leftover_tombstones_and_nothing_else() {
     let root = tempfile::tempdir().unwrap();
     {
-        let store = Store::open(root.path(), config()).unwrap();
+        let store = Store::options(root.path()).config(config()).open().unwrap();
         store
             .create_shard(&key(0))
             .unwrap()
             .append(&[Record::new(1, "a")])
+            .wait()
             .unwrap();
         store.create_shard(&key(1)).unwrap();
         store.close().unwrap();
@@ -170,7 +177,7 @@ fn store_open_removes_leftover_tombstones_and_nothing_else() {
     for name in strays {
         std::fs::create_dir(root.path().join(name)).unwrap();
     }
-    let store = Store::open(root.path(), config()).unwrap();
+    let store = Store::options(root.path()).config(config()).open().unwrap();
     assert!(!tombstone.exists());
     for name in strays {
         assert!(root.path().join(name).is_dir(), "{name}");
@@ -178,7 +185,7 @@ fn store_open_removes_leftover_tombstones_and_nothing_else() {
     assert_eq!(store.keys().unwrap(), [ShardId::Key(key(1))]);
     assert!(matches!(
         store.open_shard(&key(0)),
-        Err(StorageError::NotFound { .. })
+        Err(StorageError::ShardNotFound { .. })
     ));
 }
 

@@ -14,7 +14,7 @@ use std::path::Path;
 use felix_io::FileSystem;
 use felix_io::sim::{CrashPlan, Fault, FaultEffect, FaultOp, SimFs};
 use felix_storage::{
-    Durability, Preallocation, Record, Retention, Shard, StorageError, StoreConfig,
+    Durability, Preallocation, ReadBound, Record, Retention, Shard, StorageError, StoreConfig,
 };
 
 #[path = "common/exec.rs"]
@@ -34,7 +34,7 @@ fn config(retention_bytes: Option<u64>) -> StoreConfig {
             max_bytes: retention_bytes,
             ..Retention::default()
         },
-        repair_policy: felix_storage::RepairPolicy::Default,
+        repair_policy: felix_storage::recovery::RepairPolicy::Default,
         ..StoreConfig::default()
     }
 }
@@ -106,7 +106,7 @@ fn append(
         .map(|(o, p)| Record::new(*o, p.clone()))
         .collect();
     let Mode::Futures { tokio } = mode else {
-        return match shard.append(&records) {
+        return match shard.append(&records).wait() {
             Ok(_) => (batch.to_vec(), None),
             Err(err) => (Vec::new(), Some(err)),
         };
@@ -114,7 +114,7 @@ fn append(
     let mut pending = Vec::new();
     let mut first_error = None;
     for (record, entry) in records.into_iter().zip(batch) {
-        match shard.append_async(&[record]) {
+        match shard.append(&[record]).submit() {
             Ok(append) => pending.push((entry.clone(), append)),
             Err(err) => {
                 first_error = Some(err);
@@ -168,10 +168,10 @@ fn run(fs: &SimFs, mode: Mode) -> Run {
         }
     };
     for (round, step) in STEPS.iter().enumerate() {
-        out.durable_before = shard.durable_offset();
+        out.durable_before = shard.offsets().durable;
         let result = match *step {
             Step::Append(n) => {
-                let next = shard.next_offset();
+                let next = shard.offsets().written;
                 let batch: Vec<_> = (next..next + n)
                     .map(|o| (o, payload(o, round as u64)))
                     .collect();
@@ -222,7 +222,7 @@ fn run(fs: &SimFs, mode: Mode) -> Run {
                 "{step:?} failed without poisoning: {err}"
             );
             assert!(matches!(
-                shard.append(&[Record::new(0, "late")]),
+                shard.append(&[Record::new(0, "late")]).wait(),
                 Err(StorageError::Poisoned { .. })
             ));
             assert!(matches!(shard.sync(), Err(StorageError::Poisoned { .. })));
@@ -233,7 +233,7 @@ fn run(fs: &SimFs, mode: Mode) -> Run {
             // A failed sync makes nothing durable that was not before: what
             // the step made durable was acknowledged (with futures, a step
             // makes several syncs, and those before the failure count).
-            for offset in out.durable_before..shard.durable_offset() {
+            for offset in out.durable_before..shard.offsets().durable {
                 assert!(
                     mode != Mode::Blocking && out.acked.contains_key(&offset),
                     "{step:?}: durable offset advanced past {offset}, never acknowledged"
@@ -255,7 +255,7 @@ fn reopen_keeps(fs: &SimFs, acked: &BTreeMap<u64, Vec<u8>>, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     for (offset, p) in acked {
         let got = shard
-            .read(*offset, 1)
+            .read(*offset, 1, ReadBound::Committed)
             .unwrap_or_else(|e| panic!("{what}: read {offset}: {e}"));
         assert_eq!(got[0].payload, p[..], "{what}: offset {offset}");
     }

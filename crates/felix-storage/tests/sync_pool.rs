@@ -53,7 +53,7 @@ fn sync_pool_hot_shard_does_not_starve_cold_ones() {
             let mut next = 0;
             while !stop.load(Relaxed) {
                 while in_flight.len() < 64 {
-                    in_flight.push_back(hot.append_async(&records(next, 1, 128)).unwrap());
+                    in_flight.push_back(hot.append(&records(next, 1, 128)).submit().unwrap());
                     next += 1;
                 }
                 common::exec::block_on(in_flight.pop_front().unwrap()).unwrap();
@@ -72,7 +72,7 @@ fn sync_pool_hot_shard_does_not_starve_cold_ones() {
     while Instant::now() < deadline || cold_latencies.len() < 300 {
         for shard in &cold {
             let started = Instant::now();
-            shard.append(&records(round, 1, 128)).unwrap();
+            shard.append(&records(round, 1, 128)).wait().unwrap();
             cold_latencies.push(started.elapsed());
         }
         round += 1;
@@ -107,9 +107,9 @@ fn drive(store: &Store, shards: &[Arc<felix_storage::Shard>], time: Duration) ->
         .map(|shard| {
             let (shard, stop) = (Arc::clone(shard), Arc::clone(&stop));
             std::thread::spawn(move || {
-                let mut next = shard.next_offset();
+                let mut next = shard.offsets().written;
                 while !stop.load(Relaxed) {
-                    let append = shard.append_async(&records(next, 1, 64)).unwrap();
+                    let append = shard.append(&records(next, 1, 64)).submit().unwrap();
                     common::exec::block_on(append).unwrap();
                     next += 1;
                 }
@@ -197,7 +197,8 @@ fn sync_pool_idle_workers_retire_after_the_keep_alive() {
     // Syncs start a worker again.
     let shard = &shards[0];
     let append = shard
-        .append_async(&records(shard.next_offset(), 1, 64))
+        .append(&records(shard.offsets().written, 1, 64))
+        .submit()
         .unwrap();
     common::exec::block_on(append).unwrap();
     assert_eq!(store.sync_workers(), 1);

@@ -19,19 +19,26 @@ const LONG: Duration = Duration::from_secs(30);
 fn wait_readable_returns_at_once_when_records_are_readable() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
-    shard.append(&records(0, 3, 10)).unwrap();
+    shard.append(&records(0, 3, 10)).wait().unwrap();
     assert_eq!(
-        shard.wait_readable(1, ReadBound::Committed, LONG).unwrap(),
+        shard
+            .wait_readable(1, ReadBound::Committed)
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::Readable { end: 3 }
     );
     assert_eq!(
         shard
-            .wait_readable(3, ReadBound::Committed, Duration::from_millis(20))
+            .wait_readable(3, ReadBound::Committed)
+            .wait_timeout(Duration::from_millis(20))
             .unwrap(),
         Tail::TimedOut { end: 3 }
     );
     assert_eq!(
-        shard.wait_readable(2, ReadBound::Below(2), LONG).unwrap(),
+        shard
+            .wait_readable(2, ReadBound::Below(2))
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::BoundReached { bound: 2 }
     );
 }
@@ -45,14 +52,20 @@ fn wait_readable_is_woken_by_the_append_that_makes_a_record_readable() {
             let shard = Arc::clone(&shard);
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(50));
-                shard.append(&records(0, 2, 10)).unwrap();
+                shard.append(&records(0, 2, 10)).wait().unwrap();
             })
         };
         let started = Instant::now();
-        let tail = shard.wait_readable(0, ReadBound::Committed, LONG).unwrap();
+        let tail = shard
+            .wait_readable(0, ReadBound::Committed)
+            .wait_timeout(LONG)
+            .unwrap();
         assert_eq!(tail, Tail::Readable { end: 2 }, "{durability:?}");
         assert!(started.elapsed() < LONG / 2, "woken, not timed out");
-        assert_eq!(shard.read(0, u64::MAX).unwrap().len(), 2);
+        assert_eq!(
+            shard.read(0, u64::MAX, ReadBound::Committed).unwrap().len(),
+            2
+        );
         producer.join().unwrap();
     }
 }
@@ -63,27 +76,34 @@ fn wait_readable_is_woken_by_the_append_that_makes_a_record_readable() {
 fn wait_readable_on_commit_is_woken_by_the_sync_not_the_write() {
     let dir = tempfile::tempdir().unwrap();
     let shard = Arc::new(open(dir.path(), config(1 << 20, Durability::OnCommit)));
-    shard.append_nowait(&records(0, 1, 10)).unwrap();
+    shard.append(&records(0, 1, 10)).written().unwrap();
     assert_eq!(
         shard
-            .wait_readable(0, ReadBound::Committed, Duration::from_millis(30))
+            .wait_readable(0, ReadBound::Committed)
+            .wait_timeout(Duration::from_millis(30))
             .unwrap(),
         Tail::TimedOut { end: 0 }
     );
     // What is written is there for a leader serving followers.
     assert_eq!(
-        shard.wait_readable(0, ReadBound::Written, LONG).unwrap(),
+        shard
+            .wait_readable(0, ReadBound::Written)
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::Readable { end: 1 }
     );
     let syncer = {
         let shard = Arc::clone(&shard);
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
-            shard.wait_durable(1).unwrap();
+            shard.wait_durable(1).wait().unwrap();
         })
     };
     assert_eq!(
-        shard.wait_readable(0, ReadBound::Committed, LONG).unwrap(),
+        shard
+            .wait_readable(0, ReadBound::Committed)
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::Readable { end: 1 }
     );
     syncer.join().unwrap();
@@ -101,21 +121,22 @@ fn a_tail_follower_reads_every_record_once_and_never_reads_nothing() {
             let shard = Arc::clone(&shard);
             std::thread::spawn(move || {
                 for i in 0..RECORDS {
-                    shard.append(&records(i, 1, 30)).unwrap();
+                    shard.append(&records(i, 1, 30)).wait().unwrap();
                 }
             })
         };
         let (mut next, mut waits) = (0u64, 0u64);
         while next < RECORDS {
             match shard
-                .wait_readable(next, ReadBound::Committed, LONG)
+                .wait_readable(next, ReadBound::Committed)
+                .wait_timeout(LONG)
                 .unwrap()
             {
                 Tail::Readable { end } => assert!(end > next),
                 other => panic!("{durability:?}: {other:?}"),
             }
             waits += 1;
-            let got = shard.read(next, 64 * 1024).unwrap();
+            let got = shard.read(next, 64 * 1024, ReadBound::Committed).unwrap();
             assert!(!got.is_empty(), "{durability:?}: an empty read at {next}");
             for r in got {
                 assert_eq!(
@@ -126,7 +147,7 @@ fn a_tail_follower_reads_every_record_once_and_never_reads_nothing() {
             }
         }
         producer.join().unwrap();
-        assert!(shard.segment_count() > 1, "{durability:?}");
+        assert!(shard.segments().len() > 1, "{durability:?}");
         assert!(waits <= RECORDS, "{durability:?}: {waits} waits");
     }
 }
@@ -141,10 +162,14 @@ fn wait_readable_returns_at_once_on_poison_and_close() {
             .open()
             .unwrap(),
     );
-    shard.append(&records(0, 1, 10)).unwrap();
+    shard.append(&records(0, 1, 10)).wait().unwrap();
     let waiter = {
         let shard = Arc::clone(&shard);
-        std::thread::spawn(move || shard.wait_readable(1, ReadBound::Committed, LONG))
+        std::thread::spawn(move || {
+            shard
+                .wait_readable(1, ReadBound::Committed)
+                .wait_timeout(LONG)
+        })
     };
     std::thread::sleep(Duration::from_millis(30));
     sim.inject(Fault {
@@ -154,7 +179,7 @@ fn wait_readable_returns_at_once_on_poison_and_close() {
         effect: FaultEffect::SyncFailKeep(5),
     });
     let started = Instant::now();
-    shard.append(&records(1, 1, 10)).unwrap_err();
+    shard.append(&records(1, 1, 10)).wait().unwrap_err();
     // Nothing acknowledged past offset 1 will ever be readable: the waiter
     // is told at once, and so is a wait under any bound. (A wait for what is
     // written could have seen record 1 while it was written, before its
@@ -163,17 +188,23 @@ fn wait_readable_returns_at_once_on_poison_and_close() {
     assert!(started.elapsed() < LONG / 2);
     for bound in [ReadBound::Written, ReadBound::Below(9)] {
         assert_eq!(
-            shard.wait_readable(1, bound, LONG).unwrap(),
+            shard.wait_readable(1, bound).wait_timeout(LONG).unwrap(),
             Tail::Poisoned { end: 1 },
             "{bound:?}"
         );
     }
     assert_eq!(
-        shard.wait_readable(0, ReadBound::Committed, LONG).unwrap(),
+        shard
+            .wait_readable(0, ReadBound::Committed)
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::Readable { end: 1 }
     );
     assert_eq!(
-        shard.wait_readable(1, ReadBound::Committed, LONG).unwrap(),
+        shard
+            .wait_readable(1, ReadBound::Committed)
+            .wait_timeout(LONG)
+            .unwrap(),
         Tail::Poisoned { end: 1 }
     );
 
@@ -181,16 +212,24 @@ fn wait_readable_returns_at_once_on_poison_and_close() {
     let shard = Arc::new(open(dir.path(), config(1 << 20, Durability::OnCommit)));
     let waiter = {
         let shard = Arc::clone(&shard);
-        std::thread::spawn(move || shard.wait_readable(0, ReadBound::Committed, LONG))
+        std::thread::spawn(move || {
+            shard
+                .wait_readable(0, ReadBound::Committed)
+                .wait_timeout(LONG)
+        })
     };
     std::thread::sleep(Duration::from_millis(30));
     let started = Instant::now();
     shard.close().unwrap();
     let err = waiter.join().unwrap().unwrap_err();
-    assert!(matches!(err, StorageError::Closed { .. }), "{err:?}");
+    assert!(matches!(err, StorageError::ShardClosed { .. }), "{err:?}");
     assert!(started.elapsed() < LONG / 2);
     let after = shard
-        .wait_readable(0, ReadBound::Committed, LONG)
+        .wait_readable(0, ReadBound::Committed)
+        .wait_timeout(LONG)
         .unwrap_err();
-    assert!(matches!(after, StorageError::Closed { .. }), "{after:?}");
+    assert!(
+        matches!(after, StorageError::ShardClosed { .. }),
+        "{after:?}"
+    );
 }

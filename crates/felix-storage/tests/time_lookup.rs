@@ -26,7 +26,7 @@ fn model_answer(base: u64, timestamps: &[u64], t: u64) -> Option<(u64, u64)> {
 
 fn lookup(shard: &Shard, t: u64) -> Option<(u64, u64)> {
     shard
-        .offset_for_timestamp(t)
+        .offset_for_timestamp(t, ReadBound::Committed)
         .unwrap()
         .map(|hit| (hit.offset, hit.timestamp_micros))
 }
@@ -35,8 +35,8 @@ fn lookup(shard: &Shard, t: u64) -> Option<(u64, u64)> {
 fn timestamps(shard: &Shard, from: u64) -> Vec<u64> {
     let mut out = Vec::new();
     let mut next = from;
-    while next < shard.next_offset() {
-        for r in shard.read(next, 1 << 20).unwrap() {
+    while next < shard.offsets().written {
+        for r in shard.read(next, 1 << 20, ReadBound::Committed).unwrap() {
             assert_eq!(r.offset, next);
             out.push(r.timestamp_micros);
             next += 1;
@@ -102,7 +102,7 @@ proptest! {
                         .iter()
                         .map(|&ts| Record::new(u64::from(ts), vec![b'x'; 40]))
                         .collect();
-                    shard.append(&records).unwrap();
+                    shard.append(&records).wait().unwrap();
                     model.extend(stamps.iter().map(|&ts| u64::from(ts)));
                 }
                 Op::Retention { max_bytes } => {
@@ -113,7 +113,7 @@ proptest! {
                     drop(shard);
                     shard = open(dir.path(), config);
                     shard.apply_retention().unwrap();
-                    let new_base = shard.base_offset();
+                    let new_base = shard.offsets().base;
                     model.drain(..(new_base - base) as usize);
                     base = new_base;
                 }
@@ -128,7 +128,7 @@ proptest! {
                     shard = open(dir.path(), small_config());
                 }
             }
-            prop_assert_eq!(shard.base_offset(), base);
+            prop_assert_eq!(shard.offsets().base, base);
             check_against_model(&shard, base, &model);
             let max = |from: u64, to: u64| {
                 (from.max(base)..to)
@@ -157,7 +157,7 @@ fn offset_for_timestamp_is_never_after_a_record_that_reaches_the_bound() {
     // A late producer clock: 500 at offset 3, then earlier stamps again.
     let stamps = [100, 200, 300, 500, 250, 260, 600, 100];
     let records: Vec<_> = stamps.iter().map(|&ts| Record::new(ts, "r")).collect();
-    shard.append(&records).unwrap();
+    shard.append(&records).wait().unwrap();
     assert_eq!(lookup(&shard, 250), Some((2, 300)));
     // Not offset 5 (260): offset 2 already reaches it.
     assert_eq!(lookup(&shard, 260), Some((2, 300)));
@@ -174,16 +174,16 @@ fn offset_for_timestamp_is_never_after_a_record_that_reaches_the_bound() {
 fn offset_for_timestamp_is_bounded_by_the_read_bound() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(4096, Durability::OnCommit));
-    shard.append(&[Record::new(10, "a")]).unwrap();
-    shard.append_nowait(&[Record::new(20, "b")]).unwrap();
+    shard.append(&[Record::new(10, "a")]).wait().unwrap();
+    shard.append(&[Record::new(20, "b")]).written().unwrap();
     // Written, maybe not durable: a committed lookup sees offset 1 only
     // once it is readable.
     let written = shard
-        .offset_for_timestamp_bounded(20, ReadBound::Written)
+        .offset_for_timestamp(20, ReadBound::Written)
         .unwrap()
         .unwrap();
     assert_eq!(written.offset, 1);
-    shard.wait_durable(2).unwrap();
+    shard.wait_durable(2).wait().unwrap();
     assert_eq!(lookup(&shard, 20), Some((1, 20)));
     assert_eq!(lookup(&shard, 21), None);
 }
@@ -193,7 +193,7 @@ fn offset_for_timestamp_below_the_log_start_answers_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), small_config());
     let records: Vec<_> = (0..30u64).map(|i| Record::new(i * 10, "r")).collect();
-    shard.append(&records).unwrap();
+    shard.append(&records).wait().unwrap();
     shard.delete_records_before(12).unwrap();
     assert_eq!(lookup(&shard, 0), Some((12, 120)));
     assert_eq!(lookup(&shard, 125), Some((13, 130)));
@@ -216,9 +216,9 @@ fn sealed_shard(dir: &Path) -> Vec<u64> {
             .iter()
             .map(|&ts| Record::new(ts, vec![0u8; 40]))
             .collect();
-        shard.append(&records).unwrap();
+        shard.append(&records).wait().unwrap();
     }
-    assert!(shard.segment_count() > 3);
+    assert!(shard.segments().len() > 3);
     stamps
 }
 
@@ -305,11 +305,14 @@ fn retention_max_age_keeps_a_segment_whose_largest_timestamp_is_recent() {
             .iter()
             .map(|&ts| Record::new(ts, vec![0u8; 40]))
             .collect();
-        shard.append(&first).unwrap();
+        shard.append(&first).wait().unwrap();
         for i in 0..16u64 {
-            shard.append(&[Record::new(i, vec![0u8; 40])]).unwrap();
+            shard
+                .append(&[Record::new(i, vec![0u8; 40])])
+                .wait()
+                .unwrap();
         }
-        assert!(shard.segment_count() >= 3);
+        assert!(shard.segments().len() >= 3);
     }
     let clock = std::sync::Arc::new(common::ManualClock::default());
     let shard = Shard::options(dir.path())
@@ -325,7 +328,7 @@ fn retention_max_age_keeps_a_segment_whose_largest_timestamp_is_recent() {
     // The first segment's maximum is within the age: it stays, and so do
     // the ones after it (retention deletes from the head only).
     assert!(outcome.deleted_segments.is_empty(), "{outcome:?}");
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
     let err = shard.delete_records_before(u64::MAX).unwrap_err();
     assert!(
         matches!(

@@ -15,6 +15,7 @@ use super::StorageError;
 /// | [`InFlightFull`](StorageError::InFlightFull) | [`Retry`](ErrorKind::Retry) |
 /// | [`Trimmed`](StorageError::Trimmed) | [`ResetConsumer`](ErrorKind::ResetConsumer) |
 /// | [`Poisoned`](StorageError::Poisoned) | [`Reopen`](ErrorKind::Reopen) |
+/// | [`WriteInterrupted`](StorageError::WriteInterrupted) | [`Reopen`](ErrorKind::Reopen) |
 /// | [`ShardClosed`](StorageError::ShardClosed) | [`Reopen`](ErrorKind::Reopen) |
 /// | [`StoreClosed`](StorageError::StoreClosed) | [`Reopen`](ErrorKind::Reopen) |
 /// | [`Io`](StorageError::Io) | [`Reopen`](ErrorKind::Reopen) |
@@ -109,7 +110,7 @@ impl StorageError {
             Self::Trimmed { .. } => ErrorKind::ResetConsumer,
             Self::Poisoned { .. }
             | Self::WriteInterrupted { .. }
-            | Self::Closed { .. }
+            | Self::ShardClosed { .. }
             | Self::StoreClosed { .. }
             | Self::Io(_)
             | Self::Epochs { .. } => ErrorKind::Reopen,
@@ -125,10 +126,9 @@ impl StorageError {
             | Self::InvalidConfig(_)
             | Self::Generation { .. }
             | Self::ShardNotFound { .. }
-            | Self::NotFound { .. }
             | Self::AlreadyExists { .. }
             | Self::KeyTooLong { .. } => ErrorKind::InvalidInput,
-            Self::Locked { .. }
+            Self::ShardLocked { .. }
             | Self::StoreLocked { .. }
             | Self::KeyFileDisagrees { .. }
             | Self::OffsetSpaceExhausted { .. }
@@ -154,5 +154,281 @@ fn recovery_kind(err: &RecoveryError) -> ErrorKind {
         RecoveryError::KeyTooLong { .. } => ErrorKind::InvalidInput,
         // Damage recovery may not repair, and anything new.
         _ => ErrorKind::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use felix_epochs::HistoryError;
+    use felix_format::{CorruptionKind, CorruptionSite, ShardKey};
+    use felix_io::IoError;
+    use felix_recovery::{RecoveryError, RepairPolicy};
+    use felix_segment::SegmentError;
+
+    use super::ErrorKind::{self, Fatal, InvalidInput, Reopen, ResetConsumer, Retry};
+    use crate::config::{ConfigError, ConfigField};
+    use crate::error::{CopyProblem, StorageError};
+
+    /// The variant's name, by an exhaustive match: a new variant does not
+    /// compile here until it is named, given an example below and a row
+    /// in the table.
+    fn name(err: &StorageError) -> &'static str {
+        match err {
+            StorageError::EmptyBatch { .. } => "EmptyBatch",
+            StorageError::PayloadTooLarge { .. } => "PayloadTooLarge",
+            StorageError::OffsetSpaceExhausted { .. } => "OffsetSpaceExhausted",
+            StorageError::SegmentIdsExhausted { .. } => "SegmentIdsExhausted",
+            StorageError::Trimmed { .. } => "Trimmed",
+            StorageError::ReplicaOffsetMismatch { .. } => "ReplicaOffsetMismatch",
+            StorageError::TruncateBelowBase { .. } => "TruncateBelowBase",
+            StorageError::DeletePastEnd { .. } => "DeletePastEnd",
+            StorageError::NotSealed { .. } => "NotSealed",
+            StorageError::CopyRejected { .. } => "CopyRejected",
+            StorageError::ShardLocked { .. } => "ShardLocked",
+            StorageError::StoreLocked { .. } => "StoreLocked",
+            StorageError::Poisoned { .. } => "Poisoned",
+            StorageError::WriteInterrupted { .. } => "WriteInterrupted",
+            StorageError::ShardClosed { .. } => "ShardClosed",
+            StorageError::InFlightFull { .. } => "InFlightFull",
+            StorageError::ShardNotFound { .. } => "ShardNotFound",
+            StorageError::InvalidConfig(_) => "InvalidConfig",
+            StorageError::Segment { .. } => "Segment",
+            StorageError::Recovery(_) => "Recovery",
+            StorageError::Generation { .. } => "Generation",
+            StorageError::Epochs { .. } => "Epochs",
+            StorageError::Io(_) => "Io",
+            StorageError::StoreClosed { .. } => "StoreClosed",
+            StorageError::AlreadyExists { .. } => "AlreadyExists",
+            StorageError::KeyFileDisagrees { .. } => "KeyFileDisagrees",
+            StorageError::KeyTooLong { .. } => "KeyTooLong",
+        }
+    }
+
+    const VARIANTS: usize = 27;
+
+    fn io() -> IoError {
+        IoError::new(
+            "fdatasync",
+            "/data/s/00000000000000000000.log",
+            std::io::Error::from_raw_os_error(5),
+        )
+    }
+
+    /// A key too long for its key file, as a store refuses it.
+    fn key_too_long() -> StorageError {
+        let root = tempfile::tempdir().unwrap();
+        let store = crate::Store::options(root.path()).open().unwrap();
+        let long = "k".repeat(felix_format::key_file::MAX_KEY_PART_BYTES + 1);
+        store
+            .create_shard(&ShardKey::new(long, "default", "orders", 0))
+            .unwrap_err()
+    }
+
+    /// One example of every variant (and of each class of the variants
+    /// whose kind follows what they hold), with the kind it must have.
+    fn examples() -> Vec<(StorageError, ErrorKind)> {
+        let shard: Arc<str> = Arc::from("acme/default/orders/0");
+        let shard = || Arc::clone(&shard);
+        let dir = PathBuf::from("/data/s");
+        let key = ShardKey::new("acme", "default", "orders", 0);
+        let site = CorruptionSite::new("s", 0, 32);
+        vec![
+            (StorageError::EmptyBatch { shard: shard() }, InvalidInput),
+            (
+                StorageError::PayloadTooLarge {
+                    shard: shard(),
+                    index_in_batch: 1,
+                    len: 10,
+                    max: 5,
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::OffsetSpaceExhausted {
+                    shard: shard(),
+                    next_offset: u64::MAX - 1,
+                    records: 2,
+                },
+                Fatal,
+            ),
+            (
+                StorageError::SegmentIdsExhausted {
+                    shard: shard(),
+                    last_id: u64::MAX,
+                },
+                Fatal,
+            ),
+            (
+                StorageError::Trimmed {
+                    shard: shard(),
+                    requested: 0,
+                    oldest: 5,
+                },
+                ResetConsumer,
+            ),
+            (
+                StorageError::ReplicaOffsetMismatch {
+                    shard: shard(),
+                    index_in_batch: 0,
+                    expected: 3,
+                    found: 4,
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::TruncateBelowBase {
+                    shard: shard(),
+                    requested: 1,
+                    oldest: 5,
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::DeletePastEnd {
+                    shard: shard(),
+                    requested: 9,
+                    readable_end: 5,
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::NotSealed {
+                    shard: shard(),
+                    segment: 3,
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::CopyRejected {
+                    shard: shard(),
+                    segment: 3,
+                    problem: CopyProblem::SegmentChanged { segment: 3 },
+                },
+                InvalidInput,
+            ),
+            (StorageError::ShardLocked { dir: dir.clone() }, Fatal),
+            (StorageError::StoreLocked { root: dir.clone() }, Fatal),
+            (
+                StorageError::Poisoned {
+                    shard: shard(),
+                    original: Arc::new(StorageError::Io(io())),
+                },
+                Reopen,
+            ),
+            (StorageError::WriteInterrupted { shard: shard() }, Reopen),
+            (StorageError::ShardClosed { shard: shard() }, Reopen),
+            (
+                StorageError::InFlightFull {
+                    shard: shard(),
+                    limit: 4096,
+                },
+                Retry,
+            ),
+            (
+                StorageError::ShardNotFound {
+                    shard: key.to_string(),
+                    dir: dir.clone(),
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::InvalidConfig(ConfigError::SizeOutOfRange {
+                    field: ConfigField::SegmentSizeBytes,
+                    value: 1,
+                    min: 60,
+                    max: u64::MAX,
+                }),
+                InvalidInput,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::Io(io()),
+                },
+                Reopen,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::Corrupt {
+                        site: site.clone(),
+                        kind: CorruptionKind::SegmentMagic { found: 0 },
+                    },
+                },
+                Fatal,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::EmptyBatch,
+                },
+                InvalidInput,
+            ),
+            (StorageError::Recovery(RecoveryError::Io(io())), Reopen),
+            (
+                StorageError::Recovery(RecoveryError::Unrepairable {
+                    dir: dir.clone(),
+                    blocking: Vec::new(),
+                    policy: RepairPolicy::Default,
+                }),
+                Fatal,
+            ),
+            (
+                StorageError::Generation {
+                    shard: shard(),
+                    refusal: HistoryError::GenerationWentBackwards {
+                        last: 3,
+                        requested: 2,
+                    },
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::Epochs {
+                    shard: shard(),
+                    source: io(),
+                },
+                Reopen,
+            ),
+            (StorageError::Io(io()), Reopen),
+            (StorageError::StoreClosed { root: dir.clone() }, Reopen),
+            (
+                StorageError::AlreadyExists {
+                    key: key.clone(),
+                    dir: dir.clone(),
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::KeyFileDisagrees {
+                    dir,
+                    requested: Box::new(key.clone()),
+                    found: Box::new(ShardKey::new("acme", "default", "orders", 1)),
+                },
+                Fatal,
+            ),
+            (key_too_long(), InvalidInput),
+        ]
+    }
+
+    #[test]
+    fn every_variant_has_the_kind_its_table_row_says() {
+        let examples = examples();
+        let mut named = BTreeSet::new();
+        for (err, kind) in &examples {
+            assert_eq!(err.kind(), *kind, "{} ({err:?})", name(err));
+            named.insert(name(err));
+        }
+        assert_eq!(named.len(), VARIANTS, "a variant has no example: {named:?}");
+        // The table in `ErrorKind`'s documentation has a row for each.
+        let doc = include_str!("kind.rs");
+        for variant in named {
+            let row = format!("/// | [`{variant}`](StorageError::{variant}) | ");
+            assert!(doc.contains(&row), "no table row for {variant}");
+        }
     }
 }

@@ -127,7 +127,7 @@ impl SyncPool {
     /// whose workers retire after the default keep-alive.
     #[cfg(test)]
     pub(crate) fn new(name: String, size: usize) -> Self {
-        Self::with_keep_alive(name, size, crate::DEFAULT_SYNC_THREAD_KEEP_ALIVE)
+        Self::with_keep_alive(name, size, crate::config::DEFAULT_SYNC_THREAD_KEEP_ALIVE)
     }
 
     /// A pool of at most `size` workers (at least one), none started yet,

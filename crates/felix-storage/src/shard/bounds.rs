@@ -16,11 +16,11 @@
 ///
 /// let dir = tempfile::tempdir()?;
 /// let shard = Shard::options(dir.path()).open()?;
-/// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")])?;
+/// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")]).wait()?;
 /// // A consumer reads what was acknowledged...
-/// assert_eq!(shard.read(0, 1 << 20)?.len(), 3);
+/// assert_eq!(shard.read(0, 1 << 20, ReadBound::Committed)?.len(), 3);
 /// // ...or only up to a high watermark replication computed.
-/// let below_hw = shard.read_bounded(0, 1 << 20, ReadBound::Below(2))?;
+/// let below_hw = shard.read(0, 1 << 20, ReadBound::Below(2))?;
 /// assert_eq!(below_hw.len(), 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

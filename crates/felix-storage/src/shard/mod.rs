@@ -3,32 +3,31 @@
 //!
 //! [`Shard`] is a thin facade; the parts behind it are:
 //!
-//! - `log/` — the log: its writer (appends, rollover, cuts) and the view
-//!   readers share (reads by offset, bounded by `bounds.rs`);
+//! - `log/` — the log: its writer (appends, rollover, cuts, retention,
+//!   replacements, sync and close) and the view readers share (reads by
+//!   offset, bounded by `bounds.rs`; scrubs);
 //! - `commit/` — group commit (`mod.rs`), write combining (`combine.rs`),
 //!   the waiter list (`waiters.rs`) and tail waits (`tail.rs`);
 //! - `generations.rs` — the generation history and its epochs file;
-//! - `replica.rs`, `retention.rs`, `lifecycle.rs` — what replication,
-//!   retention and closing do with those parts;
-//! - `core.rs` — the state they share, and the lock order;
+//! - `replica.rs`, `retention.rs` — what replication and deletions from
+//!   the head do with the log and the generations together;
+//! - `core.rs` — the parts put together, and the lock order; `shared.rs`
+//!   — the settings, counters, metrics and notes they all read;
 //! - `options.rs` — the one way to open;
 //! - `reads.rs` — the reads and the tail wait, as the facade offers them.
 
 mod bounds;
 mod commit;
-mod completions;
 mod core;
 mod generations;
-mod lifecycle;
 mod log;
 mod options;
 mod reads;
 mod recover;
-mod replace;
 mod replica;
 mod requests;
 mod retention;
-mod scrub;
+mod shared;
 mod start_time;
 
 use std::path::{Path, PathBuf};
@@ -50,14 +49,12 @@ pub(crate) use self::core::Core;
 pub use bounds::{Offsets, ReadBound, Tail};
 pub use commit::{AppendFuture, DurableFuture, TailFuture};
 pub use felix_segment::{RecordRun, RunIter, RunRecord};
-pub use log::{ReadRecord, SegmentInfo};
+pub use log::{ReadRecord, ScrubReport, SegmentCopy, SegmentInfo};
 pub(crate) use options::Known;
 pub use options::ShardOptions;
-pub use replace::SegmentCopy;
 pub use replica::{ReplicatedRecord, ReplicatedRun};
 pub use requests::{Append, DurableWait, TailWait};
 pub use retention::RetentionOutcome;
-pub use scrub::ScrubReport;
 
 /// The offsets an append assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,20 +69,20 @@ pub struct AppendReceipt {
 /// does) and call it from any thread.
 ///
 /// ```
-/// use felix_storage::{Record, Shard};
+/// use felix_storage::{ReadBound, Record, Shard};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let shard = Shard::options(dir.path()).open()?;
-/// let receipt = shard.append(&[Record::new(1, "hello"), Record::new(2, "world")])?;
+/// let receipt = shard.append(&[Record::new(1, "hello"), Record::new(2, "world")]).wait()?;
 /// assert_eq!((receipt.first_offset, receipt.last_offset), (0, 1));
-/// assert_eq!(shard.durable_offset(), 2);
-/// let records = shard.read(0, 1 << 20)?;
+/// assert_eq!(shard.offsets().durable, 2);
+/// let records = shard.read(0, 1 << 20, ReadBound::Committed)?;
 /// assert_eq!(records[1].payload, "world");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// After [`Shard::close`] every call that can fail fails with
-/// [`StorageError::Closed`]. Dropping a shard without closing it stops its
+/// [`StorageError::ShardClosed`]. Dropping a shard without closing it stops its
 /// threads and releases its lock without syncing: the next open runs
 /// recovery as after a crash (nothing acknowledged is lost).
 #[derive(Debug)]
@@ -105,10 +102,10 @@ pub struct Shard {
 impl Drop for Shard {
     /// Stops the shard's threads; nothing is synced here (call
     /// [`Shard::close`] or [`Shard::sync`], or close the store, for that).
-    /// Every completion still pending fails with [`StorageError::Closed`].
+    /// Every completion still pending fails with [`StorageError::ShardClosed`].
     fn drop(&mut self) {
         self.stop_threads();
-        self.core.commit.stop();
+        self.core.commit().stop();
         if let Some(pool) = &self.own_pool {
             pool.shutdown();
         }
@@ -125,7 +122,7 @@ impl Shard {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// assert_eq!(shard.next_offset(), 0);
+    /// assert_eq!(shard.offsets().written, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn options(dir: impl Into<PathBuf>) -> ShardOptions {
@@ -167,14 +164,18 @@ impl Shard {
         &self.core
     }
 
-    /// The shard's label (its directory name, unless opened with another).
+    /// The shard's label, which its errors, metrics and log lines carry: a
+    /// store's shard is labelled by its key as the broker names it
+    /// ([`ShardKey`](crate::ShardKey)'s `Display`, e.g.
+    /// `acme/default/orders/0`); a shard opened alone by its directory's
+    /// name, unless opened with another ([`ShardOptions::label`]).
     pub fn label(&self) -> &str {
-        &self.core.label
+        self.core.label()
     }
 
     /// The shard directory.
     pub fn dir(&self) -> &Path {
-        &self.core.dir
+        self.core.dir()
     }
 
     /// The configuration the shard was opened with (a store's shards have
@@ -190,34 +191,17 @@ impl Shard {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn config(&self) -> &StoreConfig {
-        &self.core.config
+        self.core.config()
     }
 
     /// The file system the shard's files are on, for a layer above that
     /// keeps a file of its own in the shard directory (as felix-raft does).
     pub fn file_system(&self) -> &FileSystem {
-        &self.core.fs
+        self.core.fs()
     }
 
-    /// The oldest offset a read may ask for: the log start (see
-    /// [`Shard::delete_records_before`] and [`Shard::reset_to`]), or the
-    /// first segment's base offset when retention removed more.
-    pub fn base_offset(&self) -> u64 {
-        self.core.log.view().base_offset()
-    }
 
-    /// The offset the next appended record will get, once appends queued
-    /// for writing are written: one past the last record written.
-    pub fn next_offset(&self) -> u64 {
-        self.core.log.view().active_limit.next_offset
-    }
 
-    /// Exclusive bound of what a crash cannot lose: every record below it
-    /// has been covered by a successful `fdatasync`. Frozen once a failure
-    /// stops the shard.
-    pub fn durable_offset(&self) -> u64 {
-        self.core.offsets().durable
-    }
 
     /// The base, readable, written and durable offsets, as one consistent
     /// snapshot.
@@ -228,10 +212,10 @@ impl Shard {
     /// let dir = tempfile::tempdir()?;
     /// let config = StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() };
     /// let shard = Shard::options(dir.path()).config(config).open()?;
-    /// shard.append_nowait(&[Record::new(1, "not yet durable")])?;
+    /// shard.append(&[Record::new(1, "not yet durable")]).written()?;
     /// // Written, but under OnCommit readable only once durable.
     /// assert_eq!(shard.offsets(), Offsets { base: 0, readable: 0, written: 1, durable: 0 });
-    /// shard.wait_durable(1)?;
+    /// shard.wait_durable(1).wait()?;
     /// assert_eq!(shard.offsets(), Offsets { base: 0, readable: 1, written: 1, durable: 1 });
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -241,13 +225,9 @@ impl Shard {
 
     /// The failure that stopped writes, if any.
     pub fn poisoned(&self) -> Option<&Arc<StorageError>> {
-        self.core.commit.poisoned()
+        self.core.commit().poisoned()
     }
 
-    /// Number of segments (sealed and active).
-    pub fn segment_count(&self) -> usize {
-        self.core.log.view().sealed.len() + 1
-    }
 
     /// The shard's segments in offset order, the active one last.
     pub fn segments(&self) -> Vec<SegmentInfo> {
@@ -259,51 +239,53 @@ impl Shard {
         self.core.stats()
     }
 
-    /// Appends a batch, assigning contiguous offsets, in one `write`.
-    ///
-    /// With [`Durability::OnCommit`](crate::Durability::OnCommit) it
-    /// returns once an `fdatasync` covers the batch; concurrent appenders
-    /// share writes and syncs. Otherwise it returns once the batch is
-    /// written. Either way the batch is readable once this returns, and not
-    /// before. An empty batch or an oversized payload is rejected before
-    /// anything is written.
-    ///
-    /// A failed write or sync stops the shard's writes for good: this call,
-    /// and every other append the failed write or sync covered, gets that
-    /// failure (with its operation and path); later calls get
-    /// [`StorageError::Poisoned`].
+    /// An append of `records`, a batch given contiguous offsets and written
+    /// in one `write`: nothing happens until the caller picks how to wait
+    /// for it — [`Append::wait`] blocks until it is acknowledged (under
+    /// [`Durability::OnCommit`](crate::Durability::OnCommit), once an
+    /// `fdatasync` covers it), [`Append::written`] only until it is
+    /// written, [`Append::submit`] (or `.await`) returns a future at once,
+    /// [`Append::then`] runs a callback; [`Append::fail_fast`] fails
+    /// instead of waiting when the appends in flight are at their bound.
+    /// See [`Append`] for what each guarantees.
     ///
     /// ```
     /// use felix_storage::{Record, Shard, StorageError};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// let err = shard.append(&[]).unwrap_err();
+    /// let receipt = shard.append(&[Record::new(1, "a"), Record::new(2, "b")]).wait()?;
+    /// assert_eq!((receipt.first_offset, receipt.last_offset), (0, 1));
+    /// let err = shard.append(&[]).wait().unwrap_err();
     /// assert!(matches!(err, StorageError::EmptyBatch { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append(&self, records: &[Record]) -> Result<AppendReceipt> {
-        Append::new(self, records).wait()
+    pub fn append<'a>(&'a self, records: &'a [Record]) -> Append<'a> {
+        Append::new(self, records)
     }
 
-    /// Appends a batch without waiting for durability, whatever the policy:
-    /// offsets are assigned and the bytes written. Pair with
-    /// [`Shard::wait_durable`] to sequence commits yourself. Under
-    /// [`Durability::OnCommit`](crate::Durability::OnCommit) readers see the
-    /// batch once it is durable.
-    pub fn append_nowait(&self, records: &[Record]) -> Result<AppendReceipt> {
-        Append::new(self, records).written()
-    }
 
-    /// Waits until every record below `offset` is durable. Offsets beyond
-    /// what was appended are clamped to it.
+    /// A wait until every record below `offset` is durable (offsets beyond
+    /// what was appended are clamped to it): block with
+    /// [`DurableWait::wait`], `.await` it, or pass a callback to
+    /// [`DurableWait::then`].
     ///
     /// Group commit: the sync pool syncs the shard back to back while
     /// appends continue, and each sync wakes every waiter it covered, so N
-    /// concurrent appenders cost far fewer than N syncs. Without blocking a
-    /// thread: [`Shard::wait_durable_async`], [`Shard::wait_durable_then`].
-    pub fn wait_durable(&self, offset: u64) -> Result<()> {
-        DurableWait::new(self, offset).wait()
+    /// concurrent appenders cost far fewer than N syncs.
+    ///
+    /// ```
+    /// use felix_storage::{Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let receipt = shard.append(&[Record::now("a")]).written()?;
+    /// shard.wait_durable(receipt.last_offset + 1).wait()?;
+    /// assert_eq!(shard.offsets().durable, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_durable(&self, offset: u64) -> DurableWait<'_> {
+        DurableWait::new(self, offset)
     }
 
     /// Makes everything written so far durable, and brings the active
@@ -322,21 +304,21 @@ impl Shard {
     /// again at once, in this process or another.
     ///
     /// Afterwards every call that can fail, on any handle to this shard,
-    /// fails with [`StorageError::Closed`], and waiters (appenders, tail
+    /// fails with [`StorageError::ShardClosed`], and waiters (appenders, tail
     /// followers) wake to it. The shard is closed even when this fails
     /// (when it was poisoned, or the sync or the clean-shutdown file
     /// failed): the failure is returned, and the next open runs recovery.
     ///
     /// ```
-    /// use felix_storage::{Record, Shard, StorageError};
+    /// use felix_storage::{ReadBound, Record, Shard, StorageError};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// shard.append(&[Record::new(1, "kept")])?;
+    /// shard.append(&[Record::new(1, "kept")]).wait()?;
     /// shard.close()?;
-    /// assert!(matches!(shard.append(&[Record::new(2, "late")]), Err(StorageError::Closed { .. })));
+    /// assert!(matches!(shard.append(&[Record::new(2, "late")]).wait(), Err(StorageError::ShardClosed { .. })));
     /// let reopened = Shard::options(dir.path()).open()?;
-    /// assert_eq!(reopened.read(0, 1 << 20)?[0].payload, "kept");
+    /// assert_eq!(reopened.read(0, 1 << 20, ReadBound::Committed)?[0].payload, "kept");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
@@ -394,17 +376,18 @@ impl Shard {
     /// let config = StoreConfig { segment_size_bytes: 100, ..StoreConfig::default() };
     /// let shard = Shard::options(dir.path()).config(config).open()?;
     /// for i in 0..10 {
-    ///     shard.append(&[Record::new(i, vec![7u8; 20])])?;
+    ///     shard.append(&[Record::new(i, vec![7u8; 20])]).wait()?;
     /// }
     /// let report = shard.scrub()?;
     /// assert!(report.is_clean() && report.finished);
-    /// assert_eq!(report.segments.len(), shard.segment_count() - 1);
+    /// assert_eq!(report.segments.len(), shard.segments().len() - 1);
     /// assert_eq!(shard.stats().scrubbed_bytes, report.bytes());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scrub(&self) -> Result<ScrubReport> {
         self.core.check_open()?;
         self.core
+            .log()
             .scrub(&mut |_| std::ops::ControlFlow::Continue(()))
     }
 
@@ -433,11 +416,11 @@ impl Shard {
         copy: &SegmentCopy,
     ) -> Result<felix_format::SegmentExtent> {
         self.core.check_open()?;
-        self.core.replace_sealed_segment(id, copy)
+        self.core.log().replace_sealed_segment(id, copy)
     }
 
     /// Appends records copied from a leader. The first must have exactly
-    /// [`Shard::next_offset`] and the rest follow contiguously, and their
+    /// the next offset ([`Offsets::written`]) and the rest follow contiguously, and their
     /// generations must not go backwards (from the history's latest, or
     /// within the batch); anything else is rejected before a byte is
     /// written. Where a record's generation differs from the latest one
@@ -453,11 +436,11 @@ impl Shard {
     /// let leader = Shard::options(dir.path().join("leader")).open()?;
     /// let follower = Shard::options(dir.path().join("follower")).open()?;
     /// leader.begin_generation(1)?;
-    /// leader.append(&[Record::new(1, "a")])?;
+    /// leader.append(&[Record::new(1, "a")]).wait()?;
     /// leader.begin_generation(2)?;
-    /// leader.append(&[Record::new(2, "b")])?;
+    /// leader.append(&[Record::new(2, "b")]).wait()?;
     ///
-    /// let fetched = leader.read_replicated(follower.next_offset(), 1 << 20, ReadBound::Written)?;
+    /// let fetched = leader.read_replicated(follower.offsets().written, 1 << 20, ReadBound::Written)?;
     /// follower.append_replicated(&fetched)?;
     /// assert_eq!(follower.generations(), leader.generations());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -479,20 +462,21 @@ impl Shard {
     /// follower must [`Shard::reset_to`] the leader's log start).
     ///
     /// ```
-    /// use felix_storage::{Divergence, ReadBound, Record, Shard};
+    /// use felix_storage::epochs::Divergence;
+    /// use felix_storage::{ReadBound, Record, Shard};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let leader = Shard::options(dir.path().join("leader")).open()?;
     /// let follower = Shard::options(dir.path().join("follower")).open()?;
     /// leader.begin_generation(1)?;
-    /// leader.append(&[Record::new(1, "a")])?;
+    /// leader.append(&[Record::new(1, "a")]).wait()?;
     /// follower.append_replicated(&leader.read_replicated(0, 1 << 20, ReadBound::Written)?)?;
     /// // The follower leads generation 2 briefly, writing what nobody copies...
     /// follower.begin_generation(2)?;
-    /// follower.append(&[Record::new(2, "lost")])?;
+    /// follower.append(&[Record::new(2, "lost")]).wait()?;
     /// // ...while the leader goes on in generation 3.
     /// leader.begin_generation(3)?;
-    /// leader.append(&[Record::new(3, "b")])?;
+    /// leader.append(&[Record::new(3, "b")]).wait()?;
     ///
     /// loop {
     ///     let latest = follower.generations().latest().expect("a history").generation;
@@ -505,9 +489,9 @@ impl Shard {
     ///         }
     ///     }
     /// }
-    /// let missing = leader.read_replicated(follower.next_offset(), 1 << 20, ReadBound::Written)?;
+    /// let missing = leader.read_replicated(follower.offsets().written, 1 << 20, ReadBound::Written)?;
     /// follower.append_replicated(&missing)?;
-    /// assert_eq!(follower.read(1, 1 << 20)?[0].payload, "b");
+    /// assert_eq!(follower.read(1, 1 << 20, ReadBound::Committed)?[0].payload, "b");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reconcile(&self, answer: LeaderAnswer) -> Result<Divergence> {
@@ -521,7 +505,7 @@ impl Shard {
     /// Segments wholly above `offset` are removed newest first, then the
     /// segment holding `offset` is cut and synced, so a crash midway leaves
     /// a prefix of the old log that opens cleanly. Indexes, the epochs file
-    /// and `durable_offset` follow. Below the base offset (the log start) is
+    /// and the durable offset follow. Below the base offset (the log start) is
     /// [`StorageError::TruncateBelowBase`]; at or past the next offset
     /// nothing happens.
     pub fn truncate_to(&self, offset: u64) -> Result<()> {
@@ -532,7 +516,7 @@ impl Shard {
     /// Discards the whole log and begins again at `offset`: a replica told
     /// to start over from the leader's log start, or a Raft log that purges
     /// past its last entry or installs a snapshot. The next append gets
-    /// `offset`, and [`Shard::base_offset`] is `offset`.
+    /// `offset`, and [`Shard::offsets`]' `base` is `offset`.
     ///
     /// The new start is recorded durably first, in the `log-start` file
     /// (naming the id of the fresh segment to come); then the segments are
@@ -553,12 +537,12 @@ impl Shard {
 
     /// A copy of the generation history.
     pub fn generations(&self) -> EpochHistory {
-        self.core.generations.lock().clone()
+        self.core.generations().history()
     }
 
     /// Which generation wrote the record at `offset`, if the history says.
     pub fn generation_at(&self, offset: u64) -> Option<u64> {
-        self.core.generations.lock().generation_at(offset)
+        self.core.generations().generation_at(offset)
     }
 
     /// The leader's answer to a follower asking where `generation` ended

@@ -2,10 +2,8 @@
 //! waiting for the tail. Every read here is the run read (`log/read.rs`),
 //! checked and bounded the same way.
 
-use std::time::Duration;
-
 use super::requests::TailWait;
-use super::{ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun, Shard, Tail};
+use super::{ReadBound, ReadRecord, RecordRun, ReplicatedRecord, ReplicatedRun, Shard};
 use crate::error::Result;
 #[cfg(doc)]
 use crate::error::StorageError;
@@ -13,42 +11,11 @@ use crate::error::StorageError;
 use crate::stats::ShardStats;
 
 impl Shard {
-    /// Reads acknowledged records from `from` onwards:
-    /// [`Shard::read_bounded`] with [`ReadBound::Committed`].
-    ///
-    /// ```
-    /// use felix_storage::{Record, Retention, Shard, StorageError, StoreConfig};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let config = StoreConfig {
-    ///     segment_size_bytes: 100,
-    ///     retention: Retention { max_bytes: Some(200), ..Retention::default() },
-    ///     ..StoreConfig::default()
-    /// };
-    /// let shard = Shard::options(dir.path()).config(config).open()?;
-    /// for i in 0..10 {
-    ///     shard.append(&[Record::new(i, vec![0u8; 20])])?;
-    /// }
-    /// shard.apply_retention()?;
-    /// // What retention removed is `Trimmed`, naming where the log now begins.
-    /// match shard.read(0, 1 << 20) {
-    ///     Err(StorageError::Trimmed { oldest, .. }) => {
-    ///         assert_eq!(oldest, shard.base_offset());
-    ///         let records = shard.read(oldest, 1 << 20)?;
-    ///         assert_eq!(records[0].offset, oldest);
-    ///     }
-    ///     other => panic!("{other:?}"),
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>> {
-        self.read_bounded(from, max_bytes, ReadBound::Committed)
-    }
-
     /// Reads whole records from `from` onwards, across segments, up to
-    /// where `bound` ends when the read begins, until about `max_bytes` of
-    /// encoded records (header included) — at least one record if any is
-    /// readable at `from`.
+    /// where `bound` ends when the read begins ([`ReadBound::Committed`]:
+    /// what was acknowledged), until about `max_bytes` of encoded records
+    /// (header included) — at least one record if any is readable at
+    /// `from`.
     ///
     /// Below the base offset is [`StorageError::Trimmed`]; at or past the
     /// bound's end the result is empty. Every record returned passed its
@@ -60,14 +27,35 @@ impl Shard {
     /// header embedded in a payload) is retried from an index rebuilt from
     /// the segment's records, which then serves the segment's reads; the
     /// stale entry is noted in [`ShardStats::notes`].
-    pub fn read_bounded(
-        &self,
-        from: u64,
-        max_bytes: u64,
-        bound: ReadBound,
-    ) -> Result<Vec<ReadRecord>> {
+    ///
+    /// ```
+    /// use felix_storage::{ReadBound, Record, Retention, Shard, StorageError, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig {
+    ///     segment_size_bytes: 100,
+    ///     retention: Retention { max_bytes: Some(200), ..Retention::default() },
+    ///     ..StoreConfig::default()
+    /// };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// for i in 0..10 {
+    ///     shard.append(&[Record::new(i, vec![0u8; 20])]).wait()?;
+    /// }
+    /// shard.apply_retention()?;
+    /// // What retention removed is `Trimmed`, naming where the log now begins.
+    /// match shard.read(0, 1 << 20, ReadBound::Committed) {
+    ///     Err(StorageError::Trimmed { oldest, .. }) => {
+    ///         assert_eq!(oldest, shard.offsets().base);
+    ///         let records = shard.read(oldest, 1 << 20, ReadBound::Committed)?;
+    ///         assert_eq!(records[0].offset, oldest);
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read(&self, from: u64, max_bytes: u64, bound: ReadBound) -> Result<Vec<ReadRecord>> {
         self.core.check_open()?;
-        self.core.read(from, max_bytes, bound)
+        self.core.log().read(from, max_bytes, bound)
     }
 
     /// The run read: records from `from` onwards as runs, each one
@@ -78,9 +66,9 @@ impl Shard {
     /// record if any is readable at `from`, and past the first never more
     /// than the budget.
     ///
-    /// Every record is checked exactly as [`Shard::read_bounded`] checks it
+    /// Every record is checked exactly as [`Shard::read`] checks it
     /// (header CRC, offset sequence, record CRC), under the same bounds and
-    /// with the same errors: [`Shard::read_bounded`] is this read, record by
+    /// with the same errors: [`Shard::read`] is this read, record by
     /// record. [`RecordRun::iter`] walks a run's records (offset, timestamp,
     /// payload slice) without copying or checking them again.
     ///
@@ -94,7 +82,7 @@ impl Shard {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// shard.append(&[Record::new(1, "a"), Record::new(2, "bc")])?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "bc")]).wait()?;
     /// let runs = shard.read_runs(0, 1 << 20, ReadBound::Committed)?;
     /// let run = &runs[0];
     /// assert_eq!((run.first_offset(), run.next_offset()), (0, 2));
@@ -106,53 +94,33 @@ impl Shard {
     /// ```
     pub fn read_runs(&self, from: u64, max_bytes: u64, bound: ReadBound) -> Result<Vec<RecordRun>> {
         self.core.check_open()?;
-        self.core.read_runs(from, max_bytes, bound)
+        self.core.log().read_runs(from, max_bytes, bound)
     }
 
-    /// Waits until a record at `from` (or past it) is readable under
-    /// `bound`, at most `timeout`, without polling: the append or sync that
-    /// makes it readable wakes the wait. Returns at once when it already
-    /// is. A consumer following the tail waits at the offset after the last
-    /// record it read, then reads from there: the read returns at least one
-    /// record whenever the wait says [`Tail::Readable`].
-    ///
-    /// A poisoned shard answers [`Tail::Poisoned`] once everything
-    /// acknowledged below `from` has been read; a close fails the wait with
-    /// [`StorageError::Closed`]. Waiting does not make anything durable:
-    /// under [`Durability::OnCommit`](crate::Durability::OnCommit) a
-    /// [`ReadBound::Committed`] wait ends with the appender's sync.
+    /// A wait until a record at `from` (or past it) is readable under
+    /// `bound`: block at most a timeout with [`TailWait::wait_timeout`],
+    /// `.await` it, or pass a callback to [`TailWait::then`]. See
+    /// [`TailWait`] for a consumer following the tail.
     ///
     /// ```
     /// use std::time::Duration;
     /// use felix_storage::{ReadBound, Record, Shard, Tail};
     ///
     /// let dir = tempfile::tempdir()?;
-    /// let shard = std::sync::Arc::new(Shard::options(dir.path()).open()?);
-    /// let producer = {
-    ///     let shard = shard.clone();
-    ///     std::thread::spawn(move || shard.append(&[Record::now("first")]))
-    /// };
-    /// let mut next = 0;
-    /// while next < 1 {
-    ///     match shard.wait_readable(next, ReadBound::Committed, Duration::from_secs(10))? {
-    ///         Tail::Readable { .. } => {
-    ///             for record in shard.read(next, 1 << 20)? {
-    ///                 next = record.offset + 1;
-    ///             }
-    ///         }
-    ///         Tail::TimedOut { .. } => continue,
-    ///         other => panic!("{other:?}"),
-    ///     }
-    /// }
-    /// producer.join().unwrap()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let wait = shard.wait_readable(0, ReadBound::Committed);
+    /// assert!(matches!(wait.wait_timeout(Duration::ZERO)?, Tail::TimedOut { .. }));
+    /// shard.append(&[Record::now("first")]).wait()?;
+    /// let tail = shard.wait_readable(0, ReadBound::Committed).wait_timeout(Duration::from_secs(10))?;
+    /// assert_eq!(tail, Tail::Readable { end: 1 });
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_readable(&self, from: u64, bound: ReadBound, timeout: Duration) -> Result<Tail> {
-        TailWait::new(self, from, bound).wait_timeout(timeout)
+    pub fn wait_readable(&self, from: u64, bound: ReadBound) -> TailWait<'_> {
+        TailWait::new(self, from, bound)
     }
 
     /// Reads records from `from` as a leader sends them to a follower, each
-    /// with the generation that wrote it (see [`Shard::read_bounded`];
+    /// with the generation that wrote it (see [`Shard::read`];
     /// followers usually fetch with [`ReadBound::Written`]).
     pub fn read_replicated(
         &self,
@@ -174,9 +142,9 @@ impl Shard {
     /// let dir = tempfile::tempdir()?;
     /// let leader = Shard::options(dir.path()).open()?;
     /// leader.begin_generation(1)?;
-    /// leader.append(&[Record::new(1, "a"), Record::new(2, "b")])?;
+    /// leader.append(&[Record::new(1, "a"), Record::new(2, "b")]).wait()?;
     /// leader.begin_generation(2)?;
-    /// leader.append(&[Record::new(3, "c")])?;
+    /// leader.append(&[Record::new(3, "c")]).wait()?;
     /// let runs = leader.read_replicated_runs(0, 1 << 20, ReadBound::Written)?;
     /// let generations: Vec<_> = runs.iter().map(|r| (r.generation, r.run.len())).collect();
     /// assert_eq!(generations, [(Some(1), 2), (Some(2), 1)]);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use felix_segment::Record;
 
 use super::commit::{AppendFuture, Commit, Completion, DurableFuture, TailFuture};
+use super::core::Core;
 use super::log::Synced;
 use super::{AppendReceipt, ReadBound, Shard, Tail};
 use crate::error::Result;
@@ -119,13 +120,14 @@ impl<'a> Append<'a> {
         if core.on_commit() {
             // Concurrent on-commit appends share a `write` as well as a sync
             // (see `commit/combine.rs`).
-            core.check_batch(self.records.iter().map(|r| r.payload.len()))?;
+            core.log()
+                .check_batch(self.records.iter().map(|r| r.payload.len()))?;
             let started = crate::metrics::Timer::start();
-            let receipt = core.append_combined(self.records)?;
-            core.metrics.append_durable(started);
+            let receipt = core.log().append_combined(self.records)?;
+            core.shared().metrics.append_durable(started);
             return Ok(receipt);
         }
-        core.append_nowait(self.records, Synced::Later)
+        core.log().append_nowait(self.records, Synced::Later)
     }
 
     /// Appends the batch and returns once it is written, without waiting
@@ -150,7 +152,10 @@ impl<'a> Append<'a> {
         // Nobody waits for a sync of it, whatever the policy: writeback
         // counts it.
         self.shard.core.check_open()?;
-        self.shard.core.append_nowait(self.records, Synced::Later)
+        self.shard
+            .core
+            .log()
+            .append_nowait(self.records, Synced::Later)
     }
 
     /// Appends the batch and returns as soon as it has its offsets, with a
@@ -315,7 +320,7 @@ impl<'a> DurableWait<'a> {
     /// failure or close that came first.
     pub fn wait(self) -> Result<()> {
         self.shard.core.check_open()?;
-        self.shard.core.commit.wait_durable(self.offset)
+        self.shard.core.commit().wait_durable(self.offset)
     }
 
     /// Returns at once; `callback` runs on the dispatch thread (see
@@ -325,7 +330,7 @@ impl<'a> DurableWait<'a> {
         let done = Completion::Callback(Box::new(callback));
         self.shard
             .core
-            .commit
+            .commit()
             .watch_durable(self.offset, false, done, None);
     }
 }
@@ -340,7 +345,7 @@ impl IntoFuture for DurableWait<'_> {
         let (slot, done) = Commit::future_slot();
         self.shard
             .core
-            .commit
+            .commit()
             .watch_durable(self.offset, false, done, None);
         DurableFuture::new(slot)
     }
@@ -358,7 +363,7 @@ impl IntoFuture for DurableWait<'_> {
 ///
 /// A poisoned shard answers [`Tail::Poisoned`] once everything
 /// acknowledged below the offset has been read; a close fails the wait
-/// with [`StorageError::Closed`]. Waiting does not make anything durable:
+/// with [`StorageError::ShardClosed`]. Waiting does not make anything durable:
 /// under [`Durability::OnCommit`](crate::Durability::OnCommit) a
 /// [`ReadBound::Committed`] wait ends with the appender's sync.
 ///
@@ -407,7 +412,7 @@ impl<'a> TailWait<'a> {
         let deadline = Instant::now().checked_add(timeout);
         self.shard
             .core
-            .commit
+            .commit()
             .wait_readable(self.from, self.bound, deadline)
     }
 
@@ -420,7 +425,7 @@ impl<'a> TailWait<'a> {
         let _ = self
             .shard
             .core
-            .commit
+            .commit()
             .watch_tail(self.from, self.bound, done);
     }
 }
@@ -434,7 +439,7 @@ impl IntoFuture for TailWait<'_> {
     /// shard's waiter list). It resolves with [`Tail::Readable`],
     /// [`Tail::BoundReached`] or [`Tail::Poisoned`] as the blocking wait
     /// does, never [`Tail::TimedOut`]; a close fails it with
-    /// [`StorageError::Closed`].
+    /// [`StorageError::ShardClosed`].
     ///
     /// ```
     /// use felix_storage::{ReadBound, Record, Shard, Tail};
@@ -450,10 +455,49 @@ impl IntoFuture for TailWait<'_> {
     /// ```
     fn into_future(self) -> TailFuture {
         let (slot, done) = Commit::future_slot();
-        let commit = &self.shard.core.commit;
+        let commit = self.shard.core.commit();
         let registered = commit
             .watch_tail(self.from, self.bound, done)
             .map(|token| (std::sync::Arc::clone(commit), token));
         TailFuture::new(slot, registered)
+    }
+}
+
+impl Core {
+    /// Writes a batch for an append that reports through a completion,
+    /// made by `completion` from the batch's receipt once it is written,
+    /// and registers it. Under on-commit durability the append first takes
+    /// a place in flight (waiting for one when `wait`).
+    pub(super) fn append_completion(
+        &self,
+        records: &[Record],
+        wait: bool,
+        completion: impl FnOnce(AppendReceipt) -> Completion<Result<()>>,
+    ) -> Result<AppendReceipt> {
+        self.check_open()?;
+        self.log()
+            .check_batch(records.iter().map(|r| r.payload.len()))?;
+        if !self.on_commit() {
+            let receipt = self.log().append_nowait(records, Synced::Later)?;
+            self.commit().deliver_now(completion(receipt), Ok(()));
+            return Ok(receipt);
+        }
+        let admission = self.commit().admit(wait)?;
+        // With a sync of the shard pending, the next one covers this batch
+        // at the earliest: it is queued for the worker to write, with every
+        // other batch queued meanwhile, in one `write` just before that
+        // sync (no system call here, and no write into pages being written
+        // back). Otherwise it is written under the writer lock by this
+        // thread (not queued for a combining leader: nothing would hand
+        // this caller the lead), and in the file when this returns.
+        let receipt = if self.commit().sync_pending() {
+            self.log().append_queued(records)?
+        } else {
+            self.log().append_nowait(records, Synced::ByCaller)?
+        };
+        let done = completion(receipt);
+        self.commit()
+            .watch_durable(receipt.last_offset + 1, true, done, Some(admission));
+        Ok(receipt)
     }
 }

@@ -8,27 +8,6 @@ use super::{ReadBound, Shard};
 use crate::error::Result;
 
 impl Shard {
-    /// The earliest offset whose record's timestamp is at least
-    /// `timestamp_micros`, among the records a committed read returns:
-    /// [`Shard::offset_for_timestamp_bounded`] with [`ReadBound::Committed`].
-    ///
-    /// ```
-    /// use felix_storage::{Record, Shard};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let shard = Shard::options(dir.path()).open()?;
-    /// // Producer clocks: timestamps need not ascend.
-    /// shard.append(&[Record::new(100, "a"), Record::new(300, "b"), Record::new(200, "c")])?;
-    /// let at = |t| shard.offset_for_timestamp(t).map(|hit| hit.map(|h| h.offset));
-    /// assert_eq!(at(150)?, Some(1)); // not 2: offset 1 already reaches 150
-    /// assert_eq!(at(300)?, Some(1));
-    /// assert_eq!(at(301)?, None); // past the end
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<TimestampHit>> {
-        self.offset_for_timestamp_bounded(timestamp_micros, ReadBound::Committed)
-    }
-
     /// The earliest offset at or above the log start, below where `bound`
     /// ends, whose record's timestamp is at least `timestamp_micros`, with
     /// that timestamp; `None` when no such record is readable (past the
@@ -46,13 +25,29 @@ impl Shard {
     /// after an open that did not follow a clean close (or for a shard
     /// another implementation wrote), that first lookup walks the segment's
     /// record headers once to build or check it.
-    pub fn offset_for_timestamp_bounded(
+    ///
+    /// ```
+    /// use felix_storage::{ReadBound, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// // Producer clocks: timestamps need not ascend.
+    /// shard.append(&[Record::new(100, "a"), Record::new(300, "b"), Record::new(200, "c")]).wait()?;
+    /// let at = |t| shard.offset_for_timestamp(t, ReadBound::Committed).map(|hit| hit.map(|h| h.offset));
+    /// assert_eq!(at(150)?, Some(1)); // not 2: offset 1 already reaches 150
+    /// assert_eq!(at(300)?, Some(1));
+    /// assert_eq!(at(301)?, None); // past the end
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offset_for_timestamp(
         &self,
         timestamp_micros: u64,
         bound: ReadBound,
     ) -> Result<Option<TimestampHit>> {
         self.core.check_open()?;
-        self.core.offset_for_timestamp(timestamp_micros, bound)
+        self.core
+            .log()
+            .offset_for_timestamp(timestamp_micros, bound)
     }
 
     /// The newest record a committed read returns, with its timestamp
@@ -66,7 +61,7 @@ impl Shard {
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
     /// assert_eq!(shard.newest_timestamp()?, None);
-    /// shard.append(&[Record::new(30, "a"), Record::new(20, "b")])?;
+    /// shard.append(&[Record::new(30, "a"), Record::new(20, "b")]).wait()?;
     /// let newest = shard.newest_timestamp()?.unwrap();
     /// assert_eq!((newest.offset, newest.timestamp_micros), (1, 20));
     /// assert_eq!(shard.segments()[0].max_timestamp_micros, Some(30));
@@ -74,7 +69,7 @@ impl Shard {
     /// ```
     pub fn newest_timestamp(&self) -> Result<Option<TimestampHit>> {
         self.core.check_open()?;
-        self.core.newest_timestamp(ReadBound::Committed)
+        self.core.log().newest_timestamp(ReadBound::Committed)
     }
 
     /// Deletes every record below `offset` (Kafka's DeleteRecords; what a
@@ -84,8 +79,8 @@ impl Shard {
     /// shard's `log-start` file (written to a temporary, synced and renamed
     /// over the old one). From then on reads below it are
     /// [`StorageError::Trimmed`](crate::StorageError::Trimmed) exactly as
-    /// below the first segment, [`Shard::base_offset`] and
-    /// [`Shard::offsets`] report it, a truncation below it is
+    /// below the first segment, [`Shard::offsets`] reports it
+    /// (its `base`), a truncation below it is
     /// [`StorageError::TruncateBelowBase`](crate::StorageError::TruncateBelowBase),
     /// generation history entries below it are pruned, and retention deletes
     /// the segments wholly below it (their files stay until it runs).
@@ -100,18 +95,18 @@ impl Shard {
     /// begins at its first segment again (deleted records reappear).
     ///
     /// ```
-    /// use felix_storage::{Record, Shard, StorageError};
+    /// use felix_storage::{ReadBound, Record, Shard, StorageError};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")])?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")]).wait()?;
     /// assert_eq!(shard.delete_records_before(2)?, 2);
-    /// assert!(matches!(shard.read(1, 1 << 20), Err(StorageError::Trimmed { oldest: 2, .. })));
+    /// assert!(matches!(shard.read(1, 1 << 20, ReadBound::Committed), Err(StorageError::Trimmed { oldest: 2, .. })));
     /// assert_eq!(shard.delete_records_before(1)?, 2); // never backwards
     /// assert!(matches!(shard.delete_records_before(4), Err(StorageError::DeletePastEnd { .. })));
     /// drop(shard);
     /// let reopened = Shard::options(dir.path()).open()?;
-    /// assert_eq!(reopened.base_offset(), 2);
+    /// assert_eq!(reopened.offsets().base, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_records_before(&self, offset: u64) -> Result<u64> {
@@ -136,10 +131,10 @@ impl Shard {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let shard = Shard::options(dir.path()).open()?;
-    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")])?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")]).wait()?;
     /// // Offsets 0 and 1 are in a durable remote manifest now.
     /// assert_eq!(shard.move_log_start(2, MovedBy::Offload)?, 2);
-    /// assert_eq!(shard.base_offset(), 2);
+    /// assert_eq!(shard.offsets().base, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn move_log_start(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {

@@ -23,32 +23,32 @@ impl Store {
     /// Deletes the shard of `key` and everything it holds.
     ///
     /// An open shard is closed first, so handles to it fail with
-    /// [`StorageError::Closed`]. The directory is renamed to a tombstone
+    /// [`StorageError::ShardClosed`]. The directory is renamed to a tombstone
     /// (`<dir>.deleting`, the storage format's tombstone name) and the
     /// root synced — from then on the shard is gone, even after a crash —
     /// then its files, and the directory itself, are removed and the root
     /// synced again. The writer's lock is held throughout, so no other
     /// writer can open the shard while it goes.
     ///
-    /// A key with no directory is [`StorageError::NotFound`]; a directory
+    /// A key with no directory is [`StorageError::ShardNotFound`]; a directory
     /// whose key file names another key is
     /// [`StorageError::KeyFileDisagrees`] and is left alone; one another
-    /// writer holds is [`StorageError::Locked`]. A failure after the rename
-    /// is returned and leaves a tombstone, which the next [`Store::open`]
+    /// writer holds is [`StorageError::ShardLocked`]. A failure after the rename
+    /// is returned and leaves a tombstone, which the next open of the store
     /// removes; the shard does not come back. A new shard may be created
     /// under the key as soon as this returns.
     ///
     /// ```
-    /// use felix_storage::{Record, ShardKey, StorageError, Store, StoreConfig};
+    /// use felix_storage::{ReadBound, Record, ShardKey, StorageError, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
     /// let shard = store.create_shard(&key)?;
-    /// shard.append(&[Record::new(1, "gone soon")])?;
+    /// shard.append(&[Record::new(1, "gone soon")]).wait()?;
     /// store.delete_shard(&key)?;
-    /// assert!(matches!(shard.read(0, 1024), Err(StorageError::Closed { .. })));
-    /// assert!(matches!(store.open_shard(&key), Err(StorageError::NotFound { .. })));
+    /// assert!(matches!(shard.read(0, 1024, ReadBound::Committed), Err(StorageError::ShardClosed { .. })));
+    /// assert!(matches!(store.open_shard(&key), Err(StorageError::ShardNotFound { .. })));
     /// assert!(store.keys()?.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -64,8 +64,8 @@ impl Store {
             .map_err(|e| store_io("stat", &dir, e))?
             .is_none()
         {
-            return Err(StorageError::NotFound {
-                key: key.clone(),
+            return Err(StorageError::ShardNotFound {
+                shard: key.to_string(),
                 dir,
             });
         }

@@ -60,7 +60,7 @@ impl Store {
     /// use felix_storage::{ShardId, ShardKey, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("ünï", "default", "a/b", 7);
     /// store.create_shard(&key)?;
     /// // The directory name is lossy; the listing is exact.

@@ -7,9 +7,9 @@
 //!   gets the same handle, and a handle the store closed (by
 //!   [`Store::close`], [`Store::close_shard`], [`Store::reopen_shard`] or
 //!   [`Store::delete_shard`]) never reads or writes again
-//!   ([`StorageError::Closed`]).
+//!   ([`StorageError::ShardClosed`]).
 //! * A shard is created only by [`Store::create_shard`]; opening a key with
-//!   no directory is [`StorageError::NotFound`].
+//!   no directory is [`StorageError::ShardNotFound`].
 //! * A shard is deleted whole or not at all: its directory is renamed to a
 //!   tombstone (durably) before anything in it is removed, and the store's
 //!   open removes tombstones a crash left.
@@ -47,7 +47,7 @@ pub use options::StoreOptions;
 ///
 /// A shard is made by [`Store::create_shard`] and opened by
 /// [`Store::open_shard`] (which never creates one: a mistyped key is
-/// [`StorageError::NotFound`]); every caller asking for an open key gets
+/// [`StorageError::ShardNotFound`]); every caller asking for an open key gets
 /// the same shared handle. [`Store::keys`] lists the exact key of every
 /// shard, read from the key file each shard directory keeps.
 /// Background work (periodic syncs, retention) runs on one thread the
@@ -61,37 +61,37 @@ pub use options::StoreOptions;
 /// One shard can be closed ([`Store::close_shard`]), reopened with a fresh
 /// recovery ([`Store::reopen_shard`], the way back from a poisoned shard)
 /// or deleted ([`Store::delete_shard`]) while the others keep running;
-/// handles to the old one then fail with [`StorageError::Closed`].
+/// handles to the old one then fail with [`StorageError::ShardClosed`].
 ///
 /// [`Store::close`] closes every shard: everything durable, a
 /// clean-shutdown file per shard (so the next open is quick) and every
 /// lock released, so the same root can be opened again at once, in this
 /// process or another. **Dropping a store closes it the same way**, logging
 /// a failure instead of returning it: call `close` to see the error. Either
-/// way, handles to its shards fail with [`StorageError::Closed`] from then
+/// way, handles to its shards fail with [`StorageError::ShardClosed`] from then
 /// on. (A [`Shard`] opened on its own, outside a store, is not closed by
 /// dropping it: it is then opened as after a crash.)
 ///
 /// ```
-/// use felix_storage::{Record, ShardId, ShardKey, StorageError, Store, StoreConfig};
+/// use felix_storage::{ReadBound, Record, ShardId, ShardKey, StorageError, Store, StoreConfig};
 ///
 /// let root = tempfile::tempdir()?;
-/// let store = Store::open(root.path(), StoreConfig::default())?;
+/// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
 /// let key = ShardKey::new("acme", "default", "orders", 0);
 /// let shard = store.create_shard(&key)?;
-/// shard.append(&[Record::new(1, "order placed")])?;
+/// shard.append(&[Record::new(1, "order placed")]).wait()?;
 /// assert!(std::sync::Arc::ptr_eq(&shard, &store.open_shard(&key)?));
 /// assert_eq!(store.keys()?, [ShardId::Key(key.clone())]);
 ///
 /// // A mistyped key is not a new shard.
 /// let typo = ShardKey::new("acme", "default", "ordres", 0);
-/// assert!(matches!(store.open_shard(&typo), Err(StorageError::NotFound { .. })));
+/// assert!(matches!(store.open_shard(&typo), Err(StorageError::ShardNotFound { .. })));
 ///
 /// store.close()?;
-/// assert!(matches!(shard.read(0, 1024), Err(StorageError::Closed { .. })));
+/// assert!(matches!(shard.read(0, 1024, ReadBound::Committed), Err(StorageError::ShardClosed { .. })));
 /// // Every lock is released: the root opens again at once.
-/// let store = Store::open(root.path(), StoreConfig::default())?;
-/// assert_eq!(store.open_shard(&key)?.read(0, 1024)?[0].payload, "order placed");
+/// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
+/// assert_eq!(store.open_shard(&key)?.read(0, 1024, ReadBound::Committed)?[0].payload, "order placed");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -134,9 +134,9 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens the store at `root` with `config` on the operating system's
-    /// file system: the shorthand for
-    /// `Store::options(root).config(config).open()`.
+    /// How to open the store at `root` — the one way to open it: its
+    /// configuration and file system ([`StoreOptions`], every default
+    /// documented there), then [`StoreOptions::open`].
     ///
     /// The root directory (and any missing ancestor) is created if missing,
     /// durably: each new directory is synced into its parent before the
@@ -144,12 +144,17 @@ impl Store {
     /// ([`StorageError::InvalidConfig`], nothing created). Tombstones of
     /// deletes a crash interrupted are removed (see
     /// [`Store::delete_shard`]). No shard is opened until asked for.
-    pub fn open(root: &Path, config: StoreConfig) -> Result<Self> {
-        Self::options(root).config(config).open()
-    }
-
-    /// How to open the store at `root`: its configuration and file system
-    /// ([`StoreOptions`], every default documented there).
+    ///
+    /// ```
+    /// use felix_storage::{Durability, Store, StoreConfig};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let config = StoreConfig { durability: Durability::OnCommit, ..StoreConfig::default() };
+    /// let store = Store::options(root.path()).config(config).open()?;
+    /// assert_eq!(store.config().durability, Durability::OnCommit);
+    /// assert!(store.keys()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(root: impl Into<PathBuf>) -> StoreOptions {
         StoreOptions::new(root.into())
     }
@@ -221,7 +226,7 @@ impl Store {
     /// use felix_storage::{Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// assert_eq!(store.config(), &StoreConfig::default());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -238,10 +243,10 @@ impl Store {
     /// use felix_storage::{Record, Store, StoreConfig, ShardKey};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// assert_eq!(store.sync_workers(), 0, "started as syncs are needed");
     /// let shard = store.create_shard(&ShardKey::new("t", "ns", "s", 0))?;
-    /// shard.append_async(&[Record::now("a")])?;
+    /// shard.append(&[Record::now("a")]).submit()?;
     /// assert!(store.sync_workers() <= store.config().sync_threads);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -253,7 +258,7 @@ impl Store {
     /// same handle while it stays open.
     ///
     /// Never creates a shard: a key with no directory is
-    /// [`StorageError::NotFound`] (create one with [`Store::create_shard`]).
+    /// [`StorageError::ShardNotFound`] (create one with [`Store::create_shard`]).
     /// A directory whose key file names another key is
     /// [`StorageError::KeyFileDisagrees`], and the shard is not opened. A
     /// directory with no key file (one the reference implementation wrote)
@@ -271,13 +276,13 @@ impl Store {
     /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
     /// let shard = match store.open_shard(&key) {
-    ///     Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+    ///     Err(StorageError::ShardNotFound { .. }) => store.create_shard(&key)?,
     ///     other => other?,
     /// };
-    /// assert_eq!(shard.next_offset(), 0);
+    /// assert_eq!(shard.offsets().written, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
@@ -302,7 +307,7 @@ impl Store {
     /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
     /// store.create_shard(&key)?;
     /// assert!(matches!(store.create_shard(&key), Err(StorageError::AlreadyExists { .. })));
@@ -328,9 +333,9 @@ impl Store {
     /// use felix_storage::{ShardKey, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let replica = store.create_shard_at(&ShardKey::new("acme", "default", "orders", 1), 5_000)?;
-    /// assert_eq!((replica.base_offset(), replica.next_offset()), (5_000, 5_000));
+    /// assert_eq!((replica.offsets().base, replica.offsets().written), (5_000, 5_000));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create_shard_at(&self, key: &ShardKey, initial_offset: u64) -> Result<Arc<Shard>> {
@@ -365,21 +370,21 @@ impl Store {
 
     /// Closes the shard of `key` if it is open (see [`Store::close`] for
     /// what closing does), without touching any other. Handles to it fail
-    /// with [`StorageError::Closed`] from then on; [`Store::open_shard`]
+    /// with [`StorageError::ShardClosed`] from then on; [`Store::open_shard`]
     /// opens it again. Does nothing when the shard is not open.
     ///
     /// The shard is closed and its lock released even when it cannot be
     /// made durable (a poisoned shard): that failure is returned.
     ///
     /// ```
-    /// use felix_storage::{ShardKey, StorageError, Store, StoreConfig};
+    /// use felix_storage::{ReadBound, ShardKey, StorageError, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
     /// let old = store.create_shard(&key)?;
     /// store.close_shard(&key)?;
-    /// assert!(matches!(old.read(0, 1024), Err(StorageError::Closed { .. })));
+    /// assert!(matches!(old.read(0, 1024, ReadBound::Committed), Err(StorageError::ShardClosed { .. })));
     /// let new = store.open_shard(&key)?;
     /// assert!(!std::sync::Arc::ptr_eq(&old, &new));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -395,24 +400,24 @@ impl Store {
     /// Closes the shard of `key` (if open) and opens it again, running
     /// recovery: the way back for a shard a failed write or sync poisoned,
     /// without touching any other shard or dropping the store. Handles to
-    /// the old shard fail with [`StorageError::Closed`]; the new handle is
+    /// the old shard fail with [`StorageError::ShardClosed`]; the new handle is
     /// returned (and given to every later [`Store::open_shard`]).
     ///
     /// A failure to close the old shard (the poison itself, typically) is
     /// logged, not returned: its lock is released either way, and what it
     /// held is what recovery finds. A key with no directory is
-    /// [`StorageError::NotFound`].
+    /// [`StorageError::ShardNotFound`].
     ///
     /// ```
     /// use felix_storage::{Record, ShardKey, Store, StoreConfig};
     ///
     /// let root = tempfile::tempdir()?;
-    /// let store = Store::open(root.path(), StoreConfig::default())?;
+    /// let store = Store::options(root.path()).config(StoreConfig::default()).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
-    /// store.create_shard(&key)?.append(&[Record::new(1, "kept")])?;
+    /// store.create_shard(&key)?.append(&[Record::new(1, "kept")]).wait()?;
     /// let fresh = store.reopen_shard(&key)?;
     /// assert!(fresh.poisoned().is_none());
-    /// assert_eq!(fresh.next_offset(), 1);
+    /// assert_eq!(fresh.offsets().written, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reopen_shard(&self, key: &ShardKey) -> Result<Arc<Shard>> {
@@ -433,7 +438,7 @@ impl Store {
     /// (so the next open checks only each newest segment), and every
     /// shard's lock is released, so the root can be opened again at once.
     /// Afterwards every call through a handle to one of its shards fails
-    /// with [`StorageError::Closed`], and every call on the store with
+    /// with [`StorageError::ShardClosed`], and every call on the store with
     /// [`StorageError::StoreClosed`].
     ///
     /// Every shard is closed even when one fails; the first failure is
@@ -495,8 +500,8 @@ impl Store {
                     .entry_type(&dir)
                     .map_err(|e| store_io("stat", &dir, e))?
                 else {
-                    return Err(StorageError::NotFound {
-                        key: key.clone(),
+                    return Err(StorageError::ShardNotFound {
+                        shard: key.to_string(),
                         dir,
                     });
                 };
@@ -520,11 +525,12 @@ impl Store {
     /// The one place the store opens a [`Shard`]: the directory of `key`,
     /// created if missing with its log at `initial_offset`.
     fn open_dir(&self, key: &ShardKey, initial_offset: u64, known: Known) -> Result<Arc<Shard>> {
-        let name = key.dir_name();
-        let shard = Shard::options(self.inner.root.join(&name))
+        // Labelled by the key as the broker names it (errors, metrics, log
+        // lines), not by its lossy directory name.
+        let shard = Shard::options(self.dir_of(key))
             .config(self.inner.config)
             .file_system(self.inner.fs.clone())
-            .label(&name)
+            .label(&key.to_string())
             .initial_offset(initial_offset)
             .background_by_store()
             .keep_clean_shutdown()

@@ -8,12 +8,12 @@ use super::Store;
 use crate::config::StoreConfig;
 use crate::error::Result;
 
-/// How to open a store: built by [`Store::options`], opened by
-/// [`StoreOptions::open`]. [`Store::open`] is the shorthand for a
-/// configuration on the operating system's file system.
+/// How to open a store — the one way: built by [`Store::options`], opened
+/// by [`StoreOptions::open`].
 ///
 /// ```
-/// use felix_storage::{Durability, FileSystem, Store, StoreConfig};
+/// use felix_storage::io::FileSystem;
+/// use felix_storage::{Durability, Store, StoreConfig};
 ///
 /// let root = tempfile::tempdir()?;
 /// let store = Store::options(root.path())
@@ -55,7 +55,7 @@ impl StoreOptions {
         self
     }
 
-    /// Opens the store: see [`Store::open`].
+    /// Opens the store: see [`Store::options`] for what opening does.
     pub fn open(self) -> Result<Store> {
         Store::open_with(self)
     }

@@ -15,7 +15,7 @@ pub(super) fn run(inner: &Inner, task: Task) {
         // A shard closed since the list was taken (closed, reopened or
         // deleted through the store) has nothing left to do.
         if let Err(err) = result
-            && !matches!(err, StorageError::Closed { .. })
+            && !matches!(err, StorageError::ShardClosed { .. })
         {
             tracing::error!(shard = shard.label(), ?task, error = %err, "background task failed");
         }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Record, Shard, StoreConfig};
 
 pub(crate) fn payload(offset: u64, len: usize) -> Vec<u8> {
     let mut p = format!("payload-{offset}-").into_bytes();
@@ -46,7 +46,7 @@ pub(crate) fn read_all(shard: &Shard, from: u64) -> Vec<(u64, Vec<u8>)> {
     let mut out = Vec::new();
     let mut next = from;
     loop {
-        let batch = shard.read(next, 4096).unwrap();
+        let batch = shard.read(next, 4096, ReadBound::Committed).unwrap();
         if batch.is_empty() {
             return out;
         }

@@ -11,7 +11,7 @@ use felix_format::CorruptionKind;
 use felix_io::FileSystem;
 use felix_io::sim::{CrashPlan, SimFs};
 use felix_recovery::{Finding, RecoveryError};
-use felix_storage::{Durability, Shard, StorageError};
+use felix_storage::{Durability, ReadBound, Shard, StorageError};
 
 use super::residual::{Residual, residual};
 use super::{DIR, Model, Scale, config};
@@ -51,7 +51,7 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
         Err(e) => return Err(Failure::Broken(format!("open failed: {e}"))),
     };
     let broken = |e: String| Failure::Broken(e);
-    let (base, next) = (shard.base_offset(), shard.next_offset());
+    let (base, next) = (shard.offsets().base, shard.offsets().written);
     if base < model.min_base {
         return Err(broken(format!(
             "the log start {} a call returned is lost: the log begins at {base}",
@@ -64,7 +64,7 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
     let mut offset = base;
     while offset < next {
         let records = shard
-            .read(offset, 1 << 20)
+            .read(offset, 1 << 20, ReadBound::Committed)
             .map_err(|e| broken(format!("read {offset}: {e}")))?;
         if records.is_empty() {
             return Err(broken(format!(
@@ -102,7 +102,7 @@ fn open_and_check(crashed: &SimFs, model: &Model, scale: Scale) -> Result<(), Fa
             )));
         }
         let got = shard
-            .read(o, 1)
+            .read(o, 1, ReadBound::Committed)
             .map_err(|e| broken(format!("read {o}: {e}")))?;
         match got.first() {
             Some(r) if r.offset == o && r.payload[..] == p[..] => {}

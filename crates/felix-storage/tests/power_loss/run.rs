@@ -181,9 +181,10 @@ pub(crate) fn run(
             Op::Append { count, len } => {
                 // Behind appends in flight, which may still be queued for
                 // the sync pending to write (so not yet in `next_offset`).
-                let next = in_flight
-                    .last()
-                    .map_or_else(|| shard.next_offset(), |(_, a)| a.receipt().last_offset + 1);
+                let next = in_flight.last().map_or_else(
+                    || shard.offsets().written,
+                    |(_, a)| a.receipt().last_offset + 1,
+                );
                 let batch: Vec<_> = (0..count)
                     .map(|i| {
                         serial += 1;
@@ -199,7 +200,7 @@ pub(crate) fn run(
                     .map(|(o, p)| Record::new(*o, p.clone()))
                     .collect();
                 match mode {
-                    Mode::Blocking => shard.append(&records).map(|receipt| {
+                    Mode::Blocking => shard.append(&records).wait().map(|receipt| {
                         // The return is the promise: not whatever
                         // `durable_offset` says afterwards.
                         if on_commit {
@@ -211,11 +212,12 @@ pub(crate) fn run(
                             );
                         }
                     }),
-                    Mode::NoWaitTakenAsDurable => shard.append_nowait(&records).map(|receipt| {
+                    Mode::NoWaitTakenAsDurable => shard.append(&records).written().map(|receipt| {
                         acknowledge(&mut model, batch, receipt.first_offset, receipt.last_offset);
                     }),
                     Mode::Futures(_) => shard
-                        .append_async(&records)
+                        .append(&records)
+                        .submit()
                         .map(|append| in_flight.push((batch, append))),
                 }
                 .map_err(|e| format!("append: {e}"))
@@ -225,8 +227,8 @@ pub(crate) fn run(
                 .map(|()| model.ack_all())
                 .map_err(|e| format!("sync: {e}")),
             Op::Truncate { back } => {
-                let next = shard.next_offset();
-                let to = next.saturating_sub(back).max(shard.base_offset());
+                let next = shard.offsets().written;
+                let to = next.saturating_sub(back).max(shard.offsets().base);
                 // From the call on, records at or above `to` may be gone.
                 model.forget_from(to);
                 // Truncating to the log end cuts nothing, history included.
@@ -268,7 +270,7 @@ pub(crate) fn run(
             Op::Generation => {
                 generation += 1;
                 let mut next = model.histories.last().cloned().unwrap_or_default();
-                if next.record(generation, shard.next_offset()).is_ok() {
+                if next.record(generation, shard.offsets().written).is_ok() {
                     model.histories.push(next);
                 }
                 shard
@@ -282,11 +284,11 @@ pub(crate) fn run(
                     // Writing on: a closed handle refuses, and nothing it
                     // was given reaches the disk (the payload is in no
                     // model, so the check would call it never appended).
-                    let next = shard.next_offset();
+                    let next = shard.offsets().written;
                     let late = Record::new(next, payload(seed, u64::MAX, 1));
-                    let refused = shard.append(&[late]);
+                    let refused = shard.append(&[late]).wait();
                     assert!(
-                        matches!(refused, Err(StorageError::Closed { .. })),
+                        matches!(refused, Err(StorageError::ShardClosed { .. })),
                         "an append on a closed shard: {refused:?}"
                     );
                     drop(shard);
@@ -319,7 +321,7 @@ pub(crate) fn run(
                 }
             }
             Op::Reset { ahead } => {
-                let to = shard.next_offset() + ahead;
+                let to = shard.offsets().written + ahead;
                 // From the call on, the whole log may be gone.
                 model.forget_below(to);
                 model.histories.push(EpochHistory::new());
@@ -352,7 +354,7 @@ pub(crate) fn run(
             break;
         }
         // The shard's own claim is a promise too.
-        model.ack_below(shard.durable_offset());
+        model.ack_below(shard.offsets().durable);
     }
     if let Mode::Futures(executor) = mode
         && let Err(e) = settle(&mut in_flight, &mut model, executor)

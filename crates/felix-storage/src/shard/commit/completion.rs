@@ -1,7 +1,6 @@
 //! Completions a caller awaits instead of blocking a thread: the futures
-//! of [`Shard::append_async`](crate::Shard::append_async),
-//! [`Shard::wait_durable_async`](crate::Shard::wait_durable_async) and
-//! [`Shard::wait_readable_async`](crate::Shard::wait_readable_async).
+//! of [`Append`](crate::Append), [`DurableWait`](crate::DurableWait) and
+//! [`TailWait`](crate::TailWait).
 //!
 //! Each is a slot on the shard's waiter list, filled under the commit lock
 //! by whoever settles it and woken through the `Waker` it was last polled
@@ -21,11 +20,11 @@ use crate::shard::AppendReceipt;
 use crate::shard::bounds::Tail;
 
 /// Resolves once every record below an offset is durable:
-/// [`Shard::wait_durable_async`](crate::Shard::wait_durable_async).
+/// [`Shard::wait_durable`](crate::Shard::wait_durable), awaited.
 ///
 /// `Ok(())` once a sync covered the records (or they were durable when it
 /// was made); the failure that stopped the shard if one did first, or
-/// [`StorageError::Closed`](crate::StorageError::Closed) if the shard
+/// [`StorageError::ShardClosed`](crate::StorageError::ShardClosed) if the shard
 /// closed or was dropped first. Dropping it changes nothing: the sync it
 /// asked for still happens.
 #[must_use = "futures do nothing unless polled; dropping it leaves the records as they are"]
@@ -55,12 +54,12 @@ impl Drop for DurableFuture {
 }
 
 /// An append whose records have their offsets, resolving once they are
-/// acknowledged: [`Shard::append_async`](crate::Shard::append_async).
+/// acknowledged: [`Append::submit`](crate::Append::submit).
 ///
 /// Under [`Durability::OnCommit`](crate::Durability::OnCommit) the batch
 /// may not be written yet when this is returned: appended while a sync of
 /// the shard was pending, it is queued and written just before the next
-/// sync (see [`Shard::append_async`](crate::Shard::append_async)). It is
+/// sync (see [`Append::submit`](crate::Append::submit)). It is
 /// written by the time this resolves `Ok`.
 ///
 /// Under [`Durability::OnCommit`](crate::Durability::OnCommit) it resolves
@@ -69,7 +68,7 @@ impl Drop for DurableFuture {
 /// failed sync resolves it with that failure (and every later append with
 /// [`StorageError::Poisoned`](crate::StorageError::Poisoned)); a close or
 /// a drop of the shard first, with
-/// [`StorageError::Closed`](crate::StorageError::Closed).
+/// [`StorageError::ShardClosed`](crate::StorageError::ShardClosed).
 ///
 /// **Dropping it neither undoes nor blocks the write**: the records keep
 /// their offsets, are synced as if it were awaited and become readable
@@ -141,7 +140,7 @@ impl Future for AppendFuture {
 }
 
 /// Resolves once a record at an offset is readable under a bound:
-/// [`Shard::wait_readable_async`](crate::Shard::wait_readable_async).
+/// [`Shard::wait_readable`](crate::Shard::wait_readable), awaited.
 ///
 /// Never [`Tail::TimedOut`]: bound the wait with the runtime's timer (e.g.
 /// `tokio::time::timeout`) and drop the future; dropping it takes it off

@@ -223,7 +223,7 @@ fn loom_close_leaves_no_completion_pending() {
                 let outcome = shard.await_durable(end);
                 match outcome {
                     Ok(()) => assert!(shard.commit.durable() >= end, "durable before its sync"),
-                    Err(StorageError::Closed { .. }) => {}
+                    Err(StorageError::ShardClosed { .. }) => {}
                     Err(other) => panic!("{other:?}"),
                 }
             })
@@ -232,7 +232,7 @@ fn loom_close_leaves_no_completion_pending() {
         let runs = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&runs);
         let done = Completion::Callback(Box::new(move |outcome: Result<(), StorageError>| {
-            assert!(matches!(outcome, Err(StorageError::Closed { .. })));
+            assert!(matches!(outcome, Err(StorageError::ShardClosed { .. })));
             counted.fetch_add(1, SeqCst);
         }));
         shard.commit.watch_durable(1, false, done, None);

@@ -36,7 +36,7 @@
 //! the original error; every call made afterwards gets
 //! [`StorageError::Poisoned`]. Poisoning freezes the durable offset, so
 //! what readers are served stays what was acknowledged. A close or a drop
-//! completes every waiter left with [`StorageError::Closed`]: none is left
+//! completes every waiter left with [`StorageError::ShardClosed`]: none is left
 //! hanging.
 //!
 //! The protocol is model-checked with loom (`loom_tests.rs`).
@@ -261,7 +261,7 @@ impl Commit {
     }
 
     fn closed_error(&self) -> StorageError {
-        StorageError::Closed {
+        StorageError::ShardClosed {
             shard: Arc::clone(&self.label),
         }
     }
@@ -349,7 +349,7 @@ impl Commit {
     }
 
     /// Marks the shard closed: every waiter left completes with
-    /// [`StorageError::Closed`], and no more syncs are queued. Called with
+    /// [`StorageError::ShardClosed`], and no more syncs are queued. Called with
     /// the writer lock held, after everything was made durable.
     pub(crate) fn close(&self) {
         let state = self.lock();
@@ -358,7 +358,7 @@ impl Commit {
     }
 
     /// Stops group commit at a drop: every waiter left completes with
-    /// [`StorageError::Closed`] (nothing is synced: the next open runs
+    /// [`StorageError::ShardClosed`] (nothing is synced: the next open runs
     /// recovery), no more syncs are queued. A sync in flight finishes on
     /// its worker.
     pub(crate) fn stop(&self) {

@@ -28,7 +28,7 @@ impl Commit {
     /// until `deadline`, and says what it saw. Returns at once when it
     /// already is, when nothing can become readable under `bound`, or when
     /// the shard is poisoned and everything acknowledged lies below `from`;
-    /// a close fails the wait with [`crate::StorageError::Closed`].
+    /// a close fails the wait with [`crate::StorageError::ShardClosed`].
     pub(crate) fn wait_readable(
         &self,
         from: u64,

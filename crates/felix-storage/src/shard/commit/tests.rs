@@ -102,7 +102,7 @@ fn a_stopped_shard_acknowledges_only_appends_a_sync_covered() {
 
     let closed = new_commit();
     closed.close();
-    assert!(matches!(wait(&closed, 8), Err(StorageError::Closed { .. })));
+    assert!(matches!(wait(&closed, 8), Err(StorageError::ShardClosed { .. })));
     assert!(matches!(wait(&closed, 4), Ok(())));
 
     let poisoned = new_commit();
