@@ -169,6 +169,18 @@ impl Shard {
     /// ([`ShardKey`](crate::ShardKey)'s `Display`, e.g.
     /// `acme/default/orders/0`); a shard opened alone by its directory's
     /// name, unless opened with another ([`ShardOptions::label`]).
+    ///
+    /// ```
+    /// use felix_storage::{Record, ShardKey, StorageError, Store};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let store = Store::options(root.path()).open()?;
+    /// let shard = store.create_shard(&ShardKey::new("acme", "default", "orders", 0))?;
+    /// assert_eq!(shard.label(), "acme/default/orders/0");
+    /// let err = shard.append(&[]).wait().unwrap_err();
+    /// assert_eq!(err.to_string(), "shard acme/default/orders/0: an append needs at least one record");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn label(&self) -> &str {
         self.core.label()
     }

@@ -326,6 +326,22 @@ impl<'a> DurableWait<'a> {
     /// Returns at once; `callback` runs on the dispatch thread (see
     /// [`Append::then`]) once every record below the offset is durable,
     /// or with the failure or close that came first.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use felix_storage::{Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let receipt = shard.append(&[Record::now("a")]).written()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// shard.wait_durable(receipt.last_offset + 1).then(move |outcome| {
+    ///     let _ = tx.send(outcome);
+    /// });
+    /// rx.recv()??;
+    /// assert_eq!(shard.offsets().durable, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn then(self, callback: impl FnOnce(Result<()>) + Send + 'static) {
         let done = Completion::Callback(Box::new(callback));
         self.shard
@@ -420,6 +436,21 @@ impl<'a> TailWait<'a> {
     /// [`Append::then`]) once a record at the offset is readable under the
     /// bound (or as the future resolves). It stays registered until then:
     /// there is no timeout.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use felix_storage::{ReadBound, Record, Shard, Tail};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// shard.wait_readable(0, ReadBound::Committed).then(move |outcome| {
+    ///     let _ = tx.send(outcome);
+    /// });
+    /// shard.append(&[Record::now("first")]).wait()?;
+    /// assert_eq!(rx.recv()??, Tail::Readable { end: 1 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn then(self, callback: impl FnOnce(Result<Tail>) + Send + 'static) {
         let done = Completion::Callback(Box::new(callback));
         let _ = self
