@@ -158,7 +158,7 @@ impl ShardOptions {
 
     /// Leaves a trusted clean-shutdown file in place at open, removing it
     /// (durably) only before the set of segments or a sealed one changes
-    /// (`Core::forget_clean_shutdown`): a store reopening an idle shard
+    /// (`Log::forget_clean_shutdown`): a store reopening an idle shard
     /// then makes no sync to open it, nor to close it again if only its
     /// newest segment grew. See `felix_recovery::OpenOptions`.
     pub(crate) fn keep_clean_shutdown(mut self) -> Self {

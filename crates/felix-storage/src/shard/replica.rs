@@ -125,7 +125,11 @@ impl Core {
                     && let Some(generation) = first.generation
                     && current != Some(generation)
                 {
-                    debug_assert_eq!(first.offset, state.writer.next_offset());
+                    debug_assert_eq!(
+                        first.offset,
+                        state.writer.next_offset(),
+                        "a generation begins at the log end"
+                    );
                     self.generations().record(generation, first.offset)?;
                     current = Some(generation);
                 }
