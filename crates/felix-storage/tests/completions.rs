@@ -41,6 +41,31 @@ fn is_closed<T: std::fmt::Debug>(outcome: &Result<T, StorageError>) -> bool {
     matches!(outcome, Err(StorageError::ShardClosed { shard }) if &**shard == "test-shard")
 }
 
+/// Awaiting an `Append` submits it: its future resolves with the receipt
+/// once durable, or with the error the submit met (nothing written), and
+/// a submitted append can be waited for on a thread as well.
+#[test]
+fn awaiting_an_append_submits_it_and_resolves_with_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = common::open(dir.path(), on_commit());
+    let receipt = block_on(shard.append(&records(0, 2, 16)).into_future()).unwrap();
+    assert_eq!((receipt.first_offset, receipt.last_offset), (0, 1));
+    assert_eq!(shard.offsets().durable, 2);
+    assert!(matches!(
+        block_on(shard.append(&[]).into_future()),
+        Err(StorageError::EmptyBatch { .. })
+    ));
+    let pending = shard.append(&records(2, 1, 16)).submit().unwrap();
+    assert_eq!(pending.wait().unwrap().first_offset, 2);
+    assert_eq!(shard.offsets().durable, 3);
+    shard.close().unwrap();
+    assert!(matches!(
+        block_on(shard.append(&records(3, 1, 16)).into_future()),
+        Err(StorageError::ShardClosed { .. })
+    ));
+    assert_eq!(shard.offsets().written, 3, "nothing written");
+}
+
 #[test]
 fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
     let dir = tempfile::tempdir().unwrap();
