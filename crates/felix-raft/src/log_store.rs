@@ -137,7 +137,7 @@ impl<C> FelixLogStore<C> {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let log: FelixLogStore<TypeConfig> = FelixLogStore::options(dir.path()).open()?;
-    /// assert_eq!(log.shard().next_offset(), 0);
+    /// assert_eq!(log.shard().offsets().written, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn options(dir: impl AsRef<Path>) -> LogOptions<C> {
@@ -169,10 +169,10 @@ impl<C> FelixLogStore<C> {
     ///
     /// let root = tempfile::tempdir()?;
     /// let config = StoreConfig { durability: Durability::None, ..StoreConfig::default() };
-    /// let store = Store::open(root.path(), config)?;
+    /// let store = Store::options(root.path()).config(config).open()?;
     /// let key = ShardKey::new("acme", "default", "orders", 0);
     /// let log: FelixLogStore<TypeConfig> = FelixLogStore::in_store(&store, &key)?;
-    /// assert_eq!(log.shard().next_offset(), 0);
+    /// assert_eq!(log.shard().offsets().written, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn in_store(store: &Store, key: &ShardKey) -> Result<Self, RaftLogError> {
@@ -184,7 +184,7 @@ impl<C> FelixLogStore<C> {
             });
         }
         let shard = match store.open_shard(key) {
-            Err(felix_storage::StorageError::NotFound { .. }) => store.create_shard(key)?,
+            Err(felix_storage::StorageError::ShardNotFound { .. }) => store.create_shard(key)?,
             other => other?,
         };
         Self::on_shard(shard)
@@ -351,12 +351,9 @@ impl Inner {
     {
         let label = self.shard.label();
         let mut entries = Vec::new();
-        let mut from = start.max(self.shard.base_offset());
+        let mut from = start.max(self.shard.offsets().base);
         while from < end {
-            let records = match self
-                .shard
-                .read_bounded(from, READ_CHUNK_BYTES, ReadBound::Written)
-            {
+            let records = match self.shard.read(from, READ_CHUNK_BYTES, ReadBound::Written) {
                 Ok(records) => records,
                 // A purge moved the start meanwhile: what is gone is "not
                 // found", which openraft allows.
@@ -687,14 +684,14 @@ where
                 shard.append_replicated(&records).map_err(io_err)?;
                 last.offset + 1
             }
-            _ => shard.next_offset(),
+            _ => shard.offsets().written,
         };
         // Durable later: the shard's sync pool runs the sync covering the
         // batch (one `fdatasync` for every append in flight meanwhile) and
         // reports it here, on its dispatch thread. A failed sync reaches
         // openraft as the error and poisons the shard, so every later
         // append fails.
-        shard.wait_durable_then(end, move |outcome| {
+        shard.wait_durable(end).then(move |outcome| {
             callback.io_completed(outcome.map_err(io_err));
         });
         Ok(())

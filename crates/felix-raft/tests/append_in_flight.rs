@@ -208,7 +208,7 @@ fn append_returns_readable_before_its_sync_and_reports_only_after_it() {
             let early = tokio::time::timeout(Duration::from_millis(1), rx).await;
             assert!(early.is_err(), "append {index} reported before its sync");
         }
-        assert_eq!(log.shard().durable_offset(), 0);
+        assert_eq!(log.shard().offsets().durable, 0);
 
         gate.open();
         for (index, rx) in flushed.into_iter().enumerate() {
@@ -218,7 +218,7 @@ fn append_returns_readable_before_its_sync_and_reports_only_after_it() {
                 .unwrap();
             assert!(outcome.is_ok(), "append {index}: {outcome:?}");
         }
-        assert_eq!(log.shard().durable_offset(), 4);
+        assert_eq!(log.shard().offsets().durable, 4);
         // The three appends made while the first sync was held shared the
         // next one: two syncs for four appends.
         assert_eq!(gate.syncs(), 2);

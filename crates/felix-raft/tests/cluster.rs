@@ -159,11 +159,9 @@ fn records(log: &FelixLogStore<TypeConfig>) -> Vec<(u64, u64, Option<u64>, Vec<u
     let shard = log.shard();
     let end = shard.offsets().written;
     let mut out = Vec::new();
-    let mut from = shard.base_offset();
+    let mut from = shard.offsets().base;
     while from < end {
-        let batch = shard
-            .read_bounded(from, 1 << 20, ReadBound::Written)
-            .unwrap();
+        let batch = shard.read(from, 1 << 20, ReadBound::Written).unwrap();
         assert!(
             !batch.is_empty(),
             "a read at {from} returned nothing, below the end {end}"
@@ -223,7 +221,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
     eprintln!("{BEFORE} entries in {:?}", started.elapsed());
 
     let stopped = nodes[old as usize - 1].take().unwrap();
-    let written = stopped.log.shard().next_offset();
+    let written = stopped.log.shard().offsets().written;
     stop(&router, stopped).await;
     if tear {
         tear_newest_segment(&log_dir(root, old));
@@ -235,7 +233,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
 
     let log = FelixLogStore::options(log_dir(root, old)).open().unwrap();
     // Recovery ran: the torn last entry is gone, the rest kept.
-    let reopened = log.shard().next_offset();
+    let reopened = log.shard().offsets().written;
     assert_eq!(reopened, if tear { written - 1 } else { written });
     nodes[old as usize - 1] = Some(start_on(&router, root, old, log, snapshots).await);
     let last = raft.metrics().borrow_watched().last_log_index;
@@ -253,7 +251,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
         let above = nodes
             .iter()
             .flatten()
-            .map(|n| n.log.shard().base_offset())
+            .map(|n| n.log.shard().offsets().base)
             .max()
             .unwrap();
         assert!(above > 0, "purged");
@@ -293,7 +291,7 @@ async fn run(root: &Path, tear: bool, snapshots: bool) {
                 .map(|n| {
                     n.log
                         .shard()
-                        .offset_for_timestamp_bounded(t, ReadBound::Written)
+                        .offset_for_timestamp(t, ReadBound::Written)
                         .unwrap()
                         .map(|hit| hit.offset)
                 })

@@ -43,10 +43,7 @@ fn entries_are_stored_as_kind_byte_then_body() {
         .unwrap();
     rt.block_on(async {
         log.blocking_append(entries.clone()).await.unwrap();
-        let records = log
-            .shard()
-            .read_bounded(0, 1 << 20, ReadBound::Written)
-            .unwrap();
+        let records = log.shard().read(0, 1 << 20, ReadBound::Written).unwrap();
         let record = |offset: u64, timestamp_micros: u64, payload: &[u8]| ReadRecord {
             offset,
             timestamp_micros,

@@ -68,7 +68,7 @@ fn append_whose_sync_fails_reports_the_io_error_to_the_callback() {
         assert_eq!(root_os_error(&err), Some(EIO), "{err:?}");
         // Written, so readable, but never durable.
         assert_eq!(log.shard().offsets().written, 1);
-        assert_eq!(log.shard().durable_offset(), 0);
+        assert_eq!(log.shard().offsets().durable, 0);
         // The log says what it holds: the written entry, nothing purged.
         assert_eq!(
             log.get_log_state().await.unwrap(),

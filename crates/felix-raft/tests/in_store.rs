@@ -43,7 +43,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn logs_in_one_store_keep_entries_votes_and_purges_across_its_reopen() {
     let root = tempfile::tempdir().unwrap();
     runtime().block_on(async {
-        let store = Store::open(root.path(), config()).unwrap();
+        let store = Store::options(root.path()).config(config()).open().unwrap();
         for n in 0..3 {
             let mut log = FelixLogStore::<TypeConfig>::in_store(&store, &group(n)).unwrap();
             log.blocking_append((0..5 + u64::from(n)).map(|i| entry(1, i)))
@@ -57,7 +57,7 @@ fn logs_in_one_store_keep_entries_votes_and_purges_across_its_reopen() {
         store.close().unwrap();
         drop(store);
 
-        let store = Store::open(root.path(), config()).unwrap();
+        let store = Store::options(root.path()).config(config()).open().unwrap();
         let mut keys = store.keys().unwrap();
         keys.sort();
         assert_eq!(
@@ -92,14 +92,13 @@ fn logs_in_one_store_keep_entries_votes_and_purges_across_its_reopen() {
 #[test]
 fn log_in_a_store_that_syncs_on_its_own_is_refused_creating_nothing() {
     let root = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        root.path(),
-        StoreConfig {
+    let store = Store::options(root.path())
+        .config(StoreConfig {
             durability: Durability::OnCommit,
             ..StoreConfig::default()
-        },
-    )
-    .unwrap();
+        })
+        .open()
+        .unwrap();
     let err = FelixLogStore::<TypeConfig>::in_store(&store, &group(0)).unwrap_err();
     assert!(
         matches!(

@@ -307,10 +307,10 @@ async fn check(crashed: &SimFs, m: &Model) -> Result<(), String> {
         ));
     }
     let from = purged.map_or(0, |p| p.index + 1);
-    if log.shard().base_offset() != from {
+    if log.shard().offsets().base != from {
         return Err(format!(
             "the log begins at {}, not just after the purged {purged:?}",
-            log.shard().base_offset()
+            log.shard().offsets().base
         ));
     }
     let found: Vec<Seen> = log

@@ -87,7 +87,7 @@ fn reopen_after_purge_past_the_end_is_empty_at_the_purged_id() {
                 last_log_id: Some(id(4, 20)),
             }
         );
-        assert_eq!(log.shard().base_offset(), 21);
+        assert_eq!(log.shard().offsets().base, 21);
         log.blocking_append([entry(5, 21)]).await.unwrap();
         assert_eq!(
             log.get_log_state().await.unwrap().last_log_id,
@@ -124,7 +124,7 @@ fn open_after_crash_between_purge_writes_finishes_the_purge() {
         std::fs::write(dir.path().join("raft-state"), encode_raft_state(&state)).unwrap();
 
         let mut log = open(dir.path());
-        assert_eq!(log.shard().base_offset(), 6);
+        assert_eq!(log.shard().offsets().base, 6);
         assert_eq!(
             log.get_log_state().await.unwrap(),
             LogState {

@@ -49,7 +49,9 @@ impl StoreBuilder<TypeConfig, FelixLogStore<TypeConfig>, StateMachine, InStore>
             durability: Durability::None,
             ..StoreConfig::default()
         };
-        let store = Store::open(dir.path(), config)
+        let store = Store::options(dir.path())
+            .config(config)
+            .open()
             .map_err(|e| StorageError::write_logs(BoxedErrorSource::from_error(&e)))?;
         let key = ShardKey::new("acme", "raft", "group", 7);
         let log = FelixLogStore::in_store(&store, &key)
