@@ -102,7 +102,7 @@ fn fill_with(dir: &Path, mib: u64, config: StoreConfig) -> u64 {
             .map(|o| Record::new(1_000 + o, payload(o)))
             .collect();
         offset += batch.len() as u64;
-        shard.append(&batch).unwrap();
+        shard.append(&batch).wait().unwrap();
     }
     shard.close().unwrap();
     records

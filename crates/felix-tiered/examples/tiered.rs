@@ -36,15 +36,19 @@ pub(crate) async fn run(dir: &Path) -> Result<Left, Box<dyn std::error::Error>> 
         segment_size_bytes: 64 << 10,
         ..StoreConfig::default()
     };
-    let store = Store::open(&dir.join("store"), store_config)?;
+    let store = Store::options(dir.join("store"))
+        .config(store_config)
+        .open()?;
     let key = ShardKey::new("acme", "default", "orders", 0);
     // A broker opens its shard by key, creating it the first time.
     let shard = match store.open_shard(&key) {
-        Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+        Err(StorageError::ShardNotFound { .. }) => store.create_shard(&key)?,
         other => other?,
     };
     for i in 0..10_000u64 {
-        shard.append(&[Record::new(i, format!("record {i}"))])?;
+        shard
+            .append(&[Record::new(i, format!("record {i}"))])
+            .wait()?;
     }
     let bucket = dir.join("bucket");
     let remote = stores::local_dir(&bucket)?;

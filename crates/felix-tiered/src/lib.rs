@@ -31,14 +31,14 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let root = tempfile::tempdir()?;
 //! let config = StoreConfig { segment_size_bytes: 1024, ..StoreConfig::default() };
-//! let store = Store::open(root.path(), config)?;
+//! let store = Store::options(root.path()).config(config).open()?;
 //! let key = ShardKey::new("acme", "default", "orders", 0);
 //! let shard = match store.open_shard(&key) {
-//!     Err(StorageError::NotFound { .. }) => store.create_shard(&key)?,
+//!     Err(StorageError::ShardNotFound { .. }) => store.create_shard(&key)?,
 //!     other => other?,
 //! };
 //! for i in 0..200u64 {
-//!     shard.append(&[Record::new(i, format!("record {i}"))])?;
+//!     shard.append(&[Record::new(i, format!("record {i}"))]).wait()?;
 //! }
 //! let tier = TierConfig {
 //!     local: TierRetention { max_bytes: Some(4096), max_age: None },
@@ -49,7 +49,7 @@
 //! let outcome = tiered.offload().await?;
 //! assert!(!outcome.uploaded.is_empty());
 //! // The local log now starts past what was offloaded...
-//! assert_eq!(shard.base_offset(), outcome.local_start);
+//! assert_eq!(shard.offsets().base, outcome.local_start);
 //! assert_eq!(tiered.remote_range(), 0..outcome.local_start);
 //! // ...and the tier reads it back from the store, every record checked.
 //! let first = tiered.read(0, 1).await?;

@@ -24,7 +24,7 @@ pub async fn delete_shard(
     prefix: &str,
 ) -> Result<usize, TieredError> {
     match store.delete_shard(key) {
-        Ok(()) | Err(felix_storage::StorageError::NotFound { .. }) => {}
+        Ok(()) | Err(felix_storage::StorageError::ShardNotFound { .. }) => {}
         Err(e) => return Err(e.into()),
     }
     delete_remote(remote_store, prefix, key).await

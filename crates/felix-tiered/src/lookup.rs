@@ -5,7 +5,7 @@
 use felix_format::FileKind;
 use felix_format::tier_manifest::RemoteSegment;
 use felix_format::time_index::decode_time_index;
-use felix_storage::TimestampHit;
+use felix_storage::{ReadBound, TimestampHit};
 
 use crate::error::TieredError;
 use crate::read::check_whole;
@@ -26,7 +26,7 @@ impl TieredShard {
         timestamp_micros: u64,
     ) -> Result<Option<TimestampHit>, TieredError> {
         let manifest = self.manifest();
-        let local_start = self.shard.base_offset();
+        let local_start = self.shard.offsets().base;
         for segment in &manifest.segments {
             // Records the local shard still holds are its to answer for.
             if segment.extent.base_offset >= local_start {
@@ -46,7 +46,9 @@ impl TieredShard {
                 return Ok(Some(hit));
             }
         }
-        Ok(self.shard.offset_for_timestamp(timestamp_micros)?)
+        Ok(self
+            .shard
+            .offset_for_timestamp(timestamp_micros, ReadBound::Committed)?)
     }
 
     /// Where in `segment` a record reaching `t` can first be: after the

@@ -195,7 +195,7 @@ impl TieredShard {
         if let Some(first) = todo.first()
             && next.segments.is_empty()
         {
-            next.start_offset = self.shard.base_offset().max(first.extent.base_offset);
+            next.start_offset = self.shard.offsets().base.max(first.extent.base_offset);
         }
         let entries = self.upload_all(&todo).await?;
         let uploaded: Vec<u64> = todo.iter().map(|info| info.extent.id).collect();
@@ -217,7 +217,7 @@ impl TieredShard {
                 .filter(|&n| n <= end)
                 .max();
             if let Some(upto) = local_end
-                && self.shard.base_offset() < upto
+                && self.shard.offsets().base < upto
             {
                 // Recorded as an offload's: an open holds the remote copy to it.
                 self.shard
@@ -243,7 +243,7 @@ impl TieredShard {
         }
         Ok(OffloadOutcome {
             uploaded,
-            local_start: self.shard.base_offset(),
+            local_start: self.shard.offsets().base,
             manifest_seq: manifest.seq,
         })
     }

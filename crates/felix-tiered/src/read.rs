@@ -10,7 +10,7 @@ use felix_format::tier_manifest::RemoteSegment;
 use felix_format::{
     CursorStep, FileKind, IndexEntry, RecordCursor, SEGMENT_HEADER_LEN, ScanDepth, parse_index,
 };
-use felix_storage::{ReadRecord, StorageError};
+use felix_storage::{ReadBound, ReadRecord, StorageError};
 
 use crate::error::TieredError;
 use crate::remote::SegmentObject;
@@ -24,8 +24,8 @@ impl TieredShard {
     /// again from the last offset + 1). Below the remote start (or, with
     /// nothing offloaded, the local start) is [`TieredError::Trimmed`].
     pub async fn read(&self, from: u64, max_bytes: u64) -> Result<Vec<ReadRecord>, TieredError> {
-        if from >= self.shard.base_offset() {
-            match self.shard.read(from, max_bytes) {
+        if from >= self.shard.offsets().base {
+            match self.shard.read(from, max_bytes, ReadBound::Committed) {
                 // An offload moved the local start past `from` meanwhile:
                 // the records are remote now.
                 Err(StorageError::Trimmed { .. }) => {}
@@ -39,14 +39,14 @@ impl TieredShard {
             .find(|s| s.extent.contains(from) && from >= manifest.start_offset)
         else {
             let oldest = if manifest.segments.is_empty() {
-                self.shard.base_offset()
+                self.shard.offsets().base
             } else {
                 manifest.start_offset
             };
             if from >= oldest {
                 // Past the remote end and not local: the local shard says
                 // what it holds there.
-                return Ok(self.shard.read(from, max_bytes)?);
+                return Ok(self.shard.read(from, max_bytes, ReadBound::Committed)?);
             }
             return Err(TieredError::Trimmed {
                 requested: from,
@@ -324,7 +324,10 @@ mod tests {
         };
         let shard = Arc::new(Shard::options(dir.path()).config(config).open().unwrap());
         for offset in 0..100u64 {
-            shard.append(&[Record::new(offset, vec![7; 40])]).unwrap();
+            shard
+                .append(&[Record::new(offset, vec![7; 40])])
+                .wait()
+                .unwrap();
         }
         let tier = TierConfig {
             local: TierRetention {

@@ -88,7 +88,7 @@ async fn run(op: Op, nth: usize, with_remote_retention: bool) -> bool {
     let oldest = if with_remote_retention {
         let m = tiered.manifest();
         if m.segments.is_empty() {
-            shard.base_offset()
+            shard.offsets().base
         } else {
             m.start_offset
         }

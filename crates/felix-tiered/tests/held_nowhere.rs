@@ -61,7 +61,7 @@ async fn opens_trimmed_below(shard: &Arc<Shard>, store: TierStore, local_start: 
     let tiered = TieredShard::open(Arc::clone(shard), key(), store, tier("felix"))
         .await
         .unwrap();
-    assert_eq!(shard.base_offset(), local_start);
+    assert_eq!(shard.offsets().base, local_start);
     let err = tiered.read(0, 1 << 20).await.unwrap_err();
     assert!(
         matches!(err, TieredError::Trimmed { requested: 0, oldest } if oldest == local_start),
@@ -188,14 +188,17 @@ async fn open_replica_created_at_a_later_offset_over_an_empty_store_succeeds() {
         segment_size_bytes: 1024,
         ..felix_storage::StoreConfig::default()
     };
-    let store = felix_storage::Store::open(root.path(), config).unwrap();
+    let store = felix_storage::Store::options(root.path())
+        .config(config)
+        .open()
+        .unwrap();
     // A replica whose log begins where the leader's surviving history does.
     let shard = store.create_shard_at(&key(), 5_000).unwrap();
     common::fill(&shard, 10);
     let tiered = TieredShard::open(shard, key(), stores::in_memory(), tier("felix"))
         .await
         .unwrap();
-    assert_eq!(tiered.local().base_offset(), 5_000);
+    assert_eq!(tiered.local().offsets().base, 5_000);
     assert_eq!(tiered.manifest().seq, 0);
 }
 
@@ -254,7 +257,7 @@ async fn open_deletion_past_the_manifest_end_after_an_offload_succeeds() {
     let shard = common::small_shard(dir.path());
     let store = stores::in_memory();
     let offloaded = offload_some(&shard, &store).await;
-    let end = shard.next_offset();
+    let end = shard.offsets().written;
     assert!(end > offloaded + 1);
     shard.delete_records_before(end - 1).unwrap();
     shard.apply_retention().unwrap();
@@ -267,5 +270,5 @@ async fn open_deletion_past_the_manifest_end_after_an_offload_succeeds() {
     assert_eq!(remote.end, offloaded);
     let read = tiered.read(remote.start, 1 << 20).await.unwrap();
     assert_eq!(read[0].offset, remote.start);
-    assert_eq!(shard.base_offset(), end - 1);
+    assert_eq!(shard.offsets().base, end - 1);
 }

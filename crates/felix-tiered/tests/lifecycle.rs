@@ -14,7 +14,7 @@ async fn deleting_a_shard_deletes_its_local_and_remote_copies_and_is_repeatable(
         segment_size_bytes: 1024,
         ..StoreConfig::default()
     };
-    let store = Store::open(root.path(), config).unwrap();
+    let store = Store::options(root.path()).config(config).open().unwrap();
     let key = ShardKey::new("acme", "default", "orders", 0);
     let other = ShardKey::new("acme", "default", "orders", 1);
     let remote = stores::in_memory();
@@ -28,7 +28,10 @@ async fn deleting_a_shard_deletes_its_local_and_remote_copies_and_is_repeatable(
     for k in [&key, &other] {
         let shard = store.create_shard(k).unwrap();
         for i in 0..100u64 {
-            shard.append(&[Record::new(i, common::payload(i))]).unwrap();
+            shard
+                .append(&[Record::new(i, common::payload(i))])
+                .wait()
+                .unwrap();
         }
         let tiered = TieredShard::open(shard, k.clone(), remote.clone(), tier.clone())
             .await
@@ -54,7 +57,7 @@ async fn deleting_a_shard_deletes_its_local_and_remote_copies_and_is_repeatable(
     );
     assert!(matches!(
         store.open_shard(&key),
-        Err(felix_storage::StorageError::NotFound { .. })
+        Err(felix_storage::StorageError::ShardNotFound { .. })
     ));
     assert_eq!(count(format!("felix/{}", key.dir_name())).await, 0);
     // The other shard is untouched; a repeat finds nothing to do.

@@ -15,6 +15,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use felix_format::ShardKey;
 use felix_format::tier_manifest::manifest_object_name;
+use felix_storage::ReadBound;
 use felix_tiered::{TierConfig, TierRetention, TieredError, TieredShard, stores};
 
 use common::faults::{FaultStore, Op};
@@ -92,7 +93,7 @@ async fn offload_with_manifest_put(op: Op) {
     assert_eq!(outcome.manifest_seq, 1);
     assert!(!outcome.uploaded.is_empty());
     assert_eq!(outcome.local_start, tiered.remote_range().end);
-    assert_eq!(shard.base_offset(), outcome.local_start);
+    assert_eq!(shard.offsets().base, outcome.local_start);
     assert_eq!(manifests(&inner).await, vec![manifest_path(1)]);
     all_readable(&tiered).await;
     // A fresh process over the store finds the same manifest.
@@ -131,12 +132,12 @@ async fn offload_manifest_put_refused_leaves_every_segment_local() {
         matches!(&err, TieredError::Store { operation: "put", object, .. } if *object == manifest_path(1)),
         "{err:?}"
     );
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
     assert!(manifests(&inner).await.is_empty());
     // The next pass takes the next number and succeeds.
     let outcome = tiered.offload().await.unwrap();
     assert_eq!(outcome.manifest_seq, 2);
-    assert_eq!(shard.base_offset(), outcome.local_start);
+    assert_eq!(shard.offsets().base, outcome.local_start);
     all_readable(&tiered).await;
 }
 
@@ -175,8 +176,11 @@ async fn offload_manifest_put_over_another_writers_manifest_is_fenced() {
     // A's manifest is untouched, and B deleted nothing locally.
     assert_eq!(manifests(&store).await, vec![manifest_path(1)]);
     assert_eq!(get(&store, &manifest_path(1)).await, a_bytes);
-    assert_eq!(shard_b.base_offset(), 0);
-    assert_eq!(shard_b.read(0, 1).unwrap()[0].payload[..], payload(0)[..]);
+    assert_eq!(shard_b.offsets().base, 0);
+    assert_eq!(
+        shard_b.read(0, 1, ReadBound::Committed).unwrap()[0].payload[..],
+        payload(0)[..]
+    );
     all_readable(&a).await;
 }
 
@@ -203,7 +207,7 @@ async fn offload_manifest_put_over_a_damaged_object_is_not_fenced() {
         matches!(&err, TieredError::Manifest { object, .. } if *object == manifest_path(1)),
         "{err:?}"
     );
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
     // Readers pass over it, and the next pass takes a higher number.
     let outcome = tiered.offload().await.unwrap();
     assert_eq!(outcome.manifest_seq, 2);

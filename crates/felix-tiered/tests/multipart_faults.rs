@@ -81,7 +81,7 @@ async fn run(op: Op, nth: usize) -> bool {
             .any(|n| n.contains("/manifest/")),
         "{op:?} #{nth}"
     );
-    assert_eq!(shard.base_offset(), 0, "{op:?} #{nth}");
+    assert_eq!(shard.offsets().base, 0, "{op:?} #{nth}");
     assert_eq!(shard.segments()[0].extent, first.extent, "{op:?} #{nth}");
     for kind in [FileKind::Segment, FileKind::Index, FileKind::TimeIndex] {
         let local = dir.path().join(file_name(first.extent.id, kind).as_str());
@@ -95,17 +95,17 @@ async fn run(op: Op, nth: usize) -> bool {
     // The next pass (the fault has fired) offloads it.
     let outcome = tiered.offload().await.unwrap();
     assert_eq!(outcome.uploaded, vec![first.extent.id], "{op:?} #{nth}");
-    assert_eq!(shard.base_offset(), first.extent.next_offset);
+    assert_eq!(shard.offsets().base, first.extent.next_offset);
     assert!(
         !dir.path()
             .join(file_name(first.extent.id, FileKind::Segment).as_str())
             .exists()
     );
-    all_readable(&tiered, shard.next_offset()).await;
+    all_readable(&tiered, shard.offsets().written).await;
     assert_eq!(tiered.sweep().await.unwrap(), orphans, "{op:?} #{nth}");
     // Three objects of the segment and one manifest.
     assert_eq!(object_names(&inner).await.len(), 4, "{op:?} #{nth}");
-    all_readable(&tiered, shard.next_offset()).await;
+    all_readable(&tiered, shard.offsets().written).await;
     true
 }
 

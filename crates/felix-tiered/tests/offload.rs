@@ -6,6 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use felix_format::ShardKey;
+use felix_storage::ReadBound;
 use felix_tiered::{TierConfig, TierRetention, TierStore, TieredError, TieredShard, stores};
 
 use common::{fill, payload, small_shard};
@@ -51,13 +52,13 @@ async fn offload_then_read(store: TierStore) {
     let outcome = tiered.offload().await.unwrap();
     assert!(!outcome.uploaded.is_empty());
     assert_eq!(outcome.manifest_seq, 1);
-    let local_start = shard.base_offset();
+    let local_start = shard.offsets().base;
     assert!(local_start > 0);
     assert_eq!(tiered.remote_range(), 0..local_start);
     assert_eq!(outcome.local_start, local_start);
     // The local shard no longer holds them; the tier does.
     assert!(matches!(
-        shard.read(0, 100),
+        shard.read(0, 100, ReadBound::Committed),
         Err(felix_storage::StorageError::Trimmed { .. })
     ));
     assert_eq!(
@@ -290,6 +291,7 @@ async fn lookups_by_time_reach_into_the_remote_segments() {
         };
         shard
             .append(&[felix_storage::Record::new(ts, payload(offset))])
+            .wait()
             .unwrap();
     }
     let tiered = TieredShard::open(
@@ -301,7 +303,7 @@ async fn lookups_by_time_reach_into_the_remote_segments() {
     .await
     .unwrap();
     tiered.offload().await.unwrap();
-    let local_start = shard.base_offset();
+    let local_start = shard.offsets().base;
     assert!(local_start > 40);
     let at = |t| {
         let tiered = &tiered;

@@ -64,7 +64,7 @@ async fn offload_with(offload_concurrency: usize) -> (usize, tempfile::TempDir, 
     for pair in manifest.segments.windows(2) {
         assert_eq!(pair[0].extent.next_offset, pair[1].extent.base_offset);
     }
-    assert_eq!(tiered.remote_range().end, shard.base_offset());
+    assert_eq!(tiered.remote_range().end, shard.offsets().base);
     (store.most_puts_in_flight(), dir, tiered)
 }
 

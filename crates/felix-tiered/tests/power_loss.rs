@@ -26,7 +26,7 @@ use std::sync::Arc;
 use felix_format::ShardKey;
 use felix_io::FileSystem;
 use felix_io::sim::SimFs;
-use felix_storage::{Record, Shard};
+use felix_storage::{ReadBound, Record, Shard};
 use felix_tiered::{TierStore, TieredShard, stores};
 
 use common::sim::{DIR, copy_store, open_shard, runtime, shard_config, tier_config};
@@ -66,6 +66,7 @@ fn run(fs: &SimFs, store: &TierStore, cut: Option<u64>) -> Model {
     for offset in 0..RECORDS {
         if shard
             .append(&[Record::new(offset, payload(offset))])
+            .wait()
             .is_err()
         {
             return model;
@@ -168,7 +169,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
         ))
         .map_err(|e| format!("tier open: {e}"))?;
     let remote = tiered.remote_range();
-    let local = shard.base_offset()..shard.next_offset();
+    let local = shard.offsets().base..shard.offsets().written;
     let spread = Spread {
         both: remote
             .end
@@ -179,7 +180,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
     let second = rt
         .block_on(tiered.offload())
         .map_err(|e| format!("second offload: {e}"))?;
-    let local = shard.base_offset()..shard.next_offset();
+    let local = shard.offsets().base..shard.offsets().written;
     let remote = tiered.remote_range();
     if model.offloaded && local.start < remote.end.min(local.end) && !second.uploaded.is_empty() {
         return Err(format!("uploaded again: {second:?}"));
@@ -188,7 +189,7 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<Spread, St
     let mut seen: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
     for offset in local.clone() {
         let records = shard
-            .read(offset, 1)
+            .read(offset, 1, ReadBound::Committed)
             .map_err(|e| format!("local read {offset}: {e}"))?;
         let r = records
             .first()

@@ -23,7 +23,7 @@ use futures::TryStreamExt;
 use felix_format::ShardKey;
 use felix_io::FileSystem;
 use felix_io::sim::SimFs;
-use felix_storage::{Record, Shard};
+use felix_storage::{ReadBound, Record, Shard};
 use felix_tiered::{TierStore, TieredShard, stores};
 
 use common::faults::{FaultStore, Op};
@@ -62,6 +62,7 @@ fn run(fs: &SimFs, store: &TierStore, fault: (Op, &str), nth: usize, cut: Option
     for offset in 0..RECORDS {
         shard
             .append(&[Record::new(offset, payload(offset))])
+            .wait()
             .expect("power is on while appending");
         model.acked.insert(offset, payload(offset));
     }
@@ -117,12 +118,12 @@ fn check(crashed: &SimFs, store: &TierStore, model: &Model) -> Result<(), String
             manifest.segments.len()
         ));
     }
-    let local = shard.base_offset()..shard.next_offset();
+    let local = shard.offsets().base..shard.offsets().written;
     let remote = tiered.remote_range();
     // Each copy held agrees with what was acknowledged.
     for offset in local.clone() {
         let records = shard
-            .read(offset, 1)
+            .read(offset, 1, ReadBound::Committed)
             .map_err(|e| format!("local read {offset}: {e}"))?;
         let r = records
             .first()

@@ -39,7 +39,7 @@ async fn offload_read_back_retention_and_sweep_over_s3() {
     .unwrap();
     let outcome = tiered.offload().await.unwrap();
     assert!(!outcome.uploaded.is_empty());
-    assert!(shard.base_offset() > 0);
+    assert!(shard.offsets().base > 0);
     let mut at = 0;
     while at < 300 {
         let records = tiered.read(at, 400).await.unwrap();
@@ -112,7 +112,7 @@ async fn manifest_put_answered_503_after_the_server_applied_it_is_success_over_s
     let outcome = tiered.offload().await.unwrap();
     assert_eq!(failed.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(outcome.manifest_seq, 1);
-    assert_eq!(shard.base_offset(), outcome.local_start);
+    assert_eq!(shard.offsets().base, outcome.local_start);
     assert_eq!(tiered.remote_range(), 0..outcome.local_start);
     let mut at = 0;
     while at < 100 {

@@ -142,7 +142,7 @@ async fn rot_in_a_later_part_aborts_the_upload_and_keeps_the_segment_local() {
         "{:?}",
         objects(&store).await
     );
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
     assert_eq!(shard.segments()[0].extent, first.extent);
 }
 
@@ -162,7 +162,7 @@ async fn rot_in_a_segment_within_one_part_sends_nothing() {
         .unwrap();
     assert_rot_refused(tiered.offload().await, position);
     assert!(objects(&store).await.is_empty());
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
 }
 
 #[tokio::test]
@@ -202,5 +202,5 @@ async fn a_local_segment_cut_short_of_its_extent_is_not_offloaded() {
     assert_eq!(parts.parts().aborted, 1);
     assert!(objects(&store).await.is_empty());
     assert_eq!(tiered.remote_range(), 0..0);
-    assert_eq!(shard.base_offset(), 0);
+    assert_eq!(shard.offsets().base, 0);
 }

@@ -30,9 +30,10 @@ pub fn payload(offset: u64) -> Vec<u8> {
 /// Appends `n` records, timestamps 1_000 + offset.
 pub fn fill(shard: &Shard, n: u64) {
     for _ in 0..n {
-        let offset = shard.next_offset();
+        let offset = shard.offsets().written;
         shard
             .append(&[Record::new(1_000 + offset, payload(offset))])
+            .wait()
             .unwrap();
     }
 }

@@ -28,6 +28,7 @@ pub fn shard(dir: &std::path::Path, records: u64) -> Arc<Shard> {
     for offset in 0..records {
         shard
             .append(&[Record::new(offset, payload(offset))])
+            .wait()
             .unwrap();
     }
     assert!(shard.segments().len() >= 2, "the first segment is sealed");
