@@ -17,11 +17,12 @@ fn root() -> tempfile::TempDir {
         preallocate: Preallocation::Off,
         ..StoreConfig::default()
     };
-    let store = Store::open(root.path(), config).unwrap();
+    let store = Store::options(root.path()).config(config).open().unwrap();
     let exact = ShardKey::new("ünï", "default", "a/b \"c\"", 7);
     let shard = store.create_shard(&exact).unwrap();
     shard
         .append(&[Record::new(1, "one"), Record::new(2, "two")])
+        .wait()
         .unwrap();
     let damaged = ShardKey::new("acme", "default", "orders", 1);
     store.create_shard(&damaged).unwrap();

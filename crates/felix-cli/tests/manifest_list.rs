@@ -28,7 +28,7 @@ fn offloaded_twice() -> (tempfile::TempDir, PathBuf, String, Vec<u64>) {
         preallocate: Preallocation::Off,
         ..StoreConfig::default()
     };
-    let store = Store::open(&root, config).unwrap();
+    let store = Store::options(&root).config(config).open().unwrap();
     let shard = store.create_shard(&key()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -54,6 +54,7 @@ fn offloaded_twice() -> (tempfile::TempDir, PathBuf, String, Vec<u64>) {
             let payload = format!("record-{offset:033}");
             shard
                 .append(&[Record::new(1_000 + offset, payload)])
+                .wait()
                 .unwrap();
         }
         let outcome = rt.block_on(tiered.offload()).unwrap();

@@ -133,7 +133,7 @@ fn recover_interop_torn_tail_cuts_only_the_torn_record() {
 fn recover_locked_shard_exits_2_and_modifies_nothing() {
     let (root, dir) = fixture_copy("damaged/Truncated");
     // Created before the snapshot: holding the lock creates its file.
-    let lock = felix_storage::ShardLock::acquire(&felix_io::FileSystem::os(), &dir).unwrap();
+    let lock = felix_storage::lock::ShardLock::acquire(&felix_io::FileSystem::os(), &dir).unwrap();
     let before = files(root.path());
     let result = run(["recover", s(&dir)]);
     assert_eq!(result.code, 2, "{}", result.stdout);
@@ -156,8 +156,7 @@ const HELD_BY_A_STORE: &str = "felix-store: the store root [DIR] is held by a ru
 fn recover_shard_of_a_running_store_exits_2_and_modifies_nothing() {
     let (root, dir) = fixture_copy("damaged/Truncated");
     assert_eq!(dir.parent(), Some(root.path()));
-    let store =
-        felix_storage::Store::open(root.path(), felix_storage::StoreConfig::default()).unwrap();
+    let store = felix_storage::Store::options(root.path()).open().unwrap();
     let before = files(root.path());
     let result = run(["recover", s(&dir)]);
     assert_eq!(result.code, 2, "{}", result.stdout);
@@ -178,8 +177,7 @@ fn recover_shard_of_a_running_store_exits_2_and_modifies_nothing() {
 #[test]
 fn recover_clean_shard_of_a_running_store_is_refused_even_for_a_dry_run() {
     let (root, dir) = fixture_copy("small-shard");
-    let store =
-        felix_storage::Store::open(root.path(), felix_storage::StoreConfig::default()).unwrap();
+    let store = felix_storage::Store::options(root.path()).open().unwrap();
     let before = files(root.path());
     for args in [
         vec!["recover", s(&dir)],
@@ -252,7 +250,7 @@ fn recover_sealed_rot_says_what_it_did_not_check_and_names_verify() {
             let batch: Vec<_> = (first..first + 2)
                 .map(|o| felix_storage::Record::new(1_000 + o, common::reference_payload(o, 100)))
                 .collect();
-            shard.append(&batch).unwrap();
+            shard.append(&batch).wait().unwrap();
         }
         shard.close().unwrap();
     }

@@ -34,12 +34,13 @@ fn offloaded() -> (tempfile::TempDir, PathBuf, PathBuf) {
         preallocate: Preallocation::Off,
         ..StoreConfig::default()
     };
-    let store = Store::open(&root, config).unwrap();
+    let store = Store::options(&root).config(config).open().unwrap();
     let shard = store.create_shard(&key()).unwrap();
     for offset in 0..120u64 {
         let payload = format!("record-{offset:033}");
         shard
             .append(&[Record::new(1_000 + offset, payload)])
+            .wait()
             .unwrap();
     }
     let rt = tokio::runtime::Builder::new_current_thread()

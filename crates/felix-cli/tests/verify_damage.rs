@@ -45,7 +45,7 @@ fn build_shard() -> (tempfile::TempDir, PathBuf, Vec<Rec>) {
             let batch: Vec<_> = (first..first + 2)
                 .map(|o| Record::new(1_000 + o, common::reference_payload(o, 100)))
                 .collect();
-            shard.append(&batch).unwrap();
+            shard.append(&batch).wait().unwrap();
         }
     }
     let dump = run(["dump", "--json", "--payload", "hex", s(&dir)]);

@@ -152,7 +152,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         for receipt in receipts {
             acks.push(receipt);
         }
-        acks.flush(shard.durable_offset(), out)?;
+        acks.flush(shard.offsets().durable, out)?;
     }
     let appends_per_sync = appends_per_sync(log.fsync, &before, &after);
     latencies.sort_unstable();
@@ -179,7 +179,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         },
     }))?;
     if log.clean_shutdown {
-        let next_offset = shard.next_offset();
+        let next_offset = shard.offsets().written;
         drop(shard);
         out.json(&json!({"event": "closed", "next_offset": next_offset}))?;
     }
@@ -219,7 +219,7 @@ fn append_n(
             })
             .collect();
         let started = Instant::now();
-        let receipt = shard.append(&records)?;
+        let receipt = shard.append(&records).wait()?;
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if let Some(m) = measured.as_deref_mut() {
             m.latencies_nanos.push(nanos);

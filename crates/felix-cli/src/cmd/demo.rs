@@ -87,13 +87,13 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         SEGMENT_BYTES / 1024,
         INDEX_SPACING_BYTES / 1024
     ))?;
-    let store = Store::open(&root, config)?;
+    let store = Store::options(&root).config(config).open()?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
         .map(|k| store.create_shard(k))
         .collect::<Result<_, _>>()?;
     for (key, shard) in keys.iter().zip(&shards) {
-        out.line(format!("   {}/ (shard {key})", shard.label()))?;
+        out.line(format!("   {}/ (shard {key})", dir_name(shard)))?;
     }
 
     out.line("")?;
@@ -131,11 +131,11 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     for shard in &shards {
         out.line(format!(
             "   {}: offsets {}..{}, {} segments, durable up to {}",
-            shard.label(),
-            shard.base_offset(),
-            shard.next_offset(),
-            shard.segment_count(),
-            shard.durable_offset()
+            dir_name(shard),
+            shard.offsets().base,
+            shard.offsets().written,
+            shard.segments().len(),
+            shard.offsets().durable
         ))?;
     }
 
@@ -144,7 +144,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let read = Instant::now();
     let mut checked = 0;
     for shard in &shards {
-        checked += check_shard(shard, 0..shard.next_offset())?;
+        checked += check_shard(shard, 0..shard.offsets().written)?;
     }
     out.line(format!(
         "   {checked} records, all intact and in order: {}",
@@ -154,11 +154,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     // The crash: close the store, then append to one shard without a sync —
     // records never acknowledged, as a writer mid-batch would have — and
     // cut its newest segment inside the last of them.
-    let victim = shards
-        .first()
-        .map(|s| s.label().to_owned())
-        .unwrap_or_default();
-    let acked = shards.first().map_or(0, |s| s.durable_offset());
+    let victim = shards.first().map(|s| dir_name(s)).unwrap_or_default();
+    let acked = shards.first().map_or(0, |s| s.offsets().durable);
     drop(shards);
     store.close()?;
     drop(store);
@@ -191,7 +188,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
 
     out.line("")?;
     out.line("6. reopen the store; recovery runs as each shard opens")?;
-    let store = Store::open(&root, config)?;
+    let store = Store::options(&root).config(config).open()?;
     let shards: Vec<Arc<Shard>> = keys
         .iter()
         .map(|k| store.open_shard(k))
@@ -199,14 +196,14 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     for shard in &shards {
         let stats = shard.stats();
         for action in &stats.recovery_actions {
-            out.line(format!("   {}: done: {action}", shard.label()))?;
+            out.line(format!("   {}: done: {action}", dir_name(shard)))?;
         }
         out.line(format!(
             "   {}: opened in {}, offsets {}..{}, {} recovery action{}",
-            shard.label(),
+            dir_name(shard),
             duration(stats.recovery_time),
-            shard.base_offset(),
-            shard.next_offset(),
+            shard.offsets().base,
+            shard.offsets().written,
             stats.recovery_actions.len(),
             if stats.recovery_actions.len() == 1 {
                 ""
@@ -215,12 +212,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             }
         ))?;
     }
-    let Some(victim_shard) = shards.iter().find(|s| s.label() == victim) else {
+    let Some(victim_shard) = shards.iter().find(|s| dir_name(s) == victim) else {
         return Err(CliError::Usage(format!(
             "shard {victim} vanished on reopen"
         )));
     };
-    let survived = check_shard(victim_shard, 0..victim_shard.next_offset())?;
+    let survived = check_shard(victim_shard, 0..victim_shard.offsets().written)?;
     out.line(format!(
         "   {victim}: every acknowledged record (offsets 0..{acked}) is there and checks; {} of the {UNACKED_RECORDS} unacknowledged records survived, the torn one was dropped",
         survived - acked
@@ -283,9 +280,18 @@ fn append_thread(shard: &Shard, t: u32) -> Result<(), CliError> {
                 )
             })
             .collect();
-        shard.append(&records)?;
+        shard.append(&records).wait()?;
     }
     Ok(())
+}
+
+/// The name of `shard`'s directory, as the demo shows it: a store labels a
+/// shard by its key, which the demo prints beside it.
+fn dir_name(shard: &Shard) -> String {
+    shard
+        .dir()
+        .file_name()
+        .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
 }
 
 /// Reads `range` through the run read and checks every payload, and that
@@ -303,7 +309,7 @@ fn check_shard(shard: &Shard, range: std::ops::Range<u64>) -> Result<u64, CliErr
             let Some((writer, seq)) = parse_payload(record.payload) else {
                 return Err(CliError::Usage(format!(
                     "shard {}: offset {} holds a payload the demo did not write",
-                    shard.label(),
+                    dir_name(shard),
                     record.offset
                 )));
             };
@@ -311,7 +317,7 @@ fn check_shard(shard: &Shard, range: std::ops::Range<u64>) -> Result<u64, CliErr
             if seq != *expected {
                 return Err(CliError::Usage(format!(
                     "shard {}: offset {} is writer {writer}'s record {seq}, expected {expected}",
-                    shard.label(),
+                    dir_name(shard),
                     record.offset
                 )));
             }
@@ -338,7 +344,7 @@ fn crash(dir: &Path, label: &str, config: StoreConfig) -> Result<(u64, u64, u64)
         let records: Vec<Record> = (0..UNACKED_RECORDS)
             .map(|i| Record::new(crate::cmd::log_args::now_micros(), payload(CRASH_WRITER, i)))
             .collect();
-        shard.append(&records)?;
+        shard.append(&records).wait()?;
         // Dropped without a sync: the bytes are in the page cache and the
         // file, as they would be when the process died.
     }

@@ -3,7 +3,7 @@
 //! run time: opening the shard and printing acks.
 //!
 //! An ack always means durable: whatever the fsync policy, a batch is
-//! acknowledged only once `Shard::durable_offset` covers it. With
+//! acknowledged only once `Shard::offsets().durable` covers it. With
 //! `on_commit` that is when the append returns; with `periodic` after the
 //! next background sync; with `none` only at a clean shutdown's final sync
 //! (or never, without `--clean-shutdown`).
@@ -195,7 +195,7 @@ impl Acks {
         self.pending.push_back(receipt);
     }
 
-    /// Prints an ack line for every pending batch `durable_offset` covers.
+    /// Prints an ack line for every pending batch the durable offset covers.
     pub(crate) fn flush(&mut self, durable_offset: u64, out: &mut Out) -> Result<(), CliError> {
         while let Some(receipt) = self.pending.front() {
             if receipt.last_offset >= durable_offset {

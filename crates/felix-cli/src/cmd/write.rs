@@ -32,7 +32,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let log = args.log;
     log.check()?;
     let shard = log.open()?;
-    let start_offset = shard.next_offset();
+    let start_offset = shard.offsets().written;
     out.json(&json!({
         "event": "opened",
         "dir": log.dir.display().to_string(),
@@ -51,7 +51,7 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         // One writer holds the shard's lock, so the offsets this batch will
         // get are known before it is appended, and the payloads can carry
         // them.
-        let first = shard.next_offset();
+        let first = shard.offsets().written;
         let timestamp = now_micros();
         // `count` records, even where their offsets would pass the end of
         // the offset space: the shard refuses such a batch whole, before a
@@ -60,11 +60,11 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             .map(|i| first.wrapping_add(i))
             .map(|offset| Record::new(timestamp, reference_payload(offset, log.payload_bytes)))
             .collect();
-        let receipt = shard.append(&batch)?;
+        let receipt = shard.append(&batch).wait()?;
         debug_assert_eq!(receipt.first_offset, first);
         if log.report_acks {
             acks.push(receipt);
-            acks.flush(shard.durable_offset(), out)?;
+            acks.flush(shard.offsets().durable, out)?;
         }
         remaining -= count;
         bar.inc(count);
@@ -78,21 +78,21 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         shard.close()?;
     }
     if log.report_acks {
-        acks.flush(shard.durable_offset(), out)?;
+        acks.flush(shard.offsets().durable, out)?;
     }
     out.json(&json!({
         "event": "finished",
         "records": log.records,
         "first_offset": start_offset,
-        "next_offset": shard.next_offset(),
-        "durable_offset": shard.durable_offset(),
+        "next_offset": shard.offsets().written,
+        "durable_offset": shard.offsets().durable,
         "elapsed_seconds": round(seconds(elapsed), 6),
         "records_per_second": round(log.records as f64 / seconds(elapsed).max(1e-9), 1),
         "appends_per_sync": round(appends_per_sync(log.fsync, &before, &after), 3),
     }))?;
     if log.clean_shutdown {
-        let next_offset = shard.next_offset();
-        let durable_offset = shard.durable_offset();
+        let next_offset = shard.offsets().written;
+        let durable_offset = shard.offsets().durable;
         // Dropping the last handle releases the shard's lock.
         drop(shard);
         out.json(&json!({
