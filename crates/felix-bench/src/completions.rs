@@ -1,7 +1,7 @@
 //! `append-async felix`: one thread keeping `--in-flight` appends in flight
-//! through [`Shard::append_async`]'s futures, awaiting the oldest each time
-//! (completions of a shard resolve in offset order) with the smallest
-//! executor there is: the futures need only a `Waker`.
+//! through the futures of [`felix_storage::Append::submit`], awaiting the
+//! oldest each time (completions of a shard resolve in offset order) with
+//! the smallest executor there is: the futures need only a `Waker`.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -117,7 +117,8 @@ fn run(
             let count = remaining.min(batch.len() as u64) as usize;
             next += 1;
             let append = shard
-                .append_async(&batch[..count])
+                .append(&batch[..count])
+                .submit()
                 .map_err(|e| e.to_string())?;
             pending.push_back((Instant::now(), append));
             remaining -= count as u64;

@@ -64,7 +64,7 @@ pub fn follow(args: &Args) -> Result<Measurement> {
                     .map(|i| Record::new(next + i, payload.clone()))
                     .collect();
                 let due = Instant::now() + interval;
-                shard.append(&batch).map_err(err)?;
+                shard.append(&batch).wait().map_err(err)?;
                 let at = started.elapsed().as_nanos() as u64;
                 for slot in acked.iter().skip(next as usize).take(n as usize) {
                     slot.store(at.max(1), Ordering::Release);
@@ -85,7 +85,8 @@ pub fn follow(args: &Args) -> Result<Measurement> {
             waits += 1;
             let entered = now();
             match shard
-                .wait_readable(next, ReadBound::Committed, Duration::from_secs(30))
+                .wait_readable(next, ReadBound::Committed)
+                .wait_timeout(Duration::from_secs(30))
                 .map_err(err)?
             {
                 Tail::Readable { .. } => {}
@@ -108,7 +109,9 @@ pub fn follow(args: &Args) -> Result<Measurement> {
                 wakeups.push(Duration::from_nanos(woke.saturating_sub(ack)));
             }
         }
-        let got = shard.read(next, 1 << 20).map_err(err)?;
+        let got = shard
+            .read(next, 1 << 20, ReadBound::Committed)
+            .map_err(err)?;
         reads += 1;
         if got.is_empty() {
             empty_reads += 1;
@@ -170,6 +173,7 @@ pub fn shards_du(args: &Args) -> Result<Measurement> {
             .map_err(err)?;
         shard
             .append(&[Record::now(format!("the one record of shard {i}"))])
+            .wait()
             .map_err(err)?;
         shard.close().map_err(err)?;
     }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use felix_format::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, record_encoded_len};
 use felix_recovery::{ScanDepth, ScanStart, scan_segment};
 use felix_segment::SegmentFile;
-use felix_storage::{Durability, Preallocation, Record, Shard, StoreConfig};
+use felix_storage::{Durability, Preallocation, ReadBound, Record, Shard, StoreConfig};
 use serde_json::json;
 
 use crate::args::Args;
@@ -222,11 +222,11 @@ pub(crate) fn append_n(
         match latencies.as_deref_mut() {
             Some(l) => {
                 let started = Instant::now();
-                shard.append(records).map_err(err)?;
+                shard.append(records).wait().map_err(err)?;
                 l.push(started.elapsed());
             }
             None => {
-                shard.append(records).map_err(err)?;
+                shard.append(records).wait().map_err(err)?;
             }
         }
         remaining -= count as u64;
@@ -292,8 +292,8 @@ pub fn fill(
     append_n(&shard, &pool, records, batch.max(1), None)?;
     shard.sync().map_err(err)?;
     Ok((
-        shard.next_offset() - shard.base_offset(),
-        shard.segment_count(),
+        shard.offsets().written - shard.offsets().base,
+        shard.segments().len(),
     ))
 }
 
@@ -387,9 +387,9 @@ pub fn seq_read_runs(args: &Args) -> Result<Measurement> {
     let max_bytes: u64 = args.get("max-bytes", 1u64 << 20)?;
     let shard = open_for_reads(&dir)?;
     crate::warm_page_cache(&dir).map_err(err)?;
-    let end = shard.next_offset();
+    let end = shard.offsets().written;
     let started = Instant::now();
-    let mut offset = shard.base_offset();
+    let mut offset = shard.offsets().base;
     let (mut bytes, mut records, mut sink) = (0u64, 0u64, 0u64);
     while offset < end {
         let runs = shard
@@ -421,13 +421,15 @@ pub fn seq_read(args: &Args) -> Result<Measurement> {
     let max_bytes: u64 = args.get("max-bytes", 1u64 << 20)?;
     let shard = open_for_reads(&dir)?;
     crate::warm_page_cache(&dir).map_err(err)?;
-    let end = shard.next_offset();
+    let end = shard.offsets().written;
     let started = Instant::now();
-    let mut offset = shard.base_offset();
+    let mut offset = shard.offsets().base;
     let mut bytes = 0u64;
     let mut records = 0u64;
     while offset < end {
-        let batch = shard.read(offset, max_bytes).map_err(err)?;
+        let batch = shard
+            .read(offset, max_bytes, ReadBound::Committed)
+            .map_err(err)?;
         let Some(last) = batch.last() else { break };
         offset = last.offset + 1;
         records += batch.len() as u64;
@@ -465,18 +467,20 @@ pub fn random_read(args: &Args) -> Result<Measurement> {
     let reads: usize = args.get("reads", 100_000usize)?;
     let shard = open_for_reads(&dir)?;
     crate::warm_page_cache(&dir).map_err(err)?;
-    let offsets = random_offsets(reads, shard.base_offset(), shard.next_offset(), 7);
+    let offsets = random_offsets(reads, shard.offsets().base, shard.offsets().written, 7);
     // Open every sealed segment's file and index before measuring: a first
     // touch is the open scenario's cost, not a read's.
     for s in shard.segments() {
-        shard.read(s.extent.base_offset, 1).map_err(err)?;
+        shard
+            .read(s.extent.base_offset, 1, ReadBound::Committed)
+            .map_err(err)?;
     }
     let mut latencies = Latencies::with_capacity(reads);
     let mut bytes = 0u64;
     let started = Instant::now();
     for &offset in &offsets {
         let t = Instant::now();
-        let got = shard.read(offset, 1).map_err(err)?;
+        let got = shard.read(offset, 1, ReadBound::Committed).map_err(err)?;
         latencies.push(t.elapsed());
         let record = got.first().ok_or("read returned nothing")?;
         if record.offset != offset {
@@ -488,7 +492,7 @@ pub fn random_read(args: &Args) -> Result<Measurement> {
     let mut m = Measurement::new(
         "random-read",
         "felix",
-        json!({"shard_records": shard.next_offset()}),
+        json!({"shard_records": shard.offsets().written}),
     );
     m.records = reads as u64;
     m.bytes = bytes;
@@ -542,22 +546,22 @@ pub fn open(args: &Args) -> Result<Measurement> {
     let mut m = Measurement::new(
         "open",
         "felix",
-        json!({"segments": shard.segment_count() - 1}),
+        json!({"segments": shard.segments().len() - 1}),
     );
-    m.records = shard.next_offset() - shard.base_offset();
+    m.records = shard.offsets().written - shard.offsets().base;
     m.elapsed = elapsed;
     m.notes
         .insert("rss_after_open_bytes".into(), json!(rss_after));
     m.notes
         .insert("rss_before_open_bytes".into(), json!(rss_before));
     m.notes
-        .insert("segment_files".into(), json!(shard.segment_count()));
+        .insert("segment_files".into(), json!(shard.segments().len()));
     Ok(m)
 }
 
 /// The largest segment a store accepts: a newest segment filled under it
 /// never rolls.
-const UNBOUNDED: u64 = felix_storage::MAX_SEGMENT_SIZE_BYTES;
+const UNBOUNDED: u64 = felix_storage::limits::MAX_SEGMENT_SIZE_BYTES;
 
 /// `prepare-crash felix`: `--sealed` sealed segments of about
 /// `--segment-bytes` each, then a newest segment of `--newest-bytes`.
@@ -639,7 +643,7 @@ pub fn crash_open(args: &Args) -> Result<Measurement> {
         "felix",
         json!({"newest_bytes": newest_len, "shard_bytes": total, "segments": paths.len()}),
     );
-    m.records = shard.next_offset() - shard.base_offset();
+    m.records = shard.offsets().written - shard.offsets().base;
     m.bytes = newest_len;
     m.elapsed = elapsed;
     m.notes.insert("recovery_actions".into(), json!(actions));

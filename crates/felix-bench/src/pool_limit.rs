@@ -120,7 +120,10 @@ pub fn commit(args: &Args) -> Result<Measurement> {
 /// gives it back).
 fn segment_files(root: &Path, shards: usize, args: &Args) -> Result<(Vec<Segment>, Vec<u64>)> {
     crate::fresh_dir(root).map_err(err)?;
-    let store = Store::open(root, config(args)?).map_err(err)?;
+    let store = Store::options(root)
+        .config(config(args)?)
+        .open()
+        .map_err(err)?;
     for i in 0..shards {
         store.create_shard(&key(i as u64)).map_err(err)?;
     }

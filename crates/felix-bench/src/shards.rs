@@ -149,6 +149,7 @@ pub fn prepare(args: &Args) -> Result<Measurement> {
         let shard = store.create_shard(&key(i)).map_err(err)?;
         shard
             .append(&[Record::new(i, payload.clone())])
+            .wait()
             .map_err(err)?;
         // One at a time: a store keeps every open shard's files open.
         store.close_shard(&key(i)).map_err(err)?;
@@ -169,7 +170,7 @@ pub fn prepare(args: &Args) -> Result<Measurement> {
 
 /// `shards-open felix`: opens the store prepared by `prepare-shards`, then
 /// each of its `--shards` shards, reading one record from each; timed from
-/// `Store::open` to the last read. Reports the resident memory and the
+/// the store's open to the last read. Reports the resident memory and the
 /// descriptors held after the last read.
 pub fn open(args: &Args) -> Result<Measurement> {
     let shards: u64 = args.get("shards", 10_000u64)?;
@@ -181,7 +182,7 @@ pub fn open(args: &Args) -> Result<Measurement> {
     let keys = keys(shards);
     let started = Instant::now();
     let config = config(args)?;
-    let store = Store::open(&root, config).map_err(err)?;
+    let store = Store::options(&root).config(config).open().map_err(err)?;
     let mut bytes = 0u64;
     for key in &keys {
         let shard = store.open_shard(key).map_err(err)?;
@@ -251,7 +252,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     config.max_open_shards = args.get("max-open-shards", config.max_open_shards)?;
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
-    let store = Store::open(&root, config).map_err(err)?;
+    let store = Store::options(&root).config(config).open().map_err(err)?;
     let payload = bytes::Bytes::from(crate::data::xorshift_bytes(5, 128));
     let next = AtomicU64::new(0);
     let peak_fds = AtomicU64::new(0);
@@ -274,6 +275,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
                         let shard = store.open_shard(&keys[i as usize]).map_err(err)?;
                         shard
                             .append(&[Record::new(i, payload.clone())])
+                            .wait()
                             .map_err(err)?;
                         drop(shard);
                         latencies.push(at.elapsed());
@@ -407,7 +409,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     let root = root(args)?.with_file_name("commit-store");
     crate::fresh_dir(&root).map_err(err)?;
     let config = config(args)?;
-    let store = Store::open(&root, config).map_err(err)?;
+    let store = Store::options(&root).config(config).open().map_err(err)?;
     let handles = (0..shards)
         .map(|i| store.create_shard(&key(i)).map_err(err))
         .collect::<Result<Vec<_>>>()?;
@@ -428,6 +430,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
                         let at = Instant::now();
                         shard
                             .append(&[Record::new(k, payload.clone())])
+                            .wait()
                             .map_err(err)?;
                         latencies.push(at.elapsed());
                         if t == 0 && k % 256 == 0 {

@@ -1,6 +1,6 @@
 //! The many-shards appends in the futures form (`--form futures`, the
 //! default): one thread keeps `--in-flight` on-commit appends in flight
-//! through [`felix_storage::Shard::append_async`], polling whichever was
+//! through [`felix_storage::Append::submit`], polling whichever was
 //! woken and refilling its place at once, as a broker's event loop would.
 
 use std::future::Future;
@@ -111,7 +111,8 @@ fn drive(
                 .open_shard(&keys[(k % keys.len() as u64) as usize])
                 .map_err(err)?;
             let append = shard
-                .append_async(&[Record::new(k, payload.clone())])
+                .append(&[Record::new(k, payload.clone())])
+                .submit()
                 .map_err(err)?;
             slots[slot] = Some((at, append));
             if k % 256 == 0 {
@@ -155,7 +156,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     config.max_open_shards = args.get("max-open-shards", config.max_open_shards)?;
     crate::warm_page_cache(&root).map_err(err)?;
     let fds_before = open_descriptors();
-    let store = Store::open(&root, config).map_err(err)?;
+    let store = Store::options(&root).config(config).open().map_err(err)?;
     let keys = keys(shards);
     let started = Instant::now();
     let (latencies, fds, threads) = drive(&store, shards, in_flight, FD_SAMPLE_EVERY, &keys)?;
@@ -195,7 +196,7 @@ pub fn commit(args: &Args) -> Result<Measurement> {
     let root = root(args)?.with_file_name("commit-store");
     crate::fresh_dir(&root).map_err(err)?;
     let config = config(args)?;
-    let store = Store::open(&root, config).map_err(err)?;
+    let store = Store::options(&root).config(config).open().map_err(err)?;
     let handles = (0..shards)
         .map(|i| store.create_shard(&key(i)).map_err(err))
         .collect::<Result<Vec<_>>>()?;

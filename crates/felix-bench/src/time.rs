@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use felix_format::RECORD_HEADER_LEN;
+use felix_storage::ReadBound;
 use serde_json::json;
 
 use crate::args::Args;
@@ -25,9 +26,9 @@ pub fn time_lookup(args: &Args) -> Result<Measurement> {
     let lookups: usize = args.get("lookups", 100_000usize)?;
     let shard = open_for_reads(&dir)?;
     crate::warm_page_cache(&dir).map_err(err)?;
-    let (base, end) = (shard.base_offset(), shard.next_offset());
+    let (base, end) = (shard.offsets().base, shard.offsets().written);
     let oldest = shard
-        .read(base, 1)
+        .read(base, 1, ReadBound::Committed)
         .map_err(err)?
         .first()
         .map(|r| r.timestamp_micros)
@@ -41,9 +42,13 @@ pub fn time_lookup(args: &Args) -> Result<Measurement> {
     // Load every sealed segment's file, index and time index before
     // measuring: a first touch is the open's cost, not a lookup's.
     for s in shard.segments() {
-        shard.read(s.extent.base_offset, 1).map_err(err)?;
+        shard
+            .read(s.extent.base_offset, 1, ReadBound::Committed)
+            .map_err(err)?;
         if let Some(max) = s.max_timestamp_micros {
-            shard.offset_for_timestamp(max).map_err(err)?;
+            shard
+                .offset_for_timestamp(max, ReadBound::Committed)
+                .map_err(err)?;
         }
     }
     let span = newest.saturating_sub(oldest).max(1);
@@ -59,7 +64,9 @@ pub fn time_lookup(args: &Args) -> Result<Measurement> {
     let started = Instant::now();
     for (&t, &offset) in stamps.iter().zip(&offsets) {
         let at = Instant::now();
-        let hit = shard.offset_for_timestamp(t).map_err(err)?;
+        let hit = shard
+            .offset_for_timestamp(t, ReadBound::Committed)
+            .map_err(err)?;
         lookup_latencies.push(at.elapsed());
         let hit = hit.ok_or_else(|| format!("no record at or after timestamp {t}"))?;
         if hit.timestamp_micros < t {
@@ -67,7 +74,7 @@ pub fn time_lookup(args: &Args) -> Result<Measurement> {
         }
         found += 1;
         let at = Instant::now();
-        let got = shard.read(offset, 1).map_err(err)?;
+        let got = shard.read(offset, 1, ReadBound::Committed).map_err(err)?;
         read_latencies.push(at.elapsed());
         let record = got.first().ok_or("read returned nothing")?;
         bytes += RECORD_HEADER_LEN as u64 + record.payload.len() as u64;
