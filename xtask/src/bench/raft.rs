@@ -5,7 +5,7 @@
 //! writes in flight. felix-bench cannot depend on felix-raft, so each run
 //! is a process of felix-raft's `raft_bench` example. Beside them, the
 //! limit measured in the same run: one felix shard with as many
-//! `append_async` in flight (`felix-bench append-async`), and, for one
+//! `append(..).submit()` in flight (`felix-bench append-async`), and, for one
 //! write in flight, one `write` + `fdatasync` per record.
 
 use super::scenarios::{
@@ -49,7 +49,7 @@ fn p50_at_most(against: &'static str) -> Target {
 }
 
 /// The one-shard limit of `writers` writes in flight: a felix shard with
-/// as many `append_async` in flight from one thread, `entries` records of
+/// as many `append(..).submit()` in flight from one thread, `entries` records of
 /// the same 128 B.
 const LIMIT_ASYNC: &str = "limit-async";
 /// One `write` + `fdatasync` per record, one thread.

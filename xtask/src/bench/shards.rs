@@ -18,7 +18,7 @@ const MAX_OPEN_SHARDS: f64 = 1_024.0;
 const PER_SHARD_DESCRIPTORS: f64 = 4.0;
 
 /// The store's default sync pool: sixteen times the available
-/// parallelism, 16 to 64 (`felix_storage::default_sync_threads`).
+/// parallelism, 16 to 64 (`felix_storage::limits::default_sync_threads`).
 fn default_sync_threads() -> f64 {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     (16 * cores).clamp(16, 64) as f64
