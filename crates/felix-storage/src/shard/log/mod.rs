@@ -38,6 +38,8 @@ mod append;
 mod clean;
 mod close;
 mod combine;
+#[cfg(test)]
+mod combine_tests;
 mod cut;
 mod read;
 mod replace;
