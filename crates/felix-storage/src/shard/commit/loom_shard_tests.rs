@@ -31,7 +31,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 
 use felix_format::record_encoded_len;
 use felix_io::FileSystem;
@@ -114,7 +114,7 @@ fn batch() -> [Record; 1] {
 
 /// A blocking append through the real path, checked on its return.
 fn append(fixture: &Fixture) -> AppendReceipt {
-    let receipt = fixture.shard.append(&batch()).unwrap();
+    let receipt = fixture.shard.append(&batch()).wait().unwrap();
     fixture.check_acked(&receipt);
     receipt
 }
@@ -304,9 +304,9 @@ fn loom_shard_failed_sync_fails_every_append_it_covered() {
         });
         let other = {
             let fixture = Arc::clone(&fixture);
-            loom::thread::spawn(move || fixture.shard.append(&batch()))
+            loom::thread::spawn(move || fixture.shard.append(&batch()).wait())
         };
-        let mine = fixture.shard.append(&batch());
+        let mine = fixture.shard.append(&batch()).wait();
         let theirs = other.join().unwrap();
         let failed = [&mine, &theirs]
             .iter()
