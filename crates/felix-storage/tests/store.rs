@@ -79,12 +79,16 @@ fn store_open_shard_of_a_key_without_directory_is_not_found_and_creates_nothing(
         .unwrap();
     let typo = ShardKey::new("acme", "default", "ordres", 0);
     let err = store.open_shard(&typo).unwrap_err();
-    let StorageError::ShardNotFound { shard, dir } = &err else {
+    let StorageError::ShardNotFound { shard, key, dir } = &err else {
         panic!("{err:?}");
     };
     assert_eq!(
-        (shard, dir),
-        (&typo.to_string(), &root.path().join(typo.dir_name()))
+        (&**shard, key.as_deref(), dir),
+        (
+            typo.to_string().as_str(),
+            Some(&typo),
+            &root.path().join(typo.dir_name())
+        )
     );
     assert_eq!(
         err.to_string(),
@@ -95,6 +99,24 @@ fn store_open_shard_of_a_key_without_directory_is_not_found_and_creates_nothing(
     );
     assert!(!dir.exists());
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
+}
+
+/// A shard directory opened alone has no key: its error names it by its
+/// label, and says so.
+#[test]
+fn shard_opened_alone_without_create_is_not_found_by_label_without_a_key() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("missing");
+    let err = felix_storage::Shard::options(&dir)
+        .label("orders-replica")
+        .create_if_missing(false)
+        .open()
+        .unwrap_err();
+    assert!(
+        matches!(&err, StorageError::ShardNotFound { shard, key: None, dir: d } if **shard == *"orders-replica" && *d == dir),
+        "{err:?}"
+    );
+    assert!(!dir.exists());
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Deleting a shard: held handles fail with `Closed`, the directory goes
+//! Deleting a shard: held handles fail with `ShardClosed`, the directory goes
 //! to a tombstone (durably) before anything in it is removed, the key is
 //! free at once, and an open of the store removes tombstones a crash left.
 //! (`power_loss_delete.rs` crashes a delete at every call.)
@@ -73,7 +73,7 @@ fn store_delete_shard_that_is_not_open_and_one_that_does_not_exist() {
     assert!(!root.path().join(key(0).dir_name()).exists());
     let err = store.delete_shard(&key(0)).unwrap_err();
     assert!(
-        matches!(&err, StorageError::ShardNotFound { shard, dir } if *shard == key(0).to_string() && *dir == root.path().join(key(0).dir_name())),
+        matches!(&err, StorageError::ShardNotFound { shard, key: Some(found), dir } if **shard == key(0).to_string() && **found == key(0) && *dir == root.path().join(key(0).dir_name())),
         "{err:?}"
     );
 }

@@ -228,7 +228,7 @@ fn a_store_opened_shards_errors_name_its_key() {
     let missing = ShardKey::new("acme", "default", "ordres", 0);
     let err = store.open_shard(&missing).unwrap_err();
     assert!(
-        matches!(&err, StorageError::ShardNotFound { shard, .. } if *shard == "acme/default/ordres/0"),
+        matches!(&err, StorageError::ShardNotFound { shard, key: Some(key), .. } if **shard == *"acme/default/ordres/0" && **key == missing),
         "{err:?}"
     );
 }

@@ -20,8 +20,8 @@ use super::StorageError;
 /// | [`StoreClosed`](StorageError::StoreClosed) | [`Reopen`](ErrorKind::Reopen) |
 /// | [`Io`](StorageError::Io) | [`Reopen`](ErrorKind::Reopen) |
 /// | [`Epochs`](StorageError::Epochs) | [`Reopen`](ErrorKind::Reopen) |
-/// | [`Segment`](StorageError::Segment) | by the segment error: an I/O failure or a stopped writer [`Reopen`](ErrorKind::Reopen), damage [`Fatal`](ErrorKind::Fatal), a refused batch or offset [`InvalidInput`](ErrorKind::InvalidInput), an exhausted offset space [`Fatal`](ErrorKind::Fatal) |
-/// | [`Recovery`](StorageError::Recovery) | by the recovery error: an I/O failure [`Reopen`](ErrorKind::Reopen), a key too long [`InvalidInput`](ErrorKind::InvalidInput), damage it may not repair or an entry that is no file [`Fatal`](ErrorKind::Fatal) |
+/// | [`Segment`](StorageError::Segment) | by the segment error (the next table) |
+/// | [`Recovery`](StorageError::Recovery) | by the recovery error (the table after it) |
 /// | [`EmptyBatch`](StorageError::EmptyBatch) | [`InvalidInput`](ErrorKind::InvalidInput) |
 /// | [`PayloadTooLarge`](StorageError::PayloadTooLarge) | [`InvalidInput`](ErrorKind::InvalidInput) |
 /// | [`ReplicaOffsetMismatch`](StorageError::ReplicaOffsetMismatch) | [`InvalidInput`](ErrorKind::InvalidInput) |
@@ -34,11 +34,32 @@ use super::StorageError;
 /// | [`ShardNotFound`](StorageError::ShardNotFound) | [`InvalidInput`](ErrorKind::InvalidInput) |
 /// | [`AlreadyExists`](StorageError::AlreadyExists) | [`InvalidInput`](ErrorKind::InvalidInput) |
 /// | [`KeyTooLong`](StorageError::KeyTooLong) | [`InvalidInput`](ErrorKind::InvalidInput) |
-/// | [`ShardLocked`](StorageError::ShardLocked) | [`Fatal`](ErrorKind::Fatal) |
-/// | [`StoreLocked`](StorageError::StoreLocked) | [`Fatal`](ErrorKind::Fatal) |
+/// | [`ShardLocked`](StorageError::ShardLocked) | [`Fatal`](ErrorKind::Fatal): another process (or store) holds the shard, and waiting will not free it; an operator looks at who |
+/// | [`StoreLocked`](StorageError::StoreLocked) | [`Fatal`](ErrorKind::Fatal): another process (or store) holds the root, and waiting will not free it; an operator looks at who |
 /// | [`KeyFileDisagrees`](StorageError::KeyFileDisagrees) | [`Fatal`](ErrorKind::Fatal) |
 /// | [`OffsetSpaceExhausted`](StorageError::OffsetSpaceExhausted) | [`Fatal`](ErrorKind::Fatal) |
 /// | [`SegmentIdsExhausted`](StorageError::SegmentIdsExhausted) | [`Fatal`](ErrorKind::Fatal) |
+///
+/// | segment error, in [`Segment`](StorageError::Segment) | kind |
+/// |---|---|
+/// | [`Io`](crate::recovery::SegmentError::Io) | [`Reopen`](ErrorKind::Reopen) |
+/// | [`Poisoned`](crate::recovery::SegmentError::Poisoned) | [`Reopen`](ErrorKind::Reopen) |
+/// | [`PayloadTooLarge`](crate::recovery::SegmentError::PayloadTooLarge) | [`InvalidInput`](ErrorKind::InvalidInput) |
+/// | [`EmptyBatch`](crate::recovery::SegmentError::EmptyBatch) | [`InvalidInput`](ErrorKind::InvalidInput) |
+/// | [`OffsetOutOfRange`](crate::recovery::SegmentError::OffsetOutOfRange) | [`Fatal`](ErrorKind::Fatal): a shard reads a segment only at offsets its own bounds place there, so this is an inconsistency inside it, not a bad request |
+/// | [`OffsetSpaceExhausted`](crate::recovery::SegmentError::OffsetSpaceExhausted) | [`Fatal`](ErrorKind::Fatal) |
+/// | [`Corrupt`](crate::recovery::SegmentError::Corrupt) | [`Fatal`](ErrorKind::Fatal) |
+/// | [`StaleIndex`](crate::recovery::SegmentError::StaleIndex) | [`Fatal`](ErrorKind::Fatal) |
+///
+/// | recovery error, in [`Recovery`](StorageError::Recovery) | kind |
+/// |---|---|
+/// | [`Io`](crate::recovery::RecoveryError::Io) | [`Reopen`](ErrorKind::Reopen) |
+/// | [`KeyTooLong`](crate::recovery::RecoveryError::KeyTooLong) | [`InvalidInput`](ErrorKind::InvalidInput) |
+/// | [`NotRegularFile`](crate::recovery::RecoveryError::NotRegularFile) | [`Fatal`](ErrorKind::Fatal) |
+/// | [`Unrepairable`](crate::recovery::RecoveryError::Unrepairable) | [`Fatal`](ErrorKind::Fatal) |
+///
+/// A segment or recovery error of a kind added later is
+/// [`Fatal`](ErrorKind::Fatal) until it is given a row.
 ///
 /// ```
 /// use felix_storage::{ErrorKind, ReadBound, Record, Retention, Shard, StoreConfig};
@@ -140,10 +161,10 @@ impl StorageError {
 fn segment_kind(err: &SegmentError) -> ErrorKind {
     match err {
         SegmentError::Io(_) | SegmentError::Poisoned { .. } => ErrorKind::Reopen,
-        SegmentError::PayloadTooLarge { .. }
-        | SegmentError::EmptyBatch
-        | SegmentError::OffsetOutOfRange { .. } => ErrorKind::InvalidInput,
-        // Damage, and anything new: an operator looks.
+        SegmentError::PayloadTooLarge { .. } | SegmentError::EmptyBatch => ErrorKind::InvalidInput,
+        // A shard asks a segment only for offsets its own bounds place
+        // there: out of range is an inconsistency inside the shard, not a
+        // request to fix. Damage, and anything new: an operator looks.
         _ => ErrorKind::Fatal,
     }
 }
@@ -164,8 +185,10 @@ mod tests {
     use std::sync::Arc;
 
     use felix_epochs::HistoryError;
-    use felix_format::{CorruptionKind, CorruptionSite, ShardKey};
-    use felix_io::IoError;
+    use felix_format::key_file::{KeyPart, KeyPartProblem};
+    use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
+    use felix_format::{CorruptionKind, CorruptionSite, IndexEntry, ShardKey};
+    use felix_io::{FileType, IoError, NotRegularFile};
     use felix_recovery::{RecoveryError, RepairPolicy};
     use felix_segment::SegmentError;
 
@@ -209,6 +232,75 @@ mod tests {
     }
 
     const VARIANTS: usize = 27;
+
+    /// The segment error's variant, for its row in the segment table.
+    fn segment_name(err: &SegmentError) -> &'static str {
+        match err {
+            SegmentError::Io(_) => "Io",
+            SegmentError::Poisoned { .. } => "Poisoned",
+            SegmentError::PayloadTooLarge { .. } => "PayloadTooLarge",
+            SegmentError::EmptyBatch => "EmptyBatch",
+            SegmentError::OffsetOutOfRange { .. } => "OffsetOutOfRange",
+            SegmentError::OffsetSpaceExhausted { .. } => "OffsetSpaceExhausted",
+            SegmentError::Corrupt { .. } => "Corrupt",
+            SegmentError::StaleIndex { .. } => "StaleIndex",
+            _ => "a segment error the tables do not name",
+        }
+    }
+
+    /// The recovery error's variant, for its row in the recovery table.
+    fn recovery_name(err: &RecoveryError) -> &'static str {
+        match err {
+            RecoveryError::Io(_) => "Io",
+            RecoveryError::KeyTooLong { .. } => "KeyTooLong",
+            RecoveryError::NotRegularFile { .. } => "NotRegularFile",
+            RecoveryError::Unrepairable { .. } => "Unrepairable",
+            _ => "a recovery error the tables do not name",
+        }
+    }
+
+    /// The first cell of the row that gives `err`'s kind: the variant's,
+    /// or for a segment or recovery error, the inner error's in its table.
+    fn row_label(err: &StorageError) -> String {
+        match err {
+            StorageError::Segment { source, .. } => {
+                let v = segment_name(source);
+                format!("[`{v}`](crate::recovery::SegmentError::{v})")
+            }
+            StorageError::Recovery(inner) => {
+                let v = recovery_name(inner);
+                format!("[`{v}`](crate::recovery::RecoveryError::{v})")
+            }
+            other => {
+                let v = name(other);
+                format!("[`{v}`](StorageError::{v})")
+            }
+        }
+    }
+
+    /// Every table row of `ErrorKind`'s documentation that names an error:
+    /// its first cell, and the rest of the line.
+    fn table_rows(doc: &str) -> Vec<(&str, &str)> {
+        doc.lines()
+            .filter_map(|line| line.strip_prefix("/// | "))
+            .filter(|row| row.starts_with("[`"))
+            .map(|row| row.split_once(" | ").expect("a row has two cells"))
+            .collect()
+    }
+
+    /// The kind a row's second cell names first (`[`Fatal`](ErrorKind::Fatal)...`).
+    fn kind_in(cell: &str) -> Option<ErrorKind> {
+        let (_, after) = cell.split_once("(ErrorKind::")?;
+        let (kind, _) = after.split_once(')')?;
+        Some(match kind {
+            "Retry" => Retry,
+            "ResetConsumer" => ResetConsumer,
+            "Reopen" => Reopen,
+            "InvalidInput" => InvalidInput,
+            "Fatal" => Fatal,
+            other => panic!("no kind {other}"),
+        })
+    }
 
     fn io() -> IoError {
         IoError::new(
@@ -330,7 +422,8 @@ mod tests {
             ),
             (
                 StorageError::ShardNotFound {
-                    shard: key.to_string(),
+                    shard: Arc::from(key.to_string()),
+                    key: Some(Box::new(key.clone())),
                     dir: dir.clone(),
                 },
                 InvalidInput,
@@ -368,7 +461,91 @@ mod tests {
                 },
                 InvalidInput,
             ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::PayloadTooLarge {
+                        index_in_batch: 0,
+                        len: 10,
+                        max: 5,
+                    },
+                },
+                InvalidInput,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::Poisoned {
+                        path: dir.join("00000000000000000000.log"),
+                        original: Arc::new(SegmentError::Io(io())),
+                    },
+                },
+                Reopen,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::OffsetOutOfRange {
+                        segment: 0,
+                        offset: 9,
+                        base_offset: 0,
+                        next_offset: 5,
+                    },
+                },
+                Fatal,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::OffsetSpaceExhausted {
+                        segment: 0,
+                        next_offset: u64::MAX - 1,
+                        records: 2,
+                    },
+                },
+                Fatal,
+            ),
+            (
+                StorageError::Segment {
+                    shard: shard(),
+                    source: SegmentError::StaleIndex {
+                        entry: IndexEntry {
+                            offset: 3,
+                            position: 96,
+                        },
+                        site: site.clone(),
+                        kind: CorruptionKind::SegmentMagic { found: 0 },
+                    },
+                },
+                Fatal,
+            ),
             (StorageError::Recovery(RecoveryError::Io(io())), Reopen),
+            (
+                StorageError::Recovery(RecoveryError::KeyTooLong {
+                    key: key.clone(),
+                    source: Box::new(SideFileError::new(
+                        SideFileKind::KeyFile,
+                        SideFileDefect::KeyPart {
+                            part: KeyPart::Stream,
+                            problem: KeyPartProblem::TooLong {
+                                len: 5000,
+                                max: 4096,
+                            },
+                        },
+                    )),
+                }),
+                InvalidInput,
+            ),
+            (
+                StorageError::Recovery(RecoveryError::NotRegularFile {
+                    path: dir.join("00000000000000000000.log"),
+                    not_regular: NotRegularFile {
+                        file_type: FileType::Directory,
+                        via_symlink: false,
+                    },
+                }),
+                Fatal,
+            ),
             (
                 StorageError::Recovery(RecoveryError::Unrepairable {
                     dir: dir.clone(),
@@ -417,18 +594,39 @@ mod tests {
 
     #[test]
     fn every_variant_has_the_kind_its_table_row_says() {
-        let examples = examples();
+        let doc = include_str!("kind.rs");
+        let rows = table_rows(doc);
         let mut named = BTreeSet::new();
-        for (err, kind) in &examples {
-            assert_eq!(err.kind(), *kind, "{} ({err:?})", name(err));
-            named.insert(name(err));
+        let mut used_rows = BTreeSet::new();
+        for (err, kind) in examples() {
+            assert_eq!(err.kind(), kind, "{} ({err:?})", name(&err));
+            named.insert(name(&err));
+            // The row that gives its kind says that kind.
+            let label = row_label(&err);
+            let (_, cell) = rows
+                .iter()
+                .find(|(first, _)| *first == label)
+                .unwrap_or_else(|| panic!("no table row {label}"));
+            assert_eq!(kind_in(cell), Some(kind), "the row {label} | {cell}");
+            used_rows.insert(label);
         }
         assert_eq!(named.len(), VARIANTS, "a variant has no example: {named:?}");
-        // The table in `ErrorKind`'s documentation has a row for each.
-        let doc = include_str!("kind.rs");
-        for variant in named {
-            let row = format!("/// | [`{variant}`](StorageError::{variant}) | ");
-            assert!(doc.contains(&row), "no table row for {variant}");
+        // Every row is checked by an example: none says a kind untested.
+        for (first, cell) in &rows {
+            let routes = cell.starts_with("by the ");
+            assert!(
+                used_rows.contains(*first) || routes,
+                "no example checks the row {first} | {cell}"
+            );
+        }
+        // And the two rows that send to the inner tables are there.
+        for variant in ["Segment", "Recovery"] {
+            let label = format!("[`{variant}`](StorageError::{variant})");
+            assert!(
+                rows.iter()
+                    .any(|(first, cell)| *first == label && cell.starts_with("by the ")),
+                "no table row for {variant}"
+            );
         }
     }
 }

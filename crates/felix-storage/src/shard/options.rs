@@ -214,7 +214,8 @@ impl ShardOptions {
         let dir_exists = self.known.as_ref().is_some_and(|k| k.dir_exists);
         if !dir_exists && !self.create_if_missing && !fs.is_dir(dir) {
             return Err(StorageError::ShardNotFound {
-                shard: label.to_string(),
+                shard: Arc::clone(&label),
+                key: None,
                 dir: dir.clone(),
             });
         }

@@ -10,6 +10,7 @@
 //! any tombstone a crash left.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use felix_format::{ShardKey, parse_tombstone_name, tombstone_name};
 use felix_io::{FileSystem, remove_dir_all};
@@ -65,7 +66,8 @@ impl Store {
             .is_none()
         {
             return Err(StorageError::ShardNotFound {
-                shard: key.to_string(),
+                shard: Arc::from(key.to_string()),
+                key: Some(Box::new(key.clone())),
                 dir,
             });
         }

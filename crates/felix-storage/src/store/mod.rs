@@ -501,7 +501,8 @@ impl Store {
                     .map_err(|e| store_io("stat", &dir, e))?
                 else {
                     return Err(StorageError::ShardNotFound {
-                        shard: key.to_string(),
+                        shard: Arc::from(key.to_string()),
+                        key: Some(Box::new(key.clone())),
                         dir,
                     });
                 };

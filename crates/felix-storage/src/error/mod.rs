@@ -273,7 +273,11 @@ pub enum StorageError {
     ShardNotFound {
         /// The shard: the key asked for (as [`ShardKey`] displays it), or
         /// the label of a shard opened alone.
-        shard: String,
+        shard: Arc<str>,
+        /// The key asked for, when a store looked the shard up by key
+        /// (`None` for a shard directory opened alone); boxed, like the
+        /// keys below, to keep every `Result` of this crate small.
+        key: Option<Box<ShardKey>>,
         /// The directory it would have.
         dir: PathBuf,
     },
@@ -354,7 +358,7 @@ pub enum StorageError {
         found: Box<ShardKey>,
     },
     /// A text part of the key is longer than a shard's key file can hold
-    /// ([`MAX_KEY_PART_BYTES`](felix_format::key_file::MAX_KEY_PART_BYTES)).
+    /// ([`MAX_KEY_PART_BYTES`](crate::key_file::MAX_KEY_PART_BYTES)).
     /// Nothing was created. Which part is too long is in this message, not
     /// repeated as a [`source`](std::error::Error::source).
     #[error("shard {key} cannot be created: {problem}")]
