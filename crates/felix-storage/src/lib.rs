@@ -200,6 +200,12 @@ pub use felix_format::ShardKey;
 pub use felix_format::log_start::MovedBy;
 pub use felix_segment::{Record, TimestampHit};
 
+/// The Rust samples of `docs/broker-contract.md`, compiled as doc tests, so
+/// that a sample that no longer type-checks fails `cargo test`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/broker-contract.md")]
+pub struct BrokerContractSamples;
+
 /// Every bound and default of a [`StoreConfig`] setting and of the format,
 /// by name: what [`StorageError::InvalidConfig`] checks a value against.
 ///
@@ -240,11 +246,15 @@ pub mod limits {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod recovery {
-    pub use felix_format::{CorruptionKind, CorruptionSite, SegmentExtent};
+    pub use felix_format::time_index::TimeIndexHeader;
+    pub use felix_format::{CorruptionKind, CorruptionSite, IndexEntry, SegmentExtent};
     pub use felix_recovery::{
-        Action, Note, RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub,
+        Action, CleanShutdownUnused, DamageLocation, Finding, FindingContext, IndexProblem, Note,
+        RecoveryError, RepairClass, RepairPolicy, ScrubDamage, SegmentScrub, SideFileProblem,
+        TemporaryKind, TimeIndexProblem, UnwrittenBlocks,
     };
-    pub use felix_segment::SegmentError;
+    // What `IndexProblem::of_load_error` and `TimeIndexProblem::of_load_error` take.
+    pub use felix_segment::{IndexLoadError, SegmentError, TimeIndexLoadError};
 }
 
 /// The file-system layer every shard's file goes through: [`FileSystem`](io::FileSystem)
@@ -300,7 +310,10 @@ pub mod epochs {
 
 /// The key file a store writes in each shard directory: its limits, and
 /// the error ([`StorageError::KeyTooLong`]'s) that names which part of a
-/// key does not fit.
+/// key does not fit. That error is the one every side file reports (the
+/// key, log-start, clean-shutdown and time index files that recovery's
+/// notes name), so what it holds is here too, down to the layout each
+/// [`SideFileKind`](key_file::SideFileKind) names.
 ///
 /// ```
 /// use felix_storage::key_file::{KeyPart, MAX_KEY_PART_BYTES, SideFileDefect};
@@ -319,8 +332,15 @@ pub mod epochs {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod key_file {
+    pub use felix_format::clean::CleanEntryProblem;
     pub use felix_format::key_file::{
         KeyPart, KeyPartProblem, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES,
     };
-    pub use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
+    pub use felix_format::side_file::{EmbeddedError, SideFileDefect, SideFileError, SideFileKind};
+    // The layout a `SideFileKind` names (`SideFileKind::layout`), and what
+    // its methods speak in.
+    pub use felix_format::side_file::{
+        SideFileBody, SideFileChecksum, SideFileFrame, SideFileHeader, SideFileLayout,
+        SideFileVersion,
+    };
 }

@@ -59,8 +59,8 @@ struct Signatures {
     store_shard: fn(&Store, &ShardKey) -> Result<Arc<Shard>, StorageError>,
     store_keys: fn(&Store) -> Result<Vec<ShardId>, StorageError>,
     validate: fn(&StoreConfig) -> Result<(), ConfigError>,
-    wait_durable_async: fn(DurableWait<'_>) -> DurableFuture,
-    wait_readable_async: fn(TailWait<'_>) -> TailFuture,
+    durable_future: fn(DurableWait<'_>) -> DurableFuture,
+    tail_future: fn(TailWait<'_>) -> TailFuture,
     kind: fn(&StorageError) -> ErrorKind,
 }
 
@@ -92,8 +92,8 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         store_shard: Store::open_shard,
         store_keys: Store::keys,
         validate: StoreConfig::validate,
-        wait_durable_async: |wait| wait.into_future(),
-        wait_readable_async: |wait| wait.into_future(),
+        durable_future: |wait| wait.into_future(),
+        tail_future: |wait| wait.into_future(),
         kind: StorageError::kind,
     };
     // Types that appear inside other public types.
@@ -131,6 +131,53 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         felix_storage::io::NotRegularFile,
         felix_storage::Bytes,
     )> = None;
+    // What recovery's error, notes and findings hold, the segment error's
+    // index entry, and the side-file error's parts and layout.
+    let _: Option<(
+        (
+            felix_storage::recovery::Finding,
+            felix_storage::recovery::FindingContext,
+            felix_storage::recovery::DamageLocation,
+            felix_storage::recovery::UnwrittenBlocks,
+            felix_storage::recovery::IndexProblem,
+            felix_storage::recovery::CleanShutdownUnused,
+            felix_storage::recovery::TemporaryKind,
+            felix_storage::recovery::SideFileProblem,
+            felix_storage::recovery::TimeIndexProblem,
+            felix_storage::recovery::TimeIndexHeader,
+            felix_storage::recovery::IndexEntry,
+        ),
+        (
+            felix_storage::recovery::IndexLoadError,
+            felix_storage::recovery::TimeIndexLoadError,
+            felix_storage::key_file::EmbeddedError,
+            felix_storage::key_file::CleanEntryProblem,
+            &'static felix_storage::key_file::SideFileLayout,
+            felix_storage::key_file::SideFileVersion,
+            felix_storage::key_file::SideFileBody,
+            felix_storage::key_file::SideFileChecksum,
+            felix_storage::key_file::SideFileHeader<'static>,
+            felix_storage::key_file::SideFileFrame<'static>,
+        ),
+    )> = None;
+    // Where some are named: the findings an open refused over, a stale
+    // index's entry, a side-file error's embedded file and a kind's layout,
+    // reached through felix-storage's names alone.
+    let _: fn(&RecoveryError) -> Option<&felix_storage::recovery::Finding> = |err| match err {
+        RecoveryError::Unrepairable { blocking, .. } => blocking.first(),
+        _ => None,
+    };
+    let _: fn(&SegmentError) -> Option<felix_storage::recovery::IndexEntry> = |err| match err {
+        SegmentError::StaleIndex { entry, .. } => Some(*entry),
+        _ => None,
+    };
+    let _: fn(
+        &felix_storage::key_file::SideFileError,
+    ) -> Option<felix_storage::key_file::EmbeddedError> = |err| err.embedded;
+    let _: fn(
+        felix_storage::key_file::SideFileKind,
+    ) -> &'static felix_storage::key_file::SideFileLayout =
+        felix_storage::key_file::SideFileKind::layout;
     let _: [usize; 3] = [
         felix_storage::epochs::MAX_EPOCH_ENTRIES,
         felix_storage::key_file::MAX_KEY_PART_BYTES,

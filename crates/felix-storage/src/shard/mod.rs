@@ -68,6 +68,10 @@ pub struct AppendReceipt {
 /// One stream shard. Thread-safe: share it in an `Arc` (as [`crate::Store`]
 /// does) and call it from any thread.
 ///
+/// A broker gets its shards from a store, [`Store::open_shard`](crate::Store::open_shard)
+/// and [`Store::create_shard`](crate::Store::create_shard); a shard directory
+/// opened alone with [`Shard::options`], as here, is the special case.
+///
 /// ```
 /// use felix_storage::{ReadBound, Record, Shard};
 ///
@@ -116,6 +120,11 @@ impl Shard {
     /// Options for opening (or creating) the shard directory `dir`; see
     /// [`ShardOptions`] for each option and its default, and
     /// [`ShardOptions::open`] for what opening does.
+    ///
+    /// This opens a shard directory alone (a tool, a test, a Raft log's own
+    /// directory), the special case: a broker gets its shards from a store,
+    /// [`Store::open_shard`](crate::Store::open_shard) and
+    /// [`Store::create_shard`](crate::Store::create_shard).
     ///
     /// ```
     /// use felix_storage::Shard;
@@ -212,9 +221,6 @@ impl Shard {
         self.core.fs()
     }
 
-
-
-
     /// The base, readable, written and durable offsets, as one consistent
     /// snapshot.
     ///
@@ -239,7 +245,6 @@ impl Shard {
     pub fn poisoned(&self) -> Option<&Arc<StorageError>> {
         self.core.commit().poisoned()
     }
-
 
     /// The shard's segments in offset order, the active one last.
     pub fn segments(&self) -> Vec<SegmentInfo> {
@@ -275,7 +280,6 @@ impl Shard {
     pub fn append<'a>(&'a self, records: &'a [Record]) -> Append<'a> {
         Append::new(self, records)
     }
-
 
     /// A wait until every record below `offset` is durable (offsets beyond
     /// what was appended are clamped to it): block with

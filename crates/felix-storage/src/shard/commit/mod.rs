@@ -175,7 +175,7 @@ pub(crate) struct Commit {
     pub(crate) syncs: StatCounter,
     /// Waits that were satisfied.
     pub(crate) synced_appends: StatCounter,
-    /// The shard's metric handles (`metrics.rs`).
+    /// The shard's metric handles (`metrics/mod.rs`).
     pub(crate) metrics: ShardMetrics,
     /// The shard, which writes queued batches before a sync (`job.rs`).
     /// Unset (a commit on its own, as the model checks it): syncs cover
@@ -370,7 +370,7 @@ impl Commit {
         let mut deferred = Deferred::default();
         // Waiters whose records are durable (at a close, every one: it
         // synced everything first) are acknowledged, not failed: an
-        // appender told `Closed` would append its records again.
+        // appender told `ShardClosed` would append its records again.
         self.settle_covered(&mut state, &mut deferred);
         let everyone = state.waiters.take_all();
         self.tail_written.store(0, SeqCst);

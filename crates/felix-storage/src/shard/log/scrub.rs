@@ -37,7 +37,7 @@ pub struct ScrubReport {
 
 impl ScrubReport {
     /// Every damaged record found, oldest segment first, each with its
-    /// [`CorruptionSite`](felix_format::CorruptionSite).
+    /// [`CorruptionSite`](crate::recovery::CorruptionSite).
     pub fn damage(&self) -> impl Iterator<Item = &ScrubDamage> {
         self.segments.iter().flat_map(|s| s.damage.iter())
     }

@@ -42,8 +42,9 @@ pub mod names {
     /// commits, explicit syncs, background writeback; seals not included).
     pub const FDATASYNC_SECONDS: &str = "felix_storage_fdatasync_seconds";
     /// Histogram, seconds: from an on-commit append call to its batch
-    /// being durable. For `append`, to its return; for `append_async` and
-    /// `append_then` (and their `try_` forms), from the call (a wait for a
+    /// being durable. For [`Append::wait`](crate::Append::wait), to its
+    /// return; for [`Append::submit`](crate::Append::submit), `.await` and
+    /// [`Append::then`](crate::Append::then), from the call (a wait for a
     /// place in flight included) to the sync that settled it, sampled then,
     /// before the future is woken or the callback runs. Appends that fail
     /// or are closed are not sampled; without on-commit durability an
@@ -191,8 +192,8 @@ impl Timer {
 
 /// When an async append began, kept with its completion until a sync
 /// settles it (nothing without the feature): the append-to-durable
-/// latency of [`Shard::append_async`](crate::Shard::append_async) and
-/// [`Shard::append_then`](crate::Shard::append_then). Durability waits
+/// latency of [`Append::submit`](crate::Append::submit) (and `.await`) and
+/// [`Append::then`](crate::Append::then). Durability waits
 /// that are not appends carry [`Started::NONE`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Started(#[cfg(feature = "metrics")] Option<std::time::Instant>);
