@@ -42,7 +42,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// `append-async felix --in-flight N`: on-commit appends from one thread,
 /// `N` in flight; each latency runs from the call to its resolution.
-pub fn append_async(args: &Args) -> Result<Measurement> {
+pub fn append_submitted(args: &Args) -> Result<Measurement> {
     let p = AppendParams::from_args(args)?;
     let in_flight: usize = args.get("in-flight", 64usize)?.max(1);
     let warmup: u64 = args.get("warmup", 1_000u64)?;

@@ -67,7 +67,7 @@ fn run(args: &Args) -> Result<Measurement, String> {
     match (args.scenario.as_str(), imp) {
         ("append", "felix") => felix::append(args),
         ("append", _) if imp.starts_with("limit-") => limits::append(args),
-        ("append-async", "felix") => completions::append_async(args),
+        ("append-async", "felix") => completions::append_submitted(args),
         ("prepare", "felix") => felix::prepare(args),
         ("scan", "felix") => felix::scan(args),
         ("index-rebuild", "felix") => {

@@ -114,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Everything durable, clean-shutdown files written, locks released:
     // the same root opens again at once (the old handles now answer
-    // `Closed`), and quickly.
+    // `ShardClosed`), and quickly.
     store.close()?;
     let store = Store::options(&root).config(config).open()?;
     println!("reopened at {:?}", store.open_shard(&key)?.offsets());

@@ -208,7 +208,7 @@ fn durability_none_writes_back_in_the_background_every_writeback_bytes() {
 }
 
 #[test]
-fn append_nowait_then_wait_durable_splits_the_commit() {
+fn append_written_then_wait_durable_splits_the_commit() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
     let receipt = shard.append(&records(0, 2, 10)).written().unwrap();

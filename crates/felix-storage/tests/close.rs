@@ -1,5 +1,6 @@
 //! `Shard::close`: everything durable, the clean-shutdown file written, the
-//! lock released; afterwards every call on any handle fails with `Closed`.
+//! lock released; afterwards every call on any handle fails with
+//! `ShardClosed`.
 
 mod common;
 
@@ -107,10 +108,10 @@ fn close_of_a_poisoned_shard_still_releases_it_and_reports_the_failure() {
 }
 
 /// On-commit appends from four threads race a close, 40 times over: each
-/// append returns its offsets or `Closed`, and after the reopen the log
+/// append returns its offsets or `ShardClosed`, and after the reopen the log
 /// holds exactly the records of the appends that returned offsets. A close
 /// syncs everything written before it marks the shard closed, so an append
-/// it made durable is acknowledged, never told `Closed` (whose caller would
+/// it made durable is acknowledged, never told `ShardClosed` (whose caller would
 /// append it again).
 #[test]
 fn an_append_racing_a_close_is_acknowledged_exactly_when_its_records_are_kept() {

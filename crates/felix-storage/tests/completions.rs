@@ -67,7 +67,7 @@ fn awaiting_an_append_submits_it_and_resolves_with_its_outcome() {
 }
 
 #[test]
-fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
+fn submitted_append_resolves_durable_with_its_receipt_on_a_minimal_executor() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), on_commit());
     let pending: Vec<AppendFuture> = (0..100)
@@ -88,7 +88,7 @@ fn append_async_resolves_durable_with_its_receipt_on_a_minimal_executor() {
 /// Held at the gate, then released: whenever a future is seen ready, every
 /// earlier one is ready too (polled after it, newest first).
 #[test]
-fn append_async_completions_become_ready_in_offset_order() {
+fn submitted_append_completions_become_ready_in_offset_order() {
     let dir = tempfile::tempdir().unwrap();
     let fs = GatedFs::new(OsFs);
     let shard = open_on(&fs, dir.path(), on_commit());
@@ -119,7 +119,7 @@ fn append_async_completions_become_ready_in_offset_order() {
 }
 
 #[test]
-fn append_then_callbacks_run_in_offset_order_on_the_dispatch_thread() {
+fn append_callbacks_run_in_offset_order_on_the_dispatch_thread() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), on_commit());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -218,7 +218,7 @@ fn dropping_an_append_future_keeps_the_write_and_it_becomes_durable() {
 
 /// Every kind of completion pending when the shard closes completes: the
 /// appends durable (the close syncs them), the waits for what will never
-/// come with `Closed`; callbacks have run when `close` returns.
+/// come with `ShardClosed`; callbacks have run when `close` returns.
 #[test]
 fn close_completes_every_pending_completion() {
     let dir = tempfile::tempdir().unwrap();
@@ -279,7 +279,7 @@ fn close_completes_every_pending_completion() {
 }
 
 /// A shard dropped with appends waiting for a sync (held at the gate) and
-/// a consumer waiting: every completion fails with `Closed` (nothing is
+/// a consumer waiting: every completion fails with `ShardClosed` (nothing is
 /// synced at a drop), before the sync in flight returns.
 #[test]
 fn drop_fails_every_pending_completion_with_closed() {
@@ -513,9 +513,9 @@ fn failed_sync_fails_pending_completions_with_the_error_and_later_ones_poisoned(
 }
 
 /// Under a policy that does not sync appends, an append's future resolves
-/// at once, and `wait_durable_async` syncs.
+/// at once, and an awaited `wait_durable` syncs.
 #[test]
-fn wait_durable_async_syncs_under_durability_none() {
+fn awaited_wait_durable_syncs_under_durability_none() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), config(1 << 20, Durability::None));
     let append = shard.append(&records(0, 4, 16)).submit().unwrap();

@@ -112,8 +112,8 @@ fn concurrent_on_commit_appenders_share_syncs_and_lose_nothing() {
     }
 }
 
-/// Combined on-commit appends (`append`) racing direct ones (`append_nowait`,
-/// which write queued batches first) and syncs, on segments small enough to
+/// Combined on-commit appends (`Append::wait`) racing direct ones
+/// (`Append::written`, which write queued batches first) and syncs, on segments small enough to
 /// roll every few batches: offsets stay unique and contiguous, no batch is
 /// split across segments, and every record reads back, before and after a
 /// reopen.

@@ -325,14 +325,14 @@ fn power_loss_check_catches_each_skipped_sync_site() {
     }
 }
 
-/// The blocking sweep acknowledges an on-commit batch when `append`
-/// returns `Ok`, not when `durable_offset` passes it, so an `append` that
+/// The blocking sweep acknowledges an on-commit batch when `Append::wait`
+/// returns `Ok`, not when `offsets().durable` passes it, so a wait that
 /// returned before its sync would fail the sweep. Here the workload calls
-/// `append_nowait` (which returns once the batch is written, before any
-/// sync covers it) and takes its return as `Blocking` takes `append`'s:
+/// `Append::written` (which returns once the batch is written, before any
+/// sync covers it) and takes its return as `Blocking` takes `wait`'s:
 /// the power cut right after the write, with the write not kept, leaves
 /// an acknowledged record missing, and the sweep must say so. (Holding
-/// the disk to `durable_offset` alone would pass this run: the shard
+/// the disk to `offsets().durable` alone would pass this run: the shard
 /// reports the batch durable only once a sync covered it.)
 #[test]
 fn power_loss_check_catches_an_append_acknowledged_before_its_sync() {

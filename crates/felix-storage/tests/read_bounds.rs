@@ -69,7 +69,7 @@ fn read_on_commit_never_returns_a_record_past_the_durable_offset() {
 }
 
 #[test]
-fn read_on_commit_sees_append_nowait_records_once_durable_or_when_asked_for_written() {
+fn read_on_commit_sees_written_appends_once_durable_or_when_asked_for_written() {
     let dir = tempfile::tempdir().unwrap();
     let shard = open(dir.path(), config(1 << 20, Durability::OnCommit));
     shard.append(&records(0, 2, 10)).wait().unwrap();

@@ -1,6 +1,6 @@
 //! Closing a store, or one shard in it: everything durable, clean-shutdown
 //! files written, locks released so the same root (or shard) opens again
-//! in the same process, and every held handle failing with `Closed`.
+//! in the same process, and every held handle failing with `ShardClosed`.
 //! Reopening one shard — the way back from a poison — leaves the others
 //! alone.
 
@@ -38,7 +38,7 @@ fn io_failure(err: &StorageError) -> (&'static str, i32) {
     }
 }
 
-/// Every call through `shard` that can fail fails with `Closed` naming it.
+/// Every call through `shard` that can fail fails with `ShardClosed` naming it.
 fn assert_closed(shard: &Shard) {
     let label = shard.label().to_owned();
     let closed = |what: &str, result: Result<(), StorageError>| match result {
@@ -50,7 +50,7 @@ fn assert_closed(shard: &Shard) {
         shard.append(&[Record::new(9, "late")]).wait().map(drop),
     );
     closed(
-        "append_nowait",
+        "append written",
         shard.append(&[Record::new(9, "late")]).written().map(drop),
     );
     closed(

@@ -84,7 +84,7 @@ struct Run {
     log_at_failure: usize,
 }
 
-/// How a run appends: `Shard::append`, or one `append_async` per record,
+/// How a run appends: `Append::wait`, or one `Append::submit` per record,
 /// all in flight before the first is awaited (with `tokio` or the minimal
 /// executor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -71,7 +71,7 @@ fn wait_readable_is_woken_by_the_append_that_makes_a_record_readable() {
 }
 
 /// Under OnCommit a committed wait ends with the sync, not the write: an
-/// `append_nowait` is written but not readable until `wait_durable`.
+/// `Append::written` batch is written but not readable until `wait_durable`.
 #[test]
 fn wait_readable_on_commit_is_woken_by_the_sync_not_the_write() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use super::names::*;
-use crate::config::Durability;
 use super::{Layout, PUBLISH_EVERY, ShardMetrics, Started, Timer, Wrote};
+use crate::config::Durability;
 
 /// Every handle of one shard, and what the writer has not published
 /// to them yet.

@@ -154,7 +154,7 @@ fn resume_writer(
             .map_err(seg_err)?;
             // What recovery left may still be only in the page cache (a
             // process crash keeps it there); syncing it once makes
-            // `durable_offset` true from the start. Not needed when the
+            // `offsets().durable` true from the start. Not needed when the
             // shard is exactly as a clean close left it: that close
             // made all of it durable.
             if !recovered.as_closed {

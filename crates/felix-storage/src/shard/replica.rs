@@ -155,7 +155,7 @@ impl Core {
         };
         if self.on_commit() {
             self.commit()
-                .wait_durable_then(receipt.last_offset + 1, true, &|| Ok(()))?;
+                .wait_durable_with(receipt.last_offset + 1, true, &|| Ok(()))?;
         }
         Ok(receipt)
     }

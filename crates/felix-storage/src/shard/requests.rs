@@ -127,7 +127,7 @@ impl<'a> Append<'a> {
             core.shared().metrics.append_durable(started);
             return Ok(receipt);
         }
-        core.log().append_nowait(self.records, Synced::Later)
+        core.log().append_written(self.records, Synced::Later)
     }
 
     /// Appends the batch and returns once it is written, without waiting
@@ -155,7 +155,7 @@ impl<'a> Append<'a> {
         self.shard
             .core
             .log()
-            .append_nowait(self.records, Synced::Later)
+            .append_written(self.records, Synced::Later)
     }
 
     /// Appends the batch and returns as soon as it has its offsets, with a
@@ -509,7 +509,7 @@ impl Core {
         self.log()
             .check_batch(records.iter().map(|r| r.payload.len()))?;
         if !self.on_commit() {
-            let receipt = self.log().append_nowait(records, Synced::Later)?;
+            let receipt = self.log().append_written(records, Synced::Later)?;
             self.commit().deliver_now(completion(receipt), Ok(()));
             return Ok(receipt);
         }
@@ -524,7 +524,7 @@ impl Core {
         let receipt = if self.commit().sync_pending() {
             self.log().append_queued(records)?
         } else {
-            self.log().append_nowait(records, Synced::ByCaller)?
+            self.log().append_written(records, Synced::ByCaller)?
         };
         let done = completion(receipt);
         self.commit()

@@ -68,15 +68,15 @@ impl Model {
 /// How a workload appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
-    /// `Shard::append`, one at a time. Under `OnCommit` its `Ok` is the
+    /// `Append::wait`, one at a time. Under `OnCommit` its `Ok` is the
     /// acknowledgement: the batch is held to every crash state from the
     /// moment it returns.
     Blocking,
-    /// `Shard::append_async`: consecutive appends are all in flight at once
+    /// `Append::submit`: consecutive appends are all in flight at once
     /// and awaited before the next other operation, on this executor.
     Futures(Executor),
-    /// `Shard::append_nowait` under `OnCommit`, its return taken as the
-    /// acknowledgement as `Blocking` takes `append`'s: an `append` that
+    /// `Append::written` under `OnCommit`, its return taken as the
+    /// acknowledgement as `Blocking` takes `wait`'s: an append that
     /// returned before its sync. The check must fail on it.
     NoWaitTakenAsDurable,
 }

@@ -19,7 +19,7 @@ impl Commit {
     /// [`StorageError::Poisoned`]; one that was waiting when the failure
     /// happened gets the failure itself.
     pub(crate) fn wait_durable(&self, offset: u64) -> Result<()> {
-        self.wait_durable_then(offset, false, &|| Ok(()))
+        self.wait_durable_with(offset, false, &|| Ok(()))
     }
 
     /// The outcome of a durability wait for `offset` known without waiting:
@@ -41,7 +41,7 @@ impl Commit {
         if self.is_closed() || state.stopped() {
             // A close syncs everything written before it marks the shard
             // closed: an append whose records it covered is acknowledged,
-            // not failed (told `Closed`, its caller would append them
+            // not failed (told `ShardClosed`, its caller would append them
             // again). So is one a sync covered before a failure poisoned
             // the shard (the durable offset is frozen at what was synced).
             if own_records_durable {
@@ -70,7 +70,7 @@ impl Commit {
     /// before it waits (`accepted`, see [`Commit::settled_now`]). Calls
     /// `on_wake` each time the thread is woken before its wait completes
     /// (write combining hands its lead over that way).
-    pub(crate) fn wait_durable_then(
+    pub(crate) fn wait_durable_with(
         &self,
         offset: u64,
         accepted: bool,

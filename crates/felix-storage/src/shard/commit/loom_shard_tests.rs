@@ -120,7 +120,7 @@ fn append(fixture: &Fixture) -> AppendReceipt {
 }
 
 /// An append with a future, awaited and checked when it resolves.
-fn append_async(fixture: &Fixture) -> AppendReceipt {
+fn submit_and_await(fixture: &Fixture) -> AppendReceipt {
     let future = fixture.shard.append(&batch()).submit().unwrap();
     let receipt = loom::future::block_on(future).unwrap();
     fixture.check_acked(&receipt);
@@ -167,9 +167,9 @@ fn loom_shard_futures_queued_for_a_pending_sync_complete_durable() {
         let fixture = Arc::new(Fixture::open());
         let other = {
             let fixture = Arc::clone(&fixture);
-            loom::thread::spawn(move || append_async(&fixture).first_offset)
+            loom::thread::spawn(move || submit_and_await(&fixture).first_offset)
         };
-        let mine = append_async(&fixture).first_offset;
+        let mine = submit_and_await(&fixture).first_offset;
         let theirs = other.join().unwrap();
         assert_contiguous(vec![mine, theirs]);
         assert_eq!(fixture.shard.core().commit().durable(), 2);
@@ -189,7 +189,7 @@ fn loom_shard_blocking_and_future_appends_share_the_queue() {
             let fixture = Arc::clone(&fixture);
             loom::thread::spawn(move || append(&fixture).first_offset)
         };
-        let mine = append_async(&fixture).first_offset;
+        let mine = submit_and_await(&fixture).first_offset;
         let theirs = other.join().unwrap();
         assert_contiguous(vec![mine, theirs]);
         fixture.shard.close().unwrap();
@@ -209,10 +209,10 @@ fn loom_shard_a_future_appended_again_after_its_sync_completes_durable() {
         let fixture = Arc::new(Fixture::open());
         let other = {
             let fixture = Arc::clone(&fixture);
-            loom::thread::spawn(move || append_async(&fixture).first_offset)
+            loom::thread::spawn(move || submit_and_await(&fixture).first_offset)
         };
-        let mut firsts = vec![append_async(&fixture).first_offset];
-        firsts.push(append_async(&fixture).first_offset);
+        let mut firsts = vec![submit_and_await(&fixture).first_offset];
+        firsts.push(submit_and_await(&fixture).first_offset);
         firsts.push(other.join().unwrap());
         assert_contiguous(firsts);
         assert_eq!(fixture.shard.core().commit().durable(), 3);
@@ -256,7 +256,7 @@ fn loom_shard_callback_runs_once_after_its_sync() {
 /// then the commit closed) while a first future's sync may be pending and
 /// a second append with a future is queued for the worker, written, or
 /// refused as closed: the close returns `Ok`, and each future resolves
-/// once, durable on the disk or `Closed`. A worker that waited for the
+/// once, durable on the disk or `ShardClosed`. A worker that waited for the
 /// writer lock to write the queue would never make the close's sync.
 #[test]
 fn loom_shard_close_with_a_future_queued_for_the_worker_returns() {

@@ -160,13 +160,13 @@ fn loom_two_blocking_appenders_both_complete_durable() {
             let shard = Arc::clone(&shard);
             loom::thread::spawn(move || {
                 let end = shard.write();
-                let outcome = shard.commit.wait_durable_then(end, true, &|| Ok(()));
+                let outcome = shard.commit.wait_durable_with(end, true, &|| Ok(()));
                 shard.check_durable(end, &outcome);
                 outcome.unwrap();
             })
         };
         let end = shard.write();
-        let outcome = shard.commit.wait_durable_then(end, true, &|| Ok(()));
+        let outcome = shard.commit.wait_durable_with(end, true, &|| Ok(()));
         shard.check_durable(end, &outcome);
         outcome.unwrap();
         other.join().unwrap();
@@ -209,9 +209,9 @@ fn loom_future_and_callback_complete_once_after_their_sync() {
 }
 
 /// A close while a future waits and a sync may be in flight: the future
-/// completes (durable only once a sync covered it, or `Closed`), never
+/// completes (durable only once a sync covered it, or `ShardClosed`), never
 /// hangs; a wait that is no append's, registered after the close,
-/// completes once, with `Closed`.
+/// completes once, with `ShardClosed`.
 #[test]
 fn loom_close_leaves_no_completion_pending() {
     model(|| {
@@ -253,11 +253,11 @@ fn loom_failed_sync_fails_every_waiter_it_covered() {
             let shard = Arc::clone(&shard);
             loom::thread::spawn(move || {
                 let end = shard.write();
-                shard.commit.wait_durable_then(end, true, &|| Ok(()))
+                shard.commit.wait_durable_with(end, true, &|| Ok(()))
             })
         };
         let end = shard.write();
-        let mine = shard.commit.wait_durable_then(end, true, &|| Ok(()));
+        let mine = shard.commit.wait_durable_with(end, true, &|| Ok(()));
         let theirs = other.join().unwrap();
         for outcome in [mine, theirs] {
             assert!(

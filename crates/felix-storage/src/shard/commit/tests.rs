@@ -98,11 +98,14 @@ fn a_stopped_shard_acknowledges_only_appends_a_sync_covered() {
         commit.set_assigned(4);
         commit
     };
-    let wait = |commit: &Commit, offset| commit.wait_durable_then(offset, true, &|| Ok(()));
+    let wait = |commit: &Commit, offset| commit.wait_durable_with(offset, true, &|| Ok(()));
 
     let closed = new_commit();
     closed.close();
-    assert!(matches!(wait(&closed, 8), Err(StorageError::ShardClosed { .. })));
+    assert!(matches!(
+        wait(&closed, 8),
+        Err(StorageError::ShardClosed { .. })
+    ));
     assert!(matches!(wait(&closed, 4), Ok(())));
 
     let poisoned = new_commit();

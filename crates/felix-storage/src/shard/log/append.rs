@@ -25,7 +25,7 @@ pub(crate) enum Synced {
 impl Log {
     /// Appends a batch without waiting for durability: offsets are
     /// assigned and the bytes written.
-    pub(crate) fn append_nowait(
+    pub(crate) fn append_written(
         &self,
         records: &[Record],
         synced: Synced,

@@ -259,7 +259,7 @@ impl Log {
         // batch, which takes the lead from inside its wait. The batch has
         // its offsets: a failure from here on covered it.
         self.commit
-            .wait_durable_then(receipt.last_offset + 1, true, &|| self.take_lead())?;
+            .wait_durable_with(receipt.last_offset + 1, true, &|| self.take_lead())?;
         Ok(receipt)
     }
 

@@ -51,7 +51,7 @@ fn assert_write_interrupted(shard: &Shard) {
     let core = shard.core();
     let err = core
         .log()
-        .append_nowait(&[Record::new(0, "after")], Synced::Later)
+        .append_written(&[Record::new(0, "after")], Synced::Later)
         .unwrap_err();
     assert!(
         matches!(
@@ -81,7 +81,7 @@ fn interrupted_shard(dir: &std::path::Path) -> Shard {
     shard
         .core()
         .log()
-        .append_nowait(&[Record::new(0, "before")], Synced::Later)
+        .append_written(&[Record::new(0, "before")], Synced::Later)
         .unwrap();
     shard
 }

@@ -1,10 +1,10 @@
-//! When `append_async` returns, the batch has its offsets; under
+//! When `Append::submit` returns, the batch has its offsets; under
 //! `OnCommit` with a sync of the shard pending it is only queued, not yet
 //! written, and a leader serving `ReadBound::Written` waits for it with
 //! `wait_readable`. It is written, at the latest, when its future resolves;
 //! with no sync pending, and under the other durabilities, it is written
-//! on return. These are the statements of `Shard::append_async`'s docs,
-//! the README and docs/broker-contract.md.
+//! on return. These are the statements of `Append::submit`'s docs, the
+//! README and docs/broker-contract.md.
 
 mod common;
 
@@ -26,7 +26,7 @@ fn offsets_read(shard: &Shard, from: u64, bound: ReadBound) -> Vec<u64> {
 }
 
 #[test]
-fn append_async_while_a_sync_is_pending_is_queued_until_the_next_sync() {
+fn a_submitted_append_while_a_sync_is_pending_is_queued_until_the_next_sync() {
     let dir = tempfile::tempdir().unwrap();
     let fs = GatedFs::new(OsFs);
     let shard = Shard::options(dir.path())
@@ -72,7 +72,7 @@ fn append_async_while_a_sync_is_pending_is_queued_until_the_next_sync() {
 /// Many appends in flight under `OnCommit`: each future resolves only once
 /// its batch is written (and durable).
 #[test]
-fn append_async_future_resolves_once_its_batch_is_written() {
+fn a_submitted_append_future_resolves_once_its_batch_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let shard = common::open(dir.path(), config(1 << 20, Durability::OnCommit));
     let mut pending = std::collections::VecDeque::new();
@@ -95,7 +95,7 @@ fn append_async_future_resolves_once_its_batch_is_written() {
 
 /// Under `None` and `Periodic` the batch is in the file on return, always.
 #[test]
-fn append_async_without_on_commit_is_written_on_return() {
+fn a_submitted_append_without_on_commit_is_written_on_return() {
     for durability in [
         Durability::None,
         Durability::Periodic(Duration::from_millis(1)),
