@@ -459,4 +459,4 @@ mod error;
 #[cfg(test)]
 mod tests;
 
-pub use error::{EmbeddedError, SideFileDefect, SideFileError};
+pub use error::{EmbeddedError, SideFileDefect, SideFileError, SideFileUnread};

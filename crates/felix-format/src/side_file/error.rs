@@ -286,6 +286,35 @@ macro_rules! names {
     };
 }
 
+/// What keeps a reader from decoding a side file at all: facts about the
+/// file, not its bytes (those are a [`SideFileDefect`]). Named here, beside
+/// the defects, so every stable name of what can be wrong with a side file
+/// comes from one table ([`SideFileKind::unread_name`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideFileUnread {
+    /// It is longer than any valid file of its kind: not read.
+    TooLarge,
+    /// Its name is not a regular file: never opened.
+    NotAFile,
+    /// Opening, measuring or reading it failed.
+    Unreadable,
+}
+
+impl SideFileKind {
+    /// A stable name for what kept a reader from decoding a file of this
+    /// kind, for reports and scripts: the kind's name then the finding's
+    /// (`KeyFileTooLarge`, `RaftStateNotAFile`, `LogStartUnreadable`), as
+    /// [`SideFileError::name`] names a defect of its bytes.
+    pub const fn unread_name(self, unread: SideFileUnread) -> &'static str {
+        match unread {
+            SideFileUnread::TooLarge => names!(self, "TooLarge"),
+            SideFileUnread::NotAFile => names!(self, "NotAFile"),
+            SideFileUnread::Unreadable => names!(self, "Unreadable"),
+        }
+    }
+}
+
 const fn name(kind: SideFileKind, defect: &SideFileDefect) -> &'static str {
     use SideFileDefect as D;
     match defect {

@@ -57,6 +57,23 @@ fn layout_kind_is_the_kind_it_is_found_under() {
     }
 }
 
+#[test]
+fn unread_name_is_the_kind_name_then_the_finding_for_every_kind() {
+    for kind in KINDS {
+        for (unread, suffix) in [
+            (SideFileUnread::TooLarge, "TooLarge"),
+            (SideFileUnread::NotAFile, "NotAFile"),
+            (SideFileUnread::Unreadable, "Unreadable"),
+        ] {
+            assert_eq!(kind.unread_name(unread), format!("{}{suffix}", kind.name()));
+        }
+    }
+    assert_eq!(
+        SideFileKind::RaftState.unread_name(SideFileUnread::NotAFile),
+        "RaftStateNotAFile"
+    );
+}
+
 /// Every frame defect each kind can report, as its name and its text:
 /// the text is what reports and the fixtures' notes show, so a change to
 /// it is reviewed here.
