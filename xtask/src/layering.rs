@@ -1,11 +1,12 @@
 //! The crate stack, written down once and checked against what `cargo
 //! metadata` says every crate under `crates/` depends on.
 //!
-//! Bytes flow up: felix-format and felix-io (0) < felix-segment (1) <
-//! felix-recovery (2) < felix-storage (3) < felix-raft, felix-tiered (4) <
-//! felix-cli (5) < felix-bench (6), the benchmark suite, which nothing uses.
-//! felix-io, the file system interface, depends on nothing of ours and
-//! everything that touches files uses it. felix-epochs sits beside the stack
+//! Bytes flow up: felix-format (0) < felix-io (1) < felix-segment (2) <
+//! felix-recovery (3) < felix-storage (4) < felix-raft, felix-tiered (5) <
+//! felix-cli (6) < felix-bench (7), the benchmark suite, which nothing uses.
+//! felix-io, the file system interface, depends on felix-format alone (its
+//! one reader of side files decodes their shared frame) and everything
+//! that touches files uses it. felix-epochs sits beside the stack
 //! on felix-format and felix-io alone, and only felix-storage and the crates
 //! above it may use it. felix-raft (replication) and felix-tiered
 //! (tiered storage) sit on felix-storage and below, side by side (neither
@@ -32,17 +33,18 @@ pub mod modules;
 /// Every placed crate, its level (for display), and the crates it may use.
 pub const PLACES: &[(&str, u8, &[&str])] = &[
     ("felix-format", 0, &[]),
-    ("felix-io", 0, &[]),
-    ("felix-epochs", 1, &["felix-format", "felix-io"]),
-    ("felix-segment", 1, &["felix-format", "felix-io"]),
+    // The one reader of side files decodes felix-format's frame.
+    ("felix-io", 1, &["felix-format"]),
+    ("felix-epochs", 2, &["felix-format", "felix-io"]),
+    ("felix-segment", 2, &["felix-format", "felix-io"]),
     (
         "felix-recovery",
-        2,
+        3,
         &["felix-format", "felix-io", "felix-segment"],
     ),
     (
         "felix-storage",
-        3,
+        4,
         &[
             "felix-format",
             "felix-io",
@@ -56,7 +58,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     // them may use.
     (
         "felix-raft",
-        4,
+        5,
         &[
             "felix-format",
             "felix-io",
@@ -68,7 +70,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     ),
     (
         "felix-tiered",
-        4,
+        5,
         &[
             "felix-format",
             "felix-io",
@@ -82,7 +84,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     // and, for tiered shards, their remote copy.
     (
         "felix-cli",
-        5,
+        6,
         &[
             "felix-format",
             "felix-io",
@@ -97,7 +99,7 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
     // The benchmark suite: it measures everything and nothing depends on it.
     (
         "felix-bench",
-        6,
+        7,
         &[
             "felix-format",
             "felix-io",

@@ -13,6 +13,11 @@
 //! doing wrap them in an [`IoError`] (operation, path, and the `io::Error`
 //! as its source), the one I/O error type every layer above reports.
 //!
+//! [`side_file`] is the one reader of the small checksummed side files
+//! beside a shard's segments (every crate above reads them through it); it
+//! decodes felix-format's shared frame, the one thing of ours this crate
+//! depends on.
+//!
 //! The interface is deliberately small (open, read/write at a position,
 //! length, sync, rename, remove a file or an empty directory, directory
 //! sync, listing, locks): each operation is one a durability argument has
@@ -53,6 +58,7 @@
 mod error;
 mod os;
 mod os_dir;
+pub mod side_file;
 pub mod sim;
 mod small_file;
 

@@ -1,4 +1,4 @@
-//! The raft-state file: read on open (with felix-recovery's one reader of
+//! The raft-state file: read on open (with felix-io's one reader of
 //! side files, [`read_side_file`]), replaced atomically (temporary,
 //! sync, rename, directory sync: felix-io's [`replace_file`]) on every vote
 //! and purge.
@@ -10,8 +10,8 @@ use felix_format::raft_state::{
 };
 use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use felix_format::{RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME};
+use felix_io::side_file::{ReadSideFileError, read_side_file};
 use felix_io::{FileSystem, ReplaceError, replace_file};
-use felix_recovery::{ReadSideFileError, read_side_file};
 
 use crate::error::RaftLogError;
 

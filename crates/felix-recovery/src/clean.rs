@@ -21,7 +21,7 @@ use felix_format::clean::decode_clean_shutdown;
 use felix_format::side_file::SideFileKind;
 use felix_io::FileSystem;
 
-use crate::side_file::read_leniently;
+use felix_io::side_file::read_leniently;
 
 use crate::inspection::{IndexCheck, InspectOptions};
 use crate::report::{CleanShutdownUnused, Note};

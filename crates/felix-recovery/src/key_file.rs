@@ -17,7 +17,7 @@ use felix_io::{FileSystem, ReplaceError, replace_file};
 
 use crate::error::RecoveryError;
 use crate::report::SideFileProblem;
-use crate::side_file::read_leniently;
+use felix_io::side_file::read_leniently;
 
 /// What a shard directory's key file says.
 #[derive(Debug, Clone, PartialEq, Eq)]

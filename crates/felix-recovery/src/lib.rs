@@ -57,7 +57,6 @@
 //   location              where damage lies (pure)
 //   report                findings, notes, actions: what is reported
 //   error, inspection     failures; options and the result
-//   side_file             the one reader of every side file
 //   listing, clean,       reading names, the clean-shutdown file,
 //   key_file, log_start,  the key and log-start files (and writing
 //   tail                  them), tails
@@ -83,7 +82,6 @@ mod repair;
 mod report;
 mod scan;
 mod scrub;
-mod side_file;
 mod tail;
 
 pub use classify::{DamageLocation, RepairClass, RepairPolicy, is_repairable_tail};
@@ -94,6 +92,7 @@ pub use felix_format::{CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME};
 /// The depth of a scan and the damage it met, as felix-format's cursor
 /// defines them.
 pub use felix_format::{Damage, ScanDepth};
+pub use felix_io::side_file::{ReadSideFileError, read_side_file};
 pub use inspection::{IndexCheck, InspectOptions, Inspection, SegmentSummary};
 pub use key_file::{StoredKey, read_key_file, write_key_file};
 pub use location::{BLOCK_BYTES, UnwrittenBlocks};
@@ -112,4 +111,3 @@ pub use report::{
 };
 pub use scan::{CheckedScan, ScanStart, SegmentScan, scan_segment, scan_segment_checking};
 pub use scrub::{ScrubDamage, SegmentScrub, scrub_segment};
-pub use side_file::{ReadSideFileError, read_side_file};

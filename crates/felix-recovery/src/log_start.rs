@@ -18,7 +18,7 @@ use felix_io::{FileSystem, ReplaceError, replace_file};
 
 use crate::error::RecoveryError;
 use crate::report::SideFileProblem;
-use crate::side_file::read_leniently;
+use felix_io::side_file::read_leniently;
 
 /// What a shard directory's log-start file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use felix_format::side_file::SideFileKind;
 use felix_io::FileSystem;
 
 use crate::report::SideFileProblem;
-use crate::side_file::read_leniently;
+use felix_io::side_file::read_leniently;
 
 /// What a shard directory's raft-state file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

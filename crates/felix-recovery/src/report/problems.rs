@@ -5,118 +5,15 @@ use std::fmt;
 use std::io;
 
 use felix_format::CorruptionKind;
-use felix_format::side_file::{SideFileBody, SideFileError, SideFileKind};
+use felix_format::side_file::SideFileKind;
 use felix_format::time_index::TimeIndexHeader;
 use felix_io::NotRegularFile;
 use felix_segment::{IndexLoadError, TimeIndexLoadError};
 
-/// Why a side file (the key, log-start, raft-state, clean-shutdown or a
-/// time index file) present in a shard directory could not be used: the
-/// one vocabulary of every side file's reader
-/// ([`read_side_file`](crate::read_side_file)), naming the file's kind.
-///
-/// No side file holds a record, so none of these is damage to data; what
-/// each costs is in the [`Note`](crate::Note) that carries it.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SideFileProblem {
-    /// Its bytes do not decode (the error names the file's kind).
-    #[error("it does not decode ({}: {})", .0.name(), .0)]
-    Invalid(SideFileError),
-    /// It is longer than any valid file of its kind: it was not read.
-    #[error("{}", too_large_text(*file, *len))]
-    TooLarge {
-        /// The kind of file.
-        file: SideFileKind,
-        /// Its length.
-        len: u64,
-    },
-    /// Its name is not a regular file: never opened.
-    #[error("it is {what}")]
-    NotAFile {
-        /// The kind of file.
-        file: SideFileKind,
-        /// What it is.
-        what: NotRegularFile,
-    },
-    /// It could not be read.
-    #[error("it could not be read ({op}: {kind})")]
-    Unreadable {
-        /// The kind of file.
-        file: SideFileKind,
-        /// What failed: open, stat or read.
-        op: &'static str,
-        /// How.
-        kind: io::ErrorKind,
-    },
-}
-
-fn too_large_text(file: SideFileKind, len: u64) -> String {
-    let layout = file.layout();
-    match (file, layout.body) {
-        // A time index's bound is its segment's records, not a constant.
-        (SideFileKind::TimeIndex, _) => {
-            format!("it is {len} bytes, longer than any of its segment")
-        }
-        (_, SideFileBody::None) => format!("it is {len} bytes, longer than a {}", layout.file),
-        _ => format!("it is {len} bytes, larger than any valid one"),
-    }
-}
-
-/// `$suffix` after the name of the kind `$file`, as a `&'static str`.
-macro_rules! named {
-    ($file:expr, $suffix:literal) => {
-        match $file {
-            SideFileKind::CleanShutdown => concat!("CleanShutdown", $suffix),
-            SideFileKind::KeyFile => concat!("KeyFile", $suffix),
-            SideFileKind::LogStart => concat!("LogStart", $suffix),
-            SideFileKind::RaftState => concat!("RaftState", $suffix),
-            SideFileKind::TimeIndex => concat!("TimeIndex", $suffix),
-            SideFileKind::Epochs => concat!("Epochs", $suffix),
-            SideFileKind::Manifest => concat!("Manifest", $suffix),
-            _ => concat!("SideFile", $suffix),
-        }
-    };
-}
-
-impl SideFileProblem {
-    /// The kind of file it is about.
-    pub fn file(&self) -> SideFileKind {
-        match self {
-            Self::Invalid(err) => err.kind,
-            Self::TooLarge { file, .. }
-            | Self::NotAFile { file, .. }
-            | Self::Unreadable { file, .. } => *file,
-        }
-    }
-
-    /// A stable name for the problem, for reports and scripts: the decode
-    /// error's name (`KeyFileChecksum`, `LogStartLength`, ...), or the
-    /// kind's name followed by `TooLarge`, `NotAFile` or `Unreadable`
-    /// (`KeyFileTooLarge`, `RaftStateUnreadable`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Invalid(err) => err.name(),
-            Self::TooLarge { file, .. } => named!(file, "TooLarge"),
-            Self::NotAFile { file, .. } => named!(file, "NotAFile"),
-            Self::Unreadable { file, .. } => named!(file, "Unreadable"),
-        }
-    }
-
-    /// A failure to read a `file` side file, as a problem: a name that is
-    /// not a regular file is [`NotAFile`](Self::NotAFile), anything else
-    /// [`Unreadable`](Self::Unreadable).
-    pub fn of_io_error(file: SideFileKind, err: &felix_io::IoError) -> Self {
-        match err.not_regular_file() {
-            Some(what) => Self::NotAFile { file, what },
-            None => Self::Unreadable {
-                file,
-                op: err.op(),
-                kind: err.kind(),
-            },
-        }
-    }
-}
+// Why a side file present in a shard directory could not be used: the
+// vocabulary of felix-io's one reader of side files, which recovery's
+// notes carry.
+pub use felix_io::side_file::SideFileProblem;
 
 /// Why a clean-shutdown file present in a shard directory was not used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
