@@ -16,9 +16,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use felix_format::epochs::{MAX_EPOCHS_FILE_LEN, decode_epochs, encode_epochs};
-use felix_format::side_file::SideFileError;
-use felix_io::{FileSystem, IoError, ReadSmallError, ReplaceError, read_small_file, replace_file};
+use felix_format::epochs::{decode_epochs, encode_epochs};
+use felix_format::side_file::SideFileKind;
+use felix_io::side_file::{SideFileProblem, read_leniently};
+use felix_io::{FileSystem, IoError, ReplaceError, replace_file};
 
 use crate::history::{EpochHistory, HistoryError};
 
@@ -26,27 +27,19 @@ pub use felix_format::{EPOCHS_FILE_NAME, EPOCHS_TEMP_FILE_NAME};
 
 /// Why an existing epochs file was read as an empty history.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DiscardReason {
-    /// The bytes are not a valid epochs file: short, wrong magic or version,
-    /// a count that does not match the length, or a failing body CRC.
+    /// It could not be used as a file: too large to be one (not read), not
+    /// a regular file (never opened), unreadable, or bytes that are not an
+    /// epochs file (short, wrong magic or version, a count that does not
+    /// match the length, a failing body CRC). The same classification as
+    /// every side file's, by the one reader of them.
     #[error("{0}")]
-    Decode(#[from] SideFileError),
+    Unusable(#[from] SideFileProblem),
     /// The file decoded, but its entries are not a valid history, such as
     /// entries that do not ascend.
     #[error("{0}")]
     History(#[from] HistoryError),
-    /// The file is longer than any valid epochs file, so it was not read.
-    #[error("epochs file is {len} bytes, longer than the largest valid one ({max} bytes)")]
-    TooLarge {
-        /// The file's length.
-        len: u64,
-        /// [`MAX_EPOCHS_FILE_LEN`].
-        max: usize,
-    },
-    /// The file exists but could not be opened or read.
-    #[error("{0}")]
-    Unreadable(IoError),
 }
 
 /// How [`EpochsFile::load`] came by its history.
@@ -232,15 +225,12 @@ impl EpochsFile {
     /// The history in the file, `None` when there is no file.
     fn read(&self) -> Result<Option<EpochHistory>, DiscardReason> {
         // Bounded before reading, so a huge file costs no allocation.
-        let bytes = match read_small_file(&self.fs, &self.path, MAX_EPOCHS_FILE_LEN) {
-            Ok(None) => return Ok(None),
-            Ok(Some(bytes)) => bytes,
-            Err(ReadSmallError::TooLarge { len, max, .. }) => {
-                return Err(DiscardReason::TooLarge { len, max });
-            }
-            Err(ReadSmallError::Io(e)) => return Err(DiscardReason::Unreadable(e)),
+        let entries = read_leniently(&self.fs, &self.path, SideFileKind::Epochs, |bytes| {
+            decode_epochs(bytes).map(|entries| entries.collect::<Vec<_>>())
+        })?;
+        let Some(entries) = entries else {
+            return Ok(None);
         };
-        let entries = decode_epochs(&bytes)?.collect();
         let history = EpochHistory::from_entries(entries)?;
         history.debug_assert_ascending("after decode");
         Ok(Some(history))

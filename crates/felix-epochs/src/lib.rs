@@ -50,6 +50,7 @@ mod history;
 
 pub use divergence::{Divergence, LeaderAnswer, divergence_point};
 pub use felix_format::epochs::{EpochEntry, MAX_EPOCH_ENTRIES};
+pub use felix_io::side_file::SideFileProblem;
 pub use file::{
     DiscardReason, EPOCHS_FILE_NAME, EPOCHS_TEMP_FILE_NAME, EpochsFile, LoadStatus, Loaded,
 };

@@ -9,6 +9,8 @@ use felix_epochs::{
 };
 use felix_format::epochs::{MAX_EPOCHS_FILE_LEN, encode_epochs};
 use felix_format::side_file::{SideFileDefect as D, SideFileError, SideFileKind};
+use felix_io::FileType;
+use felix_io::side_file::SideFileProblem;
 use proptest::prelude::*;
 
 fn error(defect: D) -> SideFileError {
@@ -43,7 +45,7 @@ fn load_bytes(bytes: &[u8]) -> Loaded {
 fn decode_reason(loaded: &Loaded) -> SideFileError {
     assert!(loaded.history.is_empty());
     match loaded.status {
-        LoadStatus::Discarded(DiscardReason::Decode(e)) => e,
+        LoadStatus::Discarded(DiscardReason::Unusable(SideFileProblem::Invalid(e))) => e,
         ref other => panic!("expected a decode discard, got {other:?}"),
     }
 }
@@ -127,12 +129,20 @@ fn load_file_every_bit_flipped_is_discarded() {
             bytes[byte] ^= 1 << bit;
             let reason = decode_reason(&load_bytes(&bytes));
             // Each header field is checked before the body, so the flipped
-            // field is the one reported.
+            // field is the one reported, in an error about an epochs file.
+            let defect = match reason {
+                SideFileError {
+                    kind: SideFileKind::Epochs,
+                    defect,
+                    embedded: None,
+                } => defect,
+                other => panic!("byte {byte} bit {bit}: not an epochs file's error: {other:?}"),
+            };
             let ok = match byte {
-                0..4 => matches!(reason.defect, D::Magic { .. }),
-                4..6 => matches!(reason.defect, D::Version { .. }),
-                6..8 => matches!(reason.defect, D::Count { .. } | D::CountMismatch { .. }),
-                _ => matches!(reason.defect, D::Checksum { .. }),
+                0..4 => matches!(defect, D::Magic { .. }),
+                4..6 => matches!(defect, D::Version { .. }),
+                6..8 => matches!(defect, D::Count { .. } | D::CountMismatch { .. }),
+                _ => matches!(defect, D::Checksum { .. }),
             };
             assert!(ok, "byte {byte} bit {bit}: {reason:?}");
         }
@@ -201,8 +211,12 @@ fn load_failing_body_crc_is_discarded() {
     let reason = decode_reason(&load_bytes(&bytes));
     let stored = u32::from_be_bytes(bytes[8..12].try_into().unwrap());
     assert!(matches!(
-        reason.defect,
-        D::Checksum { expected, found } if expected == stored && found != stored
+        reason,
+        SideFileError {
+            kind: SideFileKind::Epochs,
+            defect: D::Checksum { expected, found },
+            embedded: None,
+        } if expected == stored && found != stored
     ));
 }
 
@@ -238,30 +252,45 @@ fn load_file_longer_than_any_valid_is_discarded_unread() {
     bytes.resize(MAX_EPOCHS_FILE_LEN + 1, 0);
     let loaded = load_bytes(&bytes);
     assert!(loaded.history.is_empty());
-    assert!(matches!(
-        loaded.status,
-        LoadStatus::Discarded(DiscardReason::TooLarge { len, max })
-            if len == MAX_EPOCHS_FILE_LEN as u64 + 1 && max == MAX_EPOCHS_FILE_LEN
-    ));
+    let LoadStatus::Discarded(reason) = &loaded.status else {
+        panic!("expected a discard, got {:?}", loaded.status);
+    };
+    assert_eq!(
+        *reason,
+        DiscardReason::Unusable(SideFileProblem::TooLarge {
+            file: SideFileKind::Epochs,
+            len: MAX_EPOCHS_FILE_LEN as u64 + 1,
+        })
+    );
+    // The bound it was over is the longest valid epochs file.
+    assert_eq!(SideFileKind::Epochs.layout().max_len(), MAX_EPOCHS_FILE_LEN);
 }
 
 #[test]
-fn load_unreadable_file_is_discarded_with_operation_and_path() {
-    // A directory where the file should be opens on Unix but fails to read.
+fn load_directory_under_the_name_is_discarded_unopened_and_names_it() {
+    // A directory where the file should be is never opened: what it is
+    // is the reason, and the warning names the path.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(EPOCHS_FILE_NAME);
     fs::create_dir(&path).unwrap();
-    let loaded = EpochsFile::new(&felix_io::FileSystem::os(), dir.path()).load();
+    let file = EpochsFile::new(&felix_io::FileSystem::os(), dir.path());
+    let loaded = file.load();
     assert!(loaded.history.is_empty());
-    let LoadStatus::Discarded(DiscardReason::Unreadable(err)) = &loaded.status else {
-        panic!("expected an unreadable discard, got {:?}", loaded.status);
+    let LoadStatus::Discarded(reason) = &loaded.status else {
+        panic!("expected a discard, got {:?}", loaded.status);
     };
-    assert!(matches!(err.op(), "open" | "read"), "{err}");
-    assert_eq!(err.path(), path);
     assert!(
-        err.to_string()
-            .starts_with(&format!("{} {}: ", err.op(), path.display()))
+        matches!(
+            reason,
+            DiscardReason::Unusable(SideFileProblem::NotAFile {
+                file: SideFileKind::Epochs,
+                what,
+            }) if what.file_type == FileType::Directory && !what.via_symlink
+        ),
+        "{reason:?}"
     );
+    assert_eq!(file.path(), path);
+    assert_eq!(reason.to_string(), "it is a directory, not a regular file");
 }
 
 #[test]
@@ -286,21 +315,21 @@ fn store_over_a_directory_is_refused_before_writing_and_names_it() {
 
 #[test]
 fn display_discard_reason_reads_for_an_operator() {
-    let reason = DiscardReason::Decode(error(D::Short {
+    let reason = DiscardReason::Unusable(SideFileProblem::Invalid(error(D::Short {
         len: 3,
         header_len: 12,
-    }));
+    })));
     assert_eq!(
         reason.to_string(),
-        "epochs file is 3 bytes, shorter than its 12-byte header"
+        "it does not decode (EpochsShort: epochs file is 3 bytes, shorter than its 12-byte header)"
     );
-    let reason = DiscardReason::TooLarge {
+    let reason = DiscardReason::Unusable(SideFileProblem::TooLarge {
+        file: SideFileKind::Epochs,
         len: 70_000,
-        max: MAX_EPOCHS_FILE_LEN,
-    };
+    });
     assert_eq!(
         reason.to_string(),
-        "epochs file is 70000 bytes, longer than the largest valid one (65548 bytes)"
+        "it is 70000 bytes, longer than the largest valid one (65548 bytes)"
     );
 }
 
