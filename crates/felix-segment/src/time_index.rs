@@ -20,15 +20,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use felix_format::SegmentExtent;
-use felix_format::side_file::SideFileError;
+use felix_format::side_file::{SideFileError, SideFileKind};
 use felix_format::time_index::{
     TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, TimeIndexEntry, TimeIndexHeader,
     decode_time_index, encode_time_index,
 };
+use felix_io::side_file::{ReadSideFileError, read_side_file_within};
 use felix_io::{FileSystem, IoError, OpenMode};
 
 use crate::error::{Result, SegmentError};
-use crate::fs::{file_len, open, read_exact_at};
+use crate::fs::open;
 
 /// One segment's time index: entries where the running maximum grew, and
 /// the maximum so far.
@@ -165,44 +166,43 @@ impl TimeIndex {
         path: &Path,
         max_records: u64,
     ) -> std::result::Result<(TimeIndexHeader, Self), TimeIndexLoadError> {
-        let file = match fs.open(path, OpenMode::Read) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(TimeIndexLoadError::Missing {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(e) => return Err(TimeIndexLoadError::Io(IoError::new("open", path, e))),
-        };
-        let len = file_len(&*file, path).map_err(TimeIndexLoadError::Io)?;
-        // At most one entry per record: a longer file is not read.
+        // At most one entry per record: a longer file is not read. The
+        // bound is the segment's, not the layout's, so the one reader of
+        // side files is given it.
         let max_len = (TIME_INDEX_HEADER_LEN as u64)
             .saturating_add(max_records.saturating_mul(TIME_INDEX_ENTRY_LEN as u64));
-        if len > max_len {
-            return Err(TimeIndexLoadError::TooLarge {
+        let max_len = usize::try_from(max_len).unwrap_or(usize::MAX);
+        let read = read_side_file_within(fs, path, SideFileKind::TimeIndex, max_len, |bytes| {
+            let view = decode_time_index(bytes)?;
+            let last_offset = view
+                .header
+                .next_offset
+                .checked_sub(1)
+                .filter(|_| !view.is_empty());
+            Ok((
+                view.header,
+                Self {
+                    entries: view.iter().collect(),
+                    max_timestamp_micros: view.max_timestamp_micros(),
+                    last_offset,
+                },
+            ))
+        });
+        match read {
+            Ok(Some(loaded)) => Ok(loaded),
+            Ok(None) => Err(TimeIndexLoadError::Missing {
+                path: path.to_path_buf(),
+            }),
+            Err(ReadSideFileError::TooLarge { len, .. }) => Err(TimeIndexLoadError::TooLarge {
                 path: path.to_path_buf(),
                 len,
-            });
+            }),
+            Err(ReadSideFileError::Invalid { source, .. }) => Err(TimeIndexLoadError::Invalid {
+                path: path.to_path_buf(),
+                error: source,
+            }),
+            Err(ReadSideFileError::Io(e)) => Err(TimeIndexLoadError::Io(e)),
         }
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        read_exact_at(&*file, path, &mut bytes, 0).map_err(TimeIndexLoadError::Io)?;
-        let view = decode_time_index(&bytes).map_err(|error| TimeIndexLoadError::Invalid {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        let last_offset = view
-            .header
-            .next_offset
-            .checked_sub(1)
-            .filter(|_| !view.is_empty());
-        Ok((
-            view.header,
-            Self {
-                entries: view.iter().collect(),
-                max_timestamp_micros: view.max_timestamp_micros(),
-                last_offset,
-            },
-        ))
     }
 
     /// Writes the file of the sealed segment `extent` to `path` on `fs`,
