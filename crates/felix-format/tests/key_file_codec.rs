@@ -57,7 +57,14 @@ proptest! {
                 prop_assert_eq!(encoded(&view.to_key()), bytes);
             }
             Err(err) => prop_assert!(
-                matches!(err.defect, D::KeyPart { .. } | D::TrailingBytes { .. }),
+                matches!(
+                    err,
+                    SideFileError {
+                        kind: SideFileKind::KeyFile,
+                        defect: D::KeyPart { .. } | D::TrailingBytes { .. },
+                        embedded: None,
+                    }
+                ),
                 "{err:?}"
             ),
         }
@@ -71,15 +78,18 @@ proptest! {
         let err = decode_key_file(&bytes).unwrap_err();
         // Each header field is checked before the CRC; the CRC covers the
         // length and the body, so a flip there is a checksum mismatch.
+        let SideFileError { kind: SideFileKind::KeyFile, defect, embedded: None } = err else {
+            return Err(TestCaseError::fail(format!("not a key file's error: {err:?}")));
+        };
         let kind_ok = match i {
-            0..4 => matches!(err.defect, D::Magic { .. }),
-            4..6 => matches!(err.defect, D::Version { .. }),
-            6..8 => matches!(err.defect, D::Flags { .. }),
+            0..4 => matches!(defect, D::Magic { .. }),
+            4..6 => matches!(defect, D::Version { .. }),
+            6..8 => matches!(defect, D::Flags { .. }),
             8..12 => matches!(
-                err.defect,
+                defect,
                 D::BodyTooLong { .. } | D::LengthMismatch { .. }
             ),
-            _ => matches!(err.defect, D::Checksum { .. }),
+            _ => matches!(defect, D::Checksum { .. }),
         };
         prop_assert!(kind_ok, "flip of bit {} at byte {}: {:?}", bit, i, err);
     }

@@ -189,7 +189,7 @@ fn write_key_file_part_over_the_limit_writes_nothing() {
     let long = ShardKey::new("t", "n".repeat(5000), "s", 0);
     let err = write_key_file(&FileSystem::os(), root.path(), &long).unwrap_err();
     assert!(
-        matches!(&err, RecoveryError::KeyTooLong { key, source } if matches!(source.defect, SideFileDefect::KeyPart { .. }) && *key == long),
+        matches!(&err, RecoveryError::KeyTooLong { key, source } if matches!(**source, SideFileError { kind: SideFileKind::KeyFile, defect: SideFileDefect::KeyPart { .. }, embedded: None }) && *key == long),
         "{err:?}"
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);

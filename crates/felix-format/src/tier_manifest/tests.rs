@@ -99,7 +99,7 @@ fn every_truncation_and_every_extension_is_refused() {
             );
         } else {
             assert!(
-                matches!(err, SideFileError { defect: D::LengthMismatch { found, .. }, .. } if found == len - MANIFEST_HEADER_LEN),
+                matches!(err, SideFileError { kind: SideFileKind::Manifest, defect: D::LengthMismatch { found, .. }, embedded: None } if found == len - MANIFEST_HEADER_LEN),
                 "{len}: {err:?}"
             );
         }
@@ -109,8 +109,9 @@ fn every_truncation_and_every_extension_is_refused() {
     assert!(matches!(
         decode_manifest(&longer),
         Err(SideFileError {
+            kind: SideFileKind::Manifest,
             defect: D::LengthMismatch { .. },
-            ..
+            embedded: None,
         })
     ));
 }

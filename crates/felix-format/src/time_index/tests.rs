@@ -121,8 +121,9 @@ fn decode_names_what_is_wrong() {
     assert!(matches!(
         decode_time_index(&crc),
         Err(SideFileError {
+            kind: SideFileKind::TimeIndex,
             defect: D::Checksum { .. },
-            ..
+            embedded: None,
         })
     ));
 }
