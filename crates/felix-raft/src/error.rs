@@ -118,6 +118,25 @@ pub enum RaftLogError {
         /// The record's offset (the entry's index).
         offset: u64,
     },
+    /// Log ids read from the shard do not ascend as a Raft log's do (each
+    /// index above the one before, each term at or above the one before):
+    /// its records are not a log this crate wrote, so nothing read is
+    /// returned.
+    #[error(
+        "log ids read from shard {shard} do not ascend: (term {term}, index {offset}) follows (term {previous_term}, index {previous_offset})"
+    )]
+    LogIdOrder {
+        /// The shard's label.
+        shard: String,
+        /// The offset of the record whose id does not follow (its index).
+        offset: u64,
+        /// Its term.
+        term: u64,
+        /// The offset of the record read before it.
+        previous_offset: u64,
+        /// That record's term.
+        previous_term: u64,
+    },
     /// The raft-state file records a vote that names no candidate, which
     /// openraft's vote cannot hold (this crate never writes one): the vote
     /// is unknown, and a vote forgotten could let this node vote twice.

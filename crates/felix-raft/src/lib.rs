@@ -69,6 +69,7 @@
 
 mod codec;
 mod error;
+mod log_ids;
 mod log_store;
 mod state_file;
 

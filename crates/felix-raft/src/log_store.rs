@@ -19,7 +19,7 @@ use openraft::{EntryPayload, LogId, OptionalSend, RaftLogReader, RaftTypeConfig,
 use crate::EntryData;
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
-use crate::state_file;
+use crate::{log_ids, state_file};
 
 /// How many bytes of records one read of the shard asks for: entries are
 /// decoded from it, so this bounds the memory of one step of a long read.
@@ -322,15 +322,17 @@ impl Inner {
         C: LogConfig,
     {
         let entries = self.read_entries_unchecked::<C>(start, end)?;
-        // What append asserted before writing holds after reading back,
-        // within the range asked (a purge meanwhile may skip ahead).
-        debug_assert_log_ids(
-            "read",
+        // What append asserted before writing must hold after reading back
+        // (a purge meanwhile may skip ahead). The records are on disk,
+        // where another writer may have put them: checked in every build.
+        log_ids::check_read(
+            self.shard.label(),
             entries
                 .iter()
                 .map(|e| (e.log_id.leader_id.term, e.log_id.index)),
-            false,
-        );
+        )?;
+        // Within the range asked: the loop above stops at `end` and the
+        // shard's read starts at `from`, whatever the disk holds.
         debug_assert!(
             entries
                 .iter()
@@ -467,30 +469,6 @@ impl<C> LogConfig for C where
             >,
         >
 {
-}
-
-/// Asserts, in debug builds, that log ids `(term, index)` ascend as a
-/// Raft log's do: each index above the one before (`contiguous`: by one),
-/// each term at or above the one before. `when` names the boundary.
-fn debug_assert_log_ids(when: &str, ids: impl Iterator<Item = (u64, u64)>, contiguous: bool) {
-    if !cfg!(debug_assertions) {
-        return;
-    }
-    let mut previous: Option<(u64, u64)> = None;
-    for (term, index) in ids {
-        if let Some((previous_term, previous_index)) = previous {
-            let follows = if contiguous {
-                previous_index.checked_add(1) == Some(index)
-            } else {
-                index > previous_index
-            };
-            debug_assert!(
-                follows && term >= previous_term,
-                "{when}: log id (term {term}, index {index}) does not follow (term {previous_term}, index {previous_index})"
-            );
-        }
-        previous = Some((term, index));
-    }
 }
 
 /// Asserts, in debug builds, what every store of the raft-state file
@@ -653,14 +631,12 @@ where
             })
             .collect::<Result<Vec<_>, RaftLogError>>()
             .map_err(io_err)?;
-        // openraft appends a run of entries: read back, they must ascend
-        // the same way (`read_entries`).
-        debug_assert_log_ids(
-            "append",
+        // openraft appends a run of entries; a read checks the same order
+        // of what it reads back (`log_ids::check_read`).
+        log_ids::debug_assert_appended(
             records
                 .iter()
                 .map(|r| (r.generation.unwrap_or(0), r.offset)),
-            true,
         );
         let end = match (records.first(), records.last()) {
             (Some(first), Some(last)) => {
