@@ -2,7 +2,7 @@
 //! again: the vote, the purge (term included), the entries.
 
 use felix_format::raft_state::{RaftLogId, RaftState, encode_raft_state};
-use felix_format::side_file::{SideFileDefect, SideFileError};
+use felix_format::side_file::{SideFileDefect, SideFileError, SideFileKind};
 use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, RaftLogError, TypeConfig};
 use openraft::storage::{LogState, RaftLogStorage, RaftLogStorageExt};
@@ -152,7 +152,11 @@ fn open_with_damaged_raft_state_is_refused_naming_the_file() {
             &err,
             RaftLogError::RaftState {
                 path: p,
-                source: SideFileError { defect: SideFileDefect::Length { len: 9 }, .. },
+                source: SideFileError {
+                    kind: SideFileKind::RaftState,
+                    defect: SideFileDefect::Length { len: 9 },
+                    embedded: None,
+                },
             }
                 if *p == path
         ),
