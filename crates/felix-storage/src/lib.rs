@@ -336,7 +336,9 @@ pub mod key_file {
     pub use felix_format::key_file::{
         KeyPart, KeyPartProblem, MAX_KEY_FILE_BODY_LEN, MAX_KEY_PART_BYTES,
     };
-    pub use felix_format::side_file::{EmbeddedError, SideFileDefect, SideFileError, SideFileKind};
+    pub use felix_format::side_file::{
+        EmbeddedError, SideFileDefect, SideFileError, SideFileKind, SideFileUnread,
+    };
     // The layout a `SideFileKind` names (`SideFileKind::layout`), and what
     // its methods speak in.
     pub use felix_format::side_file::{

@@ -151,6 +151,7 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
             felix_storage::recovery::IndexLoadError,
             felix_storage::recovery::TimeIndexLoadError,
             felix_storage::key_file::EmbeddedError,
+            felix_storage::key_file::SideFileUnread,
             felix_storage::key_file::CleanEntryProblem,
             &'static felix_storage::key_file::SideFileLayout,
             felix_storage::key_file::SideFileVersion,
@@ -178,6 +179,10 @@ fn every_type_in_a_public_signature_is_reachable_from_felix_storage() {
         felix_storage::key_file::SideFileKind,
     ) -> &'static felix_storage::key_file::SideFileLayout =
         felix_storage::key_file::SideFileKind::layout;
+    let _: fn(
+        felix_storage::key_file::SideFileKind,
+        felix_storage::key_file::SideFileUnread,
+    ) -> &'static str = felix_storage::key_file::SideFileKind::unread_name;
     let _: [usize; 3] = [
         felix_storage::epochs::MAX_EPOCH_ENTRIES,
         felix_storage::key_file::MAX_KEY_PART_BYTES,
