@@ -14,21 +14,23 @@
 //! - `core.rs` — the parts put together, and the lock order; `shared.rs`
 //!   — the settings, counters, metrics and notes they all read;
 //! - `options.rs` — the one way to open;
-//! - `reads.rs` — the reads and the tail wait, as the facade offers them.
+//! - `fetch.rs` — what consumers and followers fetch: the reads and the
+//!   tail wait, as the facade offers them; `time_lookup.rs` — finding
+//!   records by time.
 
 mod bounds;
 mod commit;
 mod core;
+mod fetch;
 mod generations;
 mod log;
 mod options;
-mod reads;
 mod recover;
 mod replica;
 mod requests;
 mod retention;
 mod shared;
-mod start_time;
+mod time_lookup;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,12 +1,14 @@
 //! Deleting from the head of a shard: whole sealed segments (retention)
 //! and the records before an offset (the log start). The log deletes, with
 //! the writer lock held; the generation history then drops what lies below
-//! the new start, under the same lock.
+//! the new start, under the same lock. The facade's calls
+//! (`Shard::delete_records_before`, `Shard::move_log_start`) are here too.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use felix_format::log_start::MovedBy;
 
+use super::Shard;
 use super::core::Core;
 use crate::error::Result;
 
@@ -47,5 +49,77 @@ impl Core {
             );
         }
         Ok(start)
+    }
+}
+
+impl Shard {
+    /// Deletes every record below `offset` (Kafka's DeleteRecords; what a
+    /// Raft log's purge needs) and returns where the log begins now.
+    ///
+    /// The new start is durable before this returns: it is recorded in the
+    /// shard's `log-start` file (written to a temporary, synced and renamed
+    /// over the old one). From then on reads below it are
+    /// [`StorageError::Trimmed`](crate::StorageError::Trimmed) exactly as
+    /// below the first segment, [`Shard::offsets`] reports it
+    /// (its `base`), a truncation below it is
+    /// [`StorageError::TruncateBelowBase`](crate::StorageError::TruncateBelowBase),
+    /// generation history entries below it are pruned, and retention deletes
+    /// the segments wholly below it (their files stay until it runs).
+    ///
+    /// The start never moves backwards: an `offset` at or below it changes
+    /// nothing. One past the readable end (what a committed read returns)
+    /// is [`StorageError::DeletePastEnd`](crate::StorageError::DeletePastEnd),
+    /// nothing changed. A failure to store the file stops the shard's
+    /// writes, as a failed sync does.
+    ///
+    /// Losing or damaging the file never loses a record: the log then
+    /// begins at its first segment again (deleted records reappear).
+    ///
+    /// ```
+    /// use felix_storage::{ReadBound, Record, Shard, StorageError};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")]).wait()?;
+    /// assert_eq!(shard.delete_records_before(2)?, 2);
+    /// assert!(matches!(shard.read(1, 1 << 20, ReadBound::Committed), Err(StorageError::Trimmed { oldest: 2, .. })));
+    /// assert_eq!(shard.delete_records_before(1)?, 2); // never backwards
+    /// assert!(matches!(shard.delete_records_before(4), Err(StorageError::DeletePastEnd { .. })));
+    /// drop(shard);
+    /// let reopened = Shard::options(dir.path()).open()?;
+    /// assert_eq!(reopened.offsets().base, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_records_before(&self, offset: u64) -> Result<u64> {
+        self.move_log_start(offset, MovedBy::Deletion)
+    }
+
+    /// [`Shard::delete_records_before`], recording in the log-start file
+    /// what moved the start: with [`MovedBy::Deletion`] it is that call.
+    ///
+    /// [`MovedBy::Offload`] is for a tiering layer that deletes local
+    /// records only once a durable remote manifest lists every one of them
+    /// below `offset`: the record lets it tell, when it opens the shard
+    /// again, records that must be in its remote copy (and are lost when
+    /// they are not) from records deleted on purpose. Claimed for records
+    /// no remote copy holds, it makes that layer refuse the shard.
+    ///
+    /// The start never moves backwards: at or below it nothing changes, and
+    /// the file keeps what moved the start last.
+    ///
+    /// ```
+    /// use felix_storage::{MovedBy, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// shard.append(&[Record::new(1, "a"), Record::new(2, "b"), Record::new(3, "c")]).wait()?;
+    /// // Offsets 0 and 1 are in a durable remote manifest now.
+    /// assert_eq!(shard.move_log_start(2, MovedBy::Offload)?, 2);
+    /// assert_eq!(shard.offsets().base, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn move_log_start(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {
+        self.core.check_open()?;
+        self.core.delete_records_before(offset, moved_by)
     }
 }
