@@ -204,51 +204,99 @@ fn paths_in(code: &str, module: &[String]) -> Vec<(Vec<String>, String)> {
             i += rest.chars().next().map_or(1, char::len_utf8);
             continue;
         }
-        let end = rest
-            .find(|c: char| {
-                !(is_ident(c) || c == ':' || c == '{' || c == '}' || c == ',' || c == ' ')
-            })
-            .unwrap_or(rest.len());
+        let end = use_tree_end(rest);
         let written = rest[..end].trim_end().to_owned();
         let mut base: Vec<String> = Vec::new();
-        let mut segments = written.split("::").peekable();
-        if segments.peek() == Some(&"crate") {
-            segments.next();
+        let mut tree = written.as_str();
+        if let Some(after) = tree.strip_prefix("crate::") {
+            tree = after;
         } else {
             base = module.to_vec();
-            while segments.peek() == Some(&"super") {
-                segments.next();
+            while let Some(after) = tree.strip_prefix("super::") {
+                tree = after;
                 base.pop();
             }
         }
-        let tail: Vec<&str> = segments.collect();
-        match tail.first() {
-            Some(group) if group.starts_with('{') => {
-                let inner = written
-                    .split_once('{')
-                    .map_or("", |(_, g)| g.split('}').next().unwrap_or_default());
-                for item in inner.split(',') {
-                    let first = item.trim().split("::").next().unwrap_or_default().trim();
-                    if !first.is_empty() && first != "self" {
-                        let mut path = base.clone();
-                        path.push(first.to_owned());
-                        out.push((path, written.clone()));
-                    }
+        for segments in expand_use_tree(tree) {
+            let mut path = base.clone();
+            for segment in segments.iter().take(2) {
+                if segment.is_empty() || !segment.chars().all(is_ident) {
+                    break;
                 }
+                path.push(segment.clone());
             }
-            _ => {
-                let mut path = base;
-                for segment in tail.iter().take(2) {
-                    let segment = segment.trim();
-                    if segment.is_empty() || !segment.chars().all(is_ident) {
-                        break;
-                    }
-                    path.push(segment.to_owned());
-                }
-                out.push((path, written.clone()));
-            }
+            out.push((path, written.clone()));
         }
         i += end.max(1);
+    }
+    out
+}
+
+/// The length of the path or use tree at the start of `rest`: identifiers
+/// and `::`, and a `{..}` group with its nested groups, up to the brace
+/// that closes the outermost one.
+fn use_tree_end(rest: &str) -> usize {
+    let mut depth = 0usize;
+    for (at, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return at,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return at + 1;
+                }
+            }
+            c if is_ident(c) || c == ':' => {}
+            ',' | ' ' | '\t' | '\n' | '\r' if depth > 0 => {}
+            _ => return at,
+        }
+    }
+    rest.len()
+}
+
+/// The paths a use tree names, each as its segments, `self` dropped:
+/// `a::{b, c::{d, e}}` is `a::b`, `a::c::d` and `a::c::e`.
+fn expand_use_tree(tree: &str) -> Vec<Vec<String>> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        let segments: Vec<String> = tree
+            .split("::")
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty() && s != "self")
+            .collect();
+        return vec![segments];
+    };
+    let prefix: Vec<String> = tree[..open]
+        .split("::")
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let inner = tree[open + 1..]
+        .strip_suffix('}')
+        .unwrap_or(&tree[open + 1..]);
+    let mut items = Vec::new();
+    let mut depth = 0usize;
+    let mut from = 0;
+    for (at, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(&inner[from..at]);
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[from..]);
+    let mut out = Vec::new();
+    for item in items.into_iter().filter(|item| !item.trim().is_empty()) {
+        for tail in expand_use_tree(item) {
+            let mut path = prefix.clone();
+            path.extend(tail);
+            out.push(path);
+        }
     }
     out
 }
@@ -461,6 +509,33 @@ use super::generations::Generations;
                     "shard::log",
                     "super::log::WriterState"
                 ),
+            ]
+        );
+    }
+
+    #[test]
+    fn nested_groups_are_read_to_their_closing_brace() {
+        let violations = check_sources(&files(&[(
+            "shard/log/append.rs",
+            "use super::super::{\n    bounds::{Tail, readable_end},\n    generations::Generations,\n};\n\
+             use crate::{shard::{commit::Commit, core::{Core}}, error::Result};\n",
+        )]));
+        assert_eq!(
+            violations
+                .iter()
+                .map(|v| (v.from.as_str(), v.to.as_str()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("shard::log", "shard::generations"),
+                ("shard::log", "shard")
+            ]
+        );
+        assert_eq!(
+            expand_use_tree("a::{b, c::{d, self}}"),
+            vec![
+                vec!["a".to_owned(), "b".to_owned()],
+                vec!["a".to_owned(), "c".to_owned(), "d".to_owned()],
+                vec!["a".to_owned(), "c".to_owned()],
             ]
         );
     }
