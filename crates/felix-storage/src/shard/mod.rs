@@ -4,16 +4,20 @@
 //! [`Shard`] is a thin facade; the parts behind it are:
 //!
 //! - `log/` — the log: its writer (appends, rollover, cuts, retention,
-//!   replacements, sync and close) and the view readers share (reads by
-//!   offset, bounded by `bounds.rs`; scrubs);
-//! - `commit/` — group commit (`mod.rs`), write combining (`combine.rs`),
-//!   the waiter list (`waiters.rs`) and tail waits (`tail.rs`);
+//!   replacements, sync and close), write combining (`combine.rs`) and the
+//!   view readers share (reads by offset, bounded by `bounds.rs`; scrubs);
+//! - `commit/` — group commit (`mod.rs`), where its syncs stand
+//!   (`state.rs`), the waiter list (`waiters.rs`), durability waits
+//!   (`durable.rs`) and tail waits (`tail.rs`);
 //! - `generations.rs` — the generation history and its epochs file;
 //! - `replica.rs`, `retention.rs` — what replication and deletions from
 //!   the head do with the log and the generations together;
 //! - `core.rs` — the parts put together, and the lock order; `shared.rs`
 //!   — the settings, counters, metrics and notes they all read;
-//! - `options.rs` — the one way to open;
+//! - `options.rs` — the one way to open; `recover.rs` — what an open does
+//!   once the directory is locked, in named steps;
+//! - `requests.rs` — what appends and waits return: a request the caller
+//!   waits on by blocking, `.await` or a callback;
 //! - `fetch.rs` — what consumers and followers fetch: the reads and the
 //!   tail wait, as the facade offers them; `time_lookup.rs` — finding
 //!   records by time.

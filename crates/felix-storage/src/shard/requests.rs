@@ -119,7 +119,7 @@ impl<'a> Append<'a> {
         core.check_open()?;
         if core.on_commit() {
             // Concurrent on-commit appends share a `write` as well as a sync
-            // (see `commit/combine.rs`).
+            // (see `log/combine.rs`).
             core.log()
                 .check_batch(self.records.iter().map(|r| r.payload.len()))?;
             let started = crate::metrics::Timer::start();

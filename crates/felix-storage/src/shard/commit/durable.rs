@@ -93,9 +93,8 @@ impl Commit {
                 break;
             }
             // Nobody else is waiting or syncing: sync here rather than hand
-            // off to the pool, which costs two thread switches of latency
-            // for a lone appender (one thread: p50 143 µs inline against
-            // 167 µs through the pool, medians of five alternating runs).
+            // off to the pool, which costs a lone appender two thread
+            // switches of latency (measured in docs/performance.md).
             let (upto, epoch, handle) = self.begin_sync(&mut state);
             drop(state);
             let started = std::time::Instant::now();
