@@ -73,6 +73,9 @@ pub(crate) struct Spare {
 
 /// The writer lock with the queue drained and held: see the module docs.
 pub(crate) struct WriterGuard<'a> {
+    /// Poisons the shard if a panic that began while the guard was held
+    /// unwinds through it; first, so before the lock is let go.
+    _unwinding: PoisonOnPanic<'a>,
     log: &'a Log,
     state: TryMutexGuard<'a, WriterState>,
     /// `None` on shards that never queue (durability other than on-commit):
@@ -97,9 +100,9 @@ impl DerefMut for WriterGuard<'_> {
 impl Drop for WriterGuard<'_> {
     /// Whatever the holder did (appended, truncated, reset), the queue
     /// continues from the writer's next offset. A holder that panicked
-    /// poisons the shard first (see the log's module docs).
+    /// poisons the shard (`_unwinding`, dropped after this, before the
+    /// lock is let go; see the log's module docs).
     fn drop(&mut self) {
-        self.log.poison_if_panicking();
         let next = self.state.writer.next_offset();
         if let Some(queue) = &mut self.queue {
             queue.next = next;
@@ -163,18 +166,18 @@ impl Log {
         }
     }
 
-    /// Poisons the shard when called while the thread panics: from what a
-    /// holder of the writer lock drops as it unwinds.
-    fn poison_if_panicking(&self) {
-        if std::thread::panicking() {
-            self.poison_with(self.write_interrupted());
-        }
-    }
-
     /// The writer lock held as `state`, with the queue taken and drained.
-    fn guard_writer<'a>(&'a self, mut state: TryMutexGuard<'a, WriterState>) -> WriterGuard<'a> {
+    /// A panic while draining poisons the shard at once, failing the
+    /// waiters of the batches taken from the queue: the thread draining may
+    /// be the sync worker, which nothing would ask again.
+    pub(super) fn guard_writer<'a>(
+        &'a self,
+        mut state: TryMutexGuard<'a, WriterState>,
+    ) -> WriterGuard<'a> {
+        let unwinding = PoisonOnPanic::new(self);
         if !self.commit.on_commit() {
             return WriterGuard {
+                _unwinding: unwinding,
                 log: self,
                 state,
                 queue: None,
@@ -205,6 +208,7 @@ impl Log {
             state.writer.next_offset()
         );
         WriterGuard {
+            _unwinding: unwinding,
             log: self,
             state,
             queue: Some(queue),
@@ -284,7 +288,7 @@ impl Log {
         let mut last;
         // A panic in a round poisons the shard, failing the waiters of the
         // batches it took from the queue.
-        let _unwinding = PoisonOnPanic(self);
+        let _unwinding = PoisonOnPanic::new(self);
         loop {
             let mut state = self.whole(self.lock_state());
             let mut spare = std::mem::take(&mut state.spare);
@@ -355,6 +359,10 @@ impl Log {
     /// fit the active segment in one `write`, rolling between batches as
     /// single appends would.
     fn write_batches(&self, state: &mut WriterState, batches: &Spare) -> Result<()> {
+        #[cfg(test)]
+        if PANIC_IN_WRITE.get() {
+            panic!("a write of queued batches cut short");
+        }
         self.check_poison()?;
         debug_assert_eq!(
             batches.records.len(),
@@ -406,12 +414,36 @@ impl Log {
     }
 }
 
-/// Poisons the shard if dropped while the thread panics (see
-/// [`Log::poison_if_panicking`]).
-struct PoisonOnPanic<'a>(&'a Log);
+/// Poisons the shard with `WriteInterrupted` if dropped by a panic that
+/// began after it was made: like std's `Mutex`, a guard taken while the
+/// thread was already unwinding (a close run by a destructor during a
+/// panic) poisons nothing for that panic.
+pub(super) struct PoisonOnPanic<'a> {
+    log: &'a Log,
+    /// Whether the thread was panicking when this was made.
+    panicking: bool,
+}
+
+impl<'a> PoisonOnPanic<'a> {
+    fn new(log: &'a Log) -> Self {
+        Self {
+            log,
+            panicking: std::thread::panicking(),
+        }
+    }
+}
 
 impl Drop for PoisonOnPanic<'_> {
     fn drop(&mut self) {
-        self.0.poison_if_panicking();
+        if !self.panicking && std::thread::panicking() {
+            self.log.poison_with(self.log.write_interrupted());
+        }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's next writes of queued batches panic (tests of
+    /// a panic under the writer lock).
+    pub(super) static PANIC_IN_WRITE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }

@@ -238,3 +238,98 @@ fn leaders_hand_over_and_every_append_completes() {
     );
     assert!(stats.lead_handoffs > 0, "{stats:?}");
 }
+
+/// A leader whose round panics while writing the queued batches poisons
+/// the shard as the panic leaves the round, before anyone takes the lock
+/// again: the waiters of the batches it took learn of it from the poison.
+#[test]
+fn a_panic_in_a_leaders_round_poisons_the_shard_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = interrupted_shard(dir.path());
+    let core = shard.core();
+    let panicked = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                super::combine::PANIC_IN_WRITE.set(true);
+                let _ = shard.append(&[Record::new(0, "cut short")]).wait();
+            })
+            .join()
+    });
+    assert!(panicked.is_err());
+    assert!(
+        matches!(
+            core.commit().check_poison(),
+            Err(StorageError::Poisoned { original, .. })
+                if matches!(*original, StorageError::WriteInterrupted { .. })
+        ),
+        "poisoned by the round, not left for the next holder"
+    );
+    assert_write_interrupted(&shard);
+}
+
+/// Taking the writer lock writes what is queued first; a panic in that
+/// write poisons the shard at once: the thread draining may be the sync
+/// worker, and the appender of a queued batch waits for a sync of it.
+#[test]
+fn a_panic_draining_the_queue_poisons_the_shard_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = interrupted_shard(dir.path());
+    let core = shard.core();
+    let panicked = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                // The lock is held from before the batch is queued, so
+                // nobody else (the sync worker) can drain it first.
+                let state = core.log().writer.lock().unwrap();
+                // Queued without a leader, as an append with a completion
+                // is while a sync is pending.
+                core.log()
+                    .append_queued(&[Record::new(0, "queued")])
+                    .unwrap();
+                super::combine::PANIC_IN_WRITE.set(true);
+                drop(core.log().guard_writer(state));
+            })
+            .join()
+    });
+    let payload = panicked.unwrap_err();
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"a write of queued batches cut short")
+    );
+    assert!(
+        matches!(
+            core.commit().check_poison(),
+            Err(StorageError::Poisoned { original, .. })
+                if matches!(*original, StorageError::WriteInterrupted { .. })
+        ),
+        "poisoned as the panic left the guard"
+    );
+}
+
+/// A guard taken while the thread is already unwinding (a close run by a
+/// destructor during a panic) and let go normally poisons nothing: that
+/// panic did not interrupt a write under the lock.
+#[test]
+fn a_guard_taken_while_already_unwinding_poisons_nothing() {
+    struct TakesTheLockOnDrop<'a>(&'a Shard);
+    impl Drop for TakesTheLockOnDrop<'_> {
+        fn drop(&mut self) {
+            assert!(std::thread::panicking());
+            drop(self.0.core().log().writer_state());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let shard = interrupted_shard(dir.path());
+    let panicked = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let _on_drop = TakesTheLockOnDrop(&shard);
+                panic!("elsewhere, not under the lock");
+            })
+            .join()
+    });
+    assert!(panicked.is_err());
+    assert!(shard.core().commit().check_poison().is_ok());
+    let receipt = shard.append(&[Record::new(0, "after")]).wait().unwrap();
+    assert_eq!(receipt.first_offset, 1);
+}
