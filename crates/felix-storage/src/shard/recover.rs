@@ -52,14 +52,15 @@ struct Recovered {
 
 /// Recovery, then the shard's state, with its directory locked.
 pub(super) fn recover(
-    open: Recover,
+    mut open: Recover,
     held: &FileSystem,
     lock: ShardLock,
     listing: Option<Vec<DirEntry>>,
     pool: SyncPool,
 ) -> Result<Core> {
     let started = Instant::now();
-    let mut recovered = recover_directory(&open, held, &lock, listing)?;
+    let key = open.key.take();
+    let mut recovered = recover_directory(&open, key, held, &lock, listing)?;
     let (writer, next_segment_id) = resume_writer(&open, &mut recovered.shard)?;
     if !writer.index_persisted() {
         // Logged by the writer; served from memory, written at the next
@@ -69,21 +70,23 @@ pub(super) fn recover(
     let log_start = recovered.shard.start_offset.unwrap_or(0);
     let (history, epochs_file) =
         load_history(&open, &recovered.shard, writer.next_offset(), log_start)?;
-    assemble(
+    Ok(assemble(Parts {
         open,
         recovered,
         writer,
         next_segment_id,
-        (history, epochs_file),
+        history,
+        epochs_file,
         lock,
         pool,
         started,
-    )
+    }))
 }
 
 /// Runs recovery on the directory and logs what it found and did.
 fn recover_directory(
     open: &Recover,
+    key: Option<StoredKey>,
     held: &FileSystem,
     lock: &ShardLock,
     listing: Option<Vec<DirEntry>>,
@@ -100,10 +103,7 @@ fn recover_directory(
         use_clean_shutdown: true,
         keep_clean_shutdown: open.keep_clean_shutdown,
     };
-    let hints = OpenHints {
-        key: open.key.clone(),
-        listing,
-    };
+    let hints = OpenHints { key, listing };
     let shard = open_shard_with(held, &open.dir, &open.label, &options, lock, hints)?;
     for finding in &shard.inspection.findings {
         tracing::warn!(finding = %finding, "recovery finding");
@@ -225,19 +225,37 @@ fn load_history(
     Ok((history, epochs_file))
 }
 
-/// The shard's parts, put together: the log (writer and readers' view),
-/// group commit, the generations, and what the open learned.
-#[allow(clippy::too_many_arguments)]
-fn assemble(
+/// What the steps before [`assemble`] produced.
+struct Parts {
     open: Recover,
     recovered: Recovered,
+    /// The resumed (or new) active segment's writer.
     writer: SegmentWriter,
+    /// The id the next segment gets; `None` once the active segment's id
+    /// is the last there is.
     next_segment_id: Option<u64>,
-    (history, epochs_file): (EpochHistory, EpochsFile),
+    history: EpochHistory,
+    epochs_file: EpochsFile,
     lock: ShardLock,
     pool: SyncPool,
+    /// When the open began, for [`Opened::time`].
     started: Instant,
-) -> Result<Core> {
+}
+
+/// The shard's parts, put together: the log (writer and readers' view),
+/// group commit, the generations, and what the open learned.
+fn assemble(parts: Parts) -> Core {
+    let Parts {
+        open,
+        recovered,
+        writer,
+        next_segment_id,
+        history,
+        epochs_file,
+        lock,
+        pool,
+        started,
+    } = parts;
     let Recover {
         label,
         dir,
@@ -319,5 +337,5 @@ fn assemble(
         view,
         CleanShutdown::new(lock, recovered.clean_shutdown_kept, record_newest),
     );
-    Ok(Core::new(shared, log, commit, generations))
+    Core::new(shared, log, commit, generations)
 }
