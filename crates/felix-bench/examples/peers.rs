@@ -353,37 +353,39 @@ fn append(args: &Args) -> Result<Measurement> {
     felix_bench::fresh_dir(&dir).map_err(err)?;
     let peer = open_peer(&args.implementation, &dir, p.threads)?;
     let peer: Arc<dyn Peer> = Arc::from(peer);
+    // Every thread's batches are built before measuring, as felix's and
+    // the limits' are: the loop times the peer's append (and whatever its
+    // API makes of the payloads), not the harness's batch building.
+    let per_thread: Vec<Vec<Vec<Bytes>>> = (0..p.threads)
+        .map(|t| payload_batches(&payload_pool(t, p.payload_bytes), p.batch))
+        .collect();
     let go = Barrier::new(p.threads + 1);
     let (elapsed, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..p.threads)
-            .map(|t| {
+        let handles: Vec<_> = per_thread
+            .iter()
+            .enumerate()
+            .map(|(t, batches)| {
                 let (peer, go) = (&peer, &go);
-                let pool = payload_pool(t, p.payload_bytes);
                 let records = p.share(t);
+                let warm = p.warm_share(t);
                 scope.spawn(move || -> Result<Latencies> {
+                    // The same untimed warmup as felix's and the limits'.
+                    let warm = append_n(&**peer, t, batches, warm, sync, None);
                     go.wait();
+                    warm?;
                     let mut latencies = Latencies::with_capacity(if p.timed {
                         records as usize / p.batch + 1
                     } else {
                         0
                     });
-                    let mut remaining = records;
-                    let mut next = 0usize;
-                    let mut batch = Vec::with_capacity(p.batch);
-                    while remaining > 0 {
-                        let count = remaining.min(p.batch as u64) as usize;
-                        batch.clear();
-                        for _ in 0..count {
-                            next = (next + 1) % pool.len();
-                            batch.push(pool[next].clone());
-                        }
-                        let started = Instant::now();
-                        peer.append(t, &batch, sync)?;
-                        if p.timed {
-                            latencies.push(started.elapsed());
-                        }
-                        remaining -= count as u64;
-                    }
+                    append_n(
+                        &**peer,
+                        t,
+                        batches,
+                        records,
+                        sync,
+                        p.timed.then_some(&mut latencies),
+                    )?;
                     Ok(latencies)
                 })
             })
@@ -407,6 +409,48 @@ fn append(args: &Args) -> Result<Measurement> {
     drop(peer);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(m)
+}
+
+/// One batch of `batch` payloads per payload of `pool`, the `i`th starting
+/// at the pool's `i`th: felix's batches, without the timestamps.
+fn payload_batches(pool: &[Bytes], batch: usize) -> Vec<Vec<Bytes>> {
+    (0..pool.len())
+        .map(|i| {
+            (0..batch)
+                .map(|j| pool[(i + j) % pool.len()].clone())
+                .collect()
+        })
+        .collect()
+}
+
+/// Appends `records` records from `batches` in turn (the last one cut
+/// short) as thread `thread`, each call timed into `latencies` when given.
+fn append_n(
+    peer: &dyn Peer,
+    thread: usize,
+    batches: &[Vec<Bytes>],
+    records: u64,
+    sync: bool,
+    mut latencies: Option<&mut Latencies>,
+) -> Result<()> {
+    let batch = batches.first().map_or(1, Vec::len).max(1);
+    let mut remaining = records;
+    let mut next = 0usize;
+    while remaining > 0 {
+        let count = remaining.min(batch as u64) as usize;
+        next = (next + 1) % batches.len();
+        let records = &batches[next][..count];
+        match latencies.as_deref_mut() {
+            Some(l) => {
+                let started = Instant::now();
+                peer.append(thread, records, sync)?;
+                l.push(started.elapsed());
+            }
+            None => peer.append(thread, records, sync)?,
+        }
+        remaining -= count as u64;
+    }
+    Ok(())
 }
 
 fn prepare(args: &Args) -> Result<Measurement> {

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::args::Args;
 use crate::data::payload_pool;
-use crate::felix::{AppendParams, Result, SHARD_LABEL, preallocation, shard_dir};
+use crate::felix::{AppendParams, Result, SHARD_LABEL, preallocation, record_batches, shard_dir};
 use crate::report::{Latencies, Measurement};
 
 struct Unpark(Thread);
@@ -45,7 +45,6 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 pub fn append_submitted(args: &Args) -> Result<Measurement> {
     let p = AppendParams::from_args(args)?;
     let in_flight: usize = args.get("in-flight", 64usize)?.max(1);
-    let warmup: u64 = args.get("warmup", 1_000u64)?;
     let preallocate_name = args.text("preallocate", "stepped");
     let dir = shard_dir(&args.dir()?);
     crate::fresh_dir(&dir).map_err(|e| e.to_string())?;
@@ -61,17 +60,8 @@ pub fn append_submitted(args: &Args) -> Result<Measurement> {
         .open()
         .map_err(|e| e.to_string())?;
     let pool = payload_pool(0, p.payload_bytes);
-    let batches: Vec<Vec<Record>> = (0..pool.len())
-        .map(|i| {
-            (0..p.batch)
-                .map(|j| Record {
-                    timestamp_micros: 1_700_000_000_000_000 + (i * p.batch + j) as u64,
-                    payload: pool[(i + j) % pool.len()].clone(),
-                })
-                .collect()
-        })
-        .collect();
-    run(&shard, &batches, warmup, in_flight, None)?;
+    let batches = record_batches(&pool, p.batch);
+    run(&shard, &batches, p.warmup, in_flight, None)?;
     let before = shard.stats();
     let mut latencies = Latencies::with_capacity(p.records as usize / p.batch + 1);
     let started = Instant::now();
@@ -116,11 +106,14 @@ fn run(
             let batch = &batches[next % batches.len()];
             let count = remaining.min(batch.len() as u64) as usize;
             next += 1;
+            // From the call: the latency holds the write and any wait
+            // for a place in flight, as a blocking append's does.
+            let issued = Instant::now();
             let append = shard
                 .append(&batch[..count])
                 .submit()
                 .map_err(|e| e.to_string())?;
-            pending.push_back((Instant::now(), append));
+            pending.push_back((issued, append));
             remaining -= count as u64;
         }
         if let Some((issued, append)) = pending.pop_front() {

@@ -33,7 +33,7 @@ fn err(what: impl std::fmt::Display) -> String {
 pub fn follow(args: &Args) -> Result<Measurement> {
     let records: u64 = args.get("records", 1_000_000u64)?;
     let batch: u64 = args.get("batch", 1u64)?.max(1);
-    let payload_bytes: usize = args.get("payload-bytes", 128usize)?;
+    let payload_bytes: usize = crate::data::payload_bytes(args)?;
     let interval = Duration::from_micros(args.get("interval-us", 0u64)?);
     let durability_name = args.text("durability", "none");
     let dir = args.dir()?.join("follow");

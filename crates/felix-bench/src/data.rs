@@ -22,6 +22,17 @@ pub fn xorshift_bytes(seed: u64, len: usize) -> Vec<u8> {
     out
 }
 
+/// A record's payload when a run does not say (`--payload-bytes`): 128
+/// bytes, a small event as brokers see them.
+pub const DEFAULT_PAYLOAD_BYTES: usize = 128;
+
+/// The run's `--payload-bytes` ([`DEFAULT_PAYLOAD_BYTES`] when not given):
+/// every implementation and limit of a run reads it from here, so none
+/// measures another size than the others.
+pub fn payload_bytes(args: &crate::args::Args) -> Result<usize, String> {
+    args.get("payload-bytes", DEFAULT_PAYLOAD_BYTES)
+}
+
 /// [`PAYLOAD_POOL`] payloads of `len` bytes for thread `thread`.
 pub fn payload_pool(thread: usize, len: usize) -> Vec<Bytes> {
     (0..PAYLOAD_POOL)

@@ -45,17 +45,22 @@ pub struct AppendParams {
     pub records: u64,
     /// Whether each call is timed.
     pub timed: bool,
+    /// Records appended untimed before the measured ones, over all
+    /// threads (`--warmup`, 1,000): every implementation of a cell warms
+    /// up alike, so none is measured cold beside a warm one.
+    pub warmup: u64,
 }
 
 impl AppendParams {
     /// Reads `--payload-bytes`, `--batch`, `--threads`, `--records`.
     pub fn from_args(args: &Args) -> Result<Self> {
         let p = Self {
-            payload_bytes: args.get("payload-bytes", 128usize)?,
+            payload_bytes: crate::data::payload_bytes(args)?,
             batch: args.get("batch", 1usize)?.max(1),
             threads: args.get("threads", 1usize)?.max(1),
             records: args.get("records", 100_000u64)?,
             timed: args.get("timed", true)?,
+            warmup: args.get("warmup", 1_000u64)?,
         };
         Ok(p)
     }
@@ -64,6 +69,13 @@ impl AppendParams {
     pub fn share(&self, t: usize) -> u64 {
         let n = self.threads as u64;
         self.records / n + u64::from((t as u64) < self.records % n)
+    }
+
+    /// Thread `t`'s share of the warmup records, split as [`Self::share`]
+    /// splits the measured ones.
+    pub fn warm_share(&self, t: usize) -> u64 {
+        let n = self.threads as u64;
+        self.warmup / n + u64::from((t as u64) < self.warmup % n)
     }
 
     /// Encoded bytes of all records.
@@ -107,7 +119,6 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let durability_name = args.text("durability", "none");
     let preallocate_name = args.text("preallocate", "stepped");
     let preallocate = preallocation(&preallocate_name)?;
-    let warmup: u64 = args.get("warmup", 1_000u64)?;
     let dir = shard_dir(&args.dir()?);
     crate::fresh_dir(&dir).map_err(err)?;
     let config = StoreConfig {
@@ -121,21 +132,24 @@ pub fn append(args: &Args) -> Result<Measurement> {
         .label(SHARD_LABEL)
         .open()
         .map_err(err)?;
-    let pools: Vec<Vec<Bytes>> = (0..p.threads)
-        .map(|t| payload_pool(t, p.payload_bytes))
+    // Every thread's batches are built before any is appended: the
+    // measured loop times the append, not the caller's allocation of its
+    // records (the limits and the peers build theirs up front too).
+    let per_thread: Vec<Vec<Vec<Record>>> = (0..p.threads)
+        .map(|t| record_batches(&payload_pool(t, p.payload_bytes), p.batch))
         .collect();
     let warmed = Barrier::new(p.threads + 1);
     let go = Barrier::new(p.threads + 1);
     let (elapsed, before, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = pools
+        let handles: Vec<_> = per_thread
             .iter()
             .enumerate()
-            .map(|(t, pool)| {
+            .map(|(t, batches)| {
                 let (shard, warmed, go) = (&shard, &warmed, &go);
                 let records = p.share(t);
-                let warm = warmup / p.threads as u64;
+                let warm = p.warm_share(t);
                 scope.spawn(move || -> Result<Latencies> {
-                    let warm = append_n(shard, pool, warm, p.batch, None);
+                    let warm = append_n(shard, batches, warm, None);
                     warmed.wait();
                     go.wait();
                     warm?;
@@ -144,13 +158,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
                     } else {
                         0
                     });
-                    append_n(
-                        shard,
-                        pool,
-                        records,
-                        p.batch,
-                        p.timed.then_some(&mut latencies),
-                    )?;
+                    append_n(shard, batches, records, p.timed.then_some(&mut latencies))?;
                     Ok(latencies)
                 })
             })
@@ -193,17 +201,11 @@ pub fn append(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
-pub(crate) fn append_n(
-    shard: &Shard,
-    pool: &[Bytes],
-    records: u64,
-    batch: usize,
-    mut latencies: Option<&mut Latencies>,
-) -> Result<()> {
-    // Batches are built before measuring, as the limits frame their bytes
-    // before measuring: the loop times the append, not the caller's
-    // allocation of its records.
-    let batches: Vec<Vec<Record>> = (0..pool.len())
+/// One batch of `batch` records per payload of `pool`, the `i`th starting
+/// at the pool's `i`th payload: built before measuring, as the limits
+/// frame their bytes before measuring.
+pub fn record_batches(pool: &[Bytes], batch: usize) -> Vec<Vec<Record>> {
+    (0..pool.len())
         .map(|i| {
             (0..batch)
                 .map(|j| Record {
@@ -212,7 +214,18 @@ pub(crate) fn append_n(
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Appends `records` records from `batches` in turn (the last one cut
+/// short), each call timed into `latencies` when given.
+pub(crate) fn append_n(
+    shard: &Shard,
+    batches: &[Vec<Record>],
+    records: u64,
+    mut latencies: Option<&mut Latencies>,
+) -> Result<()> {
+    let batch = batches.first().map_or(1, Vec::len).max(1);
     let mut remaining = records;
     let mut next = 0usize;
     while remaining > 0 {
@@ -240,7 +253,7 @@ pub(crate) fn append_n(
 pub fn prepare(args: &Args) -> Result<Measurement> {
     let dir = shard_dir(&args.dir()?);
     crate::fresh_dir(&dir).map_err(err)?;
-    let payload_bytes: usize = args.get("payload-bytes", 128usize)?;
+    let payload_bytes: usize = crate::data::payload_bytes(args)?;
     let per_record = record_encoded_len(payload_bytes as u32);
     let records = match args.params.get("bytes") {
         Some(_) => {
@@ -288,8 +301,8 @@ pub fn fill(
         .label(SHARD_LABEL)
         .open()
         .map_err(err)?;
-    let pool = payload_pool(0, payload_bytes);
-    append_n(&shard, &pool, records, batch.max(1), None)?;
+    let batches = record_batches(&payload_pool(0, payload_bytes), batch.max(1));
+    append_n(&shard, &batches, records, None)?;
     shard.sync().map_err(err)?;
     Ok((
         shard.offsets().written - shard.offsets().base,
@@ -508,7 +521,7 @@ pub fn prepare_sealed(args: &Args) -> Result<Measurement> {
     crate::fresh_dir(&dir).map_err(err)?;
     let segments: u64 = args.get("segments", 10_000u64)?;
     let per_segment: u64 = args.get("records-per-segment", 16u64)?;
-    let payload_bytes: usize = args.get("payload-bytes", 128usize)?;
+    let payload_bytes: usize = crate::data::payload_bytes(args)?;
     // A batch fills a segment exactly, so every append after the first rolls.
     let segment_bytes =
         SEGMENT_HEADER_LEN as u64 + per_segment * record_encoded_len(payload_bytes as u32);
@@ -571,7 +584,7 @@ pub fn prepare_crash(args: &Args) -> Result<Measurement> {
     let sealed: u64 = args.get("sealed", 0u64)?;
     let segment_bytes: u64 = args.get("segment-bytes", 64u64 << 20)?;
     let newest_bytes: u64 = args.get("newest-bytes", 16u64 << 20)?;
-    let payload_bytes = 128usize;
+    let payload_bytes = crate::data::payload_bytes(args)?;
     let batch = 256usize;
     let per_record = record_encoded_len(payload_bytes as u32);
     // Sealed segments hold a whole number of batches, so they fill exactly.
@@ -627,11 +640,12 @@ pub fn crash_open(args: &Args) -> Result<Measurement> {
         felix_io::OpenMode::Read,
     )
     .map_err(err)?;
-    // Every prepared record has a 128-byte payload, so the next offset
-    // follows from the length.
-    let next_offset =
-        segment.base_offset() + (newest_len - SEGMENT_HEADER_LEN as u64) / record_encoded_len(128);
-    tear_tail(newest, next_offset)?;
+    // Every prepared record has a payload of the run's size, so the next
+    // offset follows from the length.
+    let payload_bytes = crate::data::payload_bytes(args)?;
+    let next_offset = segment.base_offset()
+        + (newest_len - SEGMENT_HEADER_LEN as u64) / record_encoded_len(payload_bytes as u32);
+    tear_tail(newest, next_offset, payload_bytes)?;
     let total = crate::dir_bytes(&dir).map_err(err)?;
     crate::warm_page_cache(&dir).map_err(err)?;
     let started = Instant::now();
@@ -650,20 +664,21 @@ pub fn crash_open(args: &Args) -> Result<Measurement> {
     Ok(m)
 }
 
-/// Appends the first 100 bytes of a valid 156-byte record to `path`: a write
-/// the crash cut short.
-fn tear_tail(path: &Path, next_offset: u64) -> Result<()> {
+/// Appends the first 100 bytes (all but the last, for a shorter record) of
+/// a valid record with a `payload_bytes` payload to `path`: a write the
+/// crash cut short.
+fn tear_tail(path: &Path, next_offset: u64, payload_bytes: usize) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .map_err(err)?;
     let len = file.metadata().map_err(err)?.len();
-    let payload = crate::data::xorshift_bytes(9, 128);
+    let payload = crate::data::xorshift_bytes(9, payload_bytes);
     let header = felix_format::encode_record_header(next_offset, 1, &payload).map_err(err)?;
     let mut torn = header.to_vec();
     torn.extend_from_slice(&payload);
-    torn.truncate(100);
+    torn.truncate(100.min(torn.len() - 1));
     file.write_all_at(&torn, len).map_err(err)?;
     Ok(())
 }

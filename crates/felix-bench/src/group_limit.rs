@@ -16,7 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Barrier, Mutex, MutexGuard, PoisonError};
 use std::thread::Thread;
 use std::time::Instant;
 
@@ -80,15 +80,23 @@ pub fn append(args: &Args) -> Result<Measurement> {
         syncs: AtomicU64::new(0),
     };
     let appends = p.records.div_ceil(p.batch as u64);
-    let started = Instant::now();
-    let cpu = CpuTime::now();
-    let per_thread: Vec<Result<Latencies>> = std::thread::scope(|scope| {
+    let warm_appends = p.warmup.div_ceil(p.batch as u64);
+    let split = |total: u64, t: usize| {
+        total / p.threads as u64 + u64::from((t as u64) < total % p.threads as u64)
+    };
+    // Each thread appends its share of the warmup untimed, as felix's
+    // threads do, then all start together.
+    let warmed = Barrier::new(p.threads + 1);
+    let (started, cpu, warm_syncs, per_thread) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..p.threads)
             .map(|t| {
-                let (log, batch) = (&log, &batch);
-                let mine =
-                    appends / p.threads as u64 + u64::from((t as u64) < appends % p.threads as u64);
+                let (log, batch, warmed) = (&log, &batch, &warmed);
+                let mine = split(appends, t);
+                let warm = split(warm_appends, t);
                 scope.spawn(move || -> Result<Latencies> {
+                    let warm = (0..warm).try_for_each(|_| log.append(batch));
+                    warmed.wait();
+                    warm?;
                     let mut latencies = Latencies::with_capacity(mine as usize);
                     for _ in 0..mine {
                         let at = Instant::now();
@@ -99,12 +107,15 @@ pub fn append(args: &Args) -> Result<Measurement> {
                 })
             })
             .collect();
-        crate::join_appenders(workers)
+        warmed.wait();
+        let warm_syncs = log.syncs.load(Ordering::Relaxed);
+        let (started, cpu) = (Instant::now(), CpuTime::now());
+        (started, cpu, warm_syncs, crate::join_appenders(workers))
     });
     let elapsed = started.elapsed();
     let cpu_end = CpuTime::now();
     let latencies = Latencies::merged(per_thread)?;
-    let syncs = log.syncs.load(Ordering::Relaxed);
+    let syncs = log.syncs.load(Ordering::Relaxed) - warm_syncs;
     drop(file);
     if !args.get("keep", false)? {
         let _ = std::fs::remove_dir_all(&dir);

@@ -38,7 +38,8 @@ fn create(path: &Path) -> Result<File> {
 ///   `fdatasync` (`fsync`), one thread.
 ///
 /// The records are framed before measuring starts, so the loop only moves
-/// bytes.
+/// bytes. `--warmup` records (1,000, as felix's runs) go through the same
+/// loop untimed first.
 pub fn append(args: &Args) -> Result<Measurement> {
     if args.implementation == "limit-group" {
         return crate::group_limit::append(args);
@@ -61,9 +62,13 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let timed = p.timed;
     let mut latencies = Latencies::with_capacity(if timed { appends as usize } else { 0 });
     let kind = args.implementation.as_str();
-    let started = Instant::now();
-    match kind {
+    let warm_appends = p.warmup.div_ceil(p.batch as u64) as usize;
+    let started = match kind {
         "limit-write" => {
+            for batch in batches.iter().cycle().take(warm_appends) {
+                file.write_all(batch).map_err(err)?;
+            }
+            let started = Instant::now();
             for i in 0..appends as usize {
                 let t = Instant::now();
                 file.write_all(&batches[i % batches.len()]).map_err(err)?;
@@ -71,15 +76,34 @@ pub fn append(args: &Args) -> Result<Measurement> {
                     latencies.push(t.elapsed());
                 }
             }
+            started
         }
         "limit-bufwriter" => {
             let mut out = BufWriter::new(&mut file);
+            for record in framed.iter().cycle().take(p.warmup as usize) {
+                out.write_all(record).map_err(err)?;
+            }
+            out.flush().map_err(err)?;
+            let started = Instant::now();
             for i in 0..p.records as usize {
                 out.write_all(&framed[i % framed.len()]).map_err(err)?;
             }
             out.flush().map_err(err)?;
+            started
         }
         "limit-fdatasync" | "limit-fsync" => {
+            let sync = |file: &File| {
+                if kind == "limit-fsync" {
+                    file.sync_all()
+                } else {
+                    file.sync_data()
+                }
+            };
+            for batch in batches.iter().cycle().take(warm_appends) {
+                file.write_all(batch).map_err(err)?;
+                sync(&file).map_err(err)?;
+            }
+            let started = Instant::now();
             for i in 0..appends as usize {
                 let t = Instant::now();
                 file.write_all(&batches[i % batches.len()]).map_err(err)?;
@@ -92,9 +116,10 @@ pub fn append(args: &Args) -> Result<Measurement> {
                     latencies.push(t.elapsed());
                 }
             }
+            started
         }
         other => return Err(format!("unknown append limit {other:?}")),
-    }
+    };
     let elapsed = started.elapsed();
     let durability = if kind.contains("sync") {
         "on_commit"
@@ -244,7 +269,7 @@ pub fn seq_read(args: &Args) -> Result<Measurement> {
     let elapsed = started.elapsed();
     let mut m = Measurement::new("seq-read", "limit", json!({"chunk_bytes": 1 << 20}));
     m.bytes = total;
-    m.records = total / record_encoded_len(128);
+    m.records = total / record_encoded_len(crate::data::payload_bytes(args)? as u32);
     m.elapsed = elapsed;
     m.notes.insert("sink".into(), json!(sink));
     Ok(m)
@@ -257,7 +282,7 @@ pub fn random_read(args: &Args) -> Result<Measurement> {
     let reads: usize = args.get("reads", 100_000usize)?;
     let paths = segment_paths(&dir)?;
     crate::warm_page_cache(&dir).map_err(err)?;
-    let record_len = record_encoded_len(128);
+    let record_len = record_encoded_len(crate::data::payload_bytes(args)? as u32);
     // (base offset, records, file) per segment.
     let mut segments = Vec::new();
     for path in &paths {

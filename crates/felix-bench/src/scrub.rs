@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::args::Args;
 use crate::data::payload_pool;
-use crate::felix::{Result, SHARD_LABEL, append_n, fill, shard_dir};
+use crate::felix::{Result, SHARD_LABEL, append_n, fill, record_batches, shard_dir};
 use crate::report::{Latencies, Measurement};
 
 fn err(what: impl std::fmt::Display) -> String {
@@ -110,8 +110,8 @@ pub fn scrub_append(args: &Args) -> Result<Measurement> {
         .label(SHARD_LABEL)
         .open()
         .map_err(err)?;
-    let pool = payload_pool(0, 128);
-    append_n(&shard, &pool, 200, 1, None)?;
+    let batches = record_batches(&payload_pool(0, 128), 1);
+    append_n(&shard, &batches, 200, None)?;
     let done = AtomicBool::new(false);
     let (scrubbed, passes) = (AtomicU64::new(0), AtomicU64::new(0));
     let mut latencies = Latencies::with_capacity(records as usize);
@@ -138,7 +138,7 @@ pub fn scrub_append(args: &Args) -> Result<Measurement> {
         // Let the scrub get going before the measured appends.
         std::thread::sleep(std::time::Duration::from_millis(200));
         let started = Instant::now();
-        let appended = append_n(&shard, &pool, records, 1, Some(&mut latencies));
+        let appended = append_n(&shard, &batches, records, Some(&mut latencies));
         let elapsed = started.elapsed();
         done.store(true, Ordering::Relaxed);
         let scrubbed = scrubber.map_or(Ok(()), |s| {

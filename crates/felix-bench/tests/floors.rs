@@ -33,16 +33,19 @@ fn records(bytes: &[u8]) -> usize {
 fn limit_group_writes_each_batch_whole_at_a_place_of_its_own_and_times_each_append() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("group");
-    // Batches of 100 records: more than the payload pool's 64.
+    // Batches of 100 records: more than the payload pool's 64. The 800
+    // warmup records are written (untimed, uncounted) before the 8,000.
     let m = group_limit::append(&args(
-        "append limit-group --threads 8 --batch 100 --records 8000 --keep true",
+        "append limit-group --threads 8 --batch 100 --records 8000 --warmup 800 --keep true",
         &run,
     ))
     .unwrap();
     assert_eq!(latencies(&m), 80);
+    assert_eq!(m.records, 8000);
     let file = std::fs::read(run.join("limit.log")).unwrap();
-    assert_eq!(file.len() as u64, 8000 * record_encoded_len(128));
-    assert_eq!(records(&file), 8000);
+    assert_eq!(file.len() as u64, 8800 * record_encoded_len(128));
+    assert_eq!(records(&file), 8800);
+    // The warmup's syncs are not counted with the measured appends'.
     let syncs = m.notes["syncs"].as_u64().unwrap();
     assert!(
         (10..=80).contains(&syncs),

@@ -8,7 +8,7 @@ use super::scenarios::{
 };
 
 /// The limit's runs: the write+fdatasync loop (and its `fsync` twin) on
-/// `records` records.
+/// `records` records, as many as felix appends in the same row.
 fn limits(dir: &str, records: u64, with_fsync: bool) -> Vec<Run> {
     let tail = format!("--durability on_commit --batch 1 --records {records} --threads 1");
     let labels: &[&str] = if with_fsync {
@@ -57,7 +57,7 @@ pub(super) fn scenarios(s: &Sizes, dir: &str) -> Vec<Scenario> {
         let tail =
             format!("--durability on_commit --batch 1 --records {records} --threads {threads}");
         let mut runs = vec![bench("felix", argv("append felix", dir, &tail))];
-        runs.extend(limits(dir, s.commit_1, threads == 1));
+        runs.extend(limits(dir, records, threads == 1));
         let mut targets = Vec::new();
         if threads == 1 {
             // `--preallocate off|whole` right after the implementation:
@@ -117,7 +117,7 @@ pub(super) fn scenarios(s: &Sizes, dir: &str) -> Vec<Scenario> {
     for (in_flight, records) in [(8, s.commit_8), (64, s.commit_64)] {
         let tail = format!("--batch 1 --records {records} --in-flight {in_flight}");
         let mut runs = vec![bench("felix", argv("append-async felix", dir, &tail))];
-        runs.extend(limits(dir, s.commit_1, false));
+        runs.extend(limits(dir, records, false));
         let targets = if in_flight == 64 {
             vec![
                 times_the_limit(25.0, |c| {

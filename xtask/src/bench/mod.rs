@@ -170,10 +170,29 @@ fn verdicts(
                             // Compared only when both ran.
                             None => continue,
                         },
-                        Against::BestPeer => PEERS
-                            .iter()
-                            .map(|p| (get(cell, p, figure), *p))
-                            .fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a }),
+                        Against::BestPeer => {
+                            // Ahead of every peer holds only when every
+                            // peer's figure is there to be ahead of: a
+                            // peer whose runs failed (or were not run) is
+                            // a miss, never a pass.
+                            let missing: Vec<&str> = PEERS
+                                .iter()
+                                .filter(|p| get(cell, p, figure).is_nan())
+                                .copied()
+                                .collect();
+                            if !missing.is_empty() {
+                                out.push(Verdict {
+                                    cell: scenario.key.clone(),
+                                    text: format!("missed: no figure for {}", missing.join(", ")),
+                                    met: false,
+                                });
+                                continue;
+                            }
+                            PEERS.iter().map(|p| (get(cell, p, figure), *p)).fold(
+                                (f64::NEG_INFINITY, ""),
+                                |a, b| if b.0 > a.0 { b } else { a },
+                            )
+                        }
                         Against::Value(value) => (value, ""),
                     };
                     let own = get(cell, "felix", figure);
@@ -513,6 +532,7 @@ mod tests {
                 ("limit-write", "records_per_second", 10.0),
                 ("commitlog", "records_per_second", 8.0),
                 ("raft-engine", "records_per_second", 9.5),
+                ("wal-db", "records_per_second", 9.2),
             ]),
         );
         let got: Vec<(String, bool, String)> = verdicts(&all, &scenarios, &sizes)
@@ -544,6 +564,61 @@ mod tests {
                     "p50 2.50 µs = 2.50× one pread's 1.00 µs (target ≤ 2×)".to_string()
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn ahead_of_every_peer_is_missed_when_a_peer_figure_is_missing() {
+        let sizes = QUICK;
+        let scenarios = scenarios::scenarios(&sizes, Path::new("/data"));
+        let cell = |peers: &[(&str, f64)]| -> BTreeMap<String, Medians> {
+            let mut by_label: BTreeMap<String, Medians> = BTreeMap::new();
+            for (label, value) in [("felix", 9.0), ("limit-write", 10.0)].iter().chain(peers) {
+                by_label
+                    .entry(label.to_string())
+                    .or_default()
+                    .insert("records_per_second".to_string(), *value);
+            }
+            by_label
+        };
+        let peer_verdict = |all: &BTreeMap<String, BTreeMap<String, Medians>>| {
+            verdicts(all, &scenarios, &sizes)
+                .into_iter()
+                .filter(|v| v.cell == "append-none-b1")
+                .map(|v| (v.met, v.text))
+                .nth(1)
+        };
+        // No peer figure at all: felix/0 would read as ahead of everyone.
+        let mut all = BTreeMap::new();
+        all.insert("append-none-b1".to_string(), cell(&[]));
+        assert_eq!(
+            peer_verdict(&all),
+            Some((
+                false,
+                "missed: no figure for commitlog, raft-engine, wal-db".to_string()
+            ))
+        );
+        // One peer missing, felix ahead of the two that ran.
+        all.insert(
+            "append-none-b1".to_string(),
+            cell(&[("commitlog", 8.0), ("raft-engine", 8.5)]),
+        );
+        assert_eq!(
+            peer_verdict(&all),
+            Some((false, "missed: no figure for wal-db".to_string()))
+        );
+        // Every peer there and behind: met.
+        all.insert(
+            "append-none-b1".to_string(),
+            cell(&[("commitlog", 8.0), ("raft-engine", 8.5), ("wal-db", 7.0)]),
+        );
+        assert_eq!(
+            peer_verdict(&all),
+            Some((
+                true,
+                "1.06× the best peer at batch 1 (raft-engine) (target: ahead of every peer)"
+                    .to_string()
+            ))
         );
     }
 }
