@@ -185,3 +185,58 @@ fn roll_with_failing_seal_poisons_the_shard() {
         [(0, payload(0, 100))]
     );
 }
+
+/// A sealed segment replaced with a copy whose rename's directory sync
+/// fails: the replace reports the failed sync, the shard stops as for any
+/// failed sync (never retried), and a reopen serves every record, from the
+/// old file or the copy.
+#[test]
+fn replace_whose_directory_sync_fails_stops_the_shard_and_loses_nothing() {
+    let sim = SimFs::new();
+    let segment_size =
+        felix_format::SEGMENT_HEADER_LEN as u64 + 4 * felix_format::record_encoded_len(10);
+    let shard = open(&sim, config(segment_size, Durability::OnCommit));
+    // One record per append: a batch is never split across segments.
+    for offset in 0..10 {
+        shard.append(&records(offset, 1, 10)).wait().unwrap();
+    }
+    let sealed = shard.segments()[0].extent;
+    assert_eq!((sealed.base_offset, sealed.next_offset), (0, 4));
+    let path = Path::new(DIR)
+        .join(felix_format::file_name(sealed.id, felix_format::FileKind::Segment).as_str());
+    let copy = bytes::Bytes::from(sim.read_file(&path).unwrap());
+    sim.inject(Fault {
+        op: FaultOp::SyncDir,
+        path_contains: String::new(),
+        skip: 0,
+        effect: FaultEffect::Errno(EIO),
+    });
+
+    let err = shard
+        .replace_sealed_segment(sealed.id, &felix_storage::SegmentCopy::Bytes(copy))
+        .unwrap_err();
+    assert_eq!(own_io(&err), ("fsync directory", EIO));
+    for later in [
+        shard.append(&records(10, 1, 10)).wait().unwrap_err(),
+        shard.sync().unwrap_err(),
+    ] {
+        assert_eq!(original_io(&later), ("fsync directory", EIO));
+    }
+    // Reads go on: the records were never in doubt.
+    assert_eq!(common::read_all(&shard, 0).len(), 10);
+    drop(shard);
+
+    for plan in [
+        CrashPlan::durable_only(),
+        CrashPlan::everything(sim.pending().len()),
+    ] {
+        let crashed = sim.crash(&plan);
+        let reopened = open(&crashed, config(segment_size, Durability::OnCommit));
+        let all = common::read_all(&reopened, 0);
+        assert_eq!(
+            all,
+            (0..10).map(|o| (o, payload(o, 10))).collect::<Vec<_>>(),
+            "{plan:?}"
+        );
+    }
+}

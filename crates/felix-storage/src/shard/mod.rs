@@ -425,7 +425,9 @@ impl Shard {
     /// renamed over the segment (under the writer lock, held for the rename
     /// and the directory sync, not for the copy's check) and its index
     /// rebuilt. A power loss leaves the old segment or the new one; readers
-    /// see one or the other whole, never a mix. A segment that is not
+    /// see one or the other whole, never a mix. A failed sync of the
+    /// directory after the rename stops the shard for writes, as any failed
+    /// sync does (it is never retried); reads go on. A segment that is not
     /// sealed (the active one, or one retention deleted) is
     /// [`StorageError::NotSealed`]. A segment a truncation made active
     /// again while its copy was checked (and a roll may have sealed anew

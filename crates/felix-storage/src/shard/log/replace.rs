@@ -299,8 +299,12 @@ impl Log {
                 *slot = entry;
             }
         }
+        // Whether the rename is on disk is unknown after a failed
+        // directory sync, and it is never retried: the shard stops, as for
+        // any failed sync (both names hold the same verified records, so a
+        // reopen finds one or the other).
         let synced = sync_dir(&self.shared.fs, &self.shared.dir)
-            .map_err(|e| self.shared.segment_error(e.into()));
+            .map_err(|e| self.poison_with(self.shared.segment_error(e.into())));
         if let Ok(file) = &file
             && let Err(err) = index.write_file(&self.shared.fs, &file.index_path())
         {
