@@ -273,6 +273,61 @@ fn bench_prints_the_reference_fields() {
     );
 }
 
+/// Both ways of running the appenders acknowledge every measured record
+/// once, at the offsets after the warm-up's, and say how they ran: `async`
+/// (the default) from one thread, `threads` from one thread per appender.
+#[test]
+fn bench_acks_every_measured_record_once_whichever_way_the_appenders_run() {
+    for (appenders, threads) in [(None, 1), (Some("threads"), 3), (Some("async"), 1)] {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bench");
+        let mut argv = vec![
+            "bench",
+            "--dir",
+            s(&dir),
+            "--records",
+            "300",
+            "--concurrency",
+            "3",
+            "--batch",
+            "2",
+            "--warmup-records",
+            "30",
+            "--report-acks",
+        ];
+        if let Some(how) = appenders {
+            argv.extend(["--appenders", how]);
+        }
+        let result = run(argv);
+        assert_eq!(result.code, 0, "{appenders:?}: {}", result.stderr);
+        let lines = result.json_lines();
+        let bench = lines.iter().find(|l| l["event"] == "bench").unwrap();
+        assert_eq!(
+            bench["appenders"],
+            appenders.unwrap_or("async"),
+            "{appenders:?}"
+        );
+        assert_eq!(bench["appender_threads"], threads, "{appenders:?}");
+        let mut acked: Vec<(u64, u64)> = lines
+            .iter()
+            .filter(|l| l["event"] == "ack")
+            .map(|l| {
+                (
+                    l["first_offset"].as_u64().unwrap(),
+                    l["last_offset"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        acked.sort_unstable();
+        let mut next = 30;
+        for (first, last) in acked {
+            assert_eq!(first, next, "{appenders:?}: a gap or an overlap");
+            next = last + 1;
+        }
+        assert_eq!(next, 330, "{appenders:?}");
+    }
+}
+
 #[test]
 fn write_rejects_zero_batch_as_usage() {
     let root = tempfile::tempdir().unwrap();

@@ -1,18 +1,31 @@
 //! `felix-store bench`: append throughput and per-append latency, printed as
 //! the reference tool's `{"event":"bench",…}` JSON line.
 //!
-//! `--concurrency` threads each append batches of `--batch` records of
+//! `--concurrency` appenders append batches of `--batch` records of
 //! `--payload-bytes` incompressible bytes (seeded xorshift, so a compressing
-//! file system cannot flatter the figures). `--warmup-records` go first and
-//! are not measured; then every thread starts together and each `append`
-//! call is timed with a monotonic clock. Percentiles are nearest-rank over
-//! the sorted latencies of every measured call.
+//! file system cannot flatter the figures). How they run is `--appenders`:
+//!
+//! - `async` (the default), as a broker's event loop runs them: one thread
+//!   keeps `--concurrency` appends in flight through each append's future
+//!   ([`Append::submit`](felix_storage::Append::submit)), issuing the next
+//!   as the oldest is acknowledged. Like the reference's `--concurrency`
+//!   tasks each awaiting its append, at most `--concurrency` appends are
+//!   outstanding at any time.
+//! - `threads`: `--concurrency` OS threads, each blocking in
+//!   [`Append::wait`](felix_storage::Append::wait) until its append is
+//!   acknowledged.
+//!
+//! `--warmup-records` go first and are not measured; then every appender
+//! starts together and each append is timed with a monotonic clock from
+//! the call to its acknowledgement. Percentiles are nearest-rank over the
+//! sorted latencies of every measured append.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use bytes::Bytes;
-use felix_storage::{AppendReceipt, Record, Shard};
+use felix_storage::{AppendFuture, AppendReceipt, Record, Shard};
 use serde_json::json;
 
 use crate::cmd::log_args::{Acks, LogArgs, appends_per_sync, now_micros};
@@ -37,14 +50,39 @@ fn pool_len(concurrency: usize, payload_bytes: usize) -> usize {
         .clamp(1, PAYLOAD_POOL)
 }
 
+/// How `bench`'s appenders run (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Appenders {
+    /// One thread keeps `--concurrency` appends in flight through their
+    /// futures, as a broker's event loop does.
+    Async,
+    /// `--concurrency` OS threads, each blocking in its append.
+    Threads,
+}
+
+impl Appenders {
+    fn as_str(self) -> &'static str {
+        match self {
+            Appenders::Async => "async",
+            Appenders::Threads => "threads",
+        }
+    }
+}
+
 /// Arguments of `bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     log: LogArgs,
-    /// Appending threads.
+    /// Appends outstanding at once: in flight from one thread, or one per
+    /// thread (`--appenders`).
     #[arg(long, default_value_t = 1)]
     concurrency: usize,
+    /// How the appenders run: `async` (one thread keeping `--concurrency`
+    /// appends in flight, as a broker's event loop does) or `threads`
+    /// (`--concurrency` OS threads, each blocking in its append).
+    #[arg(long, value_enum, default_value_t = Appenders::Async)]
+    appenders: Appenders,
     /// Records appended before measuring starts (not counted).
     #[arg(long, default_value_t = 1_000)]
     warmup_records: u64,
@@ -70,7 +108,12 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     log.check_held(Some(args.concurrency as u64))?;
     let pool_len = pool_len(args.concurrency, log.payload_bytes);
     let shard = log.open()?;
-    let pools: Vec<Vec<Bytes>> = (0..args.concurrency)
+    // Threads, and the appends each keeps outstanding.
+    let (threads, in_flight) = match args.appenders {
+        Appenders::Async => (1, args.concurrency),
+        Appenders::Threads => (args.concurrency, 1),
+    };
+    let pools: Vec<Vec<Bytes>> = (0..threads)
         .map(|t| {
             (0..pool_len)
                 .map(|i| {
@@ -85,8 +128,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let bar = Progress::bar(log.records, "benchmarking", progress_beside_stream());
     // Two rendezvous: every warm-up has finished before the counters are
     // read, and the counters are read before any measured append starts.
-    let warmed = Barrier::new(args.concurrency + 1);
-    let go = Barrier::new(args.concurrency + 1);
+    let warmed = Barrier::new(threads + 1);
+    let go = Barrier::new(threads + 1);
     let (elapsed, before, measured) = std::thread::scope(|scope| {
         let handles: Vec<_> = pools
             .iter()
@@ -95,24 +138,23 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
                 let shard = &shard;
                 let (warmed, go) = (&warmed, &go);
                 let bar = &bar;
-                let warmup = share(args.warmup_records, args.concurrency, t);
-                let records = share(log.records, args.concurrency, t);
+                let warmup = share(args.warmup_records, threads, t);
+                let records = share(log.records, threads, t);
+                let appender = Appender {
+                    shard,
+                    pool,
+                    batch: log.batch,
+                    in_flight: (args.appenders == Appenders::Async).then_some(in_flight),
+                };
                 scope.spawn(move || -> Result<Measured, CliError> {
-                    let warm = append_n(shard, pool, warmup, log.batch, None, &mut |_| {});
+                    let warm = appender.append_n(warmup, None, &mut |_| {});
                     // Every thread reaches the barrier even after a failure,
                     // so the others are never left waiting.
                     warmed.wait();
                     go.wait();
                     warm?;
                     let mut measured = Measured::default();
-                    append_n(
-                        shard,
-                        pool,
-                        records,
-                        log.batch,
-                        Some(&mut measured),
-                        &mut |n| bar.inc(n),
-                    )?;
+                    appender.append_n(records, Some(&mut measured), &mut |n| bar.inc(n))?;
                     Ok(measured)
                 })
             })
@@ -165,6 +207,8 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
         "payload_bytes": log.payload_bytes,
         "batch": log.batch,
         "concurrency": args.concurrency,
+        "appenders": args.appenders.as_str(),
+        "appender_threads": threads,
         "fsync": log.fsync.as_str(),
         "elapsed_seconds": round(secs, 6),
         "records_per_second": round(log.records as f64 / secs, 1),
@@ -194,41 +238,76 @@ fn share(total: u64, threads: usize, t: usize) -> u64 {
     total / threads + u64::from(t < total % threads)
 }
 
-/// Appends `records` records in batches, timing each call into `measured`
-/// when given.
-fn append_n(
-    shard: &Arc<Shard>,
-    pool: &[Bytes],
-    records: u64,
+/// One appender thread's work: batches of `batch` records from `pool`.
+struct Appender<'a> {
+    shard: &'a Arc<Shard>,
+    pool: &'a [Bytes],
     batch: u64,
-    mut measured: Option<&mut Measured>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), CliError> {
-    let mut remaining = records;
-    let mut next = 0usize;
-    while remaining > 0 {
-        let count = remaining.min(batch);
-        let timestamp = now_micros();
-        let records: Vec<Record> = (0..count)
-            .map(|_| {
-                next = (next + 1) % pool.len().max(1);
-                Record {
-                    timestamp_micros: timestamp,
-                    payload: pool.get(next).cloned().unwrap_or_default(),
-                }
-            })
-            .collect();
-        let started = Instant::now();
-        let receipt = shard.append(&records).wait()?;
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if let Some(m) = measured.as_deref_mut() {
-            m.latencies_nanos.push(nanos);
-            m.receipts.push(receipt);
+    /// `Some(n)`: `n` appends kept in flight through their futures;
+    /// `None`: each append blocks until acknowledged.
+    in_flight: Option<usize>,
+}
+
+impl Appender<'_> {
+    /// Appends `records` records, timing each append from the call to its
+    /// acknowledgement into `measured` when given.
+    fn append_n(
+        &self,
+        records: u64,
+        mut measured: Option<&mut Measured>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), CliError> {
+        let mut done = |issued: Instant, receipt: AppendReceipt| {
+            let nanos = u64::try_from(issued.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            if let Some(m) = measured.as_deref_mut() {
+                m.latencies_nanos.push(nanos);
+                m.receipts.push(receipt);
+            }
+            progress(receipt.last_offset - receipt.first_offset + 1);
+        };
+        let mut remaining = records;
+        let mut next = 0usize;
+        let mut batch = Vec::with_capacity(usize::try_from(self.batch).unwrap_or(0));
+        let Some(in_flight) = self.in_flight else {
+            while remaining > 0 {
+                remaining -= self.fill(&mut batch, remaining, &mut next);
+                let issued = Instant::now();
+                let receipt = self.shard.append(&batch).wait()?;
+                done(issued, receipt);
+            }
+            return Ok(());
+        };
+        // Completions of one shard resolve in offset order, so the oldest
+        // outstanding append is always the next to resolve.
+        let mut pending: VecDeque<(Instant, AppendFuture)> = VecDeque::with_capacity(in_flight);
+        loop {
+            while remaining > 0 && pending.len() < in_flight {
+                remaining -= self.fill(&mut batch, remaining, &mut next);
+                let issued = Instant::now();
+                pending.push_back((issued, self.shard.append(&batch).submit()?));
+            }
+            let Some((issued, append)) = pending.pop_front() else {
+                return Ok(());
+            };
+            done(issued, append.wait()?);
         }
-        remaining -= count;
-        progress(count);
     }
-    Ok(())
+
+    /// Refills `batch` with the next batch (at most `remaining` records),
+    /// stamped now; returns how many records it holds.
+    fn fill(&self, batch: &mut Vec<Record>, remaining: u64, next: &mut usize) -> u64 {
+        let count = remaining.min(self.batch);
+        let timestamp = now_micros();
+        batch.clear();
+        batch.extend((0..count).map(|_| {
+            *next = (*next + 1) % self.pool.len().max(1);
+            Record {
+                timestamp_micros: timestamp,
+                payload: self.pool.get(*next).cloned().unwrap_or_default(),
+            }
+        }));
+        count
+    }
 }
 
 /// The nearest-rank `q` quantile of sorted nanosecond latencies, in
