@@ -29,6 +29,7 @@ pub mod report;
 pub mod scrub;
 pub mod shards;
 pub mod shards_async;
+pub mod sync_growth;
 pub mod time;
 
 pub use args::Args;

@@ -35,7 +35,8 @@ fn create(path: &Path) -> Result<File> {
 ///   batch 1), nothing else.
 /// * `limit-bufwriter`: every framed record through an 8 KiB `BufWriter`.
 /// * `limit-fdatasync` (`limit-fsync`): one `write` of the batch, then one
-///   `fdatasync` (`fsync`), one thread.
+///   `fdatasync` (`fsync`), one thread. `--growth` says how the file grows
+///   ([`crate::sync_growth`]; every row's limit is the default, `grow`).
 ///
 /// The records are framed before measuring starts, so the loop only moves
 /// bytes. `--warmup` records (1,000, as felix's runs) go through the same
@@ -63,6 +64,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
     let mut latencies = Latencies::with_capacity(if timed { appends as usize } else { 0 });
     let kind = args.implementation.as_str();
     let warm_appends = p.warmup.div_ceil(p.batch as u64) as usize;
+    let growth = crate::sync_growth::Growth::from_args(args)?;
     let started = match kind {
         "limit-write" => {
             for batch in batches.iter().cycle().take(warm_appends) {
@@ -99,19 +101,23 @@ pub fn append(args: &Args) -> Result<Measurement> {
                     file.sync_data()
                 }
             };
+            let batch_bytes = batches.first().map_or(0, Vec::len) as u64;
+            let total = (warm_appends as u64 + appends) * batch_bytes;
+            let mut grower = growth.start(&file, total)?;
+            let mut at = 0u64;
+            let mut append = |batch: &[u8]| -> Result<()> {
+                grower.ahead(&file, at + batch.len() as u64)?;
+                file.write_all_at(batch, at).map_err(err)?;
+                at += batch.len() as u64;
+                sync(&file).map_err(err)
+            };
             for batch in batches.iter().cycle().take(warm_appends) {
-                file.write_all(batch).map_err(err)?;
-                sync(&file).map_err(err)?;
+                append(batch)?;
             }
             let started = Instant::now();
             for i in 0..appends as usize {
                 let t = Instant::now();
-                file.write_all(&batches[i % batches.len()]).map_err(err)?;
-                if kind == "limit-fsync" {
-                    file.sync_all().map_err(err)?;
-                } else {
-                    file.sync_data().map_err(err)?;
-                }
+                append(&batches[i % batches.len()])?;
                 if timed {
                     latencies.push(t.elapsed());
                 }
@@ -126,11 +132,16 @@ pub fn append(args: &Args) -> Result<Measurement> {
     } else {
         "none"
     };
+    let extra = if kind.contains("sync") {
+        json!({ "growth": growth.name() })
+    } else {
+        json!({})
+    };
     let mut m = p.measurement(
         ("append", kind),
         durability,
         1,
-        json!({}),
+        extra,
         (
             elapsed,
             (timed && kind != "limit-bufwriter").then_some(latencies),

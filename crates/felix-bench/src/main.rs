@@ -19,6 +19,9 @@ append          felix, limit-write, limit-bufwriter, limit-fdatasync, limit-fsyn
                   --threads N --records N [--preallocate off|stepped|whole] [--timed false]
                   (limit-group: --threads writing to one file, group commit by
                   the first to find no sync running, each waiter unparked)
+                  (limit-fdatasync, limit-fsync: [--growth grow|keep-size|extend|zeroed],
+                  how the file grows: past the end, reserved with KEEP_SIZE,
+                  extended 2 MiB ahead with fallocate, or pre-zeroed)
 append-async    felix      on-commit appends from one thread, --in-flight N futures
                   in flight, the oldest awaited each time (--records, --batch)
 prepare         felix      a shard of --records (or --bytes) records, --segment-bytes

@@ -111,3 +111,31 @@ fn limit_pool_with_fewer_records_than_places_in_flight_writes_each_once() {
     let one = header + record_encoded_len(128);
     assert_eq!(segment_lengths(dir.path()), vec![header, one, one, one]);
 }
+
+/// Every way the write+fdatasync limit's file may grow writes and syncs
+/// every record, and says which way ran; an unknown one is refused.
+#[test]
+fn limit_fdatasync_runs_under_every_growth_and_names_it() {
+    for growth in ["grow", "keep-size", "extend", "zeroed"] {
+        let dir = tempfile::tempdir().unwrap();
+        let m = felix_bench::limits::append(&args(
+            &format!(
+                "append limit-fdatasync --durability on_commit --batch 1 --records 40 --warmup 10 --growth {growth}"
+            ),
+            &dir.path().join("run"),
+        ))
+        .unwrap();
+        assert_eq!(m.records, 40, "{growth}");
+        assert_eq!(latencies(&m), 40, "{growth}");
+        assert_eq!(m.params["growth"], growth);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let refused = felix_bench::limits::append(&args(
+        "append limit-fdatasync --records 4 --growth sideways",
+        &dir.path().join("run"),
+    ));
+    assert_eq!(
+        refused.err().as_deref(),
+        Some("unknown --growth \"sideways\" (grow, keep-size, extend, zeroed)")
+    );
+}
