@@ -80,22 +80,25 @@ pub fn append(args: &Args) -> Result<Measurement> {
         syncs: AtomicU64::new(0),
     };
     let appends = p.records.div_ceil(p.batch as u64);
-    let warm_appends = p.warmup.div_ceil(p.batch as u64);
     let split = |total: u64, t: usize| {
         total / p.threads as u64 + u64::from((t as u64) < total % p.threads as u64)
     };
     // Each thread appends its share of the warmup untimed, as felix's
-    // threads do, then all start together.
+    // threads do, then all start together. Two rendezvous: every warmup
+    // has finished before the counters are read, and they are read
+    // before any measured append starts.
     let warmed = Barrier::new(p.threads + 1);
+    let go = Barrier::new(p.threads + 1);
     let (started, cpu, warm_syncs, per_thread) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..p.threads)
             .map(|t| {
-                let (log, batch, warmed) = (&log, &batch, &warmed);
+                let (log, batch, warmed, go) = (&log, &batch, &warmed, &go);
                 let mine = split(appends, t);
-                let warm = split(warm_appends, t);
+                let warm = split(p.warmup, t).div_ceil(p.batch as u64);
                 scope.spawn(move || -> Result<Latencies> {
                     let warm = (0..warm).try_for_each(|_| log.append(batch));
                     warmed.wait();
+                    go.wait();
                     warm?;
                     let mut latencies = Latencies::with_capacity(mine as usize);
                     for _ in 0..mine {
@@ -109,6 +112,7 @@ pub fn append(args: &Args) -> Result<Measurement> {
             .collect();
         warmed.wait();
         let warm_syncs = log.syncs.load(Ordering::Relaxed);
+        go.wait();
         let (started, cpu) = (Instant::now(), CpuTime::now());
         (started, cpu, warm_syncs, crate::join_appenders(workers))
     });

@@ -267,7 +267,8 @@ impl Appender<'_> {
         };
         let mut remaining = records;
         let mut next = 0usize;
-        let mut batch = Vec::with_capacity(usize::try_from(self.batch).unwrap_or(0));
+        // No more than this thread appends: `--batch` may be far larger.
+        let mut batch = Vec::with_capacity(usize::try_from(self.batch.min(records)).unwrap_or(0));
         let Some(in_flight) = self.in_flight else {
             while remaining > 0 {
                 remaining -= self.fill(&mut batch, remaining, &mut next);

@@ -301,8 +301,8 @@ impl Log {
         }
         // Whether the rename is on disk is unknown after a failed
         // directory sync, and it is never retried: the shard stops, as for
-        // any failed sync (both names hold the same verified records, so a
-        // reopen finds one or the other).
+        // any failed sync. A reopen finds the copy or the old file (whose
+        // damage, if the rename was lost, a scrub finds again).
         let synced = sync_dir(&self.shared.fs, &self.shared.dir)
             .map_err(|e| self.poison_with(self.shared.segment_error(e.into())));
         if let Ok(file) = &file
@@ -311,8 +311,8 @@ impl Log {
             tracing::warn!(shard = %self.shared.label, segment = extent.id, error = %err, "could not write the replaced segment's index");
             Counters::add(&self.shared.counters.index_write_failures, 1);
         }
-        tracing::info!(shard = %self.shared.label, segment = extent.id, "sealed segment replaced with a verified copy");
         synced?;
+        tracing::info!(shard = %self.shared.label, segment = extent.id, "sealed segment replaced with a verified copy");
         file.map(drop).map_err(|e| self.shared.segment_error(e))
     }
 
