@@ -72,6 +72,19 @@ fn assert_write_interrupted(shard: &Shard) {
     assert_eq!(core.offsets().written, 1);
 }
 
+/// The shard is stopped already, by a panic under the writer lock, before
+/// anyone takes the lock again (`why` says when it should have been).
+fn assert_stopped_by_the_panic(shard: &Shard, why: &str) {
+    assert!(
+        matches!(
+            shard.core().commit().check_poison(),
+            Err(StorageError::Poisoned { original, .. })
+                if matches!(*original, StorageError::WriteInterrupted { .. })
+        ),
+        "{why}"
+    );
+}
+
 fn interrupted_shard(dir: &std::path::Path) -> Shard {
     let shard = Shard::options(dir)
         .label("interrupted")
@@ -246,7 +259,6 @@ fn leaders_hand_over_and_every_append_completes() {
 fn a_panic_in_a_leaders_round_poisons_the_shard_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let shard = interrupted_shard(dir.path());
-    let core = shard.core();
     let panicked = std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -255,14 +267,13 @@ fn a_panic_in_a_leaders_round_poisons_the_shard_at_once() {
             })
             .join()
     });
-    assert!(panicked.is_err());
-    assert!(
-        matches!(
-            core.commit().check_poison(),
-            Err(StorageError::Poisoned { original, .. })
-                if matches!(*original, StorageError::WriteInterrupted { .. })
-        ),
-        "poisoned by the round, not left for the next holder"
+    assert_eq!(
+        panicked.unwrap_err().downcast_ref::<&str>(),
+        Some(&"a write of queued batches cut short")
+    );
+    assert_stopped_by_the_panic(
+        &shard,
+        "poisoned by the round, not left for the next holder",
     );
     assert_write_interrupted(&shard);
 }
@@ -296,14 +307,7 @@ fn a_panic_draining_the_queue_poisons_the_shard_at_once() {
         payload.downcast_ref::<&str>(),
         Some(&"a write of queued batches cut short")
     );
-    assert!(
-        matches!(
-            core.commit().check_poison(),
-            Err(StorageError::Poisoned { original, .. })
-                if matches!(*original, StorageError::WriteInterrupted { .. })
-        ),
-        "poisoned as the panic left the guard"
-    );
+    assert_stopped_by_the_panic(&shard, "poisoned as the panic left the guard");
 }
 
 /// A guard taken while the thread is already unwinding (a close run by a
