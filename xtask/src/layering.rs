@@ -3,15 +3,19 @@
 //!
 //! Bytes flow up: felix-format (0) < felix-io (1) < felix-segment (2) <
 //! felix-recovery (3) < felix-storage (4) < felix-raft, felix-tiered (5) <
-//! felix-cli (6) < felix-bench (7), the benchmark suite, which nothing uses.
+//! felix-cluster (6) < felix-cli (7) < felix-bench (8), the benchmark suite,
+//! which nothing uses.
 //! felix-io, the file system interface, depends on felix-format alone (its
 //! one reader of side files decodes their shared frame) and everything
 //! that touches files uses it. felix-epochs sits beside the stack
 //! on felix-format and felix-io alone, and only felix-storage and the crates
 //! above it may use it. felix-raft (replication) and felix-tiered
 //! (tiered storage) sit on felix-storage and below, side by side (neither
-//! uses the other), and only the operator tool, felix-cli, uses them: its
-//! `stat`, `verify` and `manifest` read a tiered shard's remote copy. A
+//! uses the other). felix-cluster (replicated shards: nodes, transport,
+//! client) sits on felix-raft; only the operator tool, felix-cli, uses
+//! it and felix-tiered: its `stat`, `verify` and `manifest` read a tiered
+//! shard's remote copy, its `produce`, `consume` and `cluster` talk to
+//! nodes. A
 //! dependency of any kind (normal, dev, build, target-specific) on a crate
 //! that is not below is a violation: a dev-dependency cycle still lets a test
 //! of a lower crate lean on behaviour it must not know about. A crate missing
@@ -80,10 +84,10 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
             "felix-epochs",
         ],
     ),
-    // The operator tool, over everything an operator inspects: the shard
-    // and, for tiered shards, their remote copy.
+    // Replicated shards: nodes, their transport and a client, on
+    // felix-raft's logs in a felix store.
     (
-        "felix-cli",
+        "felix-cluster",
         6,
         &[
             "felix-format",
@@ -93,13 +97,29 @@ pub const PLACES: &[(&str, u8, &[&str])] = &[
             "felix-storage",
             "felix-epochs",
             "felix-raft",
+        ],
+    ),
+    // The operator tool, over everything an operator inspects: the shard
+    // and, for tiered shards, their remote copy, and a cluster's nodes.
+    (
+        "felix-cli",
+        7,
+        &[
+            "felix-format",
+            "felix-io",
+            "felix-segment",
+            "felix-recovery",
+            "felix-storage",
+            "felix-epochs",
+            "felix-raft",
             "felix-tiered",
+            "felix-cluster",
         ],
     ),
     // The benchmark suite: it measures everything and nothing depends on it.
     (
         "felix-bench",
-        7,
+        8,
         &[
             "felix-format",
             "felix-io",

@@ -1,0 +1,188 @@
+//! The errors of a node and of a client.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::peer::CallError;
+use crate::wire::RemoteError;
+
+/// Why a node could not start, or a local group could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The node's store failed to open or to open a shard.
+    #[error("node {node}: store at {}: {source}", dir.display())]
+    Store {
+        /// The node.
+        node: u64,
+        /// The store's directory.
+        dir: PathBuf,
+        /// The storage error.
+        #[source]
+        source: felix_storage::StorageError,
+    },
+    /// A shard's Raft log failed to open.
+    #[error("node {node}: the Raft log of shard {shard}: {source}")]
+    Log {
+        /// The node.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// felix-raft's error.
+        #[source]
+        source: felix_raft::RaftLogError,
+    },
+    /// openraft refused to start the group (its configuration or its
+    /// stored state).
+    #[error("node {node}: shard {shard}'s group did not start: {reason}")]
+    Raft {
+        /// The node.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// openraft's error, as it renders it.
+        reason: String,
+    },
+    /// The listen address could not be bound.
+    #[error("node {node}: listening on {addr}: {source}")]
+    Listen {
+        /// The node.
+        node: u64,
+        /// The address.
+        addr: String,
+        /// The bind error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Raft timings are not usable (openraft's check says why).
+    #[error("node {node}: Raft timings: {reason}")]
+    Timings {
+        /// The node.
+        node: u64,
+        /// What is wrong with them.
+        reason: String,
+    },
+}
+
+/// Why a client call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// A node answered with an error that retrying elsewhere does not
+    /// cure.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// No node gave an answer before the deadline; `last` is the last
+    /// failure seen.
+    #[error("no answer within {deadline:?} from {nodes}; last: {last}")]
+    Timeout {
+        /// The call's deadline.
+        deadline: Duration,
+        /// The addresses tried, comma-separated.
+        nodes: String,
+        /// The last failure.
+        last: String,
+    },
+    /// The append reached a leader but its outcome is unknown (the leader
+    /// changed or the connection failed after it was sent): the records
+    /// may or may not be committed. Retrying may duplicate them.
+    #[error("the append's outcome is unknown: {reason}")]
+    OutcomeUnknown {
+        /// What happened.
+        reason: String,
+    },
+    /// The call could not reach the node asked for.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// A node answered with something this client did not ask for.
+    #[error("unexpected answer from {addr}: {answer}")]
+    Unexpected {
+        /// The node's address.
+        addr: String,
+        /// The answer, as debug text.
+        answer: String,
+    },
+}
+
+/// Why an operation on a [`ReplicatedShard`](crate::ReplicatedShard)
+/// failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// This replica does not lead the shard: nothing was appended or
+    /// changed. `leader` is the one it knows of, with its address.
+    #[error("not the leader of shard {shard}; leader: {}", crate::wire::display_leader(.leader))]
+    NotLeader {
+        /// The shard.
+        shard: String,
+        /// The leader's id and address, when known.
+        leader: Option<(u64, String)>,
+    },
+    /// Leadership was lost after the records were appended here: they may
+    /// or may not be committed (retrying may duplicate them).
+    #[error("the append to shard {shard} has an unknown outcome: {reason}")]
+    OutcomeUnknown {
+        /// The shard.
+        shard: String,
+        /// openraft's account.
+        reason: String,
+    },
+    /// The shard's group stopped here (its storage failed, or the node is
+    /// shutting down).
+    #[error("shard {shard} is stopped: {reason}")]
+    Stopped {
+        /// The shard.
+        shard: String,
+        /// openraft's account of why.
+        reason: String,
+    },
+    /// openraft refused the request (e.g. a membership change while
+    /// another is in progress).
+    #[error("shard {shard} refused the request: {reason}")]
+    Refused {
+        /// The shard.
+        shard: String,
+        /// openraft's account of why.
+        reason: String,
+    },
+    /// This replica's storage failed the read.
+    #[error("shard {shard}: {source}")]
+    Storage {
+        /// The shard.
+        shard: String,
+        /// The storage error.
+        #[source]
+        source: Box<felix_storage::StorageError>,
+    },
+}
+
+impl ShardError {
+    /// The error as node `node` sends it to a client.
+    pub(crate) fn to_remote(&self, node: u64) -> RemoteError {
+        match self {
+            Self::NotLeader { shard, leader } => RemoteError::NotLeader {
+                node,
+                shard: shard.clone(),
+                leader: leader.clone(),
+            },
+            Self::OutcomeUnknown { shard, reason } => RemoteError::OutcomeUnknown {
+                node,
+                shard: shard.clone(),
+                reason: reason.clone(),
+            },
+            Self::Stopped { shard, reason } => RemoteError::Stopped {
+                node,
+                shard: shard.clone(),
+                reason: reason.clone(),
+            },
+            Self::Refused { reason, .. } => RemoteError::Invalid {
+                node,
+                reason: reason.clone(),
+            },
+            Self::Storage { .. } => RemoteError::Storage {
+                node,
+                message: self.to_string(),
+            },
+        }
+    }
+}

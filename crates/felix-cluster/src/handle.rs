@@ -1,0 +1,245 @@
+//! What a node does with each request.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Cursor;
+use std::sync::Arc;
+use std::time::Duration;
+
+use felix_storage::ShardKey;
+use openraft::BasicNode;
+use openraft::error::{InitializeError, RaftError};
+
+use crate::ReplicatedShard;
+use crate::node::{Group, Shared};
+use crate::state_machine::Snapshot;
+use crate::wire::{
+    PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, Response, ShardName,
+};
+
+/// The answer to `request`.
+pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
+    let answer = match request {
+        Request::Hello { protocol, node } => hello(shared, protocol, node),
+        Request::Raft { shard, rpc } => raft(shared, &shard, rpc).await,
+        Request::OpenGroup {
+            shard,
+            members,
+            initialize,
+        } => open_group(shared, &shard, members, initialize).await,
+        Request::CreateShard { shard, replicas } => create_shard(shard, replicas, shared).await,
+        Request::AddNode { shard, node, addr } => add_node(shared, &shard, node, addr).await,
+        Request::RemoveNode { shard, node } => remove_node(shared, &shard, node).await,
+        Request::Append { shard, records } => append(shared, &shard, records).await,
+        Request::Read {
+            shard,
+            from,
+            max_bytes,
+            wait_ms,
+        } => read(shared, &shard, from, max_bytes, wait_ms).await,
+        Request::OffsetForTimestamp {
+            shard,
+            timestamp_micros,
+        } => offset_for_timestamp(shared, &shard, timestamp_micros).await,
+        Request::Status => Ok(Response::Status(crate::status::node_status(shared).await)),
+    };
+    answer.unwrap_or_else(Response::Error)
+}
+
+type Answer = Result<Response, RemoteError>;
+
+fn hello(shared: &Shared, protocol: u32, node: Option<u64>) -> Answer {
+    if protocol != PROTOCOL_VERSION {
+        return Err(RemoteError::Protocol {
+            node: shared.id,
+            expected: PROTOCOL_VERSION,
+            found: protocol,
+        });
+    }
+    tracing::debug!(node = shared.id, from = ?node, "greeted");
+    Ok(Response::Hello { node: shared.id })
+}
+
+fn shard_text(shard: &ShardName) -> String {
+    ShardKey::from(shard).to_string()
+}
+
+fn stopped(shared: &Shared, shard: &ShardName, reason: impl std::fmt::Display) -> RemoteError {
+    RemoteError::Stopped {
+        node: shared.id,
+        shard: shard_text(shard),
+        reason: reason.to_string(),
+    }
+}
+
+/// The group, opened if this node does not host it yet: a Raft message
+/// for an unknown group is how a node added to a shard learns of it.
+async fn opened(shared: &Shared, shard: &ShardName) -> Result<Group, RemoteError> {
+    shared
+        .group(&ShardKey::from(shard))
+        .await
+        .map_err(|e| RemoteError::Storage {
+            node: shared.id,
+            message: e.to_string(),
+        })
+}
+
+/// The replica, only if this node hosts it.
+async fn hosted(shared: &Arc<Shared>, shard: &ShardName) -> Result<ReplicatedShard, RemoteError> {
+    let key = ShardKey::from(shard);
+    match shared.hosted(&key).await {
+        Some(group) => Ok(ReplicatedShard::new(key, group, Arc::clone(shared))),
+        None => Err(RemoteError::UnknownShard {
+            node: shared.id,
+            shard: shard_text(shard),
+        }),
+    }
+}
+
+async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
+    let group = opened(shared, shard).await?;
+    let answer = match rpc {
+        RaftRequest::Append(rpc) => RaftResponse::Append(group.raft.append_entries(rpc).await),
+        RaftRequest::Vote(rpc) => RaftResponse::Vote(group.raft.vote(rpc).await),
+        RaftRequest::Snapshot { vote, meta } => {
+            tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
+            let snapshot = Snapshot {
+                meta,
+                snapshot: Cursor::new(Vec::new()),
+            };
+            RaftResponse::Snapshot(group.raft.install_full_snapshot(vote, snapshot).await)
+        }
+    };
+    Ok(Response::Raft(answer))
+}
+
+async fn open_group(
+    shared: &Shared,
+    shard: &ShardName,
+    members: BTreeMap<u64, String>,
+    initialize: bool,
+) -> Answer {
+    for (node, addr) in &members {
+        shared.learn(*node, addr);
+    }
+    let group = opened(shared, shard).await?;
+    if initialize {
+        let nodes: BTreeMap<u64, BasicNode> = members
+            .into_iter()
+            .map(|(id, addr)| (id, BasicNode { addr }))
+            .collect();
+        match group.raft.initialize(nodes).await {
+            Ok(()) => {
+                tracing::info!(node = shared.id, shard = %shard_text(shard), "group initialized");
+            }
+            // Initialized before (a repeated create, or a restart): harmless.
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+            Err(e) => return Err(stopped(shared, shard, e)),
+        }
+    }
+    Ok(Response::Done)
+}
+
+async fn create_shard(shard: ShardName, replicas: Vec<u64>, shared: &Arc<Shared>) -> Answer {
+    let distinct: BTreeSet<u64> = replicas.iter().copied().collect();
+    if distinct.is_empty() || distinct.len() != replicas.len() || distinct.contains(&0) {
+        return Err(RemoteError::Invalid {
+            node: shared.id,
+            reason: format!("replicas {replicas:?}: distinct non-zero node ids are needed"),
+        });
+    }
+    let mut members = BTreeMap::new();
+    for &node in &distinct {
+        let addr = shared.address_of(node).ok_or(RemoteError::UnknownNode {
+            node: shared.id,
+            unknown: node,
+        })?;
+        members.insert(node, addr);
+    }
+    // Every replica hosts the group first, then the first one starts it.
+    let first = distinct.first().copied().unwrap_or(shared.id);
+    for (&node, addr) in members.iter().rev() {
+        let request = Request::OpenGroup {
+            shard: shard.clone(),
+            members: members.clone(),
+            initialize: node == first,
+        };
+        let answer = if node == shared.id {
+            Box::pin(handle(shared, request)).await
+        } else {
+            shared
+                .peers
+                .get(addr)
+                .call(request, shared.call_timeout())
+                .await
+                .map_err(|e| stopped(shared, &shard, e))?
+        };
+        match answer {
+            Response::Done => {}
+            Response::Error(e) => return Err(e),
+            other => return Err(stopped(shared, &shard, format!("unexpected {other:?}"))),
+        }
+    }
+    Ok(Response::Done)
+}
+
+async fn add_node(shared: &Arc<Shared>, shard: &ShardName, node: u64, addr: String) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    replica
+        .add_node(node, addr)
+        .await
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Done)
+}
+
+async fn remove_node(shared: &Arc<Shared>, shard: &ShardName, node: u64) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    replica
+        .remove_node(node)
+        .await
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Done)
+}
+
+async fn append(shared: &Arc<Shared>, shard: &ShardName, records: Vec<Vec<u8>>) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    let offsets = replica
+        .append(records)
+        .await
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Appended(offsets))
+}
+
+async fn read(
+    shared: &Arc<Shared>,
+    shard: &ShardName,
+    from: u64,
+    max_bytes: u64,
+    wait_ms: u32,
+) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    if wait_ms > 0 {
+        replica
+            .wait_readable(from, Duration::from_millis(u64::from(wait_ms)))
+            .await;
+    }
+    let batch = replica
+        .read(from, max_bytes)
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Records {
+        records: batch.records,
+        next: batch.next,
+        offsets: batch.offsets,
+    })
+}
+
+async fn offset_for_timestamp(
+    shared: &Arc<Shared>,
+    shard: &ShardName,
+    timestamp_micros: u64,
+) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    let offset = replica
+        .offset_for_timestamp(timestamp_micros)
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Offset(offset))
+}

@@ -1,0 +1,331 @@
+//! A node: many replicated shards, one openraft group each, on one felix
+//! [`Store`] (one sync pool), one tokio runtime and one connection per
+//! peer node.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use felix_raft::{FelixLogStore, TypeConfig};
+use felix_storage::{Durability, ShardId, ShardKey, Store, StoreConfig};
+use openraft::{Raft, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex, watch};
+use tokio::task::JoinHandle;
+
+use crate::error::NodeError;
+use crate::network::{GroupNetwork, Peers};
+use crate::state_machine::StreamMachine;
+use crate::wire::ShardName;
+
+/// A replicated shard's Raft.
+pub(crate) type GroupRaft = Raft<TypeConfig, StreamMachine>;
+
+/// Raft's timings, in milliseconds. Every node of a cluster should use the
+/// same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaftTimings {
+    /// How often a leader sends heartbeats. Default 100 ms.
+    pub heartbeat_ms: u64,
+    /// The shortest time a follower waits without hearing from a leader
+    /// before it stands for election. Default 500 ms.
+    pub election_min_ms: u64,
+    /// The longest such time (each wait is drawn between the two).
+    /// Default 1,000 ms.
+    pub election_max_ms: u64,
+}
+
+impl Default for RaftTimings {
+    fn default() -> Self {
+        Self {
+            heartbeat_ms: 100,
+            election_min_ms: 500,
+            election_max_ms: 1000,
+        }
+    }
+}
+
+/// How to start a node: [`Node::start`].
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// The node's id, unique in the cluster (not 0).
+    pub id: u64,
+    /// The directory of the node's felix store (created if missing). A
+    /// directory a node used before is a restart: its shards' groups are
+    /// opened again.
+    pub dir: PathBuf,
+    /// The address to listen on, e.g. `127.0.0.1:7101`; it is also the
+    /// address peers reach this node at. Port 0 picks a free port (see
+    /// [`Node::addr`]).
+    pub listen: String,
+    /// The other nodes this one knows, by id: where a new shard's replicas
+    /// are reached. Nodes also learn each other's addresses from every
+    /// group's membership.
+    pub peers: BTreeMap<u64, String>,
+    /// Raft's timings.
+    pub timings: RaftTimings,
+    /// The store's configuration (segment size, retention, open-shard
+    /// budget...). Its durability is always [`Durability::None`]: each
+    /// group's log asks for its own syncs (see felix-raft). Default
+    /// [`StoreConfig::default`].
+    pub store: StoreConfig,
+}
+
+impl NodeConfig {
+    /// A configuration with the given id, directory and listen address,
+    /// no peers, and defaults for the rest.
+    pub fn new(id: u64, dir: impl Into<PathBuf>, listen: impl Into<String>) -> Self {
+        Self {
+            id,
+            dir: dir.into(),
+            listen: listen.into(),
+            peers: BTreeMap::new(),
+            timings: RaftTimings::default(),
+            store: StoreConfig::default(),
+        }
+    }
+}
+
+/// One group a node hosts: its Raft, its log and its state machine.
+#[derive(Clone)]
+pub(crate) struct Group {
+    pub(crate) raft: GroupRaft,
+    pub(crate) log: FelixLogStore<TypeConfig>,
+    pub(crate) machine: StreamMachine,
+}
+
+/// What the node's tasks share.
+pub(crate) struct Shared {
+    pub(crate) id: u64,
+    pub(crate) addr: String,
+    pub(crate) store: Store,
+    pub(crate) peers: Arc<Peers>,
+    /// Node id to address: the configured peers, this node, and whatever
+    /// memberships taught it.
+    pub(crate) known: RwLock<BTreeMap<u64, String>>,
+    raft_config: Arc<openraft::Config>,
+    groups: Mutex<HashMap<ShardKey, Group>>,
+}
+
+/// A running node. Dropping it without [`Node::shutdown`] leaves its
+/// tasks running until the runtime ends.
+pub struct Node {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<()>,
+}
+
+impl Node {
+    /// Opens the node's store, opens every group it held (a restart), and
+    /// starts serving on the listen address. Must be called within a
+    /// tokio runtime.
+    pub async fn start(config: NodeConfig) -> Result<Node, NodeError> {
+        let id = config.id;
+        let raft_config = openraft::Config {
+            heartbeat_interval: config.timings.heartbeat_ms,
+            election_timeout_min: config.timings.election_min_ms,
+            election_timeout_max: config.timings.election_max_ms,
+            // The stream is the state: there is nothing to snapshot until
+            // the log start moves, and the log is never purged behind a
+            // reader's back.
+            snapshot_policy: SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: u64::MAX,
+            ..openraft::Config::default()
+        }
+        .validate()
+        .map_err(|e| NodeError::Timings {
+            node: id,
+            reason: e.to_string(),
+        })?;
+        let store_config = StoreConfig {
+            durability: Durability::None,
+            ..config.store
+        };
+        let store = Store::options(&config.dir)
+            .config(store_config)
+            .open()
+            .map_err(|source| NodeError::Store {
+                node: id,
+                dir: config.dir.clone(),
+                source,
+            })?;
+        let listener =
+            TcpListener::bind(&config.listen)
+                .await
+                .map_err(|source| NodeError::Listen {
+                    node: id,
+                    addr: config.listen.clone(),
+                    source,
+                })?;
+        let local = listener.local_addr().map_err(|source| NodeError::Listen {
+            node: id,
+            addr: config.listen.clone(),
+            source,
+        })?;
+        let addr = local.to_string();
+        let mut known = config.peers.clone();
+        known.insert(id, addr.clone());
+        let shared = Arc::new(Shared {
+            id,
+            addr,
+            store,
+            peers: Peers::new(id),
+            known: RwLock::new(known),
+            raft_config: Arc::new(raft_config),
+            groups: Mutex::new(HashMap::new()),
+        });
+        let ids = shared.store.keys().map_err(|source| NodeError::Store {
+            node: id,
+            dir: config.dir.clone(),
+            source,
+        })?;
+        for shard in ids {
+            match shard {
+                ShardId::Key(key) => {
+                    shared.group(&key).await?;
+                }
+                ShardId::Dir(name) => {
+                    tracing::warn!(node = id, dir = %name, "a shard directory without a key is not served");
+                }
+            }
+        }
+        let (stop, stopped) = watch::channel(false);
+        let server = tokio::spawn(crate::server::serve(Arc::clone(&shared), listener, stopped));
+        tracing::info!(node = id, addr = %shared.addr, "node started");
+        Ok(Node {
+            shared,
+            local,
+            stop,
+            server,
+        })
+    }
+
+    /// The node's id.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The address the node listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The replicated shard `key` if this node hosts it.
+    pub async fn shard(&self, key: &ShardKey) -> Option<crate::ReplicatedShard> {
+        let group = self.shared.hosted(key).await?;
+        Some(crate::ReplicatedShard::new(
+            key.clone(),
+            group,
+            Arc::clone(&self.shared),
+        ))
+    }
+
+    /// Tells the node where node `id` listens (as [`NodeConfig::peers`]
+    /// does at start), e.g. for a node added to the cluster later.
+    pub fn add_peer(&self, id: u64, addr: impl Into<String>) {
+        self.shared.learn(id, &addr.into());
+    }
+
+    /// Stops serving, shuts every group down and closes the store (each
+    /// shard's clean-shutdown file written).
+    pub async fn shutdown(self) -> Result<(), NodeError> {
+        let _ = self.stop.send(true);
+        let _ = self.server.await;
+        let groups: Vec<(ShardKey, Group)> = self.shared.groups.lock().await.drain().collect();
+        for (key, group) in groups {
+            if let Err(e) = group.raft.shutdown().await {
+                tracing::warn!(node = self.shared.id, shard = %key, error = %e, "group shutdown");
+            }
+            if let Err(source) = group.log.close() {
+                tracing::warn!(node = self.shared.id, shard = %key, error = %source, "closing the log");
+            }
+        }
+        self.shared
+            .store
+            .close()
+            .map_err(|source| NodeError::Store {
+                node: self.shared.id,
+                dir: self.shared.store.root().to_path_buf(),
+                source,
+            })?;
+        tracing::info!(node = self.shared.id, "node stopped");
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// The group of `key`, opened when this node does not host it yet (its
+    /// log created if the store has no such shard).
+    pub(crate) async fn group(&self, key: &ShardKey) -> Result<Group, NodeError> {
+        let mut groups = self.groups.lock().await;
+        if let Some(group) = groups.get(key) {
+            return Ok(group.clone());
+        }
+        let shard = key.to_string();
+        let log = FelixLogStore::<TypeConfig>::in_store(&self.store, key).map_err(|source| {
+            NodeError::Log {
+                node: self.id,
+                shard: shard.clone(),
+                source,
+            }
+        })?;
+        let machine = StreamMachine::new();
+        let network = GroupNetwork {
+            peers: Arc::clone(&self.peers),
+            shard: ShardName::from(key),
+        };
+        let raft = Raft::new(
+            self.id,
+            Arc::clone(&self.raft_config),
+            network,
+            log.clone(),
+            machine.clone(),
+        )
+        .await
+        .map_err(|e| NodeError::Raft {
+            node: self.id,
+            shard: shard.clone(),
+            reason: e.to_string(),
+        })?;
+        tokio::spawn(crate::status::watch_group(self.id, shard, raft.metrics()));
+        let group = Group { raft, log, machine };
+        groups.insert(key.clone(), group.clone());
+        Ok(group)
+    }
+
+    /// The group of `key` if this node hosts it.
+    pub(crate) async fn hosted(&self, key: &ShardKey) -> Option<Group> {
+        self.groups.lock().await.get(key).cloned()
+    }
+
+    /// Every hosted group.
+    pub(crate) async fn all_groups(&self) -> Vec<(ShardKey, Group)> {
+        let groups = self.groups.lock().await;
+        let mut all: Vec<_> = groups.iter().map(|(k, g)| (k.clone(), g.clone())).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Remembers where `node` listens.
+    pub(crate) fn learn(&self, node: u64, addr: &str) {
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        known.insert(node, addr.to_owned());
+    }
+
+    /// Where `node` listens, if known.
+    pub(crate) fn address_of(&self, node: u64) -> Option<String> {
+        self.known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&node)
+            .cloned()
+    }
+
+    /// How long a call to a peer on a client's behalf may take.
+    pub(crate) fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.raft_config.election_timeout_max.saturating_mul(4))
+    }
+}

@@ -1,0 +1,240 @@
+//! One connection to one node, carrying every request this process sends
+//! it: every group's Raft messages, or a client's calls.
+//!
+//! A [`Peer`] is a handle on a task that owns the connection. Calls queue
+//! on a bounded channel (a full queue makes callers wait: back-pressure),
+//! the task writes each as a frame with a fresh id and routes each answer
+//! to its caller by id, with at most [`MAX_IN_FLIGHT`] unanswered. When the
+//! connection fails, every unanswered call fails with it, and the next
+//! call connects again (after a pause that grows to [`MAX_BACKOFF`] while
+//! the node stays unreachable). Each call is bounded by its own timeout.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::Framed;
+
+use crate::wire::{ClientCodec, PROTOCOL_VERSION, Request, RequestFrame, Response};
+
+/// How many calls may wait for their answers on one connection; more wait
+/// in the queue.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// How many calls may queue for a connection before callers wait.
+const QUEUE: usize = 1024;
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest pause between connection attempts to an unreachable node.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// The first pause after a failed attempt.
+const MIN_BACKOFF: Duration = Duration::from_millis(20);
+
+/// Why a call to a node got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The node could not be reached: the request was not sent (`reason`
+    /// is the failure's text), so sending it again is safe.
+    #[error("{addr} unreachable: {reason}")]
+    Unreachable {
+        /// The node's address.
+        addr: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The request was sent, then the connection failed before the
+    /// answer came: the node may or may not have acted on it.
+    #[error("connection to {addr} lost before the answer: {reason}")]
+    Lost {
+        /// The node's address.
+        addr: String,
+        /// What failed.
+        reason: String,
+    },
+    /// No answer within the call's timeout.
+    #[error("{addr} did not answer within {timeout:?}")]
+    Timeout {
+        /// The node's address.
+        addr: String,
+        /// The call's timeout.
+        timeout: Duration,
+    },
+}
+
+struct Call {
+    request: Request,
+    reply: oneshot::Sender<Result<Response, CallError>>,
+}
+
+/// A handle on the connection to one node (cheap to clone; the task ends
+/// when the last handle is dropped).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    addr: String,
+    calls: mpsc::Sender<Call>,
+}
+
+impl Peer {
+    /// A connection to `addr`, made at the first call. `me` is the node id
+    /// sent in the greeting (`None` for a client). Must be called within a
+    /// tokio runtime.
+    pub fn new(addr: impl Into<String>, me: Option<u64>) -> Self {
+        let addr = addr.into();
+        let (calls, queue) = mpsc::channel(QUEUE);
+        tokio::spawn(run(addr.clone(), me, queue));
+        Self { addr, calls }
+    }
+
+    /// The node's address.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Sends `request` and waits at most `timeout` for its answer.
+    pub async fn call(&self, request: Request, timeout: Duration) -> Result<Response, CallError> {
+        let (reply, answer) = oneshot::channel();
+        let unreachable = |reason: &str| CallError::Unreachable {
+            addr: self.addr.clone(),
+            reason: reason.to_owned(),
+        };
+        let call = async {
+            self.calls
+                .send(Call { request, reply })
+                .await
+                .map_err(|_| unreachable("connection task ended"))?;
+            answer
+                .await
+                .map_err(|_| unreachable("connection task ended"))?
+        };
+        tokio::time::timeout(timeout, call)
+            .await
+            .map_err(|_| CallError::Timeout {
+                addr: self.addr.clone(),
+                timeout,
+            })?
+    }
+}
+
+/// The connection task: connect when there is something to send, serve
+/// until the connection fails, fail what it carried, repeat.
+async fn run(addr: String, me: Option<u64>, mut queue: mpsc::Receiver<Call>) {
+    let mut backoff = MIN_BACKOFF;
+    while let Some(first) = queue.recv().await {
+        match connect(&addr, me).await {
+            Ok(framed) => {
+                backoff = MIN_BACKOFF;
+                let reason = serve(&addr, framed, first, &mut queue).await;
+                let Some(reason) = reason else { return };
+                tracing::debug!(peer = %addr, %reason, "connection closed");
+            }
+            Err(reason) => {
+                tracing::debug!(peer = %addr, %reason, "connect failed");
+                fail(&addr, &reason, first);
+                // Everything queued meanwhile fails too rather than waiting
+                // out its timeout behind a node that is down.
+                while let Ok(call) = queue.try_recv() {
+                    fail(&addr, &reason, call);
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+fn fail(addr: &str, reason: &str, call: Call) {
+    // The caller may have given up (timeout): nobody to tell.
+    let _ = call.reply.send(Err(CallError::Unreachable {
+        addr: addr.to_owned(),
+        reason: reason.to_owned(),
+    }));
+}
+
+type Connection = Framed<TcpStream, ClientCodec>;
+
+async fn connect(addr: &str, me: Option<u64>) -> Result<Connection, String> {
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+        .await
+        .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))?
+        .map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut framed = Framed::new(stream, ClientCodec::client());
+    // The greeting: its answer says the node speaks this protocol.
+    framed
+        .send(RequestFrame {
+            id: 0,
+            request: Request::Hello {
+                protocol: PROTOCOL_VERSION,
+                node: me,
+            },
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(CONNECT_TIMEOUT, framed.next()).await {
+        Ok(Some(Ok(frame))) => match frame.response {
+            Response::Hello { .. } => Ok(framed),
+            Response::Error(e) => Err(e.to_string()),
+            other => Err(format!("unexpected greeting {other:?}")),
+        },
+        Ok(Some(Err(e))) => Err(e.to_string()),
+        Ok(None) => Err("closed during the greeting".to_owned()),
+        Err(_) => Err(format!("no greeting within {CONNECT_TIMEOUT:?}")),
+    }
+}
+
+/// Serves calls over `framed` until it fails (`Some(reason)`, after
+/// failing every call it carried) or the last handle is dropped (`None`).
+async fn serve(
+    addr: &str,
+    mut framed: Connection,
+    first: Call,
+    queue: &mut mpsc::Receiver<Call>,
+) -> Option<String> {
+    let mut pending: HashMap<u64, oneshot::Sender<Result<Response, CallError>>> = HashMap::new();
+    let mut next_id = 1u64;
+    let mut carry = Some(first);
+    let mut handles_gone = false;
+    let reason = loop {
+        if let Some(Call { request, reply }) = carry.take() {
+            let id = next_id;
+            next_id = next_id.wrapping_add(1).max(1);
+            if let Err(e) = framed.send(RequestFrame { id, request }).await {
+                // A frame cut short is never read as a request.
+                let _ = reply.send(Err(CallError::Unreachable {
+                    addr: addr.to_owned(),
+                    reason: e.to_string(),
+                }));
+                break e.to_string();
+            }
+            pending.insert(id, reply);
+        }
+        tokio::select! {
+            call = queue.recv(), if !handles_gone && pending.len() < MAX_IN_FLIGHT => match call {
+                Some(call) => carry = Some(call),
+                None if pending.is_empty() => return None,
+                // The handles are gone; the answers still owed are read.
+                None => handles_gone = true,
+            },
+            frame = framed.next() => match frame {
+                Some(Ok(frame)) => {
+                    if let Some(reply) = pending.remove(&frame.id) {
+                        let _ = reply.send(Ok(frame.response));
+                    }
+                    if handles_gone && pending.is_empty() {
+                        return None;
+                    }
+                }
+                Some(Err(e)) => break e.to_string(),
+                None => break "closed by the node".to_owned(),
+            },
+        }
+    };
+    for (_, reply) in pending.drain() {
+        let _ = reply.send(Err(CallError::Lost {
+            addr: addr.to_owned(),
+            reason: reason.clone(),
+        }));
+    }
+    Some(reason)
+}

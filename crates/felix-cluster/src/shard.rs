@@ -1,0 +1,241 @@
+//! A replicated shard as one node hosts it: the local face of a group,
+//! mirroring a local felix shard's.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use felix_raft::{ENTRY_NORMAL, TypeConfig};
+use felix_storage::{ReadBound, ShardKey};
+use futures::StreamExt;
+use openraft::error::{ClientWriteError, ForwardToLeader, RaftError};
+use openraft::rt::watch::WatchReceiver;
+use openraft::{BasicNode, ChangeMembers};
+
+use crate::client::ReadBatch;
+use crate::error::ShardError;
+use crate::node::{Group, Shared};
+use crate::wire::{ShardOffsets, WireRecord};
+
+/// A replicated shard hosted by this node ([`Node::shard`](crate::Node::shard)).
+///
+/// Appends and membership changes go through the shard's leader (on
+/// another node, they fail with [`ShardError::NotLeader`] naming it);
+/// reads, waits and time lookups are served here, from this replica, up
+/// to the commit index it knows. Cheap to clone.
+#[derive(Clone)]
+pub struct ReplicatedShard {
+    key: ShardKey,
+    group: Group,
+    shared: Arc<Shared>,
+}
+
+impl ReplicatedShard {
+    pub(crate) fn new(key: ShardKey, group: Group, shared: Arc<Shared>) -> Self {
+        Self { key, group, shared }
+    }
+
+    /// The shard's key.
+    pub fn key(&self) -> &ShardKey {
+        &self.key
+    }
+
+    fn shard(&self) -> String {
+        self.key.to_string()
+    }
+
+    fn stopped(&self, reason: impl std::fmt::Display) -> ShardError {
+        ShardError::Stopped {
+            shard: self.shard(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The leader this replica knows of, if any.
+    pub fn leader(&self) -> Option<u64> {
+        self.group.raft.metrics().borrow_watched().current_leader
+    }
+
+    /// The shard's offsets on this replica: `committed` is one past the
+    /// last entry it knows committed (what it serves).
+    pub fn offsets(&self) -> ShardOffsets {
+        let local = self.group.log.shard().offsets();
+        ShardOffsets {
+            base: local.base,
+            committed: self.group.machine.committed(),
+            written: local.written,
+        }
+    }
+
+    /// Appends `records` (each stamped with this leader's clock) and
+    /// returns their offsets once a majority of the replicas holds them
+    /// durably.
+    ///
+    /// Errors: [`ShardError::NotLeader`] (nothing appended) when this
+    /// replica does not lead; [`ShardError::OutcomeUnknown`] when
+    /// leadership was lost after the records were appended here, so they
+    /// may or may not be committed; [`ShardError::Stopped`] when the group
+    /// stopped (its storage failed, or the node is shutting down).
+    pub async fn append(&self, records: Vec<Vec<u8>>) -> Result<Vec<u64>, ShardError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = records.len();
+        let requests = records.into_iter().map(felix_raft::Request::new);
+        let mut results = self
+            .group
+            .raft
+            .client_write_many(requests)
+            .await
+            .map_err(|f| self.stopped(f))?;
+        let mut offsets = Vec::with_capacity(count);
+        while let Some(result) = results.next().await {
+            match result {
+                Ok(Ok(written)) => offsets.push(written.log_id.index),
+                Ok(Err(e)) if offsets.is_empty() => {
+                    return Err(self.write_error(RaftError::APIError(e)));
+                }
+                // Part of the batch is committed: the rest's fate is unknown.
+                Ok(Err(e)) => {
+                    return Err(ShardError::OutcomeUnknown {
+                        shard: self.shard(),
+                        reason: format!(
+                            "{} of {count} records committed, then: {e}",
+                            offsets.len()
+                        ),
+                    });
+                }
+                Err(fatal) => return Err(self.stopped(fatal)),
+            }
+        }
+        Ok(offsets)
+    }
+
+    /// Committed records from `from`, about `max_bytes` of them (at least
+    /// one when one is committed there), served by this replica.
+    ///
+    /// A leader's blank entry and membership changes take an offset and
+    /// hold no producer's record: they are skipped, and
+    /// [`ReadBatch::next`] is past them.
+    pub fn read(&self, from: u64, max_bytes: u64) -> Result<ReadBatch, ShardError> {
+        let offsets = self.offsets();
+        let mut records = Vec::new();
+        let mut next = from;
+        if from < offsets.committed {
+            let read = self
+                .group
+                .log
+                .shard()
+                .read(from, max_bytes, ReadBound::Below(offsets.committed))
+                .map_err(|source| ShardError::Storage {
+                    shard: self.shard(),
+                    source: Box::new(source),
+                })?;
+            for record in read {
+                next = record.offset.saturating_add(1);
+                if let Some((&ENTRY_NORMAL, payload)) = record.payload.split_first() {
+                    records.push(WireRecord {
+                        offset: record.offset,
+                        timestamp_micros: record.timestamp_micros,
+                        payload: payload.to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(ReadBatch {
+            records,
+            next,
+            offsets,
+        })
+    }
+
+    /// Waits until an entry at `from` is committed here, at most
+    /// `timeout`; returns whether one is.
+    pub async fn wait_readable(&self, from: u64, timeout: Duration) -> bool {
+        let mut committed = self.group.machine.watch();
+        if *committed.borrow() > from {
+            return true;
+        }
+        let wait = committed.wait_for(|c| *c > from);
+        matches!(tokio::time::timeout(timeout, wait).await, Ok(Ok(_)))
+    }
+
+    /// The offset of the first committed record whose timestamp is at
+    /// least `timestamp_micros`, if any: the same answer on every replica
+    /// that knows the same commit index (every replica holds the same
+    /// records with the same times, set by the leader that took them).
+    pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<u64>, ShardError> {
+        let committed = self.group.machine.committed();
+        self.group
+            .log
+            .shard()
+            .offset_for_timestamp(timestamp_micros, ReadBound::Below(committed))
+            .map(|hit| hit.map(|h| h.offset))
+            .map_err(|source| ShardError::Storage {
+                shard: self.shard(),
+                source: Box::new(source),
+            })
+    }
+
+    /// Adds node `node` at `addr`: a learner, caught up, then a voter. Its
+    /// data moves by replication alone. Only on the leader.
+    pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
+        self.shared.learn(node, &addr);
+        self.group
+            .raft
+            .add_learner(node, BasicNode { addr }, true)
+            .await
+            .map_err(|e| self.write_error(e))?;
+        tracing::info!(node = self.shared.id, shard = %self.key, added = node, "learner caught up; making it a voter");
+        self.group
+            .raft
+            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([node])), false)
+            .await
+            .map_err(|e| self.write_error(e))?;
+        Ok(())
+    }
+
+    /// Removes node `node` from the shard's voters. Only on the leader.
+    pub async fn remove_node(&self, node: u64) -> Result<(), ShardError> {
+        self.group
+            .raft
+            .change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([node])), false)
+            .await
+            .map_err(|e| self.write_error(e))?;
+        tracing::info!(node = self.shared.id, shard = %self.key, removed = node, "membership changed");
+        Ok(())
+    }
+
+    fn not_leader(&self, forward: &ForwardToLeader<TypeConfig>) -> ShardError {
+        let leader = forward.leader_id.map(|id| {
+            let addr = forward
+                .leader_node
+                .as_ref()
+                .map(|n| n.addr.clone())
+                .or_else(|| self.shared.address_of(id))
+                .unwrap_or_default();
+            (id, addr)
+        });
+        ShardError::NotLeader {
+            shard: self.shard(),
+            leader,
+        }
+    }
+
+    fn write_error(&self, e: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ShardError {
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => self.not_leader(&f),
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(f)) => {
+                ShardError::OutcomeUnknown {
+                    shard: self.shard(),
+                    reason: f.to_string(),
+                }
+            }
+            RaftError::APIError(e) => ShardError::Refused {
+                shard: self.shard(),
+                reason: e.to_string(),
+            },
+            RaftError::Fatal(f) => self.stopped(f),
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! What a node says about its groups: the status answer, and log lines
+//! when a group's leader, term, role or membership changes.
+
+use felix_raft::TypeConfig;
+use openraft::ServerState;
+use openraft::alias::WatchReceiverOf;
+use openraft::metrics::RaftMetrics;
+use openraft::rt::watch::WatchReceiver;
+
+use crate::node::Shared;
+use crate::wire::{GroupStatus, NodeStatus, ShardName, ShardOffsets};
+
+fn role(metrics: &RaftMetrics<TypeConfig>) -> String {
+    if let Err(fatal) = &metrics.running_state {
+        return format!("stopped: {fatal}");
+    }
+    match metrics.state {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    }
+    .to_owned()
+}
+
+/// Every hosted group's status.
+pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
+    let mut groups = Vec::new();
+    for (key, group) in shared.all_groups().await {
+        let metrics = group.raft.metrics().borrow_watched().clone();
+        let last = metrics.last_log_index.unwrap_or(0);
+        let lag = metrics
+            .replication
+            .as_ref()
+            .map(|replication| {
+                replication
+                    .iter()
+                    .filter(|(id, _)| **id != shared.id)
+                    .map(|(id, matched)| {
+                        let behind = match matched {
+                            Some(m) => last.saturating_sub(m.index),
+                            None => last.saturating_add(1),
+                        };
+                        (*id, behind)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let membership = metrics.membership_config.membership();
+        let offsets = group.log.shard().offsets();
+        groups.push(GroupStatus {
+            shard: ShardName::from(&key),
+            role: role(&metrics),
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            commit_index: metrics
+                .cluster_committed
+                .or(metrics.local_committed)
+                .map(|id| id.index),
+            last_applied: metrics.last_applied.map(|id| id.index),
+            offsets: ShardOffsets {
+                base: offsets.base,
+                committed: group.machine.committed(),
+                written: offsets.written,
+            },
+            lag,
+            voters: membership.voter_ids().collect(),
+            learners: membership.learner_ids().collect(),
+        });
+    }
+    NodeStatus {
+        node: shared.id,
+        peer_connections: u64::try_from(shared.peers.count()).unwrap_or(u64::MAX),
+        groups,
+    }
+}
+
+/// Logs a group's elections, leader changes, membership changes and its
+/// stop, until the group ends.
+pub(crate) async fn watch_group(
+    node: u64,
+    shard: String,
+    mut metrics: WatchReceiverOf<TypeConfig, RaftMetrics<TypeConfig>>,
+) {
+    let mut seen = (None, 0u64, ServerState::Learner, None);
+    let mut stopped = false;
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            let now = (
+                m.current_leader,
+                m.current_term,
+                m.state,
+                m.membership_config.log_id().map(|id| id.index),
+            );
+            if now.1 != seen.1 || now.0 != seen.0 {
+                tracing::info!(node, shard = %shard, term = now.1, leader = ?now.0, role = %role(&m), "leader changed");
+            } else if now.2 != seen.2 {
+                tracing::info!(node, shard = %shard, term = now.1, role = %role(&m), "role changed");
+            }
+            if now.3 != seen.3 {
+                let members = m.membership_config.membership();
+                tracing::info!(
+                    node,
+                    shard = %shard,
+                    voters = ?members.voter_ids().collect::<Vec<_>>(),
+                    learners = ?members.learner_ids().collect::<Vec<_>>(),
+                    "membership changed"
+                );
+            }
+            if let (Err(fatal), false) = (&m.running_state, stopped) {
+                tracing::error!(node, shard = %shard, error = %fatal, "group stopped");
+                stopped = true;
+            }
+            seen = now;
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}

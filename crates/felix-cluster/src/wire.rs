@@ -1,0 +1,499 @@
+//! What nodes and clients say to each other, and how it is framed.
+//!
+//! A connection carries frames one way each: the side that opened it sends
+//! [`RequestFrame`]s, the other answers with [`ResponseFrame`]s of the same
+//! `id`, in any order (a node answers each request when it is done, so a
+//! slow one does not hold up the rest). A frame is a big-endian `u32`
+//! length and that many bytes of postcard; a length above [`MAX_FRAME`] is
+//! refused from the header alone, before anything is allocated for it.
+//! Every group's Raft messages to a node share the one connection this
+//! node keeps to it.
+
+use std::collections::BTreeMap;
+
+use bytes::{Bytes, BytesMut};
+use felix_raft::{TypeConfig, Vote};
+use felix_storage::ShardKey;
+use openraft::alias::SnapshotMetaOf;
+use openraft::error::{Fatal, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+
+/// The largest frame a node or client accepts or sends: 64 MiB. A larger
+/// length in a frame's header closes the connection.
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// The protocol version of these messages, sent first on each connection
+/// ([`Request::Hello`]); a node answers a different one with
+/// [`RemoteError::Protocol`].
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A shard's key as it travels: the four parts of a
+/// [`ShardKey`](felix_storage::ShardKey).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ShardName {
+    /// The tenant owning the stream.
+    pub tenant: String,
+    /// The namespace within the tenant.
+    pub namespace: String,
+    /// The stream.
+    pub stream: String,
+    /// The shard number within the stream.
+    pub shard: u32,
+}
+
+impl From<&ShardKey> for ShardName {
+    fn from(key: &ShardKey) -> Self {
+        Self {
+            tenant: key.tenant.clone(),
+            namespace: key.namespace.clone(),
+            stream: key.stream.clone(),
+            shard: key.shard,
+        }
+    }
+}
+
+impl From<&ShardName> for ShardKey {
+    fn from(name: &ShardName) -> Self {
+        ShardKey::new(&name.tenant, &name.namespace, &name.stream, name.shard)
+    }
+}
+
+/// A request and the id its answer carries.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RequestFrame {
+    /// Chosen by the sender, unique among its requests in flight on this
+    /// connection.
+    pub id: u64,
+    /// What is asked.
+    pub request: Request,
+}
+
+/// The answer to the request of the same `id`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    /// The request's id.
+    pub id: u64,
+    /// The answer.
+    pub response: Response,
+}
+
+/// What a node is asked, by a peer or a client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    /// The first request on a connection: the sender's protocol version,
+    /// and its node id when it is a node.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the sender.
+        protocol: u32,
+        /// The sending node, or `None` for a client.
+        node: Option<u64>,
+    },
+    /// A Raft message of one shard's group, from its leader or a
+    /// candidate.
+    Raft {
+        /// The group's shard.
+        shard: ShardName,
+        /// The message.
+        rpc: RaftRequest,
+    },
+    /// Host the group of `shard` (open or create its log), and, when
+    /// `initialize` holds, start it with `members` as its voters.
+    OpenGroup {
+        /// The shard.
+        shard: ShardName,
+        /// The voters, by node id and address.
+        members: BTreeMap<u64, String>,
+        /// Whether this node starts the group (one member does).
+        initialize: bool,
+    },
+    /// Create `shard` replicated on the nodes `replicas` (ids this node
+    /// knows addresses of).
+    CreateShard {
+        /// The shard.
+        shard: ShardName,
+        /// Its voters.
+        replicas: Vec<u64>,
+    },
+    /// Add `node` at `addr` to the shard's group: a learner until it has
+    /// caught up, then a voter.
+    AddNode {
+        /// The shard.
+        shard: ShardName,
+        /// The node joining.
+        node: u64,
+        /// Where it listens.
+        addr: String,
+    },
+    /// Remove `node` from the shard's voters and learners.
+    RemoveNode {
+        /// The shard.
+        shard: ShardName,
+        /// The node leaving.
+        node: u64,
+    },
+    /// Append `records` (payloads) to the shard, acknowledged once a
+    /// majority holds them durably. Only the leader accepts.
+    Append {
+        /// The shard.
+        shard: ShardName,
+        /// The payloads, in order.
+        records: Vec<Vec<u8>>,
+    },
+    /// Committed records from `from`, at most about `max_bytes` of them
+    /// (at least one when one is there); when none is there yet, wait at
+    /// most `wait_ms` for one.
+    Read {
+        /// The shard.
+        shard: ShardName,
+        /// The first offset wanted.
+        from: u64,
+        /// A bound on the bytes answered.
+        max_bytes: u64,
+        /// How long to wait for a record at `from`, in milliseconds.
+        wait_ms: u32,
+    },
+    /// The offset of the first committed record whose timestamp is at
+    /// least `timestamp_micros`.
+    OffsetForTimestamp {
+        /// The shard.
+        shard: ShardName,
+        /// The time looked up, microseconds since the Unix epoch.
+        timestamp_micros: u64,
+    },
+    /// The node's view of every group it hosts.
+    Status,
+}
+
+/// A Raft message of one group.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum RaftRequest {
+    /// Entries (or a heartbeat) from the leader.
+    Append(AppendEntriesRequest<TypeConfig>),
+    /// A candidate's vote request.
+    Vote(VoteRequest<TypeConfig>),
+    /// The leader's snapshot: the last log id it covers and the membership
+    /// (the stream is the state, so there are no other bytes).
+    Snapshot {
+        /// The leader's vote.
+        vote: Vote,
+        /// What the snapshot covers.
+        meta: SnapshotMetaOf<TypeConfig>,
+    },
+}
+
+/// A node's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Response {
+    /// The answer to [`Request::Hello`]: the answering node's id.
+    Hello {
+        /// The node answering.
+        node: u64,
+    },
+    /// The answer to a [`Request::Raft`].
+    Raft(RaftResponse),
+    /// Done: the answer to a request with nothing more to say.
+    Done,
+    /// The offsets the appended records were given, in order.
+    Appended(Vec<u64>),
+    /// Committed records, in offset order, and the shard's offsets when read.
+    Records {
+        /// The records (normal entries only: a leader's blank entry and
+        /// membership changes take an offset and are skipped).
+        records: Vec<WireRecord>,
+        /// Where the next read starts: past the last entry read, skipped
+        /// ones included.
+        next: u64,
+        /// The shard's offsets on the node that answered.
+        offsets: ShardOffsets,
+    },
+    /// The answer to [`Request::OffsetForTimestamp`]: `None` when no
+    /// committed record is that recent.
+    Offset(Option<u64>),
+    /// The answer to [`Request::Status`].
+    Status(NodeStatus),
+    /// The request failed.
+    Error(RemoteError),
+}
+
+/// The answer to a [`RaftRequest`] of the same kind.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RaftResponse {
+    /// To [`RaftRequest::Append`].
+    Append(Result<AppendEntriesResponse<TypeConfig>, RaftError<TypeConfig>>),
+    /// To [`RaftRequest::Vote`].
+    Vote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
+    /// To [`RaftRequest::Snapshot`].
+    Snapshot(Result<SnapshotResponse<TypeConfig>, Fatal<TypeConfig>>),
+}
+
+/// One committed record as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRecord {
+    /// Its offset (its Raft index).
+    pub offset: u64,
+    /// Its publish time, microseconds since the Unix epoch, set by the
+    /// leader that took it.
+    pub timestamp_micros: u64,
+    /// The producer's bytes.
+    pub payload: Vec<u8>,
+}
+
+/// A replicated shard's offsets on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ShardOffsets {
+    /// The oldest offset held.
+    pub base: u64,
+    /// One past the last committed entry this node knows of: a read
+    /// returns records below it.
+    pub committed: u64,
+    /// One past the last entry written here, committed or not.
+    pub written: u64,
+}
+
+/// One node's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// The node.
+    pub node: u64,
+    /// How many peer connections it keeps open (one per peer node it
+    /// talks to, whatever the number of groups).
+    pub peer_connections: u64,
+    /// Every group it hosts, by shard.
+    pub groups: Vec<GroupStatus>,
+}
+
+/// One group as one node sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupStatus {
+    /// The shard.
+    pub shard: ShardName,
+    /// `leader`, `follower`, `candidate`, `learner` or `stopped: …` (why).
+    pub role: String,
+    /// The leader this node knows of.
+    pub leader: Option<u64>,
+    /// The current term.
+    pub term: u64,
+    /// The index of the last entry known committed, if any.
+    pub commit_index: Option<u64>,
+    /// The index of the last entry applied here, if any.
+    pub last_applied: Option<u64>,
+    /// The shard's offsets here.
+    pub offsets: ShardOffsets,
+    /// On the leader, each follower's lag in entries (its last matched
+    /// index behind the leader's last entry); empty elsewhere.
+    pub lag: BTreeMap<u64, u64>,
+    /// The voters.
+    pub voters: Vec<u64>,
+    /// The learners.
+    pub learners: Vec<u64>,
+}
+
+/// Why a request failed on the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum RemoteError {
+    /// This node does not lead the shard's group; `leader` is the one it
+    /// knows of, with its address.
+    #[error("node {node} does not lead shard {shard}; leader: {}", display_leader(.leader))]
+    NotLeader {
+        /// The node that answered.
+        node: u64,
+        /// The shard, as `tenant/namespace/stream/shard`.
+        shard: String,
+        /// The leader's id and address, when known.
+        leader: Option<(u64, String)>,
+    },
+    /// The append reached the leader but the leader changed before it
+    /// committed: the records may or may not be committed (retrying may
+    /// duplicate them).
+    #[error("node {node}: the append to shard {shard} has an unknown outcome: {reason}")]
+    OutcomeUnknown {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// openraft's account.
+        reason: String,
+    },
+    /// The node hosts no group for the shard.
+    #[error("node {node} hosts no shard {shard}")]
+    UnknownShard {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+    },
+    /// A replica the request needs is not known to this node.
+    #[error("node {node} knows no address of node {unknown}")]
+    UnknownNode {
+        /// The node that answered.
+        node: u64,
+        /// The node it does not know.
+        unknown: u64,
+    },
+    /// The shard's group stopped on this node (a storage failure, or
+    /// shutting down): `reason` says why.
+    #[error("shard {shard} is stopped on node {node}: {reason}")]
+    Stopped {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// Why, as the node's error said.
+        reason: String,
+    },
+    /// The node's storage failed the request.
+    #[error("storage error on node {node}: {message}")]
+    Storage {
+        /// The node that answered.
+        node: u64,
+        /// The storage error as the node rendered it.
+        message: String,
+    },
+    /// The request is not valid (`reason` says which part).
+    #[error("invalid request to node {node}: {reason}")]
+    Invalid {
+        /// The node that answered.
+        node: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The sender speaks another protocol version.
+    #[error("node {node} speaks protocol {expected}, the request {found}")]
+    Protocol {
+        /// The node that answered.
+        node: u64,
+        /// Its [`PROTOCOL_VERSION`].
+        expected: u32,
+        /// The sender's.
+        found: u32,
+    },
+}
+
+pub(crate) fn display_leader(leader: &Option<(u64, String)>) -> String {
+    match leader {
+        Some((id, addr)) => format!("node {id} at {addr}"),
+        None => "unknown".to_owned(),
+    }
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The connection failed (including a length above [`MAX_FRAME`],
+    /// which the length codec reports as invalid data).
+    #[error("connection: {0}")]
+    Io(#[from] std::io::Error),
+    /// The frame's bytes are not a message of this protocol.
+    #[error("malformed frame of {len} bytes: {source}")]
+    Malformed {
+        /// The frame's length.
+        len: usize,
+        /// What postcard found.
+        #[source]
+        source: postcard::Error,
+    },
+    /// A message would not fit in a frame.
+    #[error("a message of {len} bytes is above the {MAX_FRAME}-byte frame limit")]
+    TooLarge {
+        /// Its encoded length.
+        len: usize,
+    },
+}
+
+/// Decodes one frame's body as a request.
+///
+/// ```
+/// use felix_cluster::wire::{decode_request, WireError};
+///
+/// assert!(matches!(decode_request(&[0xff; 3]), Err(WireError::Malformed { len: 3, .. })));
+/// ```
+pub fn decode_request(body: &[u8]) -> Result<RequestFrame, WireError> {
+    postcard::from_bytes(body).map_err(|source| WireError::Malformed {
+        len: body.len(),
+        source,
+    })
+}
+
+/// Decodes one frame's body as a response.
+pub fn decode_response(body: &[u8]) -> Result<ResponseFrame, WireError> {
+    postcard::from_bytes(body).map_err(|source| WireError::Malformed {
+        len: body.len(),
+        source,
+    })
+}
+
+/// The codec of one direction of a connection: it writes `Out` frames and
+/// reads `In` frames, bounded by [`MAX_FRAME`].
+pub struct FrameCodec<In, Out> {
+    frames: LengthDelimitedCodec,
+    decode: fn(&[u8]) -> Result<In, WireError>,
+    _out: std::marker::PhantomData<fn(Out)>,
+}
+
+/// The codec a node serves a connection with: requests in, responses out.
+pub type ServerCodec = FrameCodec<RequestFrame, ResponseFrame>;
+/// The codec of the side that opened a connection: requests out,
+/// responses in.
+pub type ClientCodec = FrameCodec<ResponseFrame, RequestFrame>;
+
+fn length_codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+impl ServerCodec {
+    /// The server side's codec.
+    pub fn server() -> Self {
+        Self {
+            frames: length_codec(),
+            decode: decode_request,
+            _out: std::marker::PhantomData,
+        }
+    }
+}
+
+impl ClientCodec {
+    /// The connecting side's codec.
+    pub fn client() -> Self {
+        Self {
+            frames: length_codec(),
+            decode: decode_response,
+            _out: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<In, Out> Decoder for FrameCodec<In, Out> {
+    type Item = In;
+    type Error = WireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<In>, WireError> {
+        match self.frames.decode(src)? {
+            Some(body) => (self.decode)(&body).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
+    type Error = WireError;
+
+    fn encode(&mut self, item: Out, dst: &mut BytesMut) -> Result<(), WireError> {
+        let body = postcard::to_allocvec(&item)
+            .map_err(|source| WireError::Malformed { len: 0, source })?;
+        if body.len() > MAX_FRAME {
+            return Err(WireError::TooLarge { len: body.len() });
+        }
+        self.frames.encode(Bytes::from(body), dst)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

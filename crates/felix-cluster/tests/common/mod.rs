@@ -1,0 +1,106 @@
+//! Nodes started in the test's process on 127.0.0.1, and waiting with a
+//! bound.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use felix_cluster::{Client, ClientOptions, Node, NodeConfig, RaftTimings};
+use felix_storage::ShardKey;
+
+/// Test timings: short, so elections take well under a second.
+pub(crate) fn timings() -> RaftTimings {
+    RaftTimings {
+        heartbeat_ms: 50,
+        election_min_ms: 300,
+        election_max_ms: 600,
+    }
+}
+
+/// Starts node `id` in `root/n{id}` on `listen`.
+pub(crate) async fn start(root: &Path, id: u64, listen: &str) -> Node {
+    let mut config = NodeConfig::new(id, root.join(format!("n{id}")), listen);
+    config.timings = timings();
+    Node::start(config).await.unwrap()
+}
+
+/// Starts `count` nodes (ids from 1) on free ports, each told of the others.
+pub(crate) async fn cluster(root: &Path, count: u64) -> Vec<Node> {
+    let mut nodes = Vec::new();
+    for id in 1..=count {
+        nodes.push(start(root, id, "127.0.0.1:0").await);
+    }
+    introduce(&nodes);
+    nodes
+}
+
+/// Tells every node where every other listens.
+pub(crate) fn introduce(nodes: &[Node]) {
+    for a in nodes {
+        for b in nodes {
+            a.add_peer(b.id(), b.addr().to_string());
+        }
+    }
+}
+
+pub(crate) fn client(nodes: &[Node]) -> Client {
+    Client::with_options(
+        nodes.iter().map(|n| n.addr().to_string()),
+        ClientOptions {
+            deadline: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(5),
+        },
+    )
+}
+
+pub(crate) fn key(shard: u32) -> ShardKey {
+    ShardKey::new("acme", "default", "orders", shard)
+}
+
+/// Polls `check` until it returns `Some`, failing the test after `limit`.
+pub(crate) async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every committed record of `shard` on the node at `addr`, as (offset,
+/// payload), once it has at least `at_least` of them.
+pub(crate) async fn all_records(
+    client: &Client,
+    addr: &str,
+    shard: &ShardKey,
+    at_least: usize,
+) -> Vec<(u64, Vec<u8>)> {
+    eventually(
+        &format!("{at_least} records on {addr}"),
+        Duration::from_secs(20),
+        || async {
+            let mut from = 0;
+            let mut out = Vec::new();
+            loop {
+                let batch = client
+                    .read_at(addr, shard, from, 1 << 20, Duration::ZERO)
+                    .await
+                    .ok()?;
+                if batch.next == from {
+                    break;
+                }
+                out.extend(batch.records.into_iter().map(|r| (r.offset, r.payload)));
+                from = batch.next;
+            }
+            (out.len() >= at_least).then_some(out)
+        },
+    )
+    .await
+}

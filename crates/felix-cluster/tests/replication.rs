@@ -1,0 +1,159 @@
+//! Replicated shards on three nodes in one process, over loopback TCP.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{all_records, client, cluster, eventually, key, start};
+use felix_cluster::{ClientError, wire::RemoteError};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appended_records_are_on_every_replica_at_their_offsets() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+
+    let mut acked = Vec::new();
+    for batch in 0..20u32 {
+        let records: Vec<Vec<u8>> = (0..5)
+            .map(|i| format!("r{batch}-{i}").into_bytes())
+            .collect();
+        let offsets = client.append(&shard, records.clone()).await.unwrap();
+        assert_eq!(offsets.len(), 5);
+        assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+        acked.extend(offsets.into_iter().zip(records));
+    }
+    for node in &nodes {
+        let read = all_records(&client, &node.addr().to_string(), &shard, acked.len()).await;
+        assert_eq!(read, acked, "node {}", node.id());
+    }
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_refuses_an_append_naming_the_leader() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(1);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    client.append(&shard, vec![b"x".to_vec()]).await.unwrap();
+    let leader = leader_of(&client, &nodes, &shard).await;
+    let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
+    // A client that knows only the follower is sent on to the leader...
+    let direct = felix_cluster::Client::with_options(
+        [follower.addr().to_string()],
+        felix_cluster::ClientOptions {
+            deadline: Duration::from_millis(300),
+            call_timeout: Duration::from_millis(300),
+        },
+    );
+    let offsets = direct.append(&shard, vec![b"y".to_vec()]).await.unwrap();
+    assert_eq!(offsets.len(), 1);
+    // ...because the follower names it.
+    let status = direct.status(&follower.addr().to_string()).await.unwrap();
+    assert_eq!(status.groups[0].leader, Some(leader));
+    assert_eq!(status.groups[0].role, "follower");
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+async fn leader_of(
+    client: &felix_cluster::Client,
+    nodes: &[felix_cluster::Node],
+    shard: &felix_storage::ShardKey,
+) -> u64 {
+    let addr = nodes[0].addr().to_string();
+    let name = felix_cluster::wire::ShardName::from(shard);
+    eventually("a leader", Duration::from_secs(10), || async {
+        let status = client.status(&addr).await.ok()?;
+        status.groups.iter().find(|g| g.shard == name)?.leader
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_leader_stops_the_others_elect_one_and_nothing_acknowledged_is_lost() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(2);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let mut acked = Vec::new();
+    for i in 0..10u32 {
+        let payload = format!("before-{i}").into_bytes();
+        let offsets = client.append(&shard, vec![payload.clone()]).await.unwrap();
+        acked.push((offsets[0], payload));
+    }
+    let leader = leader_of(&client, &nodes, &shard).await;
+    let position = nodes.iter().position(|n| n.id() == leader).unwrap();
+    let stopped = nodes.remove(position);
+    let stopped_addr = stopped.addr().to_string();
+    stopped.shutdown().await.unwrap();
+
+    for i in 0..10u32 {
+        let payload = format!("after-{i}").into_bytes();
+        let offsets = client.append(&shard, vec![payload.clone()]).await.unwrap();
+        acked.push((offsets[0], payload));
+    }
+    for node in &nodes {
+        let read = all_records(&client, &node.addr().to_string(), &shard, acked.len()).await;
+        assert_eq!(read, acked, "node {}", node.id());
+    }
+    // The old leader restarts on its directory and address, and catches up.
+    let restarted = start(root.path(), leader, &stopped_addr).await;
+    let read = all_records(&client, &stopped_addr, &shard, acked.len()).await;
+    assert_eq!(read, acked);
+    restarted.shutdown().await.unwrap();
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_shards_share_one_connection_per_peer() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    for s in 0..8 {
+        client.create_shard(&key(s), vec![1, 2, 3]).await.unwrap();
+        client.append(&key(s), vec![vec![s as u8]]).await.unwrap();
+    }
+    for node in &nodes {
+        let status = client.status(&node.addr().to_string()).await.unwrap();
+        assert_eq!(status.groups.len(), 8);
+        assert!(status.peer_connections <= 2, "{status:?}");
+    }
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_a_shard_the_node_does_not_host_names_node_and_shard() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 1).await;
+    let client = client(&nodes);
+    let err = client
+        .read_at(
+            &nodes[0].addr().to_string(),
+            &key(9),
+            0,
+            1024,
+            Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Remote(RemoteError::UnknownShard { node: 1, ref shard }) if shard == "acme/default/orders/9"),
+        "{err}"
+    );
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
