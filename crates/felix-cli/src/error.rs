@@ -88,6 +88,8 @@ pub(crate) enum CliError {
         /// What failed (boxed: the error is large, and rare).
         error: Box<felix_tiered::TieredError>,
     },
+    /// A cluster's nodes refused or did not answer a request.
+    Cluster(felix_cluster::ClientError),
     /// Writing to stdout failed.
     Output(io::Error),
 }
@@ -114,8 +116,15 @@ impl fmt::Display for CliError {
             Self::Remote { url, error } => {
                 write!(f, "remote {url}: {}", crate::cmd::remote::chain(error))
             }
+            Self::Cluster(err) => write!(f, "cluster: {err}"),
             Self::Output(err) => write!(f, "write to stdout: {err}"),
         }
+    }
+}
+
+impl From<felix_cluster::ClientError> for CliError {
+    fn from(err: felix_cluster::ClientError) -> Self {
+        Self::Cluster(err)
     }
 }
 

@@ -5,7 +5,9 @@
 //! `manifest`), for scripts (`--json`: one JSON object per line), and
 //! for benchmarks and crash tests (`write`, `bench`, which speak the
 //! reference implementation's flags and JSON lines so one script drives
-//! both), plus `demo`, the README's first command.
+//! both), `produce`, `consume` and `cluster` for a cluster of `felix-node`
+//! processes (through felix-cluster's client), plus `demo`, the README's
+//! first command.
 //!
 //! Exit status is the contract scripts rely on. Its meanings are defined
 //! in one place, `error::EXIT_STATUS`, which `felix-store --help` prints and
@@ -62,6 +64,12 @@ enum Command {
     Write(cmd::write::Args),
     /// Measure append throughput and latency (JSON, like the reference tool).
     Bench(cmd::bench::Args),
+    /// Append records to a replicated shard through a cluster's leader.
+    Produce(cmd::produce::Args),
+    /// Read a replicated shard's committed records from any replica.
+    Consume(cmd::consume::Args),
+    /// A cluster's status, and its shards' members.
+    Cluster(cmd::cluster::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +84,9 @@ fn main() -> ExitCode {
         Command::Manifest(args) => cmd::manifest::run(args, &mut out),
         Command::Write(args) => cmd::write::run(args, &mut out),
         Command::Bench(args) => cmd::bench::run(args, &mut out),
+        Command::Produce(args) => cmd::produce::run(args, &mut out),
+        Command::Consume(args) => cmd::consume::run(args, &mut out),
+        Command::Cluster(args) => cmd::cluster::run(args, &mut out),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

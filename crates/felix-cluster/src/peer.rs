@@ -10,6 +10,8 @@
 //! the node stays unreachable). Each call is bounded by its own timeout.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -65,6 +67,10 @@ pub enum CallError {
 struct Call {
     request: Request,
     reply: oneshot::Sender<Result<Response, CallError>>,
+    /// Set just before the request is written. A caller that gave up
+    /// (dropped its receiver) and then finds it unset knows the request
+    /// was never sent: the task skips a call whose caller is gone.
+    sent: Arc<AtomicBool>,
 }
 
 /// A handle on the connection to one node (cheap to clone; the task ends
@@ -92,27 +98,43 @@ impl Peer {
     }
 
     /// Sends `request` and waits at most `timeout` for its answer.
+    ///
+    /// A call that timed out before its request was written fails with
+    /// [`CallError::Unreachable`] (it is never sent afterwards); one that
+    /// was written and got no answer in time with [`CallError::Timeout`].
     pub async fn call(&self, request: Request, timeout: Duration) -> Result<Response, CallError> {
         let (reply, answer) = oneshot::channel();
+        let sent = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&sent);
         let unreachable = |reason: &str| CallError::Unreachable {
             addr: self.addr.clone(),
             reason: reason.to_owned(),
         };
         let call = async {
             self.calls
-                .send(Call { request, reply })
+                .send(Call {
+                    request,
+                    reply,
+                    sent: flag,
+                })
                 .await
                 .map_err(|_| unreachable("connection task ended"))?;
             answer
                 .await
                 .map_err(|_| unreachable("connection task ended"))?
         };
-        tokio::time::timeout(timeout, call)
-            .await
-            .map_err(|_| CallError::Timeout {
+        match tokio::time::timeout(timeout, call).await {
+            Ok(answer) => answer,
+            // The receiver is dropped by now, so an unset flag stays unset.
+            Err(_) if !sent.load(Ordering::SeqCst) => Err(CallError::Unreachable {
+                addr: self.addr.clone(),
+                reason: format!("not connected within {timeout:?}"),
+            }),
+            Err(_) => Err(CallError::Timeout {
                 addr: self.addr.clone(),
                 timeout,
-            })?
+            }),
+        }
     }
 }
 
@@ -131,12 +153,19 @@ async fn run(addr: String, me: Option<u64>, mut queue: mpsc::Receiver<Call>) {
             Err(reason) => {
                 tracing::debug!(peer = %addr, %reason, "connect failed");
                 fail(&addr, &reason, first);
-                // Everything queued meanwhile fails too rather than waiting
-                // out its timeout behind a node that is down.
-                while let Ok(call) = queue.try_recv() {
-                    fail(&addr, &reason, call);
+                // Until the next attempt, every call fails at once rather
+                // than waiting out its timeout behind a node that is down.
+                let pause = tokio::time::sleep(backoff);
+                tokio::pin!(pause);
+                loop {
+                    tokio::select! {
+                        () = &mut pause => break,
+                        call = queue.recv() => match call {
+                            Some(call) => fail(&addr, &reason, call),
+                            None => return,
+                        },
+                    }
                 }
-                tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
@@ -196,7 +225,17 @@ async fn serve(
     let mut carry = Some(first);
     let mut handles_gone = false;
     let reason = loop {
-        if let Some(Call { request, reply }) = carry.take() {
+        if let Some(Call {
+            request,
+            reply,
+            sent,
+        }) = carry.take()
+        {
+            sent.store(true, Ordering::SeqCst);
+            if reply.is_closed() {
+                // The caller gave up before it was sent: it never will be.
+                continue;
+            }
             let id = next_id;
             next_id = next_id.wrapping_add(1).max(1);
             if let Err(e) = framed.send(RequestFrame { id, request }).await {

@@ -102,7 +102,7 @@ impl Common {
 }
 
 /// The key `--key TENANT NAMESPACE STREAM SHARD` names.
-fn key_from_parts(parts: &[String]) -> Result<ShardKey, CliError> {
+pub(crate) fn key_from_parts(parts: &[String]) -> Result<ShardKey, CliError> {
     let [tenant, namespace, stream, shard] = parts else {
         return Err(CliError::Usage(
             "--key takes four values: TENANT NAMESPACE STREAM SHARD".into(),

@@ -2,10 +2,14 @@
 //! returning how it ended.
 
 pub(crate) mod bench;
+pub(crate) mod cluster;
+pub(crate) mod cluster_args;
+pub(crate) mod consume;
 pub(crate) mod demo;
 pub(crate) mod dump;
 pub(crate) mod log_args;
 pub(crate) mod manifest;
+pub(crate) mod produce;
 pub(crate) mod recover;
 pub(crate) mod remote;
 pub(crate) mod stat;

@@ -85,3 +85,23 @@ fn a_response_round_trips_with_its_error() {
         "node 2 does not lead shard acme/default/orders/3; leader: node 1 at 127.0.0.1:7101"
     );
 }
+
+#[test]
+fn the_fuzz_seed_frames_decode_as_the_messages_they_are_named_for() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/decode_frame");
+    let read = |name: &str| BytesMut::from(&std::fs::read(dir.join(name)).unwrap()[..]);
+    let decode = |mut bytes: BytesMut| ServerCodec::server().decode(&mut bytes).unwrap().unwrap();
+    assert!(matches!(
+        decode(read("hello")).request,
+        Request::Hello {
+            protocol: PROTOCOL_VERSION,
+            node: Some(2)
+        }
+    ));
+    assert!(matches!(decode(read("status")).request, Request::Status));
+    assert!(matches!(
+        decode(read("append")).request,
+        Request::Append { ref shard, ref records } if shard.stream == "c" && records == &[b"hi".to_vec()]
+    ));
+}
