@@ -2,6 +2,8 @@
 //! bound.
 #![allow(dead_code)]
 
+pub(crate) mod proxy;
+
 use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
