@@ -10,12 +10,13 @@ use felix_storage::ShardKey;
 
 use crate::error::ClientError;
 use crate::peer::{CallError, Peer};
+use crate::tls::ClientTls;
 use crate::wire::{
     NodeStatus, RemoteError, Request, Response, ShardName, ShardOffsets, WireRecord,
 };
 
-/// A client's timing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A client's timing and TLS.
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// How long a call may go on, retries and leader changes included,
     /// before it fails with [`ClientError::Timeout`]. Default 10 s.
@@ -23,6 +24,9 @@ pub struct ClientOptions {
     /// How long one request to one node may wait for its answer. Default
     /// 5 s.
     pub call_timeout: Duration,
+    /// TLS to the nodes, with this client's certificate; `None` (the
+    /// default) connects in the clear.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -30,6 +34,7 @@ impl Default for ClientOptions {
         Self {
             deadline: Duration::from_secs(10),
             call_timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 }
@@ -102,7 +107,7 @@ impl Client {
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         peers
             .entry(addr.to_owned())
-            .or_insert_with(|| Peer::new(addr, None))
+            .or_insert_with(|| Peer::new(addr, None, self.options.tls.clone()))
             .clone()
     }
 

@@ -54,6 +54,15 @@ pub enum NodeError {
         #[source]
         source: std::io::Error,
     },
+    /// The node's TLS material could not be loaded.
+    #[error("node {node}: {source}")]
+    Tls {
+        /// The node.
+        node: u64,
+        /// What failed.
+        #[source]
+        source: crate::tls::TlsError,
+    },
     /// The Raft timings are not usable (openraft's check says why).
     #[error("node {node}: Raft timings: {reason}")]
     Timings {

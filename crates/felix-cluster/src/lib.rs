@@ -55,9 +55,11 @@ mod server;
 mod shard;
 mod state_machine;
 mod status;
+mod tls;
 pub mod wire;
 
 pub use client::{Client, ClientOptions, ReadBatch};
 pub use error::{ClientError, NodeError, ShardError};
 pub use node::{Node, NodeConfig, RaftTimings};
 pub use shard::ReplicatedShard;
+pub use tls::{ClientTls, TlsError, TlsFiles};

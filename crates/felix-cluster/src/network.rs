@@ -16,19 +16,22 @@ use openraft::raft::{
 
 use crate::peer::{CallError, Peer};
 use crate::state_machine::Snapshot;
+use crate::tls::ClientTls;
 use crate::wire::{RaftRequest, RaftResponse, Request, Response, ShardName};
 
 /// The node's connections, one per peer address, shared by every group.
 #[derive(Debug)]
 pub(crate) struct Peers {
     me: u64,
+    tls: Option<ClientTls>,
     by_addr: Mutex<HashMap<String, Peer>>,
 }
 
 impl Peers {
-    pub(crate) fn new(me: u64) -> Arc<Self> {
+    pub(crate) fn new(me: u64, tls: Option<ClientTls>) -> Arc<Self> {
         Arc::new(Self {
             me,
+            tls,
             by_addr: Mutex::default(),
         })
     }
@@ -37,7 +40,7 @@ impl Peers {
     pub(crate) fn get(&self, addr: &str) -> Peer {
         let mut map = self.by_addr.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(addr.to_owned())
-            .or_insert_with(|| Peer::new(addr, Some(self.me)))
+            .or_insert_with(|| Peer::new(addr, Some(self.me), self.tls.clone()))
             .clone()
     }
 

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::error::NodeError;
 use crate::network::{GroupNetwork, Peers};
 use crate::state_machine::StreamMachine;
+use crate::tls::{NodeTls, TlsFiles};
 use crate::wire::ShardName;
 
 /// A replicated shard's Raft.
@@ -71,6 +72,10 @@ pub struct NodeConfig {
     /// group's log asks for its own syncs (see felix-raft). Default
     /// [`StoreConfig::default`].
     pub store: StoreConfig,
+    /// TLS for every connection, both ways: peers and clients must present
+    /// a certificate chaining to `ca`. `None` (the default) serves and
+    /// connects in the clear.
+    pub tls: Option<TlsFiles>,
 }
 
 impl NodeConfig {
@@ -84,6 +89,7 @@ impl NodeConfig {
             peers: BTreeMap::new(),
             timings: RaftTimings::default(),
             store: StoreConfig::default(),
+            tls: None,
         }
     }
 }
@@ -107,6 +113,8 @@ pub(crate) struct Shared {
     pub(crate) known: RwLock<BTreeMap<u64, String>>,
     raft_config: Arc<openraft::Config>,
     groups: Mutex<HashMap<ShardKey, Group>>,
+    /// How connections are accepted, when TLS is on.
+    pub(crate) tls: Option<NodeTls>,
 }
 
 /// A running node. Dropping it without [`Node::shutdown`] leaves its
@@ -140,6 +148,12 @@ impl Node {
             node: id,
             reason: e.to_string(),
         })?;
+        let tls = match &config.tls {
+            Some(files) => Some(
+                NodeTls::from_files(files).map_err(|source| NodeError::Tls { node: id, source })?,
+            ),
+            None => None,
+        };
         let store_config = StoreConfig {
             durability: Durability::None,
             ..config.store
@@ -172,10 +186,11 @@ impl Node {
             id,
             addr,
             store,
-            peers: Peers::new(id),
+            peers: Peers::new(id, tls.as_ref().map(|t| t.client.clone())),
             known: RwLock::new(known),
             raft_config: Arc::new(raft_config),
             groups: Mutex::new(HashMap::new()),
+            tls,
         });
         let ids = shared.store.keys().map_err(|source| NodeError::Store {
             node: id,

@@ -19,6 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
+use crate::tls::{BoxedIo, ClientTls};
 use crate::wire::{ClientCodec, PROTOCOL_VERSION, Request, RequestFrame, Response};
 
 /// How many calls may wait for their answers on one connection; more wait
@@ -82,13 +83,13 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// A connection to `addr`, made at the first call. `me` is the node id
-    /// sent in the greeting (`None` for a client). Must be called within a
-    /// tokio runtime.
-    pub fn new(addr: impl Into<String>, me: Option<u64>) -> Self {
+    /// A connection to `addr`, made at the first call (over TLS with
+    /// `tls`). `me` is the node id sent in the greeting (`None` for a
+    /// client). Must be called within a tokio runtime.
+    pub fn new(addr: impl Into<String>, me: Option<u64>, tls: Option<ClientTls>) -> Self {
         let addr = addr.into();
         let (calls, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(run(addr.clone(), me, queue));
+        tokio::spawn(run(addr.clone(), me, tls, queue));
         Self { addr, calls }
     }
 
@@ -140,10 +141,15 @@ impl Peer {
 
 /// The connection task: connect when there is something to send, serve
 /// until the connection fails, fail what it carried, repeat.
-async fn run(addr: String, me: Option<u64>, mut queue: mpsc::Receiver<Call>) {
+async fn run(
+    addr: String,
+    me: Option<u64>,
+    tls: Option<ClientTls>,
+    mut queue: mpsc::Receiver<Call>,
+) {
     let mut backoff = MIN_BACKOFF;
     while let Some(first) = queue.recv().await {
-        match connect(&addr, me).await {
+        match connect(&addr, me, tls.as_ref()).await {
             Ok(framed) => {
                 backoff = MIN_BACKOFF;
                 let reason = serve(&addr, framed, first, &mut queue).await;
@@ -180,14 +186,27 @@ fn fail(addr: &str, reason: &str, call: Call) {
     }));
 }
 
-type Connection = Framed<TcpStream, ClientCodec>;
+type Connection = Framed<BoxedIo, ClientCodec>;
 
-async fn connect(addr: &str, me: Option<u64>) -> Result<Connection, String> {
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+/// A TCP connection to `addr`, wrapped in TLS with `tls`.
+async fn open(addr: &str, tls: Option<&ClientTls>) -> std::io::Result<BoxedIo> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    match tls {
+        Some(tls) => tls.connect(addr, stream).await,
+        None => Ok(Box::new(stream)),
+    }
+}
+
+async fn connect(
+    addr: &str,
+    me: Option<u64>,
+    tls: Option<&ClientTls>,
+) -> Result<Connection, String> {
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, open(addr, tls))
         .await
         .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))?
         .map_err(|e| e.to_string())?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut framed = Framed::new(stream, ClientCodec::client());
     // The greeting: its answer says the node speaks this protocol.
     framed

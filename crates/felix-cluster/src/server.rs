@@ -13,6 +13,10 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::node::Shared;
 use crate::peer::MAX_IN_FLIGHT;
+use crate::tls::BoxedIo;
+
+/// How long a connecting side may take over its TLS handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 use crate::wire::{ResponseFrame, ServerCodec};
 
 /// Accepts connections until `stop` turns true.
@@ -48,7 +52,23 @@ async fn connection(
     mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (read, write) = stream.into_split();
+    let stream: BoxedIo = match &shared.tls {
+        Some(tls) => {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => Box::new(stream),
+                Ok(Err(e)) => {
+                    tracing::warn!(node = shared.id, peer = %from, error = %e, "TLS handshake refused");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(node = shared.id, peer = %from, "no TLS handshake within {HANDSHAKE_TIMEOUT:?}");
+                    return;
+                }
+            }
+        }
+        None => Box::new(stream),
+    };
+    let (read, write) = tokio::io::split(stream);
     let mut frames = FramedRead::new(read, ServerCodec::server());
     let mut sink = FramedWrite::new(write, ServerCodec::server());
     let (answers, mut answered) = mpsc::channel::<ResponseFrame>(MAX_IN_FLIGHT);

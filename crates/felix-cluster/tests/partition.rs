@@ -17,6 +17,7 @@ fn client_of(addrs: &[String], deadline_ms: u64) -> Client {
         ClientOptions {
             deadline: Duration::from_millis(deadline_ms),
             call_timeout: Duration::from_millis(deadline_ms.min(5000)),
+            ..ClientOptions::default()
         },
     )
 }

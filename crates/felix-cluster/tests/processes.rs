@@ -181,6 +181,7 @@ async fn killing_the_leader_again_and_again_loses_no_acknowledged_record() {
         ClientOptions {
             deadline: Duration::from_secs(15),
             call_timeout: Duration::from_secs(3),
+            ..Default::default()
         },
     ));
     let shard = key(0);

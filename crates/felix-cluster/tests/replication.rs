@@ -50,6 +50,7 @@ async fn a_follower_refuses_an_append_naming_the_leader() {
         felix_cluster::ClientOptions {
             deadline: Duration::from_millis(300),
             call_timeout: Duration::from_millis(300),
+            ..Default::default()
         },
     );
     let offsets = direct.append(&shard, vec![b"y".to_vec()]).await.unwrap();

@@ -2,9 +2,10 @@
 //! deadline, the shard's key, and the runtime their client runs on.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use felix_cluster::{Client, ClientOptions};
+use felix_cluster::{Client, ClientOptions, ClientTls, TlsFiles};
 use felix_format::ShardKey;
 
 use crate::error::CliError;
@@ -25,6 +26,15 @@ pub(crate) struct ClusterArgs {
     /// included, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) timeout_ms: u64,
+    /// This client's certificate (PEM), for nodes that require TLS.
+    #[arg(long, requires_all = ["tls_key", "tls_ca"], value_name = "PEM")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// The CA certificate(s) the nodes' certificates chain to (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    pub(crate) tls_ca: Option<PathBuf>,
 }
 
 /// The shard a command works on.
@@ -58,9 +68,21 @@ impl ClusterArgs {
             .build()
             .map_err(|e| CliError::io("start the async runtime", "-", e))?;
         let timeout = Duration::from_millis(self.timeout_ms.max(1));
+        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (Some(cert), Some(key), Some(ca)) => {
+                let files = TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    ca: ca.clone(),
+                };
+                Some(ClientTls::from_files(&files).map_err(|e| CliError::Usage(e.to_string()))?)
+            }
+            _ => None,
+        };
         let options = ClientOptions {
             deadline: timeout,
             call_timeout: timeout.min(ClientOptions::default().call_timeout),
+            tls,
         };
         runtime.block_on(async {
             let client = Client::with_options(self.cluster.iter().cloned(), options);

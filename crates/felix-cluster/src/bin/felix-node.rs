@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use felix_cluster::{Node, NodeConfig, RaftTimings};
+use felix_cluster::{Node, NodeConfig, RaftTimings, TlsFiles};
 
 /// One node of a felix cluster.
 #[derive(Debug, Parser)]
@@ -42,6 +42,17 @@ struct Args {
     /// The longest election timeout, in milliseconds.
     #[arg(long, default_value_t = RaftTimings::default().election_max_ms)]
     election_max_ms: u64,
+    /// This node's certificate chain (PEM): turns TLS on for every
+    /// connection, both ways; peers and clients must then present a
+    /// certificate chaining to `--tls-ca`.
+    #[arg(long, requires_all = ["tls_key", "tls_ca"], value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// The CA certificate(s) trusted for peers and clients (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
 }
 
 fn parse_peer(text: &str) -> Result<(u64, String), String> {
@@ -66,6 +77,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         election_min_ms: args.election_min_ms,
         election_max_ms: args.election_max_ms,
     };
+    if let (Some(cert), Some(key), Some(ca)) = (args.tls_cert, args.tls_key, args.tls_ca) {
+        config.tls = Some(TlsFiles { cert, key, ca });
+    }
     let node = Node::start(config).await?;
     // The line a supervisor (or a test) waits for.
     println!("felix-node {} listening on {}", node.id(), node.addr());

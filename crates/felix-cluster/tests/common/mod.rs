@@ -52,6 +52,7 @@ pub(crate) fn client(nodes: &[Node]) -> Client {
         ClientOptions {
             deadline: Duration::from_secs(20),
             call_timeout: Duration::from_secs(5),
+            ..Default::default()
         },
     )
 }
