@@ -130,6 +130,18 @@ impl Client {
         request: Request,
         idempotent: bool,
     ) -> Result<Response, ClientError> {
+        self.to_leader_with(shard, request, idempotent, self.options.call_timeout)
+            .await
+    }
+
+    /// [`Client::to_leader`] with each call bounded by `call_timeout`.
+    async fn to_leader_with(
+        &self,
+        shard: &ShardName,
+        request: Request,
+        idempotent: bool,
+        call_timeout: Duration,
+    ) -> Result<Response, ClientError> {
         let start = Instant::now();
         let mut target = self
             .leader_of(shard)
@@ -139,7 +151,7 @@ impl Client {
         let mut last = String::from("no node to ask");
         while start.elapsed() < self.options.deadline {
             let left = self.options.deadline.saturating_sub(start.elapsed());
-            let timeout = self.options.call_timeout.min(left);
+            let timeout = call_timeout.min(left);
             let answer = self.peer(&target).call(request.clone(), timeout).await;
             match classify(answer, idempotent) {
                 Next::Done(response) => {

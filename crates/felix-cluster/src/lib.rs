@@ -18,6 +18,21 @@
 //!   retried within a deadline), reads committed records from any replica,
 //!   and creates shards and changes their members.
 //!
+//! # Metrics
+//!
+//! Each node records, per shard (labels `node` and `shard`), through the `metrics`
+//! facade (nothing is recorded without an installed recorder;
+//! [`serve_prometheus`] installs one and serves it):
+//!
+//! | name | kind | what |
+//! | --- | --- | --- |
+//! | `felix_cluster_term` | gauge | the current term |
+//! | `felix_cluster_commit_index` | gauge | the index of the last entry known committed |
+//! | `felix_cluster_last_applied` | gauge | the index of the last entry applied here |
+//! | `felix_cluster_is_leader` | gauge | 1 on the shard's leader, 0 elsewhere |
+//! | `felix_cluster_follower_lag` | gauge | on the leader, per `follower`: entries behind its last |
+//! | `felix_cluster_elections_total` | counter | elections this node stood in |
+//!
 //! A record is acknowledged ([`Client::append`] returns its offset) only
 //! once a majority of the shard's replicas has it durably: felix-raft
 //! reports an entry durable to openraft only after the felix sync that
@@ -51,6 +66,7 @@ mod handle;
 mod network;
 mod node;
 pub mod peer;
+mod prometheus;
 mod server;
 mod shard;
 mod state_machine;
@@ -61,5 +77,6 @@ pub mod wire;
 pub use client::{Client, ClientOptions, ReadBatch};
 pub use error::{ClientError, NodeError, ShardError};
 pub use node::{Node, NodeConfig, RaftTimings};
+pub use prometheus::serve_prometheus;
 pub use shard::ReplicatedShard;
 pub use tls::{ClientTls, TlsError, TlsFiles};

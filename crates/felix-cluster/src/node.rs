@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use felix_io::FileSystem;
 use felix_raft::{FelixLogStore, TypeConfig};
 use felix_storage::{Durability, ShardId, ShardKey, Store, StoreConfig};
 use openraft::{Raft, SnapshotPolicy};
@@ -72,6 +73,10 @@ pub struct NodeConfig {
     /// group's log asks for its own syncs (see felix-raft). Default
     /// [`StoreConfig::default`].
     pub store: StoreConfig,
+    /// The file system the store lives on. Default the real one; tests run
+    /// a node on felix-io's simulated file system to fail its disk or cut
+    /// its power.
+    pub file_system: FileSystem,
     /// TLS for every connection, both ways: peers and clients must present
     /// a certificate chaining to `ca`. `None` (the default) serves and
     /// connects in the clear.
@@ -89,6 +94,7 @@ impl NodeConfig {
             peers: BTreeMap::new(),
             timings: RaftTimings::default(),
             store: StoreConfig::default(),
+            file_system: FileSystem::os(),
             tls: None,
         }
     }
@@ -160,6 +166,7 @@ impl Node {
         };
         let store = Store::options(&config.dir)
             .config(store_config)
+            .file_system(config.file_system.clone())
             .open()
             .map_err(|source| NodeError::Store {
                 node: id,

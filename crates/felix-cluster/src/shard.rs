@@ -8,7 +8,7 @@ use std::time::Duration;
 use felix_raft::{ENTRY_NORMAL, TypeConfig};
 use felix_storage::{ReadBound, ShardKey};
 use futures::StreamExt;
-use openraft::error::{ClientWriteError, ForwardToLeader, RaftError};
+use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, RaftError};
 use openraft::rt::watch::WatchReceiver;
 use openraft::{BasicNode, ChangeMembers};
 
@@ -16,6 +16,11 @@ use crate::client::ReadBatch;
 use crate::error::ShardError;
 use crate::node::{Group, Shared};
 use crate::wire::{ShardOffsets, WireRecord};
+
+/// How many times a membership change waits for the one before to commit.
+const CHANGE_RETRIES: u32 = 50;
+/// How long each such wait is.
+const CHANGE_RETRY_PAUSE: Duration = Duration::from_millis(20);
 
 /// A replicated shard hosted by this node ([`Node::shard`](crate::Node::shard)).
 ///
@@ -111,6 +116,15 @@ impl ReplicatedShard {
         Ok(offsets)
     }
 
+    /// [`ShardError::Stopped`] when the group stopped here (its storage
+    /// failed): a stopped replica serves nothing, not even what it held.
+    fn check_running(&self) -> Result<(), ShardError> {
+        match &self.group.raft.metrics().borrow_watched().running_state {
+            Ok(()) => Ok(()),
+            Err(fatal) => Err(self.stopped(fatal)),
+        }
+    }
+
     /// Committed records from `from`, about `max_bytes` of them (at least
     /// one when one is committed there), served by this replica.
     ///
@@ -118,6 +132,7 @@ impl ReplicatedShard {
     /// hold no producer's record: they are skipped, and
     /// [`ReadBatch::next`] is past them.
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<ReadBatch, ShardError> {
+        self.check_running()?;
         let offsets = self.offsets();
         let mut records = Vec::new();
         let mut next = from;
@@ -165,6 +180,7 @@ impl ReplicatedShard {
     /// that knows the same commit index (every replica holds the same
     /// records with the same times, set by the leader that took them).
     pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<u64>, ShardError> {
+        self.check_running()?;
         let committed = self.group.machine.committed();
         self.group
             .log
@@ -177,31 +193,88 @@ impl ReplicatedShard {
             })
     }
 
-    /// Adds node `node` at `addr`: a learner, caught up, then a voter. Its
-    /// data moves by replication alone. Only on the leader.
+    /// Adds node `node` at `addr`: a learner first, which is sent every
+    /// entry; once it holds every entry the leader held when it was added,
+    /// a voter. Its data moves by replication alone. Only on the leader;
+    /// waits as long as the catch-up takes, unless leadership moves or the
+    /// learner is removed meanwhile ([`ShardError::NotLeader`],
+    /// [`ShardError::Refused`]).
     pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
         self.shared.learn(node, &addr);
-        self.group
+        let added = self
+            .group
             .raft
-            .add_learner(node, BasicNode { addr }, true)
+            .add_learner(node, BasicNode { addr }, false)
             .await
             .map_err(|e| self.write_error(e))?;
+        // openraft's own wait ends within `replication_lag_threshold`
+        // entries of the end (5,000 by default, which may be gigabytes):
+        // wait for everything up to the learner's own membership entry.
+        let target = added.log_id.index;
+        let mut metrics = self.group.raft.metrics();
+        loop {
+            {
+                let m = metrics.borrow_watched();
+                let Some(replication) = &m.replication else {
+                    return Err(ShardError::NotLeader {
+                        shard: self.shard(),
+                        leader: m
+                            .current_leader
+                            .map(|id| (id, self.shared.address_of(id).unwrap_or_default())),
+                    });
+                };
+                if m.membership_config.membership().get_node(&node).is_none() {
+                    return Err(ShardError::Refused {
+                        shard: self.shard(),
+                        reason: format!("node {node} was removed while it caught up"),
+                    });
+                }
+                if replication
+                    .get(&node)
+                    .and_then(|matched| matched.as_ref())
+                    .is_some_and(|matched| matched.index >= target)
+                {
+                    break;
+                }
+            }
+            if metrics.changed().await.is_err() {
+                return Err(self.stopped("the group stopped while the learner caught up"));
+            }
+        }
         tracing::info!(node = self.shared.id, shard = %self.key, added = node, "learner caught up; making it a voter");
-        self.group
-            .raft
-            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([node])), false)
+        self.change_voters(ChangeMembers::AddVoterIds(BTreeSet::from([node])))
             .await
-            .map_err(|e| self.write_error(e))?;
-        Ok(())
+    }
+
+    /// Changes the voters, retrying (a bounded number of times) while the
+    /// previous change is still being committed: openraft can answer the
+    /// step before (the learner's entry, or the first step of its own two)
+    /// a moment before its committed membership shows it.
+    async fn change_voters(&self, change: ChangeMembers<u64, BasicNode>) -> Result<(), ShardError> {
+        let mut tries = 0;
+        loop {
+            match self
+                .group
+                .raft
+                .change_membership(change.clone(), false)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                    ChangeMembershipError::InProgress(_),
+                ))) if tries < CHANGE_RETRIES => {
+                    tries += 1;
+                    tokio::time::sleep(CHANGE_RETRY_PAUSE).await;
+                }
+                Err(e) => return Err(self.write_error(e)),
+            }
+        }
     }
 
     /// Removes node `node` from the shard's voters. Only on the leader.
     pub async fn remove_node(&self, node: u64) -> Result<(), ShardError> {
-        self.group
-            .raft
-            .change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([node])), false)
-            .await
-            .map_err(|e| self.write_error(e))?;
+        self.change_voters(ChangeMembers::RemoveVoters(BTreeSet::from([node])))
+            .await?;
         tracing::info!(node = self.shared.id, shard = %self.key, removed = node, "membership changed");
         Ok(())
     }

@@ -76,8 +76,41 @@ pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
     }
 }
 
+/// Records one group's figures through the `metrics` facade (nothing
+/// happens without an installed recorder). Every name is in the crate
+/// docs' "Metrics" section.
+fn record(node: u64, shard: &str, m: &RaftMetrics<TypeConfig>) {
+    let labels = [("node", node.to_string()), ("shard", shard.to_owned())];
+    let index = |id: Option<&felix_raft::LogId>| id.map_or(0.0, |id| id.index as f64);
+    metrics::gauge!("felix_cluster_term", &labels).set(m.current_term as f64);
+    metrics::gauge!("felix_cluster_commit_index", &labels).set(index(
+        m.cluster_committed.as_ref().or(m.local_committed.as_ref()),
+    ));
+    metrics::gauge!("felix_cluster_last_applied", &labels).set(index(m.last_applied.as_ref()));
+    metrics::gauge!("felix_cluster_is_leader", &labels).set(if m.current_leader == Some(node) {
+        1.0
+    } else {
+        0.0
+    });
+    if let Some(replication) = &m.replication {
+        let last = m.last_log_index.unwrap_or(0);
+        for (follower, matched) in replication.iter().filter(|(id, _)| **id != node) {
+            let behind = matched
+                .as_ref()
+                .map_or(last.saturating_add(1), |m| last.saturating_sub(m.index));
+            metrics::gauge!(
+                "felix_cluster_follower_lag",
+                "node" => node.to_string(),
+                "shard" => shard.to_owned(),
+                "follower" => follower.to_string()
+            )
+            .set(behind as f64);
+        }
+    }
+}
+
 /// Logs a group's elections, leader changes, membership changes and its
-/// stop, until the group ends.
+/// stop, and records its figures, until the group ends.
 pub(crate) async fn watch_group(
     node: u64,
     shard: String,
@@ -94,6 +127,15 @@ pub(crate) async fn watch_group(
                 m.state,
                 m.membership_config.log_id().map(|id| id.index),
             );
+            record(node, &shard, &m);
+            if now.1 != seen.1 && now.2 == ServerState::Candidate {
+                metrics::counter!(
+                    "felix_cluster_elections_total",
+                    "node" => node.to_string(),
+                    "shard" => shard.clone()
+                )
+                .increment(1);
+            }
             if now.1 != seen.1 || now.0 != seen.0 {
                 tracing::info!(node, shard = %shard, term = now.1, leader = ?now.0, role = %role(&m), "leader changed");
             } else if now.2 != seen.2 {

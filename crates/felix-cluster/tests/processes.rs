@@ -23,6 +23,8 @@ struct Proc {
     addr: String,
     peers: Vec<(u64, String)>,
     log: PathBuf,
+    /// More flags.
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
@@ -53,6 +55,7 @@ impl Proc {
         for (id, addr) in &self.peers {
             command.args(["--peer", &format!("{id}={addr}")]);
         }
+        command.args(&self.extra);
         self.child = Some(command.spawn().unwrap());
     }
 
@@ -113,6 +116,7 @@ fn procs(root: &Path, count: u64) -> Vec<Proc> {
                 .map(|p| (p, addrs[(p - 1) as usize].clone()))
                 .collect(),
             log: root.join(format!("n{id}.log")),
+            extra: Vec::new(),
             child: None,
         })
         .collect()
@@ -318,4 +322,93 @@ async fn killing_the_leader_again_and_again_loses_no_acknowledged_record() {
             String::from_utf8_lossy(payload)
         );
     }
+}
+
+/// GET `path` from `addr`, the whole answer as text.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_serves_prometheus_metrics_and_stops_cleanly_on_sigterm() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = procs(root.path(), 1);
+    let metrics_addr = free_addrs(1).remove(0);
+    nodes[0].extra = vec!["--metrics-addr".into(), metrics_addr.clone()];
+    nodes[0].start();
+    let client = Client::new([nodes[0].addr.clone()]);
+    let shard = key(0);
+    let created = tokio::time::timeout(Duration::from_secs(20), async {
+        while client.create_shard(&shard, vec![1]).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    if created.is_err() {
+        dump_logs(&nodes);
+        panic!("no shard within 20 s");
+    }
+    let offset = client.append(&shard, vec![b"m".to_vec()]).await.unwrap()[0];
+    let wanted = format!("felix_cluster_commit_index{{node=\"1\",shard=\"{shard}\"}} {offset}");
+    let text = eventually(
+        "the commit index in the metrics",
+        Duration::from_secs(10),
+        || {
+            let (addr, wanted) = (metrics_addr.clone(), wanted.clone());
+            async move {
+                let text = tokio::task::spawn_blocking(move || http_get(&addr, "/metrics"))
+                    .await
+                    .ok()?;
+                text.contains(&wanted).then_some(text)
+            }
+        },
+    )
+    .await;
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(
+        text.contains("felix_cluster_is_leader{node=\"1\""),
+        "{text}"
+    );
+
+    nodes[0].terminate();
+    let shard_dir = Store::options(&nodes[0].dir)
+        .config(StoreConfig {
+            durability: Durability::None,
+            ..StoreConfig::default()
+        })
+        .open()
+        .unwrap()
+        .root()
+        .join(shard.dir_name());
+    assert!(
+        shard_dir
+            .join(felix_format::CLEAN_SHUTDOWN_FILE_NAME)
+            .exists(),
+        "clean shutdown recorded"
+    );
+
+    // Starting again on the same directory is a restart: the record is there.
+    nodes[0].extra.clear();
+    nodes[0].start();
+    let batch = eventually(
+        "the restarted node to serve",
+        Duration::from_secs(20),
+        || async {
+            let batch = client
+                .read(&shard, offset, 1 << 20, Duration::ZERO)
+                .await
+                .ok()?;
+            (!batch.records.is_empty()).then_some(batch)
+        },
+    )
+    .await;
+    assert_eq!(batch.records[0].payload, b"m");
 }

@@ -42,6 +42,9 @@ struct Args {
     /// The longest election timeout, in milliseconds.
     #[arg(long, default_value_t = RaftTimings::default().election_max_ms)]
     election_max_ms: u64,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9101).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
     /// This node's certificate chain (PEM): turns TLS on for every
     /// connection, both ways; peers and clients must then present a
     /// certificate chaining to `--tls-ca`.
@@ -70,15 +73,23 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.id == 0 {
         return Err("node id 0 is reserved; use 1 or more".into());
     }
-    let mut config = NodeConfig::new(args.id, args.dir, args.listen);
-    config.peers = args.peers.into_iter().collect::<BTreeMap<_, _>>();
+    let mut config = NodeConfig::new(args.id, args.dir.clone(), args.listen.clone());
+    config.peers = args.peers.iter().cloned().collect::<BTreeMap<_, _>>();
     config.timings = RaftTimings {
         heartbeat_ms: args.heartbeat_ms,
         election_min_ms: args.election_min_ms,
         election_max_ms: args.election_max_ms,
     };
-    if let (Some(cert), Some(key), Some(ca)) = (args.tls_cert, args.tls_key, args.tls_ca) {
+    if let (Some(cert), Some(key), Some(ca)) = (
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+        args.tls_ca.clone(),
+    ) {
         config.tls = Some(TlsFiles { cert, key, ca });
+    }
+    if let Some(addr) = &args.metrics_addr {
+        let bound = felix_cluster::serve_prometheus(addr).await?;
+        tracing::info!(addr = %bound, "serving Prometheus metrics");
     }
     let node = Node::start(config).await?;
     // The line a supervisor (or a test) waits for.

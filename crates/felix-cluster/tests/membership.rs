@@ -1,0 +1,86 @@
+//! A shard's members change: a fourth node added to a shard holding
+//! 100 MiB catches up by replication alone and becomes a voter; a node is
+//! removed; creating a shard again changes nothing.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{client, cluster, eventually, key, start};
+use felix_cluster::wire::ShardName;
+
+/// Bytes the shard holds before the fourth node joins.
+const HELD: usize = 100 << 20;
+/// One record's payload.
+const RECORD: usize = 64 << 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fourth_node_catches_up_on_100_mib_and_becomes_a_voter() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    // Creating it again is harmless.
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let mut last = 0;
+    for batch in 0..HELD / RECORD / 16 {
+        let records: Vec<Vec<u8>> = (0..16)
+            .map(|i| vec![(batch * 16 + i) as u8; RECORD])
+            .collect();
+        last = *client
+            .append(&shard, records)
+            .await
+            .unwrap()
+            .last()
+            .unwrap();
+    }
+
+    let fourth = start(root.path(), 4, "127.0.0.1:0").await;
+    let fourth_addr = fourth.addr().to_string();
+    let started = Instant::now();
+    client.add_node(&shard, 4, &fourth_addr).await.unwrap();
+    eprintln!(
+        "node 4 caught up on {} MiB in {:?}",
+        HELD >> 20,
+        started.elapsed()
+    );
+    nodes.push(fourth);
+
+    // It holds every record, and it votes.
+    let batch = client
+        .read_at(&fourth_addr, &shard, last, 1 << 20, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(batch.records.len(), 1);
+    assert_eq!(batch.records[0].payload.len(), RECORD);
+    let name = ShardName::from(&shard);
+    let voters = eventually(
+        "node 4 a voter everywhere",
+        Duration::from_secs(10),
+        || async {
+            let status = client.status(&fourth_addr).await.ok()?;
+            let group = status.groups.into_iter().find(|g| g.shard == name)?;
+            (group.voters == [1, 2, 3, 4]).then_some(group.voters)
+        },
+    )
+    .await;
+    assert_eq!(voters, [1, 2, 3, 4]);
+
+    // Removing one leaves three voters, which still commit.
+    client.remove_node(&shard, 4).await.unwrap();
+    let first_addr = nodes[0].addr().to_string();
+    eventually("node 4 removed", Duration::from_secs(10), || async {
+        let status = client.status(&first_addr).await.ok()?;
+        let group = status.groups.into_iter().find(|g| g.shard == name)?;
+        (group.voters == [1, 2, 3]).then_some(())
+    })
+    .await;
+    client
+        .append(&shard, vec![b"after".to_vec()])
+        .await
+        .unwrap();
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
