@@ -116,6 +116,11 @@ impl Client {
         leaders.get(shard).cloned()
     }
 
+    fn forget_leader(&self, shard: &ShardName) {
+        let mut leaders = self.leaders.lock().unwrap_or_else(PoisonError::into_inner);
+        leaders.remove(shard);
+    }
+
     fn remember_leader(&self, shard: &ShardName, addr: &str) {
         let mut leaders = self.leaders.lock().unwrap_or_else(PoisonError::into_inner);
         leaders.insert(shard.clone(), addr.to_owned());
@@ -329,7 +334,18 @@ impl Client {
             shard: name.clone(),
             replicas,
         };
-        self.done(&name, request).await
+        // Any node creates it (there is no leader yet): no leader to
+        // remember from whoever answers.
+        match self
+            .to_leader_with(&name, request, true, self.options.call_timeout)
+            .await?
+        {
+            Response::Done => {
+                self.forget_leader(&name);
+                Ok(())
+            }
+            other => Err(unexpected(&self.seeds.join(","), &other)),
+        }
     }
 
     /// Adds node `node` at `addr` to the shard: a learner, then a voter

@@ -17,7 +17,7 @@ use crate::tls::BoxedIo;
 
 /// How long a connecting side may take over its TLS handshake.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-use crate::wire::{ResponseFrame, ServerCodec};
+use crate::wire::{RemoteError, Request, Response, ResponseFrame, ServerCodec};
 
 /// Accepts connections until `stop` turns true.
 pub(crate) async fn serve(
@@ -80,6 +80,8 @@ async fn connection(
         }
     });
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    // Who greeted: `Some(Some(id))` a node, `Some(None)` a client.
+    let mut greeted: Option<Option<u64>> = None;
     loop {
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             break;
@@ -90,6 +92,18 @@ async fn connection(
         };
         match frame {
             Some(Ok(frame)) => {
+                if let Request::Hello { node, .. } = &frame.request {
+                    greeted = Some(*node);
+                }
+                if let Some(refusal) = refuse(&shared, greeted, &frame.request) {
+                    let _ = answers
+                        .send(ResponseFrame {
+                            id: frame.id,
+                            response: Response::Error(refusal),
+                        })
+                        .await;
+                    continue;
+                }
                 let shared = Arc::clone(&shared);
                 let answers = answers.clone();
                 tokio::spawn(async move {
@@ -114,4 +128,21 @@ async fn connection(
     // Answers still being worked out are sent when done; the writer ends
     // with the last of them.
     let _ = writer.await;
+}
+
+/// A request this connection may not make: anything before the greeting,
+/// and a Raft message from a connection that did not greet as a node
+/// (a client).
+fn refuse(shared: &Shared, greeted: Option<Option<u64>>, request: &Request) -> Option<RemoteError> {
+    let reason = match (greeted, request) {
+        (None, _) => "the connection's first request must be its greeting",
+        (Some(None), Request::Raft { .. }) => {
+            "Raft messages come from nodes, and this connection greeted as a client"
+        }
+        _ => return None,
+    };
+    Some(RemoteError::Invalid {
+        node: shared.id,
+        reason: reason.to_owned(),
+    })
 }

@@ -1,0 +1,104 @@
+//! What a node does with a connection that breaks the protocol: requests
+//! before the greeting and Raft messages from a client are refused with a
+//! reason; a frame that is no message, or too long, closes the connection
+//! and the node goes on serving others.
+
+mod common;
+
+use std::time::Duration;
+
+use felix_cluster::wire::{
+    ClientCodec, PROTOCOL_VERSION, RaftRequest, RemoteError, Request, RequestFrame, Response,
+    ShardName,
+};
+use futures::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+async fn ask(conn: &mut Framed<TcpStream, ClientCodec>, id: u64, request: Request) -> Response {
+    conn.send(RequestFrame { id, request }).await.unwrap();
+    let frame = tokio::time::timeout(Duration::from_secs(5), conn.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(frame.id, id);
+    frame.response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_before_the_greeting_and_raft_messages_from_clients_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = common::cluster(root.path(), 1).await;
+    let addr = nodes[0].addr();
+    let mut conn = Framed::new(
+        TcpStream::connect(addr).await.unwrap(),
+        ClientCodec::client(),
+    );
+
+    let early = ask(&mut conn, 1, Request::Status).await;
+    assert!(
+        matches!(early, Response::Error(RemoteError::Invalid { node: 1, ref reason }) if reason.contains("greeting")),
+        "{early:?}"
+    );
+    let hello = ask(
+        &mut conn,
+        2,
+        Request::Hello {
+            protocol: PROTOCOL_VERSION,
+            node: None,
+        },
+    )
+    .await;
+    assert!(matches!(hello, Response::Hello { node: 1 }), "{hello:?}");
+    let vote = openraft::raft::VoteRequest::new(felix_raft::Vote::new(1, 9), None);
+    let raft = ask(
+        &mut conn,
+        3,
+        Request::Raft {
+            shard: ShardName::from(&common::key(0)),
+            rpc: RaftRequest::Vote(vote),
+        },
+    )
+    .await;
+    assert!(
+        matches!(raft, Response::Error(RemoteError::Invalid { ref reason, .. }) if reason.contains("client")),
+        "{raft:?}"
+    );
+    let status = ask(&mut conn, 4, Request::Status).await;
+    assert!(
+        matches!(status, Response::Status(ref s) if s.groups.is_empty()),
+        "{status:?}"
+    );
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_or_oversized_frame_closes_only_its_connection() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = common::cluster(root.path(), 1).await;
+    let addr = nodes[0].addr();
+    for bytes in [
+        // A frame of 3 bytes that are no message.
+        vec![0, 0, 0, 3, 0xff, 0xff, 0xff],
+        // A length past the limit, and nothing after it.
+        u32::MAX.to_be_bytes().to_vec(),
+    ] {
+        let mut raw = TcpStream::connect(addr).await.unwrap();
+        raw.write_all(&bytes).await.unwrap();
+        let mut conn = Framed::new(raw, ClientCodec::client());
+        let end = tokio::time::timeout(Duration::from_secs(5), conn.next())
+            .await
+            .unwrap();
+        assert!(end.is_none(), "the node closed the connection: {end:?}");
+    }
+    // Others are still served.
+    let client = common::client(&nodes);
+    assert_eq!(client.status(&addr.to_string()).await.unwrap().node, 1);
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
