@@ -52,6 +52,22 @@ impl Cluster {
         }
     }
 
+    /// Shuts every node down cleanly; returns their store directories.
+    fn stop(mut self) -> (Vec<std::path::PathBuf>, tempfile::TempDir) {
+        let nodes = std::mem::take(&mut self.nodes);
+        self.runtime.block_on(async {
+            for node in nodes {
+                node.shutdown().await.unwrap();
+            }
+        });
+        let root = tempfile::tempdir().unwrap();
+        let root = std::mem::replace(&mut self._root, root);
+        let dirs = (1..=3)
+            .map(|id| root.path().join(format!("n{id}")))
+            .collect();
+        (dirs, root)
+    }
+
     fn addrs(&self) -> String {
         self.nodes
             .iter()
@@ -296,4 +312,51 @@ fn produce_to_nodes_that_do_not_answer_fails_within_its_timeout_naming_them() {
         "{}",
         produce.stderr
     );
+}
+
+#[test]
+fn after_a_clean_shutdown_every_replica_s_store_verifies_clean() {
+    let cluster = Cluster::start();
+    let addrs = cluster.addrs();
+    assert_eq!(
+        run(with_key(&[
+            "cluster",
+            "create-shard",
+            "--cluster",
+            &addrs,
+            "--replicas",
+            "1,2,3"
+        ]))
+        .code,
+        0
+    );
+    let produced = run(with_key(&[
+        "produce",
+        "--cluster",
+        &addrs,
+        "--records",
+        "200",
+        "--batch",
+        "10",
+        "--in-flight",
+        "4",
+    ]));
+    assert_eq!(produced.code, 0, "{}", produced.stderr);
+    let (dirs, _root) = cluster.stop();
+    for dir in dirs {
+        let verify = run(["verify".as_ref(), dir.as_os_str()]);
+        assert_eq!(
+            verify.code,
+            0,
+            "{}: {}{}",
+            dir.display(),
+            verify.stdout,
+            verify.stderr
+        );
+        assert!(
+            verify.stdout.contains("acme/default/orders/0"),
+            "{}",
+            verify.stdout
+        );
+    }
 }
