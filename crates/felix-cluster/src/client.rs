@@ -228,7 +228,14 @@ impl Client {
                 .unwrap_or_default();
             match self.read_at(&addr, shard, from, max_bytes, wait).await {
                 Ok(batch) => return Ok(batch),
-                Err(ClientError::Remote(e)) if !matches!(e, RemoteError::Stopped { .. }) => {
+                // A node without the shard, or whose replica stopped, is no
+                // answer: ask the next.
+                Err(ClientError::Remote(e))
+                    if !matches!(
+                        e,
+                        RemoteError::Stopped { .. } | RemoteError::UnknownShard { .. }
+                    ) =>
+                {
                     return Err(ClientError::Remote(e));
                 }
                 Err(e) => last = e.to_string(),

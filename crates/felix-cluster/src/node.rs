@@ -62,6 +62,10 @@ pub struct NodeConfig {
     /// address peers reach this node at. Port 0 picks a free port (see
     /// [`Node::addr`]).
     pub listen: String,
+    /// The address peers and clients are told to reach this node at, when
+    /// it is not the listen address (a wildcard `0.0.0.0:PORT`, or a
+    /// proxy in between). Default `None`: the address bound.
+    pub advertise: Option<String>,
     /// The other nodes this one knows, by id: where a new shard's replicas
     /// are reached. Nodes also learn each other's addresses from every
     /// group's membership.
@@ -91,6 +95,7 @@ impl NodeConfig {
             id,
             dir: dir.into(),
             listen: listen.into(),
+            advertise: None,
             peers: BTreeMap::new(),
             timings: RaftTimings::default(),
             store: StoreConfig::default(),
@@ -186,7 +191,10 @@ impl Node {
             addr: config.listen.clone(),
             source,
         })?;
-        let addr = local.to_string();
+        let addr = config
+            .advertise
+            .clone()
+            .unwrap_or_else(|| local.to_string());
         let mut known = config.peers.clone();
         known.insert(id, addr.clone());
         let shared = Arc::new(Shared {

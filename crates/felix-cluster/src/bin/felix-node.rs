@@ -30,6 +30,10 @@ struct Args {
     /// The address to listen on, which peers and clients use.
     #[arg(long, default_value = "127.0.0.1:7101")]
     listen: String,
+    /// The address peers and clients reach this node at, when not
+    /// `--listen` (e.g. listening on 0.0.0.0).
+    #[arg(long, value_name = "HOST:PORT")]
+    advertise: Option<String>,
     /// Another node, as ID=HOST:PORT (repeat for each).
     #[arg(long = "peer", value_parser = parse_peer)]
     peers: Vec<(u64, String)>,
@@ -74,6 +78,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err("node id 0 is reserved; use 1 or more".into());
     }
     let mut config = NodeConfig::new(args.id, args.dir.clone(), args.listen.clone());
+    config.advertise = args.advertise.clone();
     config.peers = args.peers.iter().cloned().collect::<BTreeMap<_, _>>();
     config.timings = RaftTimings {
         heartbeat_ms: args.heartbeat_ms,
