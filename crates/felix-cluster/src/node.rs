@@ -58,7 +58,8 @@ pub struct NodeConfig {
     /// directory a node used before is a restart: its shards' groups are
     /// opened again.
     pub dir: PathBuf,
-    /// The address to listen on, e.g. `127.0.0.1:7101`; it is also the
+    /// The address to listen on, e.g. `127.0.0.1:7101`; unless
+    /// [`advertise`](Self::advertise) says otherwise, it is also the
     /// address peers reach this node at. Port 0 picks a free port (see
     /// [`Node::addr`]).
     pub listen: String,
@@ -67,15 +68,18 @@ pub struct NodeConfig {
     /// proxy in between). Default `None`: the address bound.
     pub advertise: Option<String>,
     /// The other nodes this one knows, by id: where a new shard's replicas
-    /// are reached. Nodes also learn each other's addresses from every
-    /// group's membership.
+    /// are reached. The node also learns the members named when it is asked
+    /// to host a new shard, and a node added to a shard it leads; a group's
+    /// Raft messages go to the addresses its membership records.
     pub peers: BTreeMap<u64, String>,
     /// Raft's timings.
     pub timings: RaftTimings,
-    /// The store's configuration (segment size, retention, open-shard
-    /// budget...). Its durability is always [`Durability::None`]: each
-    /// group's log asks for its own syncs (see felix-raft). Default
-    /// [`StoreConfig::default`].
+    /// The store's configuration (segment size, open-shard budget...). Its
+    /// durability is always [`Durability::None`]: each group's log asks for
+    /// its own syncs (see felix-raft). Its retention must stay off (the
+    /// default): the store would delete a Raft log's segments behind
+    /// openraft's back, and retention through the log is not implemented
+    /// yet. Default [`StoreConfig::default`].
     pub store: StoreConfig,
     /// The file system the store lives on. Default the real one; tests run
     /// a node on felix-io's simulated file system to fail its disk or cut

@@ -6,8 +6,10 @@
 //! reads on any replica stop at what this replica knows committed, and
 //! waits for the tail wake when it moves. A snapshot is the last applied
 //! log id and the membership, nothing more: a follower that installs one
-//! has its log restarted past it by openraft's purge (felix-raft resets the
-//! shard at the snapshot's next offset, the format's replica bootstrap).
+//! has its log purged up to it by openraft (felix-raft moves the shard's
+//! start past it, or resets the shard at the snapshot's next offset when
+//! that is past the log's end, the format's replica bootstrap). With the
+//! node's snapshot policy `Never` and no purge, no leader sends one.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, PoisonError};

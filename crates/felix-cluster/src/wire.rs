@@ -32,7 +32,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// A shard's key as it travels: the four parts of a
-/// [`ShardKey`](felix_storage::ShardKey).
+/// [`ShardKey`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ShardName {
     /// The tenant owning the stream.
@@ -128,7 +128,9 @@ pub enum Request {
         /// Where it listens.
         addr: String,
     },
-    /// Remove `node` from the shard's voters and learners.
+    /// Remove `node` from the shard's voters; it leaves the membership
+    /// rather than staying a learner. A node that is only a learner is no
+    /// voter, and stays a learner.
     RemoveNode {
         /// The shard.
         shard: ShardName,
