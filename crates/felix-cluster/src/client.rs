@@ -165,6 +165,8 @@ impl Client {
                 }
                 Next::Redirect(addr) if addr != target => target = addr,
                 Next::Redirect(reason) | Next::Elsewhere(reason) => {
+                    // The remembered leader did not take it: start afresh.
+                    self.forget_leader(shard);
                     last = reason;
                     round += 1;
                     if let Some(addr) = self.seeds.get(round % self.seeds.len().max(1)) {
@@ -173,7 +175,12 @@ impl Client {
                     // A leader may be being elected: do not spin.
                     tokio::time::sleep(Duration::from_millis(50).min(left)).await;
                 }
-                Next::Fail(e) => return Err(e),
+                Next::Fail(e) => {
+                    // An unknown outcome may be a leader gone silent: the
+                    // next request asks the nodes again.
+                    self.forget_leader(shard);
+                    return Err(e);
+                }
             }
         }
         Err(ClientError::Timeout {
@@ -415,6 +422,8 @@ fn classify(answer: Result<Response, CallError>, idempotent: bool) -> Next {
         Ok(Response::Error(e)) => Next::Fail(ClientError::Remote(e)),
         Ok(response) => Next::Done(response),
         Err(e @ CallError::Unreachable { .. }) => Next::Elsewhere(e.to_string()),
+        // Not sent, and no other node would take it either.
+        Err(e @ CallError::TooLarge { .. }) => Next::Fail(ClientError::Call(e)),
         Err(e) if idempotent => Next::Elsewhere(e.to_string()),
         Err(e) => Next::Fail(ClientError::OutcomeUnknown {
             reason: e.to_string(),

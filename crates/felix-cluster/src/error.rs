@@ -54,6 +54,22 @@ pub enum NodeError {
         #[source]
         source: std::io::Error,
     },
+    /// The node is shutting down: no group opens.
+    #[error("node {node} is shutting down")]
+    Stopping {
+        /// The node.
+        node: u64,
+    },
+    /// The store's configuration asks for retention, which would delete
+    /// Raft log segments behind openraft's back: a replicated shard's
+    /// start moves only through its log.
+    #[error("node {node}: store retention {found:?} is not available for replicated shards")]
+    Retention {
+        /// The node.
+        node: u64,
+        /// The retention asked for.
+        found: felix_storage::Retention,
+    },
     /// The node's TLS material could not be loaded.
     #[error("node {node}: {source}")]
     Tls {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use felix_storage::ShardKey;
 use openraft::BasicNode;
 use openraft::error::{InitializeError, RaftError};
+use openraft::rt::watch::WatchReceiver;
 
 use crate::ReplicatedShard;
 use crate::node::{Group, Shared};
@@ -46,6 +47,12 @@ pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
 }
 
 type Answer = Result<Response, RemoteError>;
+
+/// The most a read answers with, whatever it asks: a quarter of a frame.
+pub const MAX_READ_BYTES: u64 = (crate::wire::MAX_FRAME / 4) as u64;
+/// The longest a read waits for a record, whatever it asks (a client
+/// following the tail asks again).
+pub const MAX_READ_WAIT: Duration = Duration::from_secs(30);
 
 fn hello(shared: &Shared, protocol: u32, node: Option<u64>) -> Answer {
     if protocol != PROTOCOL_VERSION {
@@ -86,7 +93,7 @@ async fn opened(shared: &Shared, shard: &ShardName) -> Result<Group, RemoteError
 /// The replica, only if this node hosts it.
 async fn hosted(shared: &Arc<Shared>, shard: &ShardName) -> Result<ReplicatedShard, RemoteError> {
     let key = ShardKey::from(shard);
-    match shared.hosted(&key).await {
+    match shared.hosted(&key) {
         Some(group) => Ok(ReplicatedShard::new(key, group, Arc::clone(shared))),
         None => Err(RemoteError::UnknownShard {
             node: shared.id,
@@ -127,12 +134,26 @@ async fn open_group(
             .into_iter()
             .map(|(id, addr)| (id, BasicNode { addr }))
             .collect();
-        match group.raft.initialize(nodes).await {
+        match group.raft.initialize(nodes.clone()).await {
             Ok(()) => {
                 tracing::info!(node = shared.id, shard = %shard_text(shard), "group initialized");
             }
-            // Initialized before (a repeated create, or a restart): harmless.
-            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+            // Initialized before (a repeated create, or a restart):
+            // harmless when it has these voters, refused when not.
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {
+                let m = group.raft.metrics().borrow_watched().clone();
+                let voters: BTreeSet<u64> = m.membership_config.membership().voter_ids().collect();
+                let asked: BTreeSet<u64> = nodes.keys().copied().collect();
+                if voters != asked {
+                    return Err(RemoteError::Invalid {
+                        node: shared.id,
+                        reason: format!(
+                            "shard {} exists with voters {voters:?}, not {asked:?}",
+                            shard_text(shard)
+                        ),
+                    });
+                }
+            }
             Err(e) => return Err(stopped(shared, shard, e)),
         }
     }
@@ -218,12 +239,11 @@ async fn read(
 ) -> Answer {
     let replica = hosted(shared, shard).await?;
     if wait_ms > 0 {
-        replica
-            .wait_readable(from, Duration::from_millis(u64::from(wait_ms)))
-            .await;
+        let wait = Duration::from_millis(u64::from(wait_ms)).min(MAX_READ_WAIT);
+        replica.wait_readable(from, wait).await;
     }
     let batch = replica
-        .read(from, max_bytes)
+        .read(from, max_bytes.min(MAX_READ_BYTES))
         .map_err(|e| e.to_remote(shared.id))?;
     Ok(Response::Records {
         records: batch.records,

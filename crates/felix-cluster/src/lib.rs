@@ -76,7 +76,8 @@ pub mod wire;
 
 pub use client::{Client, ClientOptions, ReadBatch};
 pub use error::{ClientError, NodeError, ShardError};
+pub use handle::{MAX_READ_BYTES, MAX_READ_WAIT};
 pub use node::{Node, NodeConfig, RaftTimings};
 pub use prometheus::serve_prometheus;
-pub use shard::ReplicatedShard;
+pub use shard::{MAX_RECORD_BYTES, ReplicatedShard};
 pub use tls::{ClientTls, TlsError, TlsFiles};

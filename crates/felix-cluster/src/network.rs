@@ -7,17 +7,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use felix_raft::{TypeConfig, Vote};
-use openraft::BasicNode;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
+use openraft::{BasicNode, EntryPayload};
 
 use crate::peer::{CallError, Peer};
 use crate::state_machine::Snapshot;
 use crate::tls::ClientTls;
-use crate::wire::{RaftRequest, RaftResponse, Request, Response, ShardName};
+use crate::wire::{MAX_FRAME, RaftRequest, RaftResponse, Request, Response, ShardName};
 
 /// The node's connections, one per peer address, shared by every group.
 #[derive(Debug)]
@@ -53,6 +53,32 @@ impl Peers {
     }
 }
 
+/// The bytes of entries one AppendEntries carries at most (half a frame:
+/// room for the envelope and the encoding's overhead).
+const APPEND_BUDGET: usize = MAX_FRAME / 2;
+
+/// An entry's size on the wire, near enough: its payload and a margin.
+fn wire_size(entry: &felix_raft::Entry) -> usize {
+    match &entry.payload {
+        EntryPayload::Normal(request) => request.payload.len().saturating_add(64),
+        EntryPayload::Membership(_) => 4096,
+        EntryPayload::Blank => 64,
+    }
+}
+
+/// How many of `entries`, from the first, fit in [`APPEND_BUDGET`]: at
+/// least one (a record is never larger than a frame allows).
+fn fitting_prefix(entries: &[felix_raft::Entry]) -> usize {
+    let mut total = 0usize;
+    for (i, entry) in entries.iter().enumerate() {
+        total = total.saturating_add(wire_size(entry));
+        if total > APPEND_BUDGET && i > 0 {
+            return i;
+        }
+    }
+    entries.len()
+}
+
 /// The network of one group.
 pub(crate) struct GroupNetwork {
     pub(crate) peers: Arc<Peers>,
@@ -81,14 +107,12 @@ impl RaftNetworkFactory<TypeConfig> for GroupNetwork {
 fn call_error(e: CallError) -> RPCError<TypeConfig> {
     match e {
         CallError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&e)),
-        CallError::Lost { .. } | CallError::Timeout { .. } => {
-            RPCError::Network(NetworkError::new(&e))
-        }
+        _ => RPCError::Network(NetworkError::new(&e)),
     }
 }
 
 /// An answer of the wrong kind, or a node refusing the group.
-fn unexpected(r: &Response) -> NetworkError<TypeConfig> {
+fn unexpected(r: &impl std::fmt::Debug) -> NetworkError<TypeConfig> {
     NetworkError::new(&std::io::Error::other(format!("unexpected answer {r:?}")))
 }
 
@@ -120,17 +144,25 @@ impl RaftNetworkV2<TypeConfig> for GroupConn {
 
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        // openraft bounds a batch by entries, not bytes: send the prefix
+        // that fits a frame, and report that prefix as what was accepted.
+        let fits = fitting_prefix(&rpc.entries);
+        let cut = (fits < rpc.entries.len()).then(|| {
+            rpc.entries.truncate(fits);
+            rpc.entries.last().map(|e| e.log_id)
+        });
         match self
             .call(RaftRequest::Append(rpc), option.hard_ttl())
             .await?
         {
+            RaftResponse::Append(Ok(AppendEntriesResponse::Success)) if cut.is_some() => {
+                Ok(AppendEntriesResponse::PartialSuccess(cut.flatten()))
+            }
             RaftResponse::Append(r) => r.map_err(|e| RPCError::Unreachable(stopped(&e))),
-            other => Err(RPCError::Network(NetworkError::new(
-                &std::io::Error::other(format!("unexpected answer {other:?}")),
-            ))),
+            other => Err(RPCError::Network(unexpected(&other))),
         }
     }
 
@@ -141,9 +173,7 @@ impl RaftNetworkV2<TypeConfig> for GroupConn {
     ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
         match self.call(RaftRequest::Vote(rpc), option.hard_ttl()).await? {
             RaftResponse::Vote(r) => r.map_err(|e| RPCError::Unreachable(stopped(&e))),
-            other => Err(RPCError::Network(NetworkError::new(
-                &std::io::Error::other(format!("unexpected answer {other:?}")),
-            ))),
+            other => Err(RPCError::Network(unexpected(&other))),
         }
     }
 
@@ -164,9 +194,34 @@ impl RaftNetworkV2<TypeConfig> for GroupConn {
             .map_err(StreamingError::from)?;
         match answer {
             RaftResponse::Snapshot(r) => r.map_err(|e| StreamingError::Unreachable(stopped(&e))),
-            other => Err(StreamingError::Network(NetworkError::new(
-                &std::io::Error::other(format!("unexpected answer {other:?}")),
-            ))),
+            other => Err(StreamingError::Network(unexpected(&other))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normal(index: u64, len: usize) -> felix_raft::Entry {
+        openraft::Entry {
+            log_id: felix_raft::LogId::new(
+                openraft::vote::leader_id_std::CommittedLeaderId::new(1),
+                index,
+            ),
+            payload: EntryPayload::Normal(felix_raft::Request::at(0, vec![0u8; len])),
+        }
+    }
+
+    #[test]
+    fn a_batch_over_half_a_frame_is_cut_where_the_next_entry_would_pass_it() {
+        let quarter = APPEND_BUDGET / 4;
+        let entries: Vec<_> = (0..10).map(|i| normal(i, quarter)).collect();
+        // Each entry is a quarter plus its margin: three fit, four do not.
+        assert_eq!(fitting_prefix(&entries), 3);
+        assert_eq!(fitting_prefix(&entries[..2]), 2);
+        // One entry alone always goes, whatever its size.
+        assert_eq!(fitting_prefix(&[normal(0, APPEND_BUDGET * 2)]), 1);
+        assert_eq!(fitting_prefix(&[]), 0);
     }
 }

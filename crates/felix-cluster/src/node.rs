@@ -5,15 +5,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use felix_io::FileSystem;
 use felix_raft::{FelixLogStore, TypeConfig};
-use felix_storage::{Durability, ShardId, ShardKey, Store, StoreConfig};
+use felix_storage::{Durability, Retention, ShardId, ShardKey, Store, StoreConfig};
 use openraft::{Raft, SnapshotPolicy};
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{OnceCell, watch};
 use tokio::task::JoinHandle;
 
 use crate::error::NodeError;
@@ -21,6 +22,10 @@ use crate::network::{GroupNetwork, Peers};
 use crate::state_machine::StreamMachine;
 use crate::tls::{NodeTls, TlsFiles};
 use crate::wire::ShardName;
+
+/// How long shutting one group down may take (a sync stuck on a failing
+/// disk must not keep the node from exiting).
+const GROUP_SHUTDOWN: Duration = Duration::from_secs(10);
 
 /// A replicated shard's Raft.
 pub(crate) type GroupRaft = Raft<TypeConfig, StreamMachine>;
@@ -127,7 +132,13 @@ pub(crate) struct Shared {
     /// memberships taught it.
     pub(crate) known: RwLock<BTreeMap<u64, String>>,
     raft_config: Arc<openraft::Config>,
-    groups: Mutex<HashMap<ShardKey, Group>>,
+    /// Each hosted group, opened once (the cell) whoever asks first.
+    groups: Mutex<HashMap<ShardKey, Arc<OnceCell<Group>>>>,
+    /// Shards whose groups failed to open at start: not served, reported
+    /// by status with the reason.
+    unopened: Mutex<BTreeMap<ShardKey, String>>,
+    /// Set when the node shuts down: no group opens any more.
+    closing: AtomicBool,
     /// How connections are accepted, when TLS is on.
     pub(crate) tls: Option<NodeTls>,
 }
@@ -169,6 +180,12 @@ impl Node {
             ),
             None => None,
         };
+        if config.store.retention != Retention::default() {
+            return Err(NodeError::Retention {
+                node: id,
+                found: config.store.retention,
+            });
+        }
         let store_config = StoreConfig {
             durability: Durability::None,
             ..config.store
@@ -209,6 +226,8 @@ impl Node {
             known: RwLock::new(known),
             raft_config: Arc::new(raft_config),
             groups: Mutex::new(HashMap::new()),
+            unopened: Mutex::new(BTreeMap::new()),
+            closing: AtomicBool::new(false),
             tls,
         });
         let ids = shared.store.keys().map_err(|source| NodeError::Store {
@@ -218,8 +237,17 @@ impl Node {
         })?;
         for shard in ids {
             match shard {
+                // One shard that cannot open does not keep the node from
+                // serving the others: it is logged and reported by status.
                 ShardId::Key(key) => {
-                    shared.group(&key).await?;
+                    if let Err(e) = shared.group(&key).await {
+                        tracing::error!(node = id, shard = %key, error = %e, "shard not served: its group did not open");
+                        let mut unopened = shared
+                            .unopened
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner);
+                        unopened.insert(key, e.to_string());
+                    }
                 }
                 ShardId::Dir(name) => {
                     tracing::warn!(node = id, dir = %name, "a shard directory without a key is not served");
@@ -249,7 +277,7 @@ impl Node {
 
     /// The replicated shard `key` if this node hosts it.
     pub async fn shard(&self, key: &ShardKey) -> Option<crate::ReplicatedShard> {
-        let group = self.shared.hosted(key).await?;
+        let group = self.shared.hosted(key)?;
         Some(crate::ReplicatedShard::new(
             key.clone(),
             group,
@@ -266,12 +294,24 @@ impl Node {
     /// Stops serving, shuts every group down and closes the store (each
     /// shard's clean-shutdown file written).
     pub async fn shutdown(self) -> Result<(), NodeError> {
+        self.shared.closing.store(true, Ordering::Release);
         let _ = self.stop.send(true);
         let _ = self.server.await;
-        let groups: Vec<(ShardKey, Group)> = self.shared.groups.lock().await.drain().collect();
+        let groups = self.shared.all_groups();
+        self.shared
+            .groups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         for (key, group) in groups {
-            if let Err(e) = group.raft.shutdown().await {
-                tracing::warn!(node = self.shared.id, shard = %key, error = %e, "group shutdown");
+            match tokio::time::timeout(GROUP_SHUTDOWN, group.raft.shutdown()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(node = self.shared.id, shard = %key, error = %e, "group shutdown");
+                }
+                Err(_) => {
+                    tracing::warn!(node = self.shared.id, shard = %key, "group did not stop within {GROUP_SHUTDOWN:?}");
+                }
             }
             if let Err(source) = group.log.close() {
                 tracing::warn!(node = self.shared.id, shard = %key, error = %source, "closing the log");
@@ -292,12 +332,21 @@ impl Node {
 
 impl Shared {
     /// The group of `key`, opened when this node does not host it yet (its
-    /// log created if the store has no such shard).
+    /// log created if the store has no such shard). Each key opens once,
+    /// and opening one does not hold up lookups of the others.
     pub(crate) async fn group(&self, key: &ShardKey) -> Result<Group, NodeError> {
-        let mut groups = self.groups.lock().await;
-        if let Some(group) = groups.get(key) {
-            return Ok(group.clone());
+        if self.closing.load(Ordering::Acquire) {
+            return Err(NodeError::Stopping { node: self.id });
         }
+        let cell = {
+            let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(groups.entry(key.clone()).or_default())
+        };
+        let group = cell.get_or_try_init(|| self.open_group(key)).await?;
+        Ok(group.clone())
+    }
+
+    async fn open_group(&self, key: &ShardKey) -> Result<Group, NodeError> {
         let shard = key.to_string();
         let log = FelixLogStore::<TypeConfig>::in_store(&self.store, key).map_err(|source| {
             NodeError::Log {
@@ -325,22 +374,33 @@ impl Shared {
             reason: e.to_string(),
         })?;
         tokio::spawn(crate::status::watch_group(self.id, shard, raft.metrics()));
-        let group = Group { raft, log, machine };
-        groups.insert(key.clone(), group.clone());
-        Ok(group)
+        Ok(Group { raft, log, machine })
     }
 
     /// The group of `key` if this node hosts it.
-    pub(crate) async fn hosted(&self, key: &ShardKey) -> Option<Group> {
-        self.groups.lock().await.get(key).cloned()
+    pub(crate) fn hosted(&self, key: &ShardKey) -> Option<Group> {
+        let groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        groups.get(key).and_then(|cell| cell.get().cloned())
     }
 
-    /// Every hosted group.
-    pub(crate) async fn all_groups(&self) -> Vec<(ShardKey, Group)> {
-        let groups = self.groups.lock().await;
-        let mut all: Vec<_> = groups.iter().map(|(k, g)| (k.clone(), g.clone())).collect();
+    /// Every hosted group, by key.
+    pub(crate) fn all_groups(&self) -> Vec<(ShardKey, Group)> {
+        let groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = groups
+            .iter()
+            .filter_map(|(k, cell)| cell.get().map(|g| (k.clone(), g.clone())))
+            .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// The shards whose groups failed to open at start, and why.
+    pub(crate) fn unopened(&self) -> Vec<(ShardKey, String)> {
+        let unopened = self.unopened.lock().unwrap_or_else(PoisonError::into_inner);
+        unopened
+            .iter()
+            .map(|(k, why)| (k.clone(), why.clone()))
+            .collect()
     }
 
     /// Remembers where `node` listens.

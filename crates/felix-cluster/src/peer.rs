@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
 use crate::tls::{BoxedIo, ClientTls};
-use crate::wire::{ClientCodec, PROTOCOL_VERSION, Request, RequestFrame, Response};
+use crate::wire::{ClientCodec, PROTOCOL_VERSION, Request, RequestFrame, Response, WireError};
 
 /// How many calls may wait for their answers on one connection; more wait
 /// in the queue.
@@ -36,6 +36,7 @@ const MIN_BACKOFF: Duration = Duration::from_millis(20);
 
 /// Why a call to a node got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// The node could not be reached: the request was not sent (`reason`
     /// is the failure's text), so sending it again is safe.
@@ -55,6 +56,15 @@ pub enum CallError {
         /// What failed.
         reason: String,
     },
+    /// The request does not fit in a frame ([`MAX_FRAME`](crate::wire::MAX_FRAME)):
+    /// not sent.
+    #[error("a request to {addr} was not sent: {reason}")]
+    TooLarge {
+        /// The node's address.
+        addr: String,
+        /// The encoder's refusal.
+        reason: String,
+    },
     /// No answer within the call's timeout.
     #[error("{addr} did not answer within {timeout:?}")]
     Timeout {
@@ -68,11 +78,19 @@ pub enum CallError {
 struct Call {
     request: Request,
     reply: oneshot::Sender<Result<Response, CallError>>,
-    /// Set just before the request is written. A caller that gave up
-    /// (dropped its receiver) and then finds it unset knows the request
-    /// was never sent: the task skips a call whose caller is gone.
-    sent: Arc<AtomicBool>,
+    /// [`QUEUED`], then [`SENT`] (the task claimed it to write) or
+    /// [`ABANDONED`] (the caller gave up first): one compare-and-swap on
+    /// each side decides, so a call is either written or reported as
+    /// never sent, never both.
+    state: Arc<AtomicU8>,
 }
+
+/// A call waiting in the queue.
+const QUEUED: u8 = 0;
+/// A call the task took to write.
+const SENT: u8 = 1;
+/// A call whose caller gave up before the task took it.
+const ABANDONED: u8 = 2;
 
 /// A handle on the connection to one node (cheap to clone; the task ends
 /// when the last handle is dropped).
@@ -105,36 +123,54 @@ impl Peer {
     /// was written and got no answer in time with [`CallError::Timeout`].
     pub async fn call(&self, request: Request, timeout: Duration) -> Result<Response, CallError> {
         let (reply, answer) = oneshot::channel();
-        let sent = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&sent);
-        let unreachable = |reason: &str| CallError::Unreachable {
-            addr: self.addr.clone(),
-            reason: reason.to_owned(),
-        };
+        let state = Arc::new(AtomicU8::new(QUEUED));
         let call = async {
             self.calls
                 .send(Call {
                     request,
                     reply,
-                    sent: flag,
+                    state: Arc::clone(&state),
                 })
                 .await
-                .map_err(|_| unreachable("connection task ended"))?;
-            answer
-                .await
-                .map_err(|_| unreachable("connection task ended"))?
+                .map_err(|_| CallError::Unreachable {
+                    addr: self.addr.clone(),
+                    reason: "connection task ended".to_owned(),
+                })?;
+            // A reply dropped unanswered: the task ended (the runtime is
+            // shutting down) after or before it wrote the request.
+            answer.await.unwrap_or_else(|_| {
+                Err(self.ended(
+                    state.load(Ordering::Acquire) == SENT,
+                    "connection task ended",
+                ))
+            })
         };
         match tokio::time::timeout(timeout, call).await {
             Ok(answer) => answer,
-            // The receiver is dropped by now, so an unset flag stays unset.
-            Err(_) if !sent.load(Ordering::SeqCst) => Err(CallError::Unreachable {
-                addr: self.addr.clone(),
-                reason: format!("not connected within {timeout:?}"),
-            }),
-            Err(_) => Err(CallError::Timeout {
-                addr: self.addr.clone(),
-                timeout,
-            }),
+            Err(_) => {
+                let abandoned = state
+                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
+                if abandoned {
+                    Err(self.ended(false, &format!("not sent within {timeout:?}")))
+                } else {
+                    Err(CallError::Timeout {
+                        addr: self.addr.clone(),
+                        timeout,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The error of a call that got no answer: [`CallError::Lost`] if its
+    /// request was written, [`CallError::Unreachable`] if not.
+    fn ended(&self, sent: bool, reason: &str) -> CallError {
+        let (addr, reason) = (self.addr.clone(), reason.to_owned());
+        if sent {
+            CallError::Lost { addr, reason }
+        } else {
+            CallError::Unreachable { addr, reason }
         }
     }
 }
@@ -225,7 +261,11 @@ async fn connect(
             Response::Error(e) => Err(e.to_string()),
             other => Err(format!("unexpected greeting {other:?}")),
         },
-        Ok(Some(Err(e))) => Err(e.to_string()),
+        // Bytes that are no frame of ours (a TLS alert read as a length,
+        // say): the node speaks something else.
+        Ok(Some(Err(e))) => Err(format!(
+            "the node's answer to the greeting is no frame of this protocol ({e}); does it require TLS?"
+        )),
         Ok(None) => Err("closed during the greeting".to_owned()),
         Err(_) => Err(format!("no greeting within {CONNECT_TIMEOUT:?}")),
     }
@@ -247,25 +287,43 @@ async fn serve(
         if let Some(Call {
             request,
             reply,
-            sent,
+            state,
         }) = carry.take()
         {
-            sent.store(true, Ordering::SeqCst);
-            if reply.is_closed() {
-                // The caller gave up before it was sent: it never will be.
+            let claimed = state
+                .compare_exchange(QUEUED, SENT, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            if !claimed {
+                // The caller gave up before it was taken: it never is sent.
                 continue;
             }
             let id = next_id;
             next_id = next_id.wrapping_add(1).max(1);
-            if let Err(e) = framed.send(RequestFrame { id, request }).await {
+            match framed.send(RequestFrame { id, request }).await {
+                Ok(()) => {
+                    pending.insert(id, reply);
+                }
+                // Refused by the encoder before a byte was buffered: this
+                // call fails, the connection carries on.
+                Err(e @ (WireError::TooLarge { .. } | WireError::Malformed { .. })) => {
+                    let _ = reply.send(Err(CallError::TooLarge {
+                        addr: addr.to_owned(),
+                        reason: e.to_string(),
+                    }));
+                }
                 // A frame cut short is never read as a request.
-                let _ = reply.send(Err(CallError::Unreachable {
-                    addr: addr.to_owned(),
-                    reason: e.to_string(),
-                }));
-                break e.to_string();
+                Err(e) => {
+                    let _ = reply.send(Err(CallError::Unreachable {
+                        addr: addr.to_owned(),
+                        reason: e.to_string(),
+                    }));
+                    break e.to_string();
+                }
             }
-            pending.insert(id, reply);
+        }
+        if pending.len() >= MAX_IN_FLIGHT {
+            // Callers that timed out wait for nothing: their places free.
+            pending.retain(|_, reply| !reply.is_closed());
         }
         tokio::select! {
             call = queue.recv(), if !handles_gone && pending.len() < MAX_IN_FLIGHT => match call {

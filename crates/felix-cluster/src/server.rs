@@ -15,9 +15,26 @@ use crate::node::Shared;
 use crate::peer::MAX_IN_FLIGHT;
 use crate::tls::BoxedIo;
 
+/// How long a connection may take to send its greeting.
+const GREETING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The next frame, within `limit` if given (`None` when it passes).
+async fn next_within<S>(frames: &mut S, limit: Option<std::time::Duration>) -> Option<S::Item>
+where
+    S: futures::Stream + Unpin,
+{
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, frames.next())
+            .await
+            .ok()
+            .flatten(),
+        None => frames.next().await,
+    }
+}
+
 /// How long a connecting side may take over its TLS handshake.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-use crate::wire::{RemoteError, Request, Response, ResponseFrame, ServerCodec};
+use crate::wire::{RemoteError, Request, Response, ResponseFrame, ServerCodec, WireError};
 
 /// Accepts connections until `stop` turns true.
 pub(crate) async fn serve(
@@ -31,6 +48,8 @@ pub(crate) async fn serve(
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, from)) => {
+                    // Finished connections leave the set as others arrive.
+                    while connections.try_join_next().is_some() {}
                     connections.spawn(connection(Arc::clone(&shared), stream, from, stop.clone()));
                 }
                 Err(e) => {
@@ -72,10 +91,27 @@ async fn connection(
     let mut frames = FramedRead::new(read, ServerCodec::server());
     let mut sink = FramedWrite::new(write, ServerCodec::server());
     let (answers, mut answered) = mpsc::channel::<ResponseFrame>(MAX_IN_FLIGHT);
+    let node = shared.id;
     let writer = tokio::spawn(async move {
         while let Some(frame) = answered.recv().await {
-            if sink.send(frame).await.is_err() {
-                return;
+            let id = frame.id;
+            match sink.send(frame).await {
+                Ok(()) => {}
+                // Refused by the encoder (an answer over the frame limit)
+                // before a byte was buffered: say so for that request.
+                Err(e @ (WireError::TooLarge { .. } | WireError::Malformed { .. })) => {
+                    let refusal = ResponseFrame {
+                        id,
+                        response: Response::Error(RemoteError::Invalid {
+                            node,
+                            reason: format!("the answer could not be sent: {e}"),
+                        }),
+                    };
+                    if sink.send(refusal).await.is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
             }
         }
     });
@@ -86,16 +122,23 @@ async fn connection(
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             break;
         };
+        // A connection that does not greet in time is closed: it holds
+        // nothing worth waiting for.
+        let greeting = greeted.is_none().then_some(GREETING_TIMEOUT);
         let frame = tokio::select! {
             _ = stop.changed() => break,
-            frame = frames.next() => frame,
+            // The writer ended (the connection failed, or the node
+            // stopped): nothing read now could be answered.
+            () = answers.closed() => break,
+            frame = next_within(&mut frames, greeting) => frame,
         };
         match frame {
             Some(Ok(frame)) => {
-                if let Request::Hello { node, .. } = &frame.request {
+                let refusal = refuse(&shared, greeted, &frame.request);
+                if let (None, Request::Hello { node, .. }) = (&refusal, &frame.request) {
                     greeted = Some(*node);
                 }
-                if let Some(refusal) = refuse(&shared, greeted, &frame.request) {
+                if let Some(refusal) = refusal {
                     let _ = answers
                         .send(ResponseFrame {
                             id: frame.id,
@@ -121,7 +164,12 @@ async fn connection(
                 tracing::warn!(node = shared.id, peer = %from, error = %e, "closing a connection that sent an unreadable frame");
                 break;
             }
-            None => break,
+            None => {
+                if greeted.is_none() {
+                    tracing::debug!(node = shared.id, peer = %from, "closing a connection that did not greet");
+                }
+                break;
+            }
         }
     }
     drop(answers);
@@ -135,9 +183,11 @@ async fn connection(
 /// (a client).
 fn refuse(shared: &Shared, greeted: Option<Option<u64>>, request: &Request) -> Option<RemoteError> {
     let reason = match (greeted, request) {
+        (None, Request::Hello { .. }) => return None,
         (None, _) => "the connection's first request must be its greeting",
-        (Some(None), Request::Raft { .. }) => {
-            "Raft messages come from nodes, and this connection greeted as a client"
+        (Some(_), Request::Hello { .. }) => "a connection greets once",
+        (Some(None), Request::Raft { .. } | Request::OpenGroup { .. }) => {
+            "Raft and group messages come from nodes, and this connection greeted as a client"
         }
         _ => return None,
     };

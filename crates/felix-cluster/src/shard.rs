@@ -17,6 +17,10 @@ use crate::error::ShardError;
 use crate::node::{Group, Shared};
 use crate::wire::{ShardOffsets, WireRecord};
 
+/// The largest replicated record: a quarter of a frame, so that one always
+/// travels in an AppendEntries of its own (see `network.rs`).
+pub const MAX_RECORD_BYTES: usize = crate::wire::MAX_FRAME / 4;
+
 /// How many times a membership change waits for the one before to commit.
 const CHANGE_RETRIES: u32 = 50;
 /// How long each such wait is.
@@ -85,8 +89,22 @@ impl ReplicatedShard {
         if records.is_empty() {
             return Ok(Vec::new());
         }
+        if let Some((at, record)) = records
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.len() > MAX_RECORD_BYTES)
+        {
+            return Err(ShardError::Refused {
+                shard: self.shard(),
+                reason: format!(
+                    "record {at} of the batch holds {} bytes, above the {MAX_RECORD_BYTES}-byte limit of a replicated record",
+                    record.len()
+                ),
+            });
+        }
         let count = records.len();
         let requests = records.into_iter().map(felix_raft::Request::new);
+        // Nothing is submitted if this fails.
         let mut results = self
             .group
             .raft
@@ -110,7 +128,17 @@ impl ReplicatedShard {
                         ),
                     });
                 }
-                Err(fatal) => return Err(self.stopped(fatal)),
+                // Submitted, then the group stopped (shutting down, or its
+                // storage failed): the records may yet commit elsewhere.
+                Err(fatal) => {
+                    return Err(ShardError::OutcomeUnknown {
+                        shard: self.shard(),
+                        reason: format!(
+                            "{} of {count} records committed, then the group stopped: {fatal}",
+                            offsets.len()
+                        ),
+                    });
+                }
             }
         }
         Ok(offsets)
@@ -200,13 +228,14 @@ impl ReplicatedShard {
     /// learner is removed meanwhile ([`ShardError::NotLeader`],
     /// [`ShardError::Refused`]).
     pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
-        self.shared.learn(node, &addr);
         let added = self
             .group
             .raft
-            .add_learner(node, BasicNode { addr }, false)
+            .add_learner(node, BasicNode { addr: addr.clone() }, false)
             .await
             .map_err(|e| self.write_error(e))?;
+        // Learned only once the leader took it.
+        self.shared.learn(node, &addr);
         // openraft's own wait ends within `replication_lag_threshold`
         // entries of the end (5,000 by default, which may be gigabytes):
         // wait for everything up to the learner's own membership entry.
@@ -271,10 +300,28 @@ impl ReplicatedShard {
         }
     }
 
-    /// Removes node `node` from the shard's voters. Only on the leader.
+    /// Removes node `node` from the shard, a voter or a learner. Only on
+    /// the leader; a node that is neither is [`ShardError::Refused`].
     pub async fn remove_node(&self, node: u64) -> Result<(), ShardError> {
-        self.change_voters(ChangeMembers::RemoveVoters(BTreeSet::from([node])))
-            .await?;
+        let (voter, learner) = {
+            let m = self.group.raft.metrics().borrow_watched().clone();
+            let membership = m.membership_config.membership();
+            (
+                membership.voter_ids().any(|id| id == node),
+                membership.learner_ids().any(|id| id == node),
+            )
+        };
+        let change = match (voter, learner) {
+            (true, _) => ChangeMembers::RemoveVoters(BTreeSet::from([node])),
+            (false, true) => ChangeMembers::RemoveNodes(BTreeSet::from([node])),
+            (false, false) => {
+                return Err(ShardError::Refused {
+                    shard: self.shard(),
+                    reason: format!("node {node} is neither a voter nor a learner of the shard"),
+                });
+            }
+        };
+        self.change_voters(change).await?;
         tracing::info!(node = self.shared.id, shard = %self.key, removed = node, "membership changed");
         Ok(())
     }

@@ -27,7 +27,7 @@ fn role(metrics: &RaftMetrics<TypeConfig>) -> String {
 /// Every hosted group's status.
 pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
     let mut groups = Vec::new();
-    for (key, group) in shared.all_groups().await {
+    for (key, group) in shared.all_groups() {
         let metrics = group.raft.metrics().borrow_watched().clone();
         let last = metrics.last_log_index.unwrap_or(0);
         let lag = metrics
@@ -67,6 +67,20 @@ pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
             lag,
             voters: membership.voter_ids().collect(),
             learners: membership.learner_ids().collect(),
+        });
+    }
+    for (key, why) in shared.unopened() {
+        groups.push(GroupStatus {
+            shard: ShardName::from(&key),
+            role: format!("stopped: did not open: {why}"),
+            leader: None,
+            term: 0,
+            commit_index: None,
+            last_applied: None,
+            offsets: ShardOffsets::default(),
+            lag: Default::default(),
+            voters: Vec::new(),
+            learners: Vec::new(),
         });
     }
     NodeStatus {

@@ -174,7 +174,7 @@ fn stored(dir: &Path, shard: &ShardKey) -> Vec<(u64, u64, Vec<u8>)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_the_leader_again_and_again_loses_no_acknowledged_record() {
+async fn stopping_the_leader_again_and_again_loses_and_duplicates_no_acknowledged_record() {
     let root = tempfile::tempdir().unwrap();
     let mut nodes = procs(root.path(), 3);
     for p in &mut nodes {
@@ -233,13 +233,19 @@ async fn killing_the_leader_again_and_again_loses_no_acknowledged_record() {
         }));
     }
 
+    // SIGKILL, and between them SIGTERM: a leader shutting down cleanly
+    // with appends in flight must not leave any to be sent twice.
     let rounds = 4;
-    for _ in 0..rounds {
+    for round in 0..rounds {
         tokio::time::sleep(Duration::from_millis(600)).await;
         let leader = leader(&client, &nodes, &shard).await;
         let before = acked.lock().unwrap().len();
         let p = nodes.iter_mut().find(|p| p.id == leader).unwrap();
-        p.kill();
+        if round % 2 == 0 {
+            p.kill();
+        } else {
+            p.terminate();
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
         p.start();
         // Records are acknowledged again after the election.

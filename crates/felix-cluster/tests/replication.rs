@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{all_records, client, cluster, eventually, key, start};
-use felix_cluster::{ClientError, wire::RemoteError};
+use felix_cluster::{ClientError, NodeConfig, NodeError, ShardError, wire::RemoteError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appended_records_are_on_every_replica_at_their_offsets() {
@@ -55,7 +55,20 @@ async fn a_follower_refuses_an_append_naming_the_leader() {
     );
     let offsets = direct.append(&shard, vec![b"y".to_vec()]).await.unwrap();
     assert_eq!(offsets.len(), 1);
-    // ...because the follower names it.
+    // ...because the follower names it, with its address.
+    let leader_addr = nodes
+        .iter()
+        .find(|n| n.id() == leader)
+        .unwrap()
+        .addr()
+        .to_string();
+    let replica = follower.shard(&shard).await.unwrap();
+    let refused = replica.append(vec![b"z".to_vec()]).await.unwrap_err();
+    assert!(
+        matches!(refused, ShardError::NotLeader { ref shard, leader: Some((id, ref addr)) }
+            if shard == "acme/default/orders/1" && id == leader && *addr == leader_addr),
+        "{refused}"
+    );
     let status = direct.status(&follower.addr().to_string()).await.unwrap();
     assert_eq!(status.groups[0].leader, Some(leader));
     assert_eq!(status.groups[0].role, "follower");
@@ -157,4 +170,36 @@ async fn reading_a_shard_the_node_does_not_host_names_node_and_shard() {
     for node in nodes {
         node.shutdown().await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_a_shard_again_with_other_replicas_is_refused_naming_its_voters() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(3);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    // The same replicas again: harmless.
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let err = client.create_shard(&shard, vec![1, 2]).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Remote(RemoteError::Invalid { ref reason, .. })
+            if reason == "shard acme/default/orders/3 exists with voters {1, 2, 3}, not {1, 2}"),
+        "{err}"
+    );
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refuses_store_retention_which_would_cut_the_raft_log() {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = NodeConfig::new(1, root.path().join("n1"), "127.0.0.1:0");
+    config.store.retention.max_bytes = Some(1 << 30);
+    let err = felix_cluster::Node::start(config).await.err().unwrap();
+    assert!(
+        matches!(err, NodeError::Retention { node: 1, found } if found.max_bytes == Some(1 << 30)),
+        "{err}"
+    );
 }

@@ -112,7 +112,7 @@ async fn only_holders_of_the_cluster_s_certificates_are_served() {
 }
 
 #[test]
-fn a_missing_key_file_is_named_with_its_path() {
+fn a_missing_certificate_file_is_named_with_its_path() {
     let root = tempfile::tempdir().unwrap();
     let files = TlsFiles {
         cert: root.path().join("absent.crt"),

@@ -66,6 +66,33 @@ async fn requests_before_the_greeting_and_raft_messages_from_clients_are_refused
         matches!(raft, Response::Error(RemoteError::Invalid { ref reason, .. }) if reason.contains("client")),
         "{raft:?}"
     );
+    let again = ask(
+        &mut conn,
+        5,
+        Request::Hello {
+            protocol: PROTOCOL_VERSION,
+            node: Some(2),
+        },
+    )
+    .await;
+    assert!(
+        matches!(again, Response::Error(RemoteError::Invalid { ref reason, .. }) if reason.contains("greets once")),
+        "{again:?}"
+    );
+    let open = ask(
+        &mut conn,
+        6,
+        Request::OpenGroup {
+            shard: ShardName::from(&common::key(1)),
+            members: [(1, "127.0.0.1:1".to_owned())].into(),
+            initialize: true,
+        },
+    )
+    .await;
+    assert!(
+        matches!(open, Response::Error(RemoteError::Invalid { ref reason, .. }) if reason.contains("client")),
+        "{open:?}"
+    );
     let status = ask(&mut conn, 4, Request::Status).await;
     assert!(
         matches!(status, Response::Status(ref s) if s.groups.is_empty()),

@@ -94,6 +94,16 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             felix_format::MAX_PAYLOAD_BYTES
         )));
     }
+    // One append request is one frame; half of one leaves room for the
+    // records' framing.
+    let limit = (felix_cluster::wire::MAX_FRAME / 2) as u64;
+    let held = args.batch.saturating_mul(args.payload_bytes as u64);
+    if !args.stdin && held > limit {
+        return Err(CliError::Usage(format!(
+            "--batch {} × --payload-bytes {} is {held} bytes, above the {limit} bytes one append request carries",
+            args.batch, args.payload_bytes
+        )));
+    }
     let key = args.key.key()?;
     let batches = batches(&args)?;
     let records: usize = batches.iter().map(Vec::len).sum();

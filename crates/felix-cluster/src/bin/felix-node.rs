@@ -27,7 +27,8 @@ struct Args {
     /// The node's store directory (created if missing).
     #[arg(long)]
     dir: PathBuf,
-    /// The address to listen on, which peers and clients use.
+    /// The address to listen on; peers and clients reach the node there
+    /// unless `--advertise` names another.
     #[arg(long, default_value = "127.0.0.1:7101")]
     listen: String,
     /// The address peers and clients reach this node at, when not
