@@ -305,7 +305,7 @@ async fn serve(
                 }
                 // Refused by the encoder before a byte was buffered: this
                 // call fails, the connection carries on.
-                Err(e @ (WireError::TooLarge { .. } | WireError::Malformed { .. })) => {
+                Err(e @ (WireError::TooLarge { .. } | WireError::Encode(_))) => {
                     let _ = reply.send(Err(CallError::TooLarge {
                         addr: addr.to_owned(),
                         reason: e.to_string(),

@@ -99,7 +99,7 @@ async fn connection(
                 Ok(()) => {}
                 // Refused by the encoder (an answer over the frame limit)
                 // before a byte was buffered: say so for that request.
-                Err(e @ (WireError::TooLarge { .. } | WireError::Malformed { .. })) => {
+                Err(e @ (WireError::TooLarge { .. } | WireError::Encode(_))) => {
                     let refusal = ResponseFrame {
                         id,
                         response: Response::Error(RemoteError::Invalid {

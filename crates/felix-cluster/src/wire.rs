@@ -296,6 +296,7 @@ pub struct GroupStatus {
 
 /// Why a request failed on the node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[non_exhaustive]
 pub enum RemoteError {
     /// This node does not lead the shard's group; `leader` is the one it
     /// knows of, with its address.
@@ -384,6 +385,7 @@ pub(crate) fn display_leader(leader: &Option<(u64, String)>) -> String {
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WireError {
     /// The connection failed (including a length above [`MAX_FRAME`],
     /// which the length codec reports as invalid data).
@@ -398,6 +400,9 @@ pub enum WireError {
         #[source]
         source: postcard::Error,
     },
+    /// A message could not be encoded.
+    #[error("a message could not be encoded: {0}")]
+    Encode(#[source] postcard::Error),
     /// A message would not fit in a frame.
     #[error("a message of {len} bytes is above the {MAX_FRAME}-byte frame limit")]
     TooLarge {
