@@ -6,8 +6,8 @@
 //! `docs/performance.md` between its markers.
 //!
 //! Orchestration only: every measurement is one process of `felix-bench`,
-//! of its `peers` example or of felix-raft's `raft_bench` example, printing
-//! one JSON line.
+//! of its `peers` example, of felix-raft's `raft_bench` example or of
+//! felix-cluster's `cluster_bench` example, printing one JSON line.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,6 +16,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod cluster;
 mod commit;
 mod contract;
 mod raft;
@@ -48,6 +49,7 @@ fn program_path(root: &Path, program: Program) -> PathBuf {
         Program::Bench => root.join("target/release/felix-bench"),
         Program::Peers => root.join("target/release/examples/peers"),
         Program::Raft => root.join("target/release/examples/raft_bench"),
+        Program::Cluster => root.join("target/release/examples/cluster_bench"),
     }
 }
 
@@ -84,7 +86,7 @@ const LINE_FIGURES: [&str; 5] = [
 const LATENCY_QUANTILES: [&str; 3] = ["p50", "p99", "max"];
 
 /// The figures under a JSON line's `notes` that targets compare.
-const NOTE_FIGURES: [&str; 9] = [
+const NOTE_FIGURES: [&str; 11] = [
     "rss_after_open_bytes",
     "empty_reads",
     "allocated_bytes_per_shard",
@@ -94,6 +96,8 @@ const NOTE_FIGURES: [&str; 9] = [
     "threads",
     "rss_bytes",
     "entries_per_leader_sync",
+    cluster::CPU_PERCENT,
+    cluster::FAILOVER_OVER_ELECTION,
 ];
 
 /// The figures compared, from one JSON line.
@@ -316,7 +320,8 @@ fn build(root: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Builds the programs the cells run (felix-bench, felix-raft's bench),
+/// Builds the programs the cells run (felix-bench, felix-raft's and
+/// felix-cluster's benches),
 /// prepares the data the cells need and runs the cells' rounds, collecting
 /// every line.
 fn run_cells(
@@ -341,6 +346,20 @@ fn run_cells(
     if uses(Program::Raft) {
         // felix-bench cannot depend on felix-raft: its bench is an example.
         build(root, &["-p", "felix-raft", "--example", "raft_bench"])?;
+    }
+    if uses(Program::Cluster) {
+        // Likewise felix-cluster; its example starts felix-node processes.
+        build(
+            root,
+            &[
+                "-p",
+                "felix-cluster",
+                "--bin",
+                "felix-node",
+                "--example",
+                "cluster_bench",
+            ],
+        )?;
     }
     let needs = |prefix: &str| {
         cells.iter().any(|c| {
@@ -449,6 +468,11 @@ mod tests {
                     "raft-commit-w1",
                     "raft-commit-w64",
                     "raft-commit-w1024",
+                    "cluster-produce-s1",
+                    "cluster-produce-s100",
+                    "cluster-idle",
+                    "cluster-catch-up",
+                    "cluster-failover",
                 ]
             );
             for scenario in &scenarios {

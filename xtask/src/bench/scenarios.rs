@@ -20,6 +20,9 @@ pub(super) enum Program {
     Peers,
     /// felix-raft's `target/release/examples/raft_bench`.
     Raft,
+    /// felix-cluster's `target/release/examples/cluster_bench`, which
+    /// starts `target/release/felix-node` processes.
+    Cluster,
 }
 
 /// One implementation of a scenario: a program and its arguments.
@@ -455,6 +458,7 @@ pub(super) fn scenarios(s: &Sizes, data: &Path) -> Vec<Scenario> {
     ));
     out.extend(super::contract::scenarios(s, &d("contract")));
     out.extend(super::raft::scenarios(s, &d("raft")));
+    out.extend(super::cluster::scenarios(s, &d("cluster")));
     out
 }
 
@@ -561,6 +565,7 @@ pub(super) fn prepare_steps(s: &Sizes, data: &Path) -> Vec<Run> {
         }
     }
     steps.extend(super::shards::prepare_steps(s, &d("shards")));
+    steps.extend(super::cluster::prepare_steps(s, &d("cluster")));
     let crash = |dir: &str, sealed: u64, newest: u64| {
         let tail = format!(
             "--sealed {sealed} --segment-bytes {} --newest-bytes {newest}",

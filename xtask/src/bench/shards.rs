@@ -19,7 +19,7 @@ const PER_SHARD_DESCRIPTORS: f64 = 4.0;
 
 /// The store's default sync pool: sixteen times the available
 /// parallelism, 16 to 64 (`felix_storage::limits::default_sync_threads`).
-fn default_sync_threads() -> f64 {
+pub(super) fn default_sync_threads() -> f64 {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     (16 * cores).clamp(16, 64) as f64
 }
@@ -43,7 +43,7 @@ fn scenario(
     }
 }
 
-fn descriptors_bounded() -> Target {
+pub(super) fn descriptors_bounded() -> Target {
     ratio(
         "open_descriptors",
         Against::Value(MAX_OPEN_SHARDS * PER_SHARD_DESCRIPTORS + 64.0),

@@ -25,6 +25,16 @@ pub(super) struct Sizes {
     /// Entries written through openraft per run with 64 writers (a
     /// tenth with one writer).
     pub(super) raft_entries: u64,
+    /// Acknowledged appends per run of the replicated produce rows (and
+    /// of their local limit).
+    pub(super) cluster_records: u64,
+    /// Records a consumer reads from a follower in the catch-up row (and
+    /// from the local shard of its limit).
+    pub(super) cluster_catch_up_records: u64,
+    /// How long the idle row measures the nodes' CPU.
+    pub(super) cluster_idle_seconds: u64,
+    /// Leaders killed per run of the failover row.
+    pub(super) cluster_kills: u64,
 }
 
 /// `cargo xtask bench`.
@@ -46,6 +56,10 @@ pub(super) const FULL: Sizes = Sizes {
     memory_bytes: [512 * MIB, 2048 * MIB],
     scrub_sealed_bytes: 1024 * MIB,
     raft_entries: 10_000,
+    cluster_records: 50_000,
+    cluster_catch_up_records: 1_000_000,
+    cluster_idle_seconds: 10,
+    cluster_kills: 20,
 };
 
 /// `cargo xtask bench --quick`.
@@ -67,4 +81,8 @@ pub(super) const QUICK: Sizes = Sizes {
     memory_bytes: [128 * MIB, 512 * MIB],
     scrub_sealed_bytes: 256 * MIB,
     raft_entries: 4_000,
+    cluster_records: 10_000,
+    cluster_catch_up_records: 200_000,
+    cluster_idle_seconds: 5,
+    cluster_kills: 5,
 };
