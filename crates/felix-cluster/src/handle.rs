@@ -176,8 +176,12 @@ async fn create_shard(shard: ShardName, replicas: Vec<u64>, shared: &Arc<Shared>
         })?;
         members.insert(node, addr);
     }
-    // Every replica hosts the group first, then the first one starts it.
-    let first = distinct.first().copied().unwrap_or(shared.id);
+    // Every replica hosts the group first, then one starts it, and leads
+    // it at first: chosen by the key's hash, so a node's shards spread
+    // their leaders over their replicas.
+    let key = ShardKey::from(&shard);
+    let pick = usize::try_from(key.hash() % distinct.len() as u64).unwrap_or(0);
+    let first = distinct.iter().nth(pick).copied().unwrap_or(shared.id);
     for (&node, addr) in members.iter().rev() {
         let request = Request::OpenGroup {
             shard: shard.clone(),

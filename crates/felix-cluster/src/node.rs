@@ -166,6 +166,10 @@ impl Node {
             // the log start moves, and the log is never purged behind a
             // reader's back.
             snapshot_policy: SnapshotPolicy::Never,
+            // A node cut off and back, or slowed by a busy machine, asks
+            // first whether it could win before it bumps the term: no
+            // elections that feed each other.
+            enable_pre_vote: Some(true),
             max_in_snapshot_log_to_keep: u64::MAX,
             ..openraft::Config::default()
         }
@@ -373,7 +377,7 @@ impl Shared {
             shard: shard.clone(),
             reason: e.to_string(),
         })?;
-        tokio::spawn(crate::status::watch_group(self.id, shard, raft.metrics()));
+        tokio::spawn(crate::status::watch_group(self.id, shard, raft.clone()));
         Ok(Group { raft, log, machine })
     }
 

@@ -3,11 +3,10 @@
 
 use felix_raft::TypeConfig;
 use openraft::ServerState;
-use openraft::alias::WatchReceiverOf;
 use openraft::metrics::RaftMetrics;
 use openraft::rt::watch::WatchReceiver;
 
-use crate::node::Shared;
+use crate::node::{GroupRaft, Shared};
 use crate::wire::{GroupStatus, NodeStatus, ShardName, ShardOffsets};
 
 fn role(metrics: &RaftMetrics<TypeConfig>) -> String {
@@ -123,56 +122,80 @@ fn record(node: u64, shard: &str, m: &RaftMetrics<TypeConfig>) {
     }
 }
 
+/// How often a group's figures are recorded: on a timer rather than on
+/// every change, which would wake each group on every heartbeat.
+const RECORD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn role_name(state: ServerState) -> &'static str {
+    match state {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    }
+}
+
 /// Logs a group's elections, leader changes, membership changes and its
 /// stop, and records its figures, until the group ends.
-pub(crate) async fn watch_group(
-    node: u64,
-    shard: String,
-    mut metrics: WatchReceiverOf<TypeConfig, RaftMetrics<TypeConfig>>,
-) {
+///
+/// Changes come from openraft's server metrics, which move with
+/// elections and membership, not with each heartbeat or entry; the
+/// figures are recorded every [`RECORD_INTERVAL`].
+pub(crate) async fn watch_group(node: u64, shard: String, raft: GroupRaft) {
+    let mut server = raft.server_metrics();
+    let mut tick = tokio::time::interval(RECORD_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen = (None, 0u64, ServerState::Learner, None);
     let mut stopped = false;
     loop {
-        {
-            let m = metrics.borrow_and_update();
-            let now = (
-                m.current_leader,
-                m.current_term,
-                m.state,
-                m.membership_config.log_id().map(|id| id.index),
-            );
-            record(node, &shard, &m);
-            if now.1 != seen.1 && now.2 == ServerState::Candidate {
-                metrics::counter!(
-                    "felix_cluster_elections_total",
-                    "node" => node.to_string(),
-                    "shard" => shard.clone()
-                )
-                .increment(1);
-            }
-            if now.1 != seen.1 || now.0 != seen.0 {
-                tracing::info!(node, shard = %shard, term = now.1, leader = ?now.0, role = %role(&m), "leader changed");
-            } else if now.2 != seen.2 {
-                tracing::info!(node, shard = %shard, term = now.1, role = %role(&m), "role changed");
-            }
-            if now.3 != seen.3 {
-                let members = m.membership_config.membership();
-                tracing::info!(
-                    node,
-                    shard = %shard,
-                    voters = ?members.voter_ids().collect::<Vec<_>>(),
-                    learners = ?members.learner_ids().collect::<Vec<_>>(),
-                    "membership changed"
+        tokio::select! {
+            changed = server.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let m = server.borrow_and_update();
+                let now = (
+                    m.current_leader,
+                    m.vote.leader_id.term,
+                    m.state,
+                    m.membership_config.log_id().map(|id| id.index),
                 );
+                // A new term in which this node voted for itself: it stood
+                // (seen however the states between were coalesced).
+                if now.1 != seen.1 && m.vote.leader_id.voted_for == node {
+                    metrics::counter!(
+                        "felix_cluster_elections_total",
+                        "node" => node.to_string(),
+                        "shard" => shard.clone()
+                    )
+                    .increment(1);
+                }
+                if now.1 != seen.1 || now.0 != seen.0 {
+                    tracing::info!(node, shard = %shard, term = now.1, leader = ?now.0, role = role_name(now.2), "leader changed");
+                } else if now.2 != seen.2 {
+                    tracing::info!(node, shard = %shard, term = now.1, role = role_name(now.2), "role changed");
+                }
+                if now.3 != seen.3 {
+                    let members = m.membership_config.membership();
+                    tracing::info!(
+                        node,
+                        shard = %shard,
+                        voters = ?members.voter_ids().collect::<Vec<_>>(),
+                        learners = ?members.learner_ids().collect::<Vec<_>>(),
+                        "membership changed"
+                    );
+                }
+                seen = now;
             }
-            if let (Err(fatal), false) = (&m.running_state, stopped) {
-                tracing::error!(node, shard = %shard, error = %fatal, "group stopped");
-                stopped = true;
+            _ = tick.tick() => {
+                let m = raft.metrics().borrow_watched().clone();
+                record(node, &shard, &m);
+                if let (Err(fatal), false) = (&m.running_state, stopped) {
+                    tracing::error!(node, shard = %shard, error = %fatal, "group stopped");
+                    stopped = true;
+                }
             }
-            seen = now;
-        }
-        if metrics.changed().await.is_err() {
-            return;
         }
     }
 }

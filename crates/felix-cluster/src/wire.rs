@@ -143,6 +143,7 @@ pub enum Request {
         /// The shard.
         shard: ShardName,
         /// The payloads, in order.
+        #[serde(with = "blob::list")]
         records: Vec<Vec<u8>>,
     },
     /// Committed records from `from`, at most about `max_bytes` of them
@@ -241,6 +242,7 @@ pub struct WireRecord {
     /// leader that took it.
     pub timestamp_micros: u64,
     /// The producer's bytes.
+    #[serde(with = "blob")]
     pub payload: Vec<u8>,
 }
 
@@ -504,3 +506,88 @@ impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
 
 #[cfg(test)]
 mod tests;
+
+/// serde for byte payloads as byte strings: one length and the bytes, not
+/// a sequence of one-byte elements (which postcard would encode and decode
+/// a byte at a time).
+mod blob {
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    struct BlobVisitor;
+
+    impl<'de> Visitor<'de> for BlobVisitor {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a byte string")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+            while let Some(b) = seq.next_element::<u8>()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_byte_buf(BlobVisitor)
+    }
+
+    /// The same for a list of payloads.
+    pub(super) mod list {
+        use serde::de::{SeqAccess, Visitor};
+        use serde::ser::SerializeSeq;
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        #[derive(Serialize)]
+        struct Ref<'a>(#[serde(with = "super")] &'a Vec<u8>);
+
+        #[derive(Deserialize)]
+        struct Owned(#[serde(with = "super")] Vec<u8>);
+
+        pub(in crate::wire) fn serialize<S: Serializer>(
+            list: &[Vec<u8>],
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(Some(list.len()))?;
+            for bytes in list {
+                seq.serialize_element(&Ref(bytes))?;
+            }
+            seq.end()
+        }
+
+        struct ListVisitor;
+
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = Vec<Vec<u8>>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of byte strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Vec<u8>>, A::Error> {
+                // A hostile length is not trusted for the allocation.
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(Owned(bytes)) = seq.next_element()? {
+                    out.push(bytes);
+                }
+                Ok(out)
+            }
+        }
+
+        pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<Vec<u8>>, D::Error> {
+            d.deserialize_seq(ListVisitor)
+        }
+    }
+}

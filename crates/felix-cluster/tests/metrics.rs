@@ -19,11 +19,42 @@ async fn commit_index_leadership_lag_and_elections_are_recorded_per_node_and_sha
     for i in 0..10u8 {
         last = client.append(&shard, vec![vec![i]]).await.unwrap()[0];
     }
-    // Followers learn the commit with the next message; wait for it.
-    common::all_records(&client, &nodes[2].addr().to_string(), &shard, 10).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-
-    let figures = snapshotter.snapshot().into_vec();
+    // Followers learn the commit with the next message, and figures are
+    // recorded each second: wait until every node's shows it.
+    let wanted = format!("{last}");
+    // The debugging recorder hands out each value once (a snapshot resets
+    // it): counters are summed over every snapshot taken.
+    let elections = std::cell::RefCell::new(std::collections::BTreeMap::<String, u64>::new());
+    let figures = common::eventually(
+        "every node's commit index recorded",
+        std::time::Duration::from_secs(10),
+        || {
+            let figures = snapshotter.snapshot().into_vec();
+            for (key, _, _, value) in &figures {
+                if key.key().name() != "felix_cluster_elections_total" {
+                    continue;
+                }
+                if let DebugValue::Counter(n) = value {
+                    let node = key
+                        .key()
+                        .labels()
+                        .find(|l| l.key() == "node")
+                        .map(|l| l.value().to_owned())
+                        .unwrap_or_default();
+                    *elections.borrow_mut().entry(node).or_default() += *n;
+                }
+            }
+            let recorded = figures
+            .iter()
+            .filter(|(key, _, _, value)| {
+                key.key().name() == "felix_cluster_commit_index"
+                    && matches!(value, DebugValue::Gauge(g) if g.into_inner().to_string() == wanted)
+            })
+            .count();
+            std::future::ready((recorded == 3).then_some(figures))
+        },
+    )
+    .await;
     let value = |name: &str, node: &str| {
         figures.iter().find_map(|(key, _, _, value)| {
             let labels: Vec<(String, String)> = key
@@ -50,8 +81,8 @@ async fn commit_index_leadership_lag_and_elections_are_recorded_per_node_and_sha
         );
     }
     assert!(
-        matches!(value("felix_cluster_elections_total", leaders[0]), Some(DebugValue::Counter(n)) if *n >= 1),
-        "{figures:?}"
+        elections.borrow().get(leaders[0]).is_some_and(|n| *n >= 1),
+        "the leader stood in an election: {elections:?}"
     );
     let lags: Vec<_> = figures
         .iter()

@@ -8,7 +8,8 @@
 //! Starting on a directory a node used before is a restart. SIGTERM or
 //! Ctrl-C shut it down cleanly (every shard's clean-shutdown file
 //! written). Log lines go to stderr; `RUST_LOG` filters them (default
-//! `info`).
+//! `info,openraft=warn`: felix-cluster's own lines name elections, leader
+//! and membership changes once per group).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -115,7 +116,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
