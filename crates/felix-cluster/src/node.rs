@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     unopened: Mutex<BTreeMap<ShardKey, String>>,
     /// Set when the node shuts down: no group opens any more.
     closing: AtomicBool,
+    /// Connections to this node open now.
+    pub(crate) inbound: AtomicU64,
     /// How connections are accepted, when TLS is on.
     pub(crate) tls: Option<NodeTls>,
 }
@@ -232,6 +234,7 @@ impl Node {
             groups: Mutex::new(HashMap::new()),
             unopened: Mutex::new(BTreeMap::new()),
             closing: AtomicBool::new(false),
+            inbound: AtomicU64::new(0),
             tls,
         });
         let ids = shared.store.keys().map_err(|source| NodeError::Store {

@@ -71,6 +71,7 @@ async fn connection(
     mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let _open = Inbound::count(&shared);
     let stream: BoxedIo = match &shared.tls {
         Some(tls) => {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
@@ -195,4 +196,24 @@ fn refuse(shared: &Shared, greeted: Option<Option<u64>>, request: &Request) -> O
         node: shared.id,
         reason: reason.to_owned(),
     })
+}
+
+/// One open connection in the node's count, for as long as it lives.
+struct Inbound<'a>(&'a Shared);
+
+impl<'a> Inbound<'a> {
+    fn count(shared: &'a Shared) -> Self {
+        shared
+            .inbound
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(shared)
+    }
+}
+
+impl Drop for Inbound<'_> {
+    fn drop(&mut self) {
+        self.0
+            .inbound
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }

@@ -266,6 +266,8 @@ pub struct NodeStatus {
     /// How many peer connections it keeps open (one per peer node it
     /// talks to, whatever the number of groups).
     pub peer_connections: u64,
+    /// How many connections to it are open now (from peers and clients).
+    pub inbound_connections: u64,
     /// Every group it hosts, by shard.
     pub groups: Vec<GroupStatus>,
 }

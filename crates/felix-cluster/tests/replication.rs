@@ -138,11 +138,23 @@ async fn many_shards_share_one_connection_per_peer() {
         client.create_shard(&key(s), vec![1, 2, 3]).await.unwrap();
         client.append(&key(s), vec![vec![s as u8]]).await.unwrap();
     }
+    // A first round connects this client to every node.
+    for node in &nodes {
+        client.status(&node.addr().to_string()).await.unwrap();
+    }
+    let (mut dialled, mut accepted) = (0, 0);
     for node in &nodes {
         let status = client.status(&node.addr().to_string()).await.unwrap();
         assert_eq!(status.groups.len(), 8);
+        // At most one connection to each other node, whatever the number
+        // of groups; and accepted: at most one from each, and this client's.
         assert!(status.peer_connections <= 2, "{status:?}");
+        assert!(status.inbound_connections <= 3, "{status:?}");
+        dialled += status.peer_connections;
+        accepted += status.inbound_connections;
     }
+    // Every connection a node dialled is one another accepted.
+    assert_eq!(accepted, dialled + 3);
     for node in nodes {
         node.shutdown().await.unwrap();
     }
