@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use felix_storage::ShardKey;
 
+use crate::batch::ReadBatch;
 use crate::error::ClientError;
 use crate::peer::{CallError, Peer};
+use crate::reader::{ShardReader, checked_batch, read_request};
 use crate::tls::ClientTls;
-use crate::wire::{
-    NodeStatus, RemoteError, Request, Response, ShardName, ShardOffsets, WireRecord,
-};
+use crate::wire::{NodeStatus, RemoteError, Request, Response, ShardName};
 
 /// A client's timing and TLS.
 #[derive(Debug, Clone)]
@@ -39,17 +39,6 @@ impl Default for ClientOptions {
     }
 }
 
-/// Records read from a replica.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadBatch {
-    /// The committed records read, in offset order.
-    pub records: Vec<WireRecord>,
-    /// Where the next read starts.
-    pub next: u64,
-    /// The shard's offsets on the node that answered.
-    pub offsets: ShardOffsets,
-}
-
 /// A client of the nodes at some addresses (any of them: it is sent to
 /// the leader from there).
 ///
@@ -62,7 +51,7 @@ pub struct ReadBatch {
 /// let key = ShardKey::new("acme", "default", "orders", 0);
 /// let offsets = client.append(&key, vec![b"hello".to_vec()]).await?;
 /// let batch = client.read(&key, offsets[0], 1 << 20, std::time::Duration::ZERO).await?;
-/// assert_eq!(batch.records[0].payload, b"hello");
+/// assert_eq!(batch.records().next().map(|r| r.payload), Some(&b"hello"[..]));
 /// # Ok(()) }
 /// ```
 pub struct Client {
@@ -267,26 +256,40 @@ impl Client {
         max_bytes: u64,
         wait: Duration,
     ) -> Result<ReadBatch, ClientError> {
-        let request = Request::Read {
-            shard: ShardName::from(shard),
-            from,
-            max_bytes,
-            wait_ms: u32::try_from(wait.as_millis()).unwrap_or(u32::MAX),
-        };
+        let request = read_request(ShardName::from(shard), from, max_bytes, wait);
         let timeout = self.options.call_timeout.saturating_add(wait);
         match self.peer(addr).call(request, timeout).await? {
             Response::Records {
-                records,
+                runs,
                 next,
                 offsets,
-            } => Ok(ReadBatch {
-                records,
-                next,
-                offsets,
-            }),
+            } => checked_batch(addr, shard, runs, from, next, offsets),
             Response::Error(e) => Err(ClientError::Remote(e)),
             other => Err(unexpected(addr, &other)),
         }
+    }
+
+    /// A reader of the shard from `from` at the node at `addr` only, each
+    /// read about `max_bytes`, waiting at most `wait` for a record: the
+    /// next read is on its way while the caller handles a batch (see
+    /// [`ShardReader`]), so a consumer catching up reads as fast as the
+    /// node serves. Must be called within a tokio runtime.
+    pub fn reader_at(
+        &self,
+        addr: &str,
+        shard: &ShardKey,
+        from: u64,
+        max_bytes: u64,
+        wait: Duration,
+    ) -> ShardReader {
+        ShardReader::new(
+            self.peer(addr),
+            shard,
+            from,
+            max_bytes,
+            wait,
+            self.options.call_timeout,
+        )
     }
 
     /// The offset of the first committed record of the shard whose
@@ -397,7 +400,7 @@ impl Client {
     }
 }
 
-fn unexpected(addr: &str, answer: &Response) -> ClientError {
+pub(crate) fn unexpected(addr: &str, answer: &Response) -> ClientError {
     ClientError::Unexpected {
         addr: addr.to_owned(),
         answer: format!("{answer:?}"),

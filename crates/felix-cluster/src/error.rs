@@ -119,6 +119,18 @@ pub enum ClientError {
     /// The call could not reach the node asked for.
     #[error(transparent)]
     Call(#[from] CallError),
+    /// A node's records are not what they claim to be (a record damaged
+    /// on the way or on its disk): nothing of the read is handed out.
+    #[error("records of shard {shard} from {addr}: {defect}")]
+    Damaged {
+        /// The node's address.
+        addr: String,
+        /// The shard read.
+        shard: String,
+        /// What is wrong.
+        #[source]
+        defect: crate::batch::BatchDefect,
+    },
     /// A node answered with something this client did not ask for.
     #[error("unexpected answer from {addr}: {answer}")]
     Unexpected {

@@ -249,10 +249,11 @@ async fn read(
     let batch = replica
         .read(from, max_bytes.min(MAX_READ_BYTES))
         .map_err(|e| e.to_remote(shared.id))?;
+    let (runs, next, offsets) = batch.into_wire();
     Ok(Response::Records {
-        records: batch.records,
-        next: batch.next,
-        offsets: batch.offsets,
+        runs,
+        next,
+        offsets,
     })
 }
 

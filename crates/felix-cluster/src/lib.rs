@@ -60,6 +60,7 @@
     clippy::indexing_slicing
 )]
 
+mod batch;
 mod client;
 mod error;
 mod handle;
@@ -67,6 +68,7 @@ mod network;
 mod node;
 pub mod peer;
 mod prometheus;
+mod reader;
 mod server;
 mod shard;
 mod state_machine;
@@ -74,10 +76,12 @@ mod status;
 mod tls;
 pub mod wire;
 
-pub use client::{Client, ClientOptions, ReadBatch};
+pub use batch::{BatchDefect, BatchRecord, ReadBatch};
+pub use client::{Client, ClientOptions};
 pub use error::{ClientError, NodeError, ShardError};
 pub use handle::{MAX_READ_BYTES, MAX_READ_WAIT};
 pub use node::{Node, NodeConfig, RaftTimings};
 pub use prometheus::serve_prometheus;
+pub use reader::ShardReader;
 pub use shard::{MAX_RECORD_BYTES, ReplicatedShard};
 pub use tls::{ClientTls, TlsError, TlsFiles};

@@ -5,17 +5,17 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use felix_raft::{ENTRY_NORMAL, TypeConfig};
+use felix_raft::TypeConfig;
 use felix_storage::{ReadBound, ShardKey};
 use futures::StreamExt;
 use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, RaftError};
 use openraft::rt::watch::WatchReceiver;
 use openraft::{BasicNode, ChangeMembers};
 
-use crate::client::ReadBatch;
+use crate::batch::ReadBatch;
 use crate::error::ShardError;
 use crate::node::{Group, Shared};
-use crate::wire::{ShardOffsets, WireRecord};
+use crate::wire::ShardOffsets;
 
 /// The largest replicated record: a quarter of a frame, so that one always
 /// travels in an AppendEntries of its own (see `network.rs`).
@@ -154,42 +154,30 @@ impl ReplicatedShard {
     }
 
     /// Committed records from `from`, about `max_bytes` of them (at least
-    /// one when one is committed there), served by this replica.
+    /// one when one is committed there), served by this replica: the runs
+    /// of record bytes its segments hold
+    /// ([`Shard::read_runs`](felix_storage::Shard::read_runs)), nothing
+    /// copied per record.
     ///
     /// A leader's blank entry and membership changes take an offset and
-    /// hold no producer's record: they are skipped, and
-    /// [`ReadBatch::next`] is past them.
+    /// hold no producer's record: [`ReadBatch::records`] steps over them,
+    /// and [`ReadBatch::next`] is past them.
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<ReadBatch, ShardError> {
         self.check_running()?;
         let offsets = self.offsets();
-        let mut records = Vec::new();
-        let mut next = from;
-        if from < offsets.committed {
-            let read = self
-                .group
+        let runs = if from < offsets.committed {
+            self.group
                 .log
                 .shard()
-                .read(from, max_bytes, ReadBound::Below(offsets.committed))
+                .read_runs(from, max_bytes, ReadBound::Below(offsets.committed))
                 .map_err(|source| ShardError::Storage {
                     shard: self.shard(),
                     source: Box::new(source),
-                })?;
-            for record in read {
-                next = record.offset.saturating_add(1);
-                if let Some((&ENTRY_NORMAL, payload)) = record.payload.split_first() {
-                    records.push(WireRecord {
-                        offset: record.offset,
-                        timestamp_micros: record.timestamp_micros,
-                        payload: payload.to_vec(),
-                    });
-                }
-            }
-        }
-        Ok(ReadBatch {
-            records,
-            next,
-            offsets,
-        })
+                })?
+        } else {
+            Vec::new()
+        };
+        Ok(ReadBatch::read(runs, from, offsets))
     }
 
     /// Waits until an entry at `from` is committed here, at most

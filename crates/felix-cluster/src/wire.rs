@@ -29,7 +29,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// The protocol version of these messages, sent first on each connection
 /// ([`Request::Hello`]); a node answers a different one with
 /// [`RemoteError::Protocol`].
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A shard's key as it travels: the four parts of a
 /// [`ShardKey`].
@@ -202,11 +202,13 @@ pub enum Response {
     Done,
     /// The offsets the appended records were given, in order.
     Appended(Vec<u64>),
-    /// Committed records, in offset order, and the shard's offsets when read.
+    /// Committed records, in offset order, as the runs of record bytes the
+    /// node's segments hold, and the shard's offsets when read.
     Records {
-        /// The records (normal entries only: a leader's blank entry and
-        /// membership changes take an offset and are skipped).
-        records: Vec<WireRecord>,
+        /// The runs, each following the one before from the read's start.
+        /// A leader's blank entry and membership changes are in them (they
+        /// take offsets): a reader steps over them.
+        runs: Vec<WireRun>,
         /// Where the next read starts: past the last entry read, skipped
         /// ones included.
         next: u64,
@@ -233,17 +235,20 @@ pub enum RaftResponse {
     Snapshot(Result<SnapshotResponse<TypeConfig>, Fatal<TypeConfig>>),
 }
 
-/// One committed record as read.
+/// Records that lie back to back in a segment of the answering node, as
+/// it read them: their bytes exactly as framed on disk (28-byte headers,
+/// payloads), which the reader checks again record by record
+/// (`RecordRun::verify`) before it trusts them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireRecord {
-    /// Its offset (its Raft index).
-    pub offset: u64,
-    /// Its publish time, microseconds since the Unix epoch, set by the
-    /// leader that took it.
-    pub timestamp_micros: u64,
-    /// The producer's bytes.
-    #[serde(with = "blob")]
-    pub payload: Vec<u8>,
+pub struct WireRun {
+    /// The first record's offset.
+    pub first_offset: u64,
+    /// Where the node read the first record in its segment file: errors
+    /// about these bytes name it.
+    pub position: u64,
+    /// The records' bytes.
+    #[serde(with = "blob::shared")]
+    pub bytes: Bytes,
 }
 
 /// A replicated shard's offsets on one node.
@@ -486,22 +491,66 @@ impl<In, Out> Decoder for FrameCodec<In, Out> {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<In>, WireError> {
         match self.frames.decode(src)? {
-            Some(body) => (self.decode)(&body).map(Some),
+            Some(body) => {
+                // Records' bytes in the body are shared, not copied.
+                let body = body.freeze();
+                blob::in_frame(&body, || (self.decode)(&body)).map(Some)
+            }
             None => Ok(None),
         }
     }
 }
 
+/// Length of a frame's header: a big-endian `u32`, the body's length.
+const FRAME_HEADER_LEN: usize = 4;
+
 impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
     type Error = WireError;
 
+    /// Serializes `item` straight into `dst` behind its length: no buffer
+    /// of its own, so a response of records costs one copy of their bytes
+    /// into the connection's buffer, which is reused.
     fn encode(&mut self, item: Out, dst: &mut BytesMut) -> Result<(), WireError> {
-        let body = postcard::to_allocvec(&item)
-            .map_err(|source| WireError::Malformed { len: 0, source })?;
-        if body.len() > MAX_FRAME {
-            return Err(WireError::TooLarge { len: body.len() });
+        let start = dst.len();
+        dst.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+        postcard::serialize_with_flavor(&item, IntoBuffer(dst)).map_err(|source| {
+            dst.truncate(start);
+            WireError::Encode(source)
+        })?;
+        let len = dst.len() - start - FRAME_HEADER_LEN;
+        let Ok(header) = u32::try_from(len) else {
+            dst.truncate(start);
+            return Err(WireError::TooLarge { len });
+        };
+        if len > MAX_FRAME {
+            dst.truncate(start);
+            return Err(WireError::TooLarge { len });
         }
-        self.frames.encode(Bytes::from(body), dst)?;
+        if let Some(at) = dst.get_mut(start..start + FRAME_HEADER_LEN) {
+            at.copy_from_slice(&header.to_be_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// postcard's output into a connection's write buffer.
+struct IntoBuffer<'a>(&'a mut BytesMut);
+
+impl postcard::ser_flavors::Flavor for IntoBuffer<'_> {
+    /// Nothing: the body is in the buffer.
+    type Output = ();
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.extend_from_slice(&[data]);
+        Ok(())
+    }
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
         Ok(())
     }
 }
@@ -509,87 +558,4 @@ impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
 #[cfg(test)]
 mod tests;
 
-/// serde for byte payloads as byte strings: one length and the bytes, not
-/// a sequence of one-byte elements (which postcard would encode and decode
-/// a byte at a time).
-mod blob {
-    use serde::de::{Error, SeqAccess, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    struct BlobVisitor;
-
-    impl<'de> Visitor<'de> for BlobVisitor {
-        type Value = Vec<u8>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a byte string")
-        }
-        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-            Ok(v.to_vec())
-        }
-        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-            Ok(v)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
-            while let Some(b) = seq.next_element::<u8>()? {
-                out.push(b);
-            }
-            Ok(out)
-        }
-    }
-
-    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(bytes)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        d.deserialize_byte_buf(BlobVisitor)
-    }
-
-    /// The same for a list of payloads.
-    pub(super) mod list {
-        use serde::de::{SeqAccess, Visitor};
-        use serde::ser::SerializeSeq;
-        use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-        #[derive(Serialize)]
-        struct Ref<'a>(#[serde(with = "super")] &'a Vec<u8>);
-
-        #[derive(Deserialize)]
-        struct Owned(#[serde(with = "super")] Vec<u8>);
-
-        pub(in crate::wire) fn serialize<S: Serializer>(
-            list: &[Vec<u8>],
-            s: S,
-        ) -> Result<S::Ok, S::Error> {
-            let mut seq = s.serialize_seq(Some(list.len()))?;
-            for bytes in list {
-                seq.serialize_element(&Ref(bytes))?;
-            }
-            seq.end()
-        }
-
-        struct ListVisitor;
-
-        impl<'de> Visitor<'de> for ListVisitor {
-            type Value = Vec<Vec<u8>>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of byte strings")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Vec<u8>>, A::Error> {
-                // A hostile length is not trusted for the allocation.
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-                while let Some(Owned(bytes)) = seq.next_element()? {
-                    out.push(bytes);
-                }
-                Ok(out)
-            }
-        }
-
-        pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(
-            d: D,
-        ) -> Result<Vec<Vec<u8>>, D::Error> {
-            d.deserialize_seq(ListVisitor)
-        }
-    }
-}
+mod blob;

@@ -52,8 +52,11 @@ async fn a_fourth_node_catches_up_on_100_mib_and_becomes_a_voter() {
         .read_at(&fourth_addr, &shard, last, 1 << 20, Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(batch.records.len(), 1);
-    assert_eq!(batch.records[0].payload.len(), RECORD);
+    assert_eq!(batch.len(), 1);
+    assert_eq!(
+        batch.records().next().map(|r| r.payload.len()),
+        Some(RECORD)
+    );
     let name = ShardName::from(&shard);
     let voters = eventually(
         "node 4 a voter everywhere",

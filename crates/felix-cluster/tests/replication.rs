@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{all_records, client, cluster, eventually, key, start};
+use common::{all_records, append_acked, client, cluster, key, leader_of, start};
 use felix_cluster::{ClientError, NodeConfig, NodeError, ShardError, wire::RemoteError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -15,16 +15,7 @@ async fn appended_records_are_on_every_replica_at_their_offsets() {
     let shard = key(0);
     client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
 
-    let mut acked = Vec::new();
-    for batch in 0..20u32 {
-        let records: Vec<Vec<u8>> = (0..5)
-            .map(|i| format!("r{batch}-{i}").into_bytes())
-            .collect();
-        let offsets = client.append(&shard, records.clone()).await.unwrap();
-        assert_eq!(offsets.len(), 5);
-        assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
-        acked.extend(offsets.into_iter().zip(records));
-    }
+    let acked = append_acked(&client, &shard, 20, 5).await;
     for node in &nodes {
         let read = all_records(&client, &node.addr().to_string(), &shard, acked.len()).await;
         assert_eq!(read, acked, "node {}", node.id());
@@ -75,20 +66,6 @@ async fn a_follower_refuses_an_append_naming_the_leader() {
     for node in nodes {
         node.shutdown().await.unwrap();
     }
-}
-
-async fn leader_of(
-    client: &felix_cluster::Client,
-    nodes: &[felix_cluster::Node],
-    shard: &felix_storage::ShardKey,
-) -> u64 {
-    let addr = nodes[0].addr().to_string();
-    let name = felix_cluster::wire::ShardName::from(shard);
-    eventually("a leader", Duration::from_secs(10), || async {
-        let status = client.status(&addr).await.ok()?;
-        status.groups.iter().find(|g| g.shard == name)?.leader
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

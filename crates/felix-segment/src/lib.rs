@@ -39,7 +39,7 @@ pub use index::{
 };
 pub use lookup::TimestampHit;
 pub use reader::{CHUNK_BYTES, ChunkedReader};
-pub use run::{ReadBuffers, RecordRun, RunIter, RunRecord};
+pub use run::{ReadBuffers, RecordRun, RunDamage, RunIter, RunRecord};
 pub use segment::{ReadLimit, ReadRecord, ReadStart, SegmentFile};
 pub use time_index::{
     ActiveTimeIndex, TimeBounds, TimeIndex, TimeIndexBuilder, TimeIndexCheck, TimeIndexLoadError,

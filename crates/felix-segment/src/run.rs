@@ -12,7 +12,9 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
-use felix_format::{RECORD_HEADER_LEN, record_header_fields};
+use felix_format::{
+    RECORD_HEADER_LEN, RecordCursor, ScanDepth, SliceRecords, record_header_fields,
+};
 
 /// Records that lie back to back in one segment, read and verified
 /// together: one [`Bytes`] of their encoded form (28-byte headers and
@@ -43,6 +45,19 @@ pub struct RecordRun {
     first_offset: u64,
     count: usize,
     position: u64,
+}
+
+/// Why [`RecordRun::verify`] refused bytes: the first record that failed
+/// a read's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunDamage {
+    /// The offset the record should carry.
+    pub offset: u64,
+    /// Where it begins in its segment file (the run's position plus its
+    /// place in the bytes).
+    pub position: u64,
+    /// What is wrong.
+    pub kind: felix_format::CorruptionKind,
 }
 
 /// One record of a [`RecordRun`], borrowed from the run's bytes.
@@ -83,6 +98,52 @@ impl RecordRun {
             count,
             position,
         }
+    }
+
+    /// A run of records received as bytes (a replica's answer over a
+    /// network, say): every record is checked as a read checks it — its
+    /// header CRC, its offset (from `first_offset`, ascending by one), its
+    /// length against the bytes there, its record CRC — before the run is
+    /// made, so what it hands out is as trusted as what a local read
+    /// returns. `position` is where the sender read the first record in
+    /// its segment file; a damage's position is counted from there.
+    ///
+    /// ```
+    /// use felix_format::{CorruptionKind, encode_record_header};
+    /// use felix_segment::RecordRun;
+    ///
+    /// let mut bytes = Vec::new();
+    /// for (offset, payload) in [(7, &b"a"[..]), (8, &b"bc"[..])] {
+    ///     bytes.extend_from_slice(&encode_record_header(offset, 0, payload)?);
+    ///     bytes.extend_from_slice(payload);
+    /// }
+    /// let run = RecordRun::verify(bytes.clone().into(), 7, 4096).unwrap();
+    /// assert_eq!((run.first_offset(), run.len()), (7, 2));
+    /// let last = bytes.len() - 1;
+    /// bytes[last] ^= 1;
+    /// let damage = RecordRun::verify(bytes.into(), 7, 4096).unwrap_err();
+    /// assert!(matches!(damage.kind, CorruptionKind::RecordChecksum { .. }));
+    /// assert_eq!((damage.offset, damage.position), (8, 4096 + 28 + 1));
+    /// # Ok::<(), CorruptionKind>(())
+    /// ```
+    pub fn verify(bytes: Bytes, first_offset: u64, position: u64) -> Result<Self, RunDamage> {
+        let cursor = RecordCursor::new(0, first_offset, bytes.len() as u64, ScanDepth::Full);
+        let mut walk = SliceRecords::new(&bytes, cursor);
+        let mut count = 0usize;
+        while let Some(record) = walk.next() {
+            if let Err(damage) = record {
+                return Err(RunDamage {
+                    offset: walk.cursor().next_offset(),
+                    position: position.saturating_add(damage.position),
+                    kind: damage.kind,
+                });
+            }
+            count += 1;
+        }
+        // The walk ends at damage or at the bytes' end, and reports damage
+        // (a record passing the end is `Truncated`): it ended at the end.
+        debug_assert_eq!(walk.cursor().position(), bytes.len() as u64);
+        Ok(Self::verified(bytes, first_offset, count, position))
     }
 
     /// The records' bytes, headers included, exactly as in the segment.

@@ -12,8 +12,7 @@
 use std::time::Duration;
 
 use base64::Engine;
-use felix_cluster::{Client, ClientError, ReadBatch};
-use felix_format::ShardKey;
+use felix_cluster::Client;
 use serde_json::json;
 
 use crate::cmd::cluster_args::{ClusterArgs, KeyArg};
@@ -70,16 +69,27 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
     let key = args.key.key()?;
     let seeds = args.cluster.cluster.clone();
     args.cluster.run(|client| async move {
-        let addr = match args.node {
-            Some(node) => Some(node_addr(&client, &seeds, node).await?),
+        let wait = if args.follow {
+            FOLLOW_WAIT
+        } else {
+            Duration::ZERO
+        };
+        // From one node, its reader keeps the next read on its way.
+        let mut reader = match args.node {
+            Some(node) => {
+                let addr = node_addr(&client, &seeds, node).await?;
+                Some(client.reader_at(&addr, &key, args.from, args.max_bytes, wait))
+            }
             None => None,
         };
-        let wait = if args.follow { FOLLOW_WAIT } else { Duration::ZERO };
         let mut from = args.from;
         let mut printed = 0u64;
         loop {
-            let batch = read(&client, addr.as_deref(), &key, from, args.max_bytes, wait).await?;
-            for record in &batch.records {
+            let batch = match &mut reader {
+                Some(reader) => reader.next_batch().await?,
+                None => client.read(&key, from, args.max_bytes, wait).await?,
+            };
+            for record in batch.records() {
                 if args.max_records.is_some_and(|max| printed >= max) {
                     return Ok(Outcome::Success);
                 }
@@ -87,14 +97,14 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
                     out.json(&json!({
                         "offset": record.offset,
                         "timestamp_micros": record.timestamp_micros,
-                        "payload": base64::engine::general_purpose::STANDARD.encode(&record.payload),
+                        "payload": base64::engine::general_purpose::STANDARD.encode(record.payload),
                     }))?;
                 } else {
                     out.line(format_args!(
                         "{}\t{}\t{}",
                         record.offset,
                         record.timestamp_micros,
-                        String::from_utf8_lossy(&record.payload)
+                        String::from_utf8_lossy(record.payload)
                     ))?;
                 }
                 printed += 1;
@@ -107,18 +117,4 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             from = batch.next;
         }
     })
-}
-
-async fn read(
-    client: &Client,
-    addr: Option<&str>,
-    key: &ShardKey,
-    from: u64,
-    max_bytes: u64,
-    wait: Duration,
-) -> Result<ReadBatch, ClientError> {
-    match addr {
-        Some(addr) => client.read_at(addr, key, from, max_bytes, wait).await,
-        None => client.read(key, from, max_bytes, wait).await,
-    }
 }

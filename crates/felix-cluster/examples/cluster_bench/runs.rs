@@ -282,17 +282,20 @@ pub(super) async fn run_catch_up(args: &Args, cluster: &mut Cluster) -> Result<S
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let started = Instant::now();
-    let (mut from, mut records, mut reads) = (0u64, 0u64, 0u64);
-    while from <= last {
-        let batch = client
-            .read_at(&addr, &shard, from, READ_BYTES, Duration::ZERO)
+    // A consumer's reader: the next read is on its way while a batch is
+    // checked and counted.
+    let mut reader = client.reader_at(&addr, &shard, 0, READ_BYTES, Duration::ZERO);
+    let (mut records, mut reads) = (0u64, 0u64);
+    while reader.position() <= last {
+        let from = reader.position();
+        let batch = reader
+            .next_batch()
             .await
             .map_err(|e| format!("read from node {follower_id} at {from}: {e}"))?;
         if batch.next <= from {
             return Err(format!("node {follower_id}: no progress at {from}"));
         }
-        records += batch.records.len() as u64;
-        from = batch.next;
+        records += batch.records().count() as u64;
         reads += 1;
     }
     let elapsed = started.elapsed().as_secs_f64();

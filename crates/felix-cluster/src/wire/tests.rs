@@ -105,3 +105,36 @@ fn the_fuzz_seed_frames_decode_as_the_messages_they_are_named_for() {
         Request::Append { ref shard, ref records } if shard.stream == "c" && records == &[b"hi".to_vec()]
     ));
 }
+
+#[test]
+fn records_decode_as_slices_of_the_frame_not_copies() {
+    let bytes = Bytes::from(vec![5u8; 1000]);
+    let mut frame = BytesMut::new();
+    ServerCodec::server()
+        .encode(
+            ResponseFrame {
+                id: 3,
+                response: Response::Records {
+                    runs: vec![WireRun {
+                        first_offset: 10,
+                        position: 32,
+                        bytes: bytes.clone(),
+                    }],
+                    next: 12,
+                    offsets: ShardOffsets::default(),
+                },
+            },
+            &mut frame,
+        )
+        .unwrap();
+    let received = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
+    let decoded = ClientCodec::client().decode(&mut frame).unwrap().unwrap();
+    let Response::Records { runs, next, .. } = decoded.response else {
+        panic!("not records: {:?}", decoded.response);
+    };
+    assert_eq!((runs.len(), next), (1, 12));
+    assert_eq!((runs[0].first_offset, runs[0].position), (10, 32));
+    assert_eq!(runs[0].bytes, bytes);
+    let at = runs[0].bytes.as_ptr() as usize;
+    assert!(received.contains(&at) && received.contains(&(at + 999)));
+}

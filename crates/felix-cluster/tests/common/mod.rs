@@ -99,11 +99,48 @@ pub(crate) async fn all_records(
                 if batch.next == from {
                     break;
                 }
-                out.extend(batch.records.into_iter().map(|r| (r.offset, r.payload)));
+                out.extend(batch.records().map(|r| (r.offset, r.payload.to_vec())));
                 from = batch.next;
             }
             (out.len() >= at_least).then_some(out)
         },
     )
     .await
+}
+
+/// The leader of `shard` as node 1 of `nodes` reports it (bounded wait).
+pub(crate) async fn leader_of(
+    client: &felix_cluster::Client,
+    nodes: &[felix_cluster::Node],
+    shard: &felix_storage::ShardKey,
+) -> u64 {
+    let addr = nodes[0].addr().to_string();
+    let name = felix_cluster::wire::ShardName::from(shard);
+    eventually("a leader", Duration::from_secs(10), || async {
+        let status = client.status(&addr).await.ok()?;
+        status.groups.iter().find(|g| g.shard == name)?.leader
+    })
+    .await
+}
+
+/// Appends `batches` batches of `per_batch` records (`r{batch}-{i}`) through
+/// `client`, each acknowledged with consecutive offsets; returns every
+/// record with its acknowledged offset, in order.
+pub(crate) async fn append_acked(
+    client: &Client,
+    shard: &ShardKey,
+    batches: u32,
+    per_batch: u32,
+) -> Vec<(u64, Vec<u8>)> {
+    let mut acked = Vec::new();
+    for batch in 0..batches {
+        let records: Vec<Vec<u8>> = (0..per_batch)
+            .map(|i| format!("r{batch}-{i}").into_bytes())
+            .collect();
+        let offsets = client.append(shard, records.clone()).await.unwrap();
+        assert_eq!(offsets.len(), records.len());
+        assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+        acked.extend(offsets.into_iter().zip(records));
+    }
+    acked
 }
