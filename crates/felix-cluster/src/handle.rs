@@ -42,6 +42,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
             timestamp_micros,
         } => offset_for_timestamp(shared, &shard, timestamp_micros).await,
         Request::Status => Ok(Response::Status(crate::status::node_status(shared).await)),
+        Request::Ping => Ok(Response::Pong {
+            stops: shared.stops.load(std::sync::atomic::Ordering::Acquire),
+        }),
+        Request::Quiesce {
+            shard,
+            term,
+            leader,
+        } => quiesce(shared, &shard, term, leader),
     };
     answer.unwrap_or_else(Response::Error)
 }
@@ -102,18 +110,60 @@ async fn hosted(shared: &Arc<Shared>, shard: &ShardName) -> Result<ReplicatedSha
     }
 }
 
+/// A quiet group's follower agrees to stop its timers, or refuses.
+fn quiesce(shared: &Shared, shard: &ShardName, term: u64, leader: u64) -> Answer {
+    let group = shared
+        .hosted(&ShardKey::from(shard))
+        .ok_or_else(|| RemoteError::UnknownShard {
+            node: shared.id,
+            shard: shard_text(shard),
+        })?;
+    if crate::quiesce::quiesce(&group, term, leader) {
+        Ok(Response::Done)
+    } else {
+        Err(RemoteError::Invalid {
+            node: shared.id,
+            reason: format!(
+                "shard {}: node {leader} does not lead term {term} here",
+                shard_text(shard)
+            ),
+        })
+    }
+}
+
 async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
     let group = opened(shared, shard).await?;
+    // Entries, a vote or a snapshot wake a quiet group, once openraft has
+    // taken them (an AppendEntries renews the leader's lease first, so the
+    // group does not stand for election at its first tick). A heartbeat
+    // does not: one sent just before the leader went quiet may arrive after
+    // the follower did, and a follower awake under a quiet leader would
+    // stand for election. A follower asleep under an awake leader loses
+    // nothing: it takes every entry, and its node's pings notice the
+    // leader gone (`quiesce.rs`).
     let answer = match rpc {
-        RaftRequest::Append(rpc) => RaftResponse::Append(group.raft.append_entries(rpc).await),
-        RaftRequest::Vote(rpc) => RaftResponse::Vote(group.raft.vote(rpc).await),
+        RaftRequest::Append(rpc) => {
+            let written = !rpc.entries.is_empty();
+            let answer = group.raft.append_entries(rpc).await;
+            if written {
+                group.wake();
+            }
+            RaftResponse::Append(answer)
+        }
+        RaftRequest::Vote(rpc) => {
+            let answer = group.raft.vote(rpc).await;
+            group.wake();
+            RaftResponse::Vote(answer)
+        }
         RaftRequest::Snapshot { vote, meta } => {
             tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
             let snapshot = Snapshot {
                 meta,
                 snapshot: Cursor::new(Vec::new()),
             };
-            RaftResponse::Snapshot(group.raft.install_full_snapshot(vote, snapshot).await)
+            let answer = group.raft.install_full_snapshot(vote, snapshot).await;
+            group.wake();
+            RaftResponse::Snapshot(answer)
         }
     };
     Ok(Response::Raft(answer))

@@ -68,6 +68,7 @@ mod network;
 mod node;
 pub mod peer;
 mod prometheus;
+mod quiesce;
 mod reader;
 mod server;
 mod shard;

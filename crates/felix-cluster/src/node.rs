@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::NodeError;
 use crate::network::{GroupNetwork, Peers};
+use crate::quiesce::Quiet;
 use crate::state_machine::StreamMachine;
 use crate::tls::{NodeTls, TlsFiles};
 use crate::wire::ShardName;
@@ -120,6 +121,8 @@ pub(crate) struct Group {
     pub(crate) raft: GroupRaft,
     pub(crate) log: FelixLogStore<TypeConfig>,
     pub(crate) machine: StreamMachine,
+    /// Whether its timers are off while it is idle (`quiesce.rs`).
+    pub(crate) quiet: Arc<Quiet>,
 }
 
 /// What the node's tasks share.
@@ -141,6 +144,10 @@ pub(crate) struct Shared {
     closing: AtomicBool,
     /// Connections to this node open now.
     pub(crate) inbound: AtomicU64,
+    /// Groups that stopped on this node since it started (a peer that
+    /// sees the count move wakes the quiet groups this node led).
+    pub(crate) stops: Arc<AtomicU64>,
+    timings: RaftTimings,
     /// How connections are accepted, when TLS is on.
     pub(crate) tls: Option<NodeTls>,
 }
@@ -235,6 +242,8 @@ impl Node {
             unopened: Mutex::new(BTreeMap::new()),
             closing: AtomicBool::new(false),
             inbound: AtomicU64::new(0),
+            stops: Arc::default(),
+            timings: config.timings,
             tls,
         });
         let ids = shared.store.keys().map_err(|source| NodeError::Store {
@@ -262,6 +271,7 @@ impl Node {
             }
         }
         let (stop, stopped) = watch::channel(false);
+        tokio::spawn(crate::quiesce::keep(Arc::clone(&shared), stopped.clone()));
         let server = tokio::spawn(crate::server::serve(Arc::clone(&shared), listener, stopped));
         tracing::info!(node = id, addr = %shared.addr, "node started");
         Ok(Node {
@@ -380,8 +390,18 @@ impl Shared {
             shard: shard.clone(),
             reason: e.to_string(),
         })?;
-        tokio::spawn(crate::status::watch_group(self.id, shard, raft.clone()));
-        Ok(Group { raft, log, machine })
+        tokio::spawn(crate::status::watch_group(
+            self.id,
+            shard,
+            raft.clone(),
+            Arc::clone(&self.stops),
+        ));
+        Ok(Group {
+            raft,
+            log,
+            machine,
+            quiet: Arc::default(),
+        })
     }
 
     /// The group of `key` if this node hosts it.
@@ -423,6 +443,17 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&node)
             .cloned()
+    }
+
+    /// Every node this one knows, with its address (itself included).
+    pub(crate) fn known_peers(&self) -> Vec<(u64, String)> {
+        let known = self.known.read().unwrap_or_else(PoisonError::into_inner);
+        known.iter().map(|(id, addr)| (*id, addr.clone())).collect()
+    }
+
+    /// Raft's timings on this node.
+    pub(crate) fn timings(&self) -> RaftTimings {
+        self.timings
     }
 
     /// How long a call to a peer on a client's behalf may take.

@@ -138,6 +138,11 @@ async fn connection(
                 let refusal = refuse(&shared, greeted, &frame.request);
                 if let (None, Request::Hello { node, .. }) = (&refusal, &frame.request) {
                     greeted = Some(*node);
+                    // A node back (a restart, a healed partition) hears
+                    // the heartbeats of the quiet groups led here.
+                    if let Some(peer) = node {
+                        crate::quiesce::peer_greeted(&shared, *peer);
+                    }
                 }
                 if let Some(refusal) = refusal {
                     let _ = answers
@@ -187,9 +192,10 @@ fn refuse(shared: &Shared, greeted: Option<Option<u64>>, request: &Request) -> O
         (None, Request::Hello { .. }) => return None,
         (None, _) => "the connection's first request must be its greeting",
         (Some(_), Request::Hello { .. }) => "a connection greets once",
-        (Some(None), Request::Raft { .. } | Request::OpenGroup { .. }) => {
-            "Raft and group messages come from nodes, and this connection greeted as a client"
-        }
+        (
+            Some(None),
+            Request::Raft { .. } | Request::OpenGroup { .. } | Request::Quiesce { .. },
+        ) => "Raft and group messages come from nodes, and this connection greeted as a client",
         _ => return None,
     };
     Some(RemoteError::Invalid {

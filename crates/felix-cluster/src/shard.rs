@@ -104,6 +104,8 @@ impl ReplicatedShard {
         }
         let count = records.len();
         let requests = records.into_iter().map(felix_raft::Request::new);
+        // A quiet group wakes before its leader writes.
+        self.group.stir();
         // Nothing is submitted if this fails.
         let mut results = self
             .group
@@ -216,6 +218,7 @@ impl ReplicatedShard {
     /// learner is removed meanwhile ([`ShardError::NotLeader`],
     /// [`ShardError::Refused`]).
     pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
+        self.group.stir();
         let added = self
             .group
             .raft
@@ -270,6 +273,7 @@ impl ReplicatedShard {
     async fn change_voters(&self, change: ChangeMembers<u64, BasicNode>) -> Result<(), ShardError> {
         let mut tries = 0;
         loop {
+            self.group.stir();
             match self
                 .group
                 .raft

@@ -66,6 +66,7 @@ pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
             lag,
             voters: membership.voter_ids().collect(),
             learners: membership.learner_ids().collect(),
+            quiet: group.is_quiet(),
         });
     }
     for (key, why) in shared.unopened() {
@@ -80,6 +81,7 @@ pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
             lag: Default::default(),
             voters: Vec::new(),
             learners: Vec::new(),
+            quiet: false,
         });
     }
     NodeStatus {
@@ -143,7 +145,12 @@ fn role_name(state: ServerState) -> &'static str {
 /// Changes come from openraft's server metrics, which move with
 /// elections and membership, not with each heartbeat or entry; the
 /// figures are recorded every [`RECORD_INTERVAL`].
-pub(crate) async fn watch_group(node: u64, shard: String, raft: GroupRaft) {
+pub(crate) async fn watch_group(
+    node: u64,
+    shard: String,
+    raft: GroupRaft,
+    stops: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
     let mut server = raft.server_metrics();
     let mut tick = tokio::time::interval(RECORD_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -195,6 +202,7 @@ pub(crate) async fn watch_group(node: u64, shard: String, raft: GroupRaft) {
                 if let (Err(fatal), false) = (&m.running_state, stopped) {
                     tracing::error!(node, shard = %shard, error = %fatal, "group stopped");
                     stopped = true;
+                    stops.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 }
             }
         }

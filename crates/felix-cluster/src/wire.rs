@@ -169,6 +169,22 @@ pub enum Request {
     },
     /// The node's view of every group it hosts.
     Status,
+    /// Is the node there? Sent by each node to each peer every heartbeat
+    /// interval: one message per peer, whatever the number of groups, so
+    /// that groups whose timers are off notice a leader gone
+    /// (`quiesce.rs`).
+    Ping,
+    /// From a group's leader: the group is idle and every follower holds
+    /// every entry; stop its timers until the leader writes again. Refused
+    /// unless the sender leads the group in `term` here.
+    Quiesce {
+        /// The shard.
+        shard: ShardName,
+        /// The leader's term.
+        term: u64,
+        /// The leader.
+        leader: u64,
+    },
 }
 
 /// A Raft message of one group.
@@ -222,6 +238,12 @@ pub enum Response {
     Status(NodeStatus),
     /// The request failed.
     Error(RemoteError),
+    /// The answer to [`Request::Ping`].
+    Pong {
+        /// How many times a group has stopped on the node since it
+        /// started: a change means groups it led may have no leader now.
+        stops: u64,
+    },
 }
 
 /// The answer to a [`RaftRequest`] of the same kind.
@@ -301,6 +323,9 @@ pub struct GroupStatus {
     pub voters: Vec<u64>,
     /// The learners.
     pub learners: Vec<u64>,
+    /// Whether the group is quiet here: idle, its timers and heartbeats
+    /// off until its leader writes again.
+    pub quiet: bool,
 }
 
 /// Why a request failed on the node.

@@ -167,8 +167,9 @@ fn group_line(key: &ShardKey, g: &GroupStatus) -> String {
         let lags: Vec<String> = g.lag.iter().map(|(n, l)| format!("{n}:{l}")).collect();
         format!(" lag {}", lags.join(","))
     };
+    let quiet = if g.quiet { " quiet" } else { "" };
     format!(
-        "  {key} {} term {} leader {} commit {} applied {} offsets {}..{} (written {}) voters {}{lag}",
+        "  {key} {} term {} leader {} commit {} applied {} offsets {}..{} (written {}) voters {}{lag}{quiet}",
         g.role,
         g.term,
         opt(g.leader),
@@ -202,5 +203,6 @@ fn group_json(node: u64, addr: &str, key: &ShardKey, g: &GroupStatus) -> serde_j
         "voters": g.voters,
         "learners": g.learners,
         "lag": lag,
+        "quiet": g.quiet,
     })
 }

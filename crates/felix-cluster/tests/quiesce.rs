@@ -1,0 +1,110 @@
+//! Quiet groups: an idle group turns its timers and heartbeats off on
+//! every replica, wakes for a write without an election, and elects a new
+//! leader when its leader's node is gone.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{all_records, append_acked, client, cluster, eventually, key, leader_of};
+use felix_cluster::wire::{GroupStatus, ShardName};
+use felix_cluster::{Client, Node};
+use felix_storage::ShardKey;
+
+/// The group of `shard` as each of `nodes` reports it, when all answer.
+async fn statuses(client: &Client, nodes: &[Node], shard: &ShardKey) -> Option<Vec<GroupStatus>> {
+    let name = ShardName::from(shard);
+    let mut out = Vec::new();
+    for node in nodes {
+        let status = client.status(&node.addr().to_string()).await.ok()?;
+        out.push(status.groups.into_iter().find(|g| g.shard == name)?);
+    }
+    Some(out)
+}
+
+/// Waits until `shard` is quiet on every one of `nodes`; returns its term.
+async fn quiet_everywhere(client: &Client, nodes: &[Node], shard: &ShardKey) -> u64 {
+    eventually(
+        "the group quiet on every node",
+        Duration::from_secs(20),
+        || async {
+            let groups = statuses(client, nodes, shard).await?;
+            let term = groups[0].term;
+            groups
+                .iter()
+                .all(|g| g.quiet && g.term == term && g.leader.is_some())
+                .then_some(term)
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_group_goes_quiet_and_a_write_wakes_it_without_an_election() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let mut acked = append_acked(&client, &shard, 2, 5).await;
+    let term = quiet_everywhere(&client, &nodes, &shard).await;
+
+    // Quiet for longer than the longest election timeout (600 ms): no
+    // replica stood for election.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let groups = statuses(&client, &nodes, &shard).await.unwrap();
+    assert!(
+        groups.iter().all(|g| g.quiet && g.term == term),
+        "{groups:?}"
+    );
+
+    // A write wakes it, is acknowledged in the same term, and reaches
+    // every replica.
+    acked.extend(append_acked(&client, &shard, 1, 3).await);
+    let groups = statuses(&client, &nodes, &shard).await.unwrap();
+    assert!(groups.iter().all(|g| g.term == term), "{groups:?}");
+    for node in &nodes {
+        let read = all_records(&client, &node.addr().to_string(), &shard, acked.len()).await;
+        assert_eq!(read, acked, "node {}", node.id());
+    }
+    // And once idle again, it goes quiet again, still in the same term.
+    assert_eq!(quiet_everywhere(&client, &nodes, &shard).await, term);
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_group_whose_leader_is_gone_elects_another_and_loses_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(1);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let mut acked = append_acked(&client, &shard, 3, 4).await;
+    let term = quiet_everywhere(&client, &nodes, &shard).await;
+    let leader = leader_of(&client, &nodes, &shard).await;
+
+    let at = nodes.iter().position(|n| n.id() == leader).unwrap();
+    nodes.remove(at).shutdown().await.unwrap();
+    // The others notice the node gone (no answer to their pings for the
+    // longest election timeout), wake the group and elect a new leader.
+    let survivors = common::client(&nodes);
+    let new_leader = eventually("a new leader", Duration::from_secs(20), || async {
+        let groups = statuses(&survivors, &nodes, &shard).await?;
+        groups
+            .iter()
+            .find(|g| g.role == "leader" && g.term > term)
+            .map(|g| g.leader)
+    })
+    .await;
+    assert_ne!(new_leader, Some(leader));
+    acked.extend(append_acked(&survivors, &shard, 1, 2).await);
+    for node in &nodes {
+        let read = all_records(&survivors, &node.addr().to_string(), &shard, acked.len()).await;
+        assert_eq!(read, acked, "node {}", node.id());
+    }
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
