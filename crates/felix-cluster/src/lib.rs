@@ -85,4 +85,4 @@ pub use node::{Node, NodeConfig, RaftTimings};
 pub use prometheus::serve_prometheus;
 pub use reader::ShardReader;
 pub use shard::{MAX_RECORD_BYTES, ReplicatedShard};
-pub use tls::{ClientTls, TlsError, TlsFiles};
+pub use tls::{ClientTls, TlsError, TlsFiles, node_certificate_name};

@@ -189,7 +189,8 @@ impl Node {
         })?;
         let tls = match &config.tls {
             Some(files) => Some(
-                NodeTls::from_files(files).map_err(|source| NodeError::Tls { node: id, source })?,
+                NodeTls::from_files(files, id)
+                    .map_err(|source| NodeError::Tls { node: id, source })?,
             ),
             None => None,
         };

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
+use rustls::pki_types::CertificateDer;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -72,10 +73,20 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     let _open = Inbound::count(&shared);
+    // Over TLS, the certificate the peer presented: whom it may greet as.
+    let mut certificate = None;
     let stream: BoxedIo = match &shared.tls {
         Some(tls) => {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => Box::new(stream),
+                Ok(Ok(stream)) => {
+                    certificate = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|chain| chain.first())
+                        .cloned();
+                    Box::new(stream)
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(node = shared.id, peer = %from, error = %e, "TLS handshake refused");
                     return;
@@ -135,7 +146,7 @@ async fn connection(
         };
         match frame {
             Some(Ok(frame)) => {
-                let refusal = refuse(&shared, greeted, &frame.request);
+                let refusal = refuse(&shared, greeted, certificate.as_ref(), &frame.request);
                 if let (None, Request::Hello { node, .. }) = (&refusal, &frame.request) {
                     greeted = Some(*node);
                     // A node back (a restart, a healed partition) hears
@@ -185,10 +196,33 @@ async fn connection(
 }
 
 /// A request this connection may not make: anything before the greeting,
-/// and a Raft message from a connection that did not greet as a node
-/// (a client).
-fn refuse(shared: &Shared, greeted: Option<Option<u64>>, request: &Request) -> Option<RemoteError> {
+/// a greeting as a node that the connection's certificate does not name
+/// (over TLS), and a Raft message from a connection that did not greet as
+/// a node (a client).
+fn refuse(
+    shared: &Shared,
+    greeted: Option<Option<u64>>,
+    certificate: Option<&CertificateDer<'static>>,
+    request: &Request,
+) -> Option<RemoteError> {
     let reason = match (greeted, request) {
+        (
+            None,
+            Request::Hello {
+                node: Some(node), ..
+            },
+        ) if shared.tls.is_some() => {
+            if certificate.is_some_and(|cert| crate::tls::names_node(cert, *node)) {
+                return None;
+            }
+            return Some(RemoteError::Invalid {
+                node: shared.id,
+                reason: format!(
+                    "a connection greeting as node {node} must present a certificate naming {}",
+                    crate::tls::node_certificate_name(*node)
+                ),
+            });
+        }
         (None, Request::Hello { .. }) => return None,
         (None, _) => "the connection's first request must be its greeting",
         (Some(_), Request::Hello { .. }) => "a connection greets once",

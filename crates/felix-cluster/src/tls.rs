@@ -22,7 +22,9 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 pub struct TlsFiles {
     /// The certificate chain this side presents (PEM), leaf first. A
     /// node's must name the addresses peers and clients reach it by (an IP
-    /// address SAN for `127.0.0.1:PORT`).
+    /// address SAN for `127.0.0.1:PORT`) and the node itself
+    /// ([`node_certificate_name`], a DNS SAN): a node greeting with another
+    /// id than its certificate names is refused.
     pub cert: PathBuf,
     /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1).
     pub key: PathBuf,
@@ -63,6 +65,17 @@ pub enum TlsError {
     /// The CA file's certificates cannot verify clients.
     #[error("TLS client verifier: {0}")]
     Verifier(String),
+    /// A node's certificate does not carry its name
+    /// ([`node_certificate_name`]): its peers would refuse it.
+    #[error("TLS certificate {} does not name node {node} (a DNS subject alternative name {name} is needed)", path.display())]
+    NotNamed {
+        /// The certificate file.
+        path: PathBuf,
+        /// The node.
+        node: u64,
+        /// The name it should carry.
+        name: String,
+    },
 }
 
 fn read(what: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
@@ -161,8 +174,16 @@ pub(crate) struct NodeTls {
 }
 
 impl NodeTls {
-    pub(crate) fn from_files(files: &TlsFiles) -> Result<Self, TlsError> {
+    /// Node `node`'s TLS: its certificate must name it.
+    pub(crate) fn from_files(files: &TlsFiles, node: u64) -> Result<Self, TlsError> {
         let (chain, key) = identity(files)?;
+        if !chain.first().is_some_and(|leaf| names_node(leaf, node)) {
+            return Err(TlsError::NotNamed {
+                path: files.cert.clone(),
+                node,
+                name: node_certificate_name(node),
+            });
+        }
         let verifier =
             WebPkiClientVerifier::builder_with_provider(Arc::new(roots(files)?), provider())
                 .build()
@@ -176,6 +197,30 @@ impl NodeTls {
             client: ClientTls::from_files(files)?,
         })
     }
+}
+
+/// The DNS name a node's certificate carries, as a subject alternative
+/// name, so that the node may greet as node `node` over TLS:
+/// `node-{node}.felix-cluster`. A certificate of the cluster's CA without
+/// it is a client's: it may append, read and ask, but not send Raft
+/// messages or say it is a node.
+///
+/// ```
+/// assert_eq!(felix_cluster::node_certificate_name(3), "node-3.felix-cluster");
+/// ```
+pub fn node_certificate_name(node: u64) -> String {
+    format!("node-{node}.felix-cluster")
+}
+
+/// Whether `cert` carries [`node_certificate_name`]`(node)`.
+pub(crate) fn names_node(cert: &CertificateDer<'_>, node: u64) -> bool {
+    let Ok(end) = webpki::EndEntityCert::try_from(cert) else {
+        return false;
+    };
+    let Ok(name) = ServerName::try_from(node_certificate_name(node)) else {
+        return false;
+    };
+    end.verify_is_valid_for_subject_name(&name).is_ok()
 }
 
 /// A connection, plain or TLS.

@@ -8,7 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{key, timings};
-use felix_cluster::{Client, ClientError, ClientOptions, ClientTls, Node, NodeConfig, TlsFiles};
+use felix_cluster::peer::{CallError, Peer};
+use felix_cluster::wire::{Request, Response};
+use felix_cluster::{
+    Client, ClientError, ClientOptions, ClientTls, Node, NodeConfig, NodeError, TlsError, TlsFiles,
+    node_certificate_name,
+};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 
 /// A CA, and certificates it signs for 127.0.0.1, written as PEM files.
@@ -32,10 +37,12 @@ impl Ca {
         }
     }
 
-    /// Files for a holder named `name`: its certificate, key, and this CA.
-    fn files(&self, dir: &Path, name: &str) -> TlsFiles {
-        let params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    /// Files for a holder named `name`: its certificate (for 127.0.0.1,
+    /// and naming `node` when it is a node's), key, and this CA.
+    fn files(&self, dir: &Path, name: &str, node: Option<u64>) -> TlsFiles {
+        let mut names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+        names.extend(node.map(node_certificate_name));
+        let params = CertificateParams::new(names).unwrap();
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         let files = TlsFiles {
@@ -69,7 +76,7 @@ async fn only_holders_of_the_cluster_s_certificates_are_served() {
     for id in 1..=3u64 {
         let mut config = NodeConfig::new(id, root.path().join(format!("n{id}")), "127.0.0.1:0");
         config.timings = timings();
-        config.tls = Some(ca.files(root.path(), &format!("node{id}")));
+        config.tls = Some(ca.files(root.path(), &format!("node{id}"), Some(id)));
         nodes.push(Node::start(config).await.unwrap());
     }
     common::introduce(&nodes);
@@ -77,7 +84,8 @@ async fn only_holders_of_the_cluster_s_certificates_are_served() {
 
     // Replication runs over TLS between the nodes, and a client with a
     // certificate of the CA appends and reads.
-    let trusted = ClientTls::from_files(&ca.files(root.path(), "client")).unwrap();
+    let client_files = ca.files(root.path(), "client", None);
+    let trusted = ClientTls::from_files(&client_files).unwrap();
     let good = client(&addrs, Some(trusted), Duration::from_secs(20));
     let shard = key(0);
     good.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
@@ -94,7 +102,7 @@ async fn only_holders_of_the_cluster_s_certificates_are_served() {
 
     // Nor does one whose certificate another CA signed.
     let other = Ca::new("another CA");
-    let stranger_files = other.files(root.path(), "stranger");
+    let stranger_files = other.files(root.path(), "stranger", None);
     // It trusts the cluster's CA (so it would accept the node), but the
     // node does not trust it.
     std::fs::write(&stranger_files.ca, &ca.pem).unwrap();
@@ -106,9 +114,54 @@ async fn only_holders_of_the_cluster_s_certificates_are_served() {
     let refused = stranger.status(&addrs[0]).await.unwrap_err();
     assert!(matches!(refused, ClientError::Call(_)), "{refused}");
 
+    // A certificate of the CA that does not name node 2 cannot greet as
+    // node 2 (and so send Raft messages): a client's, or node 1's.
+    let as_node_2 = |files: &TlsFiles| {
+        Peer::new(
+            addrs[2].clone(),
+            Some(2),
+            Some(ClientTls::from_files(files).unwrap()),
+        )
+    };
+    for (whose, files) in [
+        ("a client's", client_files.clone()),
+        ("node 1's", ca.files(root.path(), "node1-again", Some(1))),
+    ] {
+        let refused = as_node_2(&files)
+            .call(Request::Status, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, CallError::Unreachable { ref reason, .. }
+                if reason.contains("greeting as node 2 must present a certificate naming node-2.felix-cluster")),
+            "{whose}: {refused}"
+        );
+    }
+    // Node 2's own certificate may.
+    let node_2 = as_node_2(&ca.files(root.path(), "node2-again", Some(2)));
+    assert!(matches!(
+        node_2.call(Request::Status, Duration::from_secs(5)).await,
+        Ok(Response::Status(ref s)) if s.node == 3
+    ));
+
     for node in nodes {
         node.shutdown().await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_certificate_names_another_node_does_not_start() {
+    let root = tempfile::tempdir().unwrap();
+    let ca = Ca::new("felix test CA");
+    let mut config = NodeConfig::new(4, root.path().join("n4"), "127.0.0.1:0");
+    config.tls = Some(ca.files(root.path(), "node4", Some(5)));
+    let cert = config.tls.as_ref().unwrap().cert.clone();
+    let err = Node::start(config).await.err().unwrap();
+    assert!(
+        matches!(err, NodeError::Tls { node: 4, source: TlsError::NotNamed { node: 4, ref path, ref name } }
+            if *path == cert && name == "node-4.felix-cluster"),
+        "{err}"
+    );
 }
 
 #[test]

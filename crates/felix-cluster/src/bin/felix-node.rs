@@ -53,7 +53,8 @@ struct Args {
     metrics_addr: Option<String>,
     /// This node's certificate chain (PEM): turns TLS on for every
     /// connection, both ways; peers and clients must then present a
-    /// certificate chaining to `--tls-ca`.
+    /// certificate chaining to `--tls-ca`. It must name this node's address
+    /// and carry the DNS name node-ID.felix-cluster (ID: `--id`).
     #[arg(long, requires_all = ["tls_key", "tls_ca"], value_name = "PEM")]
     tls_cert: Option<PathBuf>,
     /// The private key of `--tls-cert` (PEM).
