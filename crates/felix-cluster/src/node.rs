@@ -95,6 +95,12 @@ pub struct NodeConfig {
     /// a certificate chaining to `ca`. `None` (the default) serves and
     /// connects in the clear.
     pub tls: Option<TlsFiles>,
+    /// The most bytes of requests one connection may have in the node's
+    /// hands at a time (read, not yet answered); a connection at the limit
+    /// is not read until answers free room. A frame larger than the limit
+    /// takes all of it. Default [`MAX_IN_FLIGHT_BYTES`](crate::MAX_IN_FLIGHT_BYTES)
+    /// (256 MiB).
+    pub max_in_flight_bytes: usize,
 }
 
 impl NodeConfig {
@@ -111,6 +117,7 @@ impl NodeConfig {
             store: StoreConfig::default(),
             file_system: FileSystem::os(),
             tls: None,
+            max_in_flight_bytes: crate::server::MAX_IN_FLIGHT_BYTES,
         }
     }
 }
@@ -148,6 +155,11 @@ pub(crate) struct Shared {
     /// sees the count move wakes the quiet groups this node led).
     pub(crate) stops: Arc<AtomicU64>,
     timings: RaftTimings,
+    /// [`NodeConfig::max_in_flight_bytes`], at least 1.
+    pub(crate) max_in_flight_bytes: usize,
+    /// The most bytes of requests one connection held at a time since the
+    /// node started.
+    pub(crate) inbound_bytes_peak: AtomicU64,
     /// How connections are accepted, when TLS is on.
     pub(crate) tls: Option<NodeTls>,
 }
@@ -245,6 +257,10 @@ impl Node {
             inbound: AtomicU64::new(0),
             stops: Arc::default(),
             timings: config.timings,
+            max_in_flight_bytes: config
+                .max_in_flight_bytes
+                .clamp(1, usize::try_from(u32::MAX).unwrap_or(usize::MAX)),
+            inbound_bytes_peak: AtomicU64::new(0),
             tls,
         });
         let ids = shared.store.keys().map_err(|source| NodeError::Store {

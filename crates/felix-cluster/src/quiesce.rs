@@ -155,7 +155,9 @@ pub(crate) async fn keep(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             return;
         }
-        ping_peers(&shared, &mut seen, period, gone_after).await;
+        // A ping may take half the time that makes a peer gone: a busy
+        // machine's slow answer is not taken for a dead node.
+        ping_peers(&shared, &mut seen, gone_after / 2, gone_after).await;
         round = round.wrapping_add(1);
         if round.is_multiple_of(check_every) {
             put_idle_groups_to_sleep(&shared, &mut idle).await;
@@ -168,7 +170,7 @@ pub(crate) async fn keep(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 async fn ping_peers(
     shared: &Arc<Shared>,
     seen: &mut HashMap<u64, PeerSeen>,
-    period: Duration,
+    timeout: Duration,
     gone_after: Duration,
 ) {
     let peers: Vec<(u64, String)> = shared
@@ -178,7 +180,7 @@ async fn ping_peers(
         .collect();
     let calls = peers.iter().map(|(id, addr)| {
         let peer = shared.peers.get(addr);
-        async move { (*id, peer.call(Request::Ping, period).await) }
+        async move { (*id, peer.call(Request::Ping, timeout).await) }
     });
     let now = Instant::now();
     for (id, answer) in futures::future::join_all(calls).await {

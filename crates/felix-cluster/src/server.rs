@@ -1,7 +1,8 @@
 //! The node's listener: each connection's requests are read in order,
-//! handled concurrently (at most [`MAX_IN_FLIGHT`] at a time, so a peer
-//! that sends faster than the node answers is slowed down, not buffered
-//! without bound), and answered as each is done.
+//! handled concurrently (at most [`MAX_IN_FLIGHT`] at a time, holding at
+//! most [`MAX_IN_FLIGHT_BYTES`] of frames, so a peer that sends faster than
+//! the node answers is slowed down, not buffered without bound), and
+//! answered as each is done.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +16,15 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use crate::node::Shared;
 use crate::peer::MAX_IN_FLIGHT;
 use crate::tls::BoxedIo;
+
+/// The default most bytes of requests one connection has in the node's
+/// hands at a time (read and not yet answered,
+/// [`NodeConfig::max_in_flight_bytes`](crate::NodeConfig::max_in_flight_bytes)):
+/// 256 MiB, four of the largest frames. A connection at the limit is not
+/// read until answers free room, so a peer or client sending large frames
+/// faster than the node handles them is slowed down by TCP, whatever their
+/// count.
+pub const MAX_IN_FLIGHT_BYTES: usize = 4 * crate::wire::MAX_FRAME;
 
 /// How long a connection may take to send its greeting.
 const GREETING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -128,6 +138,7 @@ async fn connection(
         }
     });
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let budget = Arc::new(Semaphore::new(shared.max_in_flight_bytes));
     // Who greeted: `Some(Some(id))` a node, `Some(None)` a client.
     let mut greeted: Option<Option<u64>> = None;
     loop {
@@ -164,6 +175,24 @@ async fn connection(
                         .await;
                     continue;
                 }
+                // The frame's bytes count against the connection's budget
+                // until it is answered; at the limit, nothing more is read.
+                let len = frames
+                    .decoder()
+                    .last_frame_len()
+                    .min(shared.max_in_flight_bytes);
+                let held = tokio::select! {
+                    _ = stop.changed() => break,
+                    () = answers.closed() => break,
+                    held = Arc::clone(&budget)
+                        .acquire_many_owned(u32::try_from(len).unwrap_or(u32::MAX)) => held,
+                };
+                let Ok(held) = held else { break };
+                let in_hand = shared.max_in_flight_bytes - budget.available_permits();
+                shared.inbound_bytes_peak.fetch_max(
+                    u64::try_from(in_hand).unwrap_or(u64::MAX),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 let shared = Arc::clone(&shared);
                 let answers = answers.clone();
                 tokio::spawn(async move {
@@ -174,7 +203,7 @@ async fn connection(
                             response,
                         })
                         .await;
-                    drop(slot);
+                    drop((slot, held));
                 });
             }
             Some(Err(e)) => {

@@ -88,6 +88,9 @@ pub(crate) async fn node_status(shared: &Shared) -> NodeStatus {
         node: shared.id,
         peer_connections: u64::try_from(shared.peers.count()).unwrap_or(u64::MAX),
         inbound_connections: shared.inbound.load(std::sync::atomic::Ordering::Relaxed),
+        inbound_bytes_peak: shared
+            .inbound_bytes_peak
+            .load(std::sync::atomic::Ordering::Relaxed),
         groups,
     }
 }

@@ -295,6 +295,9 @@ pub struct NodeStatus {
     pub peer_connections: u64,
     /// How many connections to it are open now (from peers and clients).
     pub inbound_connections: u64,
+    /// The most bytes of requests one connection had in its hands at a
+    /// time since it started (bounded by its `max_in_flight_bytes`).
+    pub inbound_bytes_peak: u64,
     /// Every group it hosts, by shard.
     pub groups: Vec<GroupStatus>,
 }
@@ -472,7 +475,17 @@ pub fn decode_response(body: &[u8]) -> Result<ResponseFrame, WireError> {
 pub struct FrameCodec<In, Out> {
     frames: LengthDelimitedCodec,
     decode: fn(&[u8]) -> Result<In, WireError>,
+    /// The body length of the last frame decoded.
+    last_len: usize,
     _out: std::marker::PhantomData<fn(Out)>,
+}
+
+impl<In, Out> FrameCodec<In, Out> {
+    /// The body length of the frame decoded last (0 before any): what a
+    /// reader holds in memory for it.
+    pub fn last_frame_len(&self) -> usize {
+        self.last_len
+    }
 }
 
 /// The codec a node serves a connection with: requests in, responses out.
@@ -494,6 +507,7 @@ impl ServerCodec {
         Self {
             frames: length_codec(),
             decode: decode_request,
+            last_len: 0,
             _out: std::marker::PhantomData,
         }
     }
@@ -505,6 +519,7 @@ impl ClientCodec {
         Self {
             frames: length_codec(),
             decode: decode_response,
+            last_len: 0,
             _out: std::marker::PhantomData,
         }
     }
@@ -517,6 +532,7 @@ impl<In, Out> Decoder for FrameCodec<In, Out> {
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<In>, WireError> {
         match self.frames.decode(src)? {
             Some(body) => {
+                self.last_len = body.len();
                 // Records' bytes in the body are shared, not copied.
                 let body = body.freeze();
                 blob::in_frame(&body, || (self.decode)(&body)).map(Some)

@@ -129,3 +129,32 @@ async fn a_malformed_or_oversized_frame_closes_only_its_connection() {
         node.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_never_has_more_bytes_in_the_node_s_hands_than_its_budget() {
+    const BUDGET: usize = 256 << 10;
+    let root = tempfile::tempdir().unwrap();
+    let mut config = felix_cluster::NodeConfig::new(1, root.path().join("n1"), "127.0.0.1:0");
+    config.timings = common::timings();
+    config.max_in_flight_bytes = BUDGET;
+    let node = felix_cluster::Node::start(config).await.unwrap();
+    let client = common::client(std::slice::from_ref(&node));
+    let shard = common::key(0);
+    client.create_shard(&shard, vec![1]).await.unwrap();
+    // Sixteen appends of 64 KiB at once on the client's one connection:
+    // four times the budget. The node reads on as answers free room, and
+    // every append is acknowledged.
+    let appends = (0..16u8).map(|i| client.append(&shard, vec![vec![i; 64 << 10]]));
+    let acked = futures::future::join_all(appends).await;
+    let mut offsets: Vec<u64> = acked.into_iter().map(|a| a.unwrap()[0]).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert_eq!(offsets.len(), 16);
+    let status = client.status(&node.addr().to_string()).await.unwrap();
+    assert!(
+        status.inbound_bytes_peak > 64 << 10 && status.inbound_bytes_peak <= BUDGET as u64,
+        "peak {} of a {BUDGET}-byte budget",
+        status.inbound_bytes_peak
+    );
+    node.shutdown().await.unwrap();
+}
