@@ -8,6 +8,7 @@ use std::time::Duration;
 use felix_storage::ShardKey;
 use openraft::BasicNode;
 use openraft::error::{InitializeError, RaftError};
+use openraft::raft::AppendEntriesResponse;
 use openraft::rt::watch::WatchReceiver;
 
 use crate::ReplicatedShard;
@@ -43,6 +44,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
         } => offset_for_timestamp(shared, &shard, timestamp_micros).await,
         Request::Status => Ok(Response::Status(crate::status::node_status(shared).await)),
         Request::Ping => Ok(Response::Pong {
+            run: shared.run,
             stops: shared.stops.load(std::sync::atomic::Ordering::Acquire),
         }),
         Request::Quiesce {
@@ -145,16 +147,25 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
         RaftRequest::Append(rpc) => {
             let written = !rpc.entries.is_empty();
             let answer = group.raft.append_entries(rpc).await;
-            if written {
+            // Only entries of the leader this replica follows (taken, or
+            // in conflict with its log), not a deposed leader's.
+            if written
+                && matches!(
+                    answer,
+                    Ok(AppendEntriesResponse::Success
+                        | AppendEntriesResponse::PartialSuccess(_)
+                        | AppendEntriesResponse::Conflict)
+                )
+            {
                 group.wake();
             }
             RaftResponse::Append(answer)
         }
-        RaftRequest::Vote(rpc) => {
-            let answer = group.raft.vote(rpc).await;
-            group.wake();
-            RaftResponse::Vote(answer)
-        }
+        // A vote does not wake a quiet group: answering needs no timer, and
+        // a woken follower whose lease ran out long ago would stand at its
+        // next tick. An election that ends in a leader wakes every replica
+        // with the leader's first entry.
+        RaftRequest::Vote(rpc) => RaftResponse::Vote(group.raft.vote(rpc).await),
         RaftRequest::Snapshot { vote, meta } => {
             tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
             let snapshot = Snapshot {

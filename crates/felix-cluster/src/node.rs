@@ -154,6 +154,9 @@ pub(crate) struct Shared {
     /// Groups that stopped on this node since it started (a peer that
     /// sees the count move wakes the quiet groups this node led).
     pub(crate) stops: Arc<AtomicU64>,
+    /// An id of this run of the node (its start time, in nanoseconds since
+    /// the Unix epoch): peers that see it change know it restarted.
+    pub(crate) run: u64,
     timings: RaftTimings,
     /// [`NodeConfig::max_in_flight_bytes`], at least 1.
     pub(crate) max_in_flight_bytes: usize,
@@ -256,6 +259,9 @@ impl Node {
             closing: AtomicBool::new(false),
             inbound: AtomicU64::new(0),
             stops: Arc::default(),
+            run: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
             timings: config.timings,
             max_in_flight_bytes: config
                 .max_in_flight_bytes
@@ -280,6 +286,7 @@ impl Node {
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner);
                         unopened.insert(key, e.to_string());
+                        shared.stops.fetch_add(1, Ordering::AcqRel);
                     }
                 }
                 ShardId::Dir(name) => {

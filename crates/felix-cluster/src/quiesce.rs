@@ -13,19 +13,24 @@
 //! the one question is how a quiet group wakes:
 //!
 //! * **A write.** Every write a leader takes (an append, a membership
-//!   change) first wakes the group here ([`Group::stir`]); its entries
-//!   reach the followers as AppendEntries, and any Raft message wakes a
-//!   follower's group — after openraft has taken it, so the leader's lease
-//!   is fresh and the follower does not stand at its first tick. A sleep
-//!   being decided when a write comes is called off (a count of writes,
-//!   checked under the same lock the write wakes under).
+//!   change) first wakes the group there ([`Group::stir`]; on a replica
+//!   that does not lead, nothing wakes); its entries reach the followers
+//!   as AppendEntries, and entries of the leader a follower follows wake
+//!   its group — after openraft has taken them, so the leader's lease is
+//!   fresh and the follower does not stand at its first tick. Heartbeats
+//!   and votes wake nothing (a follower woken with a long-expired lease
+//!   would stand). A sleep being decided when a write comes is called off
+//!   (a count of writes, checked under the lock every sleep and wake
+//!   takes).
 //! * **A leader gone.** Each node pings each peer node every heartbeat
 //!   interval ([`Request::Ping`]: one message per peer, however many
 //!   groups). A peer that has not answered for the longest election
 //!   timeout is taken as gone, and every quiet group here it led wakes: its
 //!   election timer has long passed, so it stands at its next tick. A
-//!   peer's answer counts the groups that stopped on it (a failed disk):
-//!   when that count moves, the quiet groups it led wake too.
+//!   peer's answer names its run and counts the groups that stopped or did
+//!   not open on it (a failed disk): when either changes (a restart), the
+//!   quiet groups it led wake too. Peers are the configured ones, those
+//!   learned, and every member of every group hosted here.
 //! * **A peer back.** A node that greets this one (a restart, a healed
 //!   partition) wakes every group this node leads that has it as a member:
 //!   the leader's heartbeats reach it before its own election timer, which
@@ -56,20 +61,36 @@ pub(crate) struct Quiet {
 }
 
 impl Group {
-    /// Wakes the group before a write on its leader, and calls off a sleep
-    /// being decided.
-    pub(crate) fn stir(&self) {
-        let _turn = self
-            .quiet
+    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.quiet
             .turn
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the group before a write on its leader, and calls off a sleep
+    /// being decided. On a replica that does not lead, nothing: the write
+    /// is refused there, and waking a follower whose lease ran out long
+    /// ago would make it stand for election.
+    pub(crate) fn stir(&self) {
+        if self.raft.metrics().borrow_watched().state != ServerState::Leader {
+            return;
+        }
+        let _turn = self.turn();
         self.quiet.writes.fetch_add(1, Ordering::AcqRel);
-        self.wake();
+        self.wake_holding_turn();
     }
 
     /// Turns the group's timers and heartbeats back on, if they were off.
     pub(crate) fn wake(&self) {
+        let _turn = self.turn();
+        self.wake_holding_turn();
+    }
+
+    /// [`wake`](Self::wake) for a caller holding `turn`: the flag and
+    /// openraft's switches change together, so a sleep and a wake racing
+    /// cannot leave the switches off under a flag that says awake.
+    fn wake_holding_turn(&self) {
         if self.quiet.asleep.swap(false, Ordering::AcqRel) {
             let config = self.raft.runtime_config();
             config.heartbeat(true);
@@ -77,8 +98,9 @@ impl Group {
         }
     }
 
-    /// Turns the group's timers and heartbeats off.
-    fn sleep(&self) {
+    /// Turns the group's timers and heartbeats off; the caller holds
+    /// `turn`.
+    fn sleep_holding_turn(&self) {
         if !self.quiet.asleep.swap(true, Ordering::AcqRel) {
             let config = self.raft.runtime_config();
             config.tick(false);
@@ -104,7 +126,8 @@ pub(crate) fn quiesce(group: &Group, term: u64, leader: u64) -> bool {
             && m.state != ServerState::Leader
     };
     if agreed {
-        group.sleep();
+        let _turn = group.turn();
+        group.sleep_holding_turn();
     }
     agreed
 }
@@ -128,40 +151,88 @@ pub(crate) fn peer_greeted(shared: &Shared, peer: u64) {
 /// What this node knows of a peer's liveness.
 struct PeerSeen {
     last_answer: Instant,
-    stops: Option<u64>,
+    /// The peer's run and its count of stopped groups, as last answered.
+    pong: Option<(u64, u64)>,
 }
 
-/// The node's quiet keeper: pings peers every heartbeat interval, wakes
-/// quiet groups whose leader is gone, and puts idle groups it leads to
-/// sleep every `check_every` pings. Ends when `stop` turns true.
-pub(crate) async fn keep(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+/// The node's quiet keeper: one task pings the peers every heartbeat
+/// interval and wakes the quiet groups whose leader is gone; another puts
+/// idle groups this node leads to sleep every four intervals. Neither
+/// waits on the other, so a slow round of one never delays the other's
+/// verdicts. Both end when `stop` turns true.
+pub(crate) async fn keep(shared: Arc<Shared>, stop: watch::Receiver<bool>) {
     let timings = shared.timings();
     let period = Duration::from_millis(timings.heartbeat_ms.max(1));
     let gone_after = Duration::from_millis(timings.election_max_ms);
-    // Idle for at least four heartbeat intervals (and at least one check)
-    // before a group sleeps.
-    let check_every = 4u32;
-    let mut seen: HashMap<u64, PeerSeen> = HashMap::new();
-    // Per group, (last log index, writes) at the previous check.
-    let mut idle: HashMap<ShardName, (Option<u64>, u64)> = HashMap::new();
+    tokio::join!(
+        ping_loop(Arc::clone(&shared), stop.clone(), period, gone_after),
+        // Idle from one look to the next, four heartbeat intervals on,
+        // before a group sleeps.
+        sleep_loop(shared, stop, period * 4, gone_after / 2),
+    );
+}
+
+/// A tick of `period` until `stop` turns true (`false` then).
+async fn next_tick(tick: &mut tokio::time::Interval, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = stop.changed() => {}
+        _ = tick.tick() => {}
+    }
+    !*stop.borrow()
+}
+
+fn ticker(period: Duration) -> tokio::time::Interval {
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
+async fn ping_loop(
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    period: Duration,
+    gone_after: Duration,
+) {
+    let mut seen: HashMap<u64, PeerSeen> = HashMap::new();
+    let mut members = HashMap::new();
+    let mut tick = ticker(period);
     let mut round = 0u32;
-    loop {
-        tokio::select! {
-            _ = stop.changed() => return,
-            _ = tick.tick() => {}
+    while next_tick(&mut tick, &mut stop).await {
+        // The groups' members change rarely: looked up every ten pings.
+        if round.is_multiple_of(10) {
+            members = group_members(&shared);
         }
-        if *stop.borrow() {
-            return;
-        }
+        round = round.wrapping_add(1);
         // A ping may take half the time that makes a peer gone: a busy
         // machine's slow answer is not taken for a dead node.
-        ping_peers(&shared, &mut seen, gone_after / 2, gone_after).await;
-        round = round.wrapping_add(1);
-        if round.is_multiple_of(check_every) {
-            put_idle_groups_to_sleep(&shared, &mut idle).await;
+        ping_peers(&shared, &members, &mut seen, gone_after / 2, gone_after).await;
+    }
+}
+
+/// Every member of every group hosted here, with its address.
+fn group_members(shared: &Shared) -> HashMap<u64, String> {
+    let mut members = HashMap::new();
+    for (_, group) in shared.all_groups() {
+        let metrics = group.raft.metrics();
+        let m = metrics.borrow_watched();
+        for (id, node) in m.membership_config.membership().nodes() {
+            members.entry(*id).or_insert_with(|| node.addr.clone());
         }
+    }
+    members
+}
+
+async fn sleep_loop(
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    period: Duration,
+    timeout: Duration,
+) {
+    // Per group, (last log index, writes) at the previous look.
+    let mut idle: HashMap<ShardName, (Option<u64>, u64)> = HashMap::new();
+    let mut tick = ticker(period);
+    while next_tick(&mut tick, &mut stop).await {
+        put_idle_groups_to_sleep(&shared, &mut idle, timeout).await;
     }
 }
 
@@ -169,15 +240,19 @@ pub(crate) async fn keep(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 /// is gone or whose groups stopped.
 async fn ping_peers(
     shared: &Arc<Shared>,
+    members: &HashMap<u64, String>,
     seen: &mut HashMap<u64, PeerSeen>,
     timeout: Duration,
     gone_after: Duration,
 ) {
-    let peers: Vec<(u64, String)> = shared
-        .known_peers()
-        .into_iter()
-        .filter(|(id, _)| *id != shared.id)
-        .collect();
+    // Every node this one knows: configured, learned, and every member of
+    // every group it hosts (a restart forgets what was learned, and a
+    // group's leader may be none of the configured peers).
+    let mut peers: HashMap<u64, String> = shared.known_peers().into_iter().collect();
+    for (id, addr) in members {
+        peers.entry(*id).or_insert_with(|| addr.clone());
+    }
+    peers.remove(&shared.id);
     let calls = peers.iter().map(|(id, addr)| {
         let peer = shared.peers.get(addr);
         async move { (*id, peer.call(Request::Ping, timeout).await) }
@@ -186,13 +261,15 @@ async fn ping_peers(
     for (id, answer) in futures::future::join_all(calls).await {
         let entry = seen.entry(id).or_insert(PeerSeen {
             last_answer: now,
-            stops: None,
+            pong: None,
         });
         let mut wake = false;
-        if let Ok(Response::Pong { stops }) = answer {
+        if let Ok(Response::Pong { run, stops }) = answer {
             entry.last_answer = now;
-            wake = entry.stops.is_some_and(|s| s != stops);
-            entry.stops = Some(stops);
+            // Another run (a restart) or more stopped groups: the groups
+            // it led may have no leader now.
+            wake = entry.pong.is_some_and(|p| p != (run, stops));
+            entry.pong = Some((run, stops));
         } else if now.duration_since(entry.last_answer) > gone_after {
             wake = true;
         }
@@ -214,12 +291,16 @@ fn wake_groups_led_by(shared: &Shared, leader: u64) {
 }
 
 /// Puts to sleep every group this node leads that was idle since the last
-/// check, once every follower agrees.
+/// look, once every follower agrees. The groups' rounds run at once, each
+/// call bounded by `timeout`: a follower that does not answer keeps its
+/// group awake, and holds up nothing else.
 async fn put_idle_groups_to_sleep(
     shared: &Arc<Shared>,
     idle: &mut HashMap<ShardName, (Option<u64>, u64)>,
+    timeout: Duration,
 ) {
     let mut now_idle = HashMap::new();
+    let mut rounds = Vec::new();
     for (key, group) in shared.all_groups() {
         if group.is_quiet() {
             continue;
@@ -244,41 +325,37 @@ async fn put_idle_groups_to_sleep(
             now_idle.insert(name, (last, writes));
             continue;
         }
-        let followers: Vec<u64> = m
+        let calls: Vec<_> = m
             .membership_config
             .membership()
             .nodes()
-            .map(|(id, _)| *id)
-            .filter(|id| *id != shared.id)
+            .filter(|(id, _)| **id != shared.id)
+            .map(|(_, node)| {
+                let peer = shared.peers.get(&node.addr);
+                let request = Request::Quiesce {
+                    shard: name.clone(),
+                    term: m.current_term,
+                    leader: shared.id,
+                };
+                async move { peer.call(request, timeout).await }
+            })
             .collect();
-        let request = |_| Request::Quiesce {
-            shard: name.clone(),
-            term: m.current_term,
-            leader: shared.id,
-        };
-        let calls = followers.iter().map(|id| {
-            let addr = shared.address_of(*id).unwrap_or_default();
-            let peer = shared.peers.get(&addr);
-            let request = request(*id);
-            let timeout = shared.call_timeout();
-            async move { peer.call(request, timeout).await }
-        });
-        let agreed = futures::future::join_all(calls)
-            .await
-            .into_iter()
-            .all(|answer| matches!(answer, Ok(Response::Done)));
-        if agreed {
-            // Final only if no write came meanwhile.
-            let _turn = group
-                .quiet
-                .turn
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if group.quiet.writes.load(Ordering::Acquire) == writes {
-                group.sleep();
-                tracing::debug!(node = shared.id, shard = %key, "group quiet");
+        let node = shared.id;
+        rounds.push(async move {
+            let agreed = futures::future::join_all(calls)
+                .await
+                .into_iter()
+                .all(|answer| matches!(answer, Ok(Response::Done)));
+            if agreed {
+                // Final only if no write came meanwhile.
+                let _turn = group.turn();
+                if group.quiet.writes.load(Ordering::Acquire) == writes {
+                    group.sleep_holding_turn();
+                    tracing::debug!(node, shard = %key, "group quiet");
+                }
             }
-        }
+        });
     }
+    futures::future::join_all(rounds).await;
     *idle = now_idle;
 }

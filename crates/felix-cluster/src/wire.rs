@@ -240,8 +240,11 @@ pub enum Response {
     Error(RemoteError),
     /// The answer to [`Request::Ping`].
     Pong {
-        /// How many times a group has stopped on the node since it
-        /// started: a change means groups it led may have no leader now.
+        /// An id of this run of the node, new at each start: a change
+        /// means it restarted, and groups it led may have no leader now.
+        run: u64,
+        /// How many groups stopped, or did not open, on the node in this
+        /// run: a change means groups it led may have no leader now.
         stops: u64,
     },
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{all_records, append_acked, client, cluster, eventually, key, leader_of};
 use felix_cluster::wire::{GroupStatus, ShardName};
-use felix_cluster::{Client, Node};
+use felix_cluster::{Client, Node, ShardError};
 use felix_storage::ShardKey;
 
 /// The group of `shard` as each of `nodes` reports it, when all answer.
@@ -51,6 +51,28 @@ async fn an_idle_group_goes_quiet_and_a_write_wakes_it_without_an_election() {
 
     // Quiet for longer than the longest election timeout (600 ms): no
     // replica stood for election.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let groups = statuses(&client, &nodes, &shard).await.unwrap();
+    assert!(
+        groups.iter().all(|g| g.quiet && g.term == term),
+        "{groups:?}"
+    );
+
+    // A write sent to a follower is refused there, naming the leader,
+    // and wakes nothing: no follower stands for election.
+    let leader = leader_of(&client, &nodes, &shard).await;
+    let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
+    let refused = follower
+        .shard(&shard)
+        .await
+        .unwrap()
+        .append(vec![b"to a follower".to_vec()])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ShardError::NotLeader { leader: Some((id, _)), .. } if id == leader),
+        "{refused}"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let groups = statuses(&client, &nodes, &shard).await.unwrap();
     assert!(

@@ -43,10 +43,17 @@ thread_local! {
 /// Runs `decode` on `frame`'s bytes with `frame` at hand, so that a
 /// [`shared`] blob borrowed from it becomes a slice of it, not a copy.
 pub(super) fn in_frame<T>(frame: &bytes::Bytes, decode: impl FnOnce() -> T) -> T {
-    let held = FRAME.with(|f| f.replace(Some(frame.clone())));
-    let out = decode();
-    FRAME.with(|f| f.replace(held));
-    out
+    /// Puts back the frame held before, however `decode` ends (a panic
+    /// included), so no frame stays pinned on the thread.
+    struct Restore(Option<bytes::Bytes>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let held = self.0.take();
+            FRAME.with(|f| f.replace(held));
+        }
+    }
+    let _restore = Restore(FRAME.with(|f| f.replace(Some(frame.clone()))));
+    decode()
 }
 
 /// The same for bytes shared without a copy ([`Bytes`](bytes::Bytes)):
