@@ -38,8 +38,6 @@ use crate::wire::{ShardOffsets, WireRun};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadBatch {
     runs: Vec<RecordRun>,
-    /// The producers' records the runs hold (normal entries).
-    len: usize,
     /// Where the next read starts: past the last entry read, skipped ones
     /// included.
     pub next: u64,
@@ -87,14 +85,8 @@ impl ReadBatch {
     /// A batch of `runs` a read on this node returned (verified by it).
     pub(crate) fn read(runs: Vec<RecordRun>, from: u64, offsets: ShardOffsets) -> Self {
         let next = runs.last().map_or(from, RecordRun::next_offset);
-        let len = runs
-            .iter()
-            .flat_map(RecordRun::iter)
-            .filter(|r| r.payload.first() == Some(&ENTRY_NORMAL))
-            .count();
         Self {
             runs,
-            len,
             next,
             offsets,
         }
@@ -167,15 +159,16 @@ impl ReadBatch {
             })
     }
 
-    /// How many producers' records the batch holds.
+    /// How many producers' records the batch holds (a walk over the
+    /// runs' headers: nothing is counted ahead for callers that never ask).
     pub fn len(&self) -> usize {
-        self.len
+        self.records().count()
     }
 
     /// True when the batch holds no producer's record (it may still have
     /// stepped over a leader's blank entry: see [`next`](Self::next)).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.records().next().is_none()
     }
 
     /// The bytes of the records read, headers and entry kinds included:

@@ -119,7 +119,8 @@ impl Group {
 /// leader committed.
 pub(crate) fn quiesce(group: &Group, term: u64, leader: u64) -> bool {
     let agreed = {
-        let m = group.raft.metrics().borrow_watched().clone();
+        let metrics = group.raft.metrics();
+        let m = metrics.borrow_watched();
         m.running_state.is_ok()
             && m.current_leader == Some(leader)
             && m.current_term == term
@@ -139,10 +140,13 @@ pub(crate) fn peer_greeted(shared: &Shared, peer: u64) {
         if !group.is_quiet() {
             continue;
         }
-        let m = group.raft.metrics().borrow_watched().clone();
-        if m.state == ServerState::Leader
-            && m.membership_config.membership().get_node(&peer).is_some()
-        {
+        let leads_peer = {
+            let metrics = group.raft.metrics();
+            let m = metrics.borrow_watched();
+            m.state == ServerState::Leader
+                && m.membership_config.membership().get_node(&peer).is_some()
+        };
+        if leads_peer {
             group.wake();
         }
     }

@@ -562,14 +562,11 @@ impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
             WireError::Encode(source)
         })?;
         let len = dst.len() - start - FRAME_HEADER_LEN;
-        let Ok(header) = u32::try_from(len) else {
+        // MAX_FRAME fits a u32, so a length within it always converts.
+        let Some(header) = u32::try_from(len).ok().filter(|_| len <= MAX_FRAME) else {
             dst.truncate(start);
             return Err(WireError::TooLarge { len });
         };
-        if len > MAX_FRAME {
-            dst.truncate(start);
-            return Err(WireError::TooLarge { len });
-        }
         if let Some(at) = dst.get_mut(start..start + FRAME_HEADER_LEN) {
             at.copy_from_slice(&header.to_be_bytes());
         }
