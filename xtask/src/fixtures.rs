@@ -19,6 +19,7 @@ use std::path::Path;
 use felix_format::epochs::{EpochEntry, decode_epochs};
 use felix_format::key_file::decode_key_file;
 use felix_format::log_start::decode_log_start;
+use felix_format::raft_snapshot::decode_raft_snapshot;
 use felix_format::raft_state::decode_raft_state;
 use felix_format::time_index::decode_time_index;
 use felix_format::{
@@ -32,6 +33,7 @@ use crate::shard::{self, Failure};
 mod cases;
 mod key_file;
 mod log_start;
+mod raft_snapshot;
 mod raft_state;
 mod readme;
 mod tier_manifest;
@@ -226,6 +228,9 @@ enum Expect {
     /// A raft-state file alone: it fails with this variant
     /// (`SideFileError::name`).
     RaftState { variant: &'static str },
+    /// A raft-snapshot file alone: it fails with this variant
+    /// (`SideFileError::name`).
+    RaftSnapshot { variant: &'static str },
 }
 
 /// One directory of fixtures and what it is for.
@@ -267,6 +272,7 @@ pub fn generate() -> Result<FileSet, String> {
     cases.extend(log_start::all(&small)?);
     cases.extend(tier_manifest::all()?);
     cases.extend(raft_state::all(&small)?);
+    cases.extend(raft_snapshot::all()?);
     let mut files = FileSet::new();
     for case in &cases {
         verify(case)?;
@@ -367,6 +373,15 @@ fn verify(case: &Case) -> Result<(), String> {
                 )),
             }
         }
+        Expect::RaftSnapshot { variant } => {
+            let bytes = case.file(Layout::RaftSnapshot).unwrap_or_default();
+            match decode_raft_snapshot(bytes) {
+                Err(err) if err.name() == variant => Ok(()),
+                decoded => bug(format!(
+                    "raft-snapshot file should fail with {variant}, decodes as {decoded:?}"
+                )),
+            }
+        }
         Expect::Clean => {
             for (name, bytes, layout) in &case.files {
                 let text = verdict(bytes, *layout, log);
@@ -454,6 +469,15 @@ fn verdict(bytes: &[u8], layout: Layout, segment: &[u8]) -> String {
             Ok(state) => format!(
                 "ok: vote {:?}, last purged {:?}, committed {:?}, log encoding {}",
                 state.vote, state.last_purged, state.committed, state.log_encoding
+            ),
+            Err(err) => format!("{}: {err}", err.name()),
+        },
+        Layout::RaftSnapshot => match decode_raft_snapshot(bytes) {
+            Ok(snapshot) => format!(
+                "ok: last {:?}, membership of {:?}, {} bytes of membership",
+                snapshot.last,
+                snapshot.membership_id,
+                snapshot.membership.len()
             ),
             Err(err) => format!("{}: {err}", err.name()),
         },

@@ -45,6 +45,8 @@ pub(crate) enum Layout {
     TierManifest,
     /// A shard directory's raft-state file (felix-raft's).
     RaftState,
+    /// A shard directory's raft-snapshot file (felix-raft's).
+    RaftSnapshot,
 }
 
 /// Renders `bytes` (the file at `path`) as an annotated dump. `segment` is
@@ -68,6 +70,7 @@ pub(crate) fn render(path: &str, bytes: &[u8], layout: Layout, segment: Option<&
         Layout::LogStart => additions::log_start(&mut d),
         Layout::TierManifest => additions::tier_manifest(&mut d),
         Layout::RaftState => additions::raft_state(&mut d),
+        Layout::RaftSnapshot => additions::raft_snapshot(&mut d),
     }
     d.finish()
 }

@@ -77,3 +77,31 @@ fn verify_knows_a_version_2_raft_state_file_and_reports_no_stray() {
     assert!(!text.contains("stray"), "{text}");
     assert!(!text.contains("note:"), "{text}");
 }
+
+#[test]
+fn verify_knows_a_raft_snapshot_file_and_reports_no_stray() {
+    let (root, dir) = fixture_copy("raft-snapshot");
+    let before = files(root.path());
+    let text = transcript(&["verify", s(&dir)], root.path());
+    assert_eq!(files(root.path()), before, "verify modified a file");
+    assert!(text.contains("OK: opens cleanly"), "{text}");
+    assert!(!text.contains("stray"), "{text}");
+    assert!(!text.contains("note:"), "{text}");
+}
+
+#[test]
+fn verify_notes_a_damaged_raft_snapshot_file_and_leaves_it() {
+    let (root, dir) = fixture_copy("raft-snapshot");
+    let damaged = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/v2/raft-snapshot/damaged/RaftSnapshotChecksum/raft-snapshot");
+    std::fs::copy(damaged, dir.join("raft-snapshot")).unwrap();
+    let before = files(root.path());
+    let text = transcript(&["verify", s(&dir)], root.path());
+    assert_eq!(files(root.path()), before, "verify modified a file");
+    assert!(
+        text.contains(
+            "note: raft-snapshot file unusable: it does not decode (RaftSnapshotChecksum: "
+        ),
+        "{text}"
+    );
+}

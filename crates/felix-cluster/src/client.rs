@@ -382,6 +382,28 @@ impl Client {
         self.done(&name, request).await
     }
 
+    /// Deletes every record of the shard before `offset`, on every
+    /// replica, through the log (see
+    /// [`ReplicatedShard::delete_records_before`](crate::ReplicatedShard::delete_records_before)),
+    /// and returns where the log begins: sent to the leader, found from
+    /// hints and retried until the deadline (asking twice is harmless: the
+    /// start never moves backwards).
+    pub async fn delete_records_before(
+        &self,
+        shard: &ShardKey,
+        offset: u64,
+    ) -> Result<u64, ClientError> {
+        let name = ShardName::from(shard);
+        let request = Request::DeleteRecords {
+            shard: name.clone(),
+            offset,
+        };
+        match self.to_leader(&name, request, true).await? {
+            Response::Start(start) => Ok(start),
+            other => Err(unexpected(&self.seeds.join(","), &other)),
+        }
+    }
+
     /// Removes node `node` from the shard.
     pub async fn remove_node(&self, shard: &ShardKey, node: u64) -> Result<(), ClientError> {
         let name = ShardName::from(shard);

@@ -62,8 +62,11 @@ pub enum NodeError {
     },
     /// The store's configuration asks for retention, which would delete
     /// Raft log segments behind openraft's back: a replicated shard's
-    /// start moves only through its log.
-    #[error("node {node}: store retention {found:?} is not available for replicated shards")]
+    /// start moves only through its log (the node's own retention,
+    /// [`NodeConfig::retention`](crate::NodeConfig::retention)).
+    #[error(
+        "node {node}: store retention {found:?} would delete Raft log segments on this node alone; a node's retention moves every replica's log start through the log"
+    )]
     Retention {
         /// The node.
         node: u64,
@@ -78,6 +81,15 @@ pub enum NodeError {
         /// What failed.
         #[source]
         source: crate::tls::TlsError,
+    },
+    /// The node's retention is not usable (the same rules as a store's).
+    #[error("node {node}: {source}")]
+    RetentionConfig {
+        /// The node.
+        node: u64,
+        /// What is wrong with it.
+        #[source]
+        source: felix_storage::ConfigError,
     },
     /// The Raft timings are not usable (openraft's check says why).
     #[error("node {node}: Raft timings: {reason}")]
@@ -182,6 +194,32 @@ pub enum ShardError {
         /// openraft's account of why.
         reason: String,
     },
+    /// The records asked for are below this replica's log start: deleted
+    /// (`delete_records_before`, retention). Read from `start`.
+    #[error(
+        "shard {shard} begins at offset {start}; the records before it, {offset} among them, are deleted"
+    )]
+    Trimmed {
+        /// The shard.
+        shard: String,
+        /// The offset asked for.
+        offset: u64,
+        /// Where the log begins on this replica.
+        start: u64,
+    },
+    /// `delete_records_before` asked for a start past the committed end:
+    /// nothing was appended.
+    #[error(
+        "cannot delete the records of shard {shard} before offset {offset}: only those before {committed} are committed"
+    )]
+    DeletePastEnd {
+        /// The shard.
+        shard: String,
+        /// The start asked for.
+        offset: u64,
+        /// One past the last committed entry.
+        committed: u64,
+    },
     /// This replica's storage failed the read.
     #[error("shard {shard}: {source}")]
     Storage {
@@ -215,6 +253,20 @@ impl ShardError {
             Self::Refused { reason, .. } => RemoteError::Invalid {
                 node,
                 reason: reason.clone(),
+            },
+            Self::Trimmed {
+                shard,
+                offset,
+                start,
+            } => RemoteError::Trimmed {
+                node,
+                shard: shard.clone(),
+                offset: *offset,
+                start: *start,
+            },
+            Self::DeletePastEnd { .. } => RemoteError::Invalid {
+                node,
+                reason: self.to_string(),
             },
             Self::Storage { .. } => RemoteError::Storage {
                 node,

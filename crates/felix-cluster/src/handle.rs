@@ -52,6 +52,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
             term,
             leader,
         } => quiesce(shared, &shard, term, leader),
+        Request::DeleteRecords { shard, offset } => delete_records(shared, &shard, offset).await,
     };
     answer.unwrap_or_else(Response::Error)
 }
@@ -284,6 +285,15 @@ async fn remove_node(shared: &Arc<Shared>, shard: &ShardName, node: u64) -> Answ
         .await
         .map_err(|e| e.to_remote(shared.id))?;
     Ok(Response::Done)
+}
+
+async fn delete_records(shared: &Arc<Shared>, shard: &ShardName, offset: u64) -> Answer {
+    let replica = hosted(shared, shard).await?;
+    let start = replica
+        .delete_records_before(offset)
+        .await
+        .map_err(|e| e.to_remote(shared.id))?;
+    Ok(Response::Start(start))
 }
 
 async fn append(shared: &Arc<Shared>, shard: &ShardName, records: Vec<Vec<u8>>) -> Answer {

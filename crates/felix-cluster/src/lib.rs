@@ -64,6 +64,7 @@ mod batch;
 mod client;
 mod error;
 mod handle;
+mod log_start;
 mod network;
 mod node;
 pub mod peer;

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use felix_raft::{TypeConfig, Vote};
+use felix_raft::{EntryData, TypeConfig, Vote};
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::{
@@ -60,7 +60,7 @@ const APPEND_BUDGET: usize = MAX_FRAME / 2;
 /// An entry's size on the wire, near enough: its payload and a margin.
 fn wire_size(entry: &felix_raft::Entry) -> usize {
     match &entry.payload {
-        EntryPayload::Normal(request) => request.payload.len().saturating_add(64),
+        EntryPayload::Normal(request) => request.payload().len().saturating_add(64),
         EntryPayload::Membership(_) => 4096,
         EntryPayload::Blank => 64,
     }

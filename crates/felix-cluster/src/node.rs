@@ -84,9 +84,19 @@ pub struct NodeConfig {
     /// durability is always [`Durability::None`]: each group's log asks for
     /// its own syncs (see felix-raft). Its retention must stay off (the
     /// default): the store would delete a Raft log's segments behind
-    /// openraft's back, and retention through the log is not implemented
-    /// yet. Default [`StoreConfig::default`].
+    /// openraft's back; [`retention`](Self::retention) is the replicated
+    /// one. Default [`StoreConfig::default`].
     pub store: StoreConfig,
+    /// Retention of every replicated shard, through the log: every
+    /// `interval`, each shard's leader finds where its own log would begin
+    /// under `max_bytes` and `max_age` (whole sealed segments, as
+    /// [`Shard::apply_retention`](felix_storage::Shard::apply_retention)
+    /// measures them) and appends a log-start entry, so every replica's
+    /// start moves to the same offset. Limits without an interval are
+    /// applied only by explicit
+    /// [`delete_records_before`](crate::ReplicatedShard::delete_records_before)
+    /// calls. Default none: nothing is deleted.
+    pub retention: Retention,
     /// The file system the store lives on. Default the real one; tests run
     /// a node on felix-io's simulated file system to fail its disk or cut
     /// its power.
@@ -115,6 +125,7 @@ impl NodeConfig {
             peers: BTreeMap::new(),
             timings: RaftTimings::default(),
             store: StoreConfig::default(),
+            retention: Retention::default(),
             file_system: FileSystem::os(),
             tls: None,
             max_in_flight_bytes: crate::server::MAX_IN_FLIGHT_BYTES,
@@ -186,15 +197,17 @@ impl Node {
             heartbeat_interval: config.timings.heartbeat_ms,
             election_timeout_min: config.timings.election_min_ms,
             election_timeout_max: config.timings.election_max_ms,
-            // The stream is the state: there is nothing to snapshot until
-            // the log start moves, and the log is never purged behind a
-            // reader's back.
+            // The stream is the state: a snapshot is taken only where the
+            // log start moves (`log_start.rs`), and the log is purged up to
+            // it at once, keeping nothing it covers, so the snapshot is
+            // always the entry just below the log start.
             snapshot_policy: SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: 0,
+            purge_batch_size: 1,
             // A node cut off and back, or slowed by a busy machine, asks
             // first whether it could win before it bumps the term: no
             // elections that feed each other.
             enable_pre_vote: Some(true),
-            max_in_snapshot_log_to_keep: u64::MAX,
             ..openraft::Config::default()
         }
         .validate()
@@ -215,6 +228,12 @@ impl Node {
                 found: config.store.retention,
             });
         }
+        StoreConfig {
+            retention: config.retention,
+            ..StoreConfig::default()
+        }
+        .validate()
+        .map_err(|source| NodeError::RetentionConfig { node: id, source })?;
         let store_config = StoreConfig {
             durability: Durability::None,
             ..config.store
@@ -296,6 +315,11 @@ impl Node {
         }
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(crate::quiesce::keep(Arc::clone(&shared), stopped.clone()));
+        tokio::spawn(crate::log_start::retain(
+            Arc::clone(&shared),
+            config.retention,
+            stopped.clone(),
+        ));
         let server = tokio::spawn(crate::server::serve(Arc::clone(&shared), listener, stopped));
         tracing::info!(node = id, addr = %shared.addr, "node started");
         Ok(Node {
@@ -396,7 +420,12 @@ impl Shared {
                 source,
             }
         })?;
-        let machine = StreamMachine::new();
+        let recorded = log.snapshot().map_err(|source| NodeError::Log {
+            node: self.id,
+            shard: shard.clone(),
+            source,
+        })?;
+        let machine = StreamMachine::new(log.clone(), recorded.and_then(|meta| meta.last_log_id));
         let network = GroupNetwork {
             peers: Arc::clone(&self.peers),
             shard: ShardName::from(key),
@@ -414,6 +443,13 @@ impl Shared {
             shard: shard.clone(),
             reason: e.to_string(),
         })?;
+        tokio::spawn(crate::log_start::keep_start(
+            self.id,
+            shard.clone(),
+            raft.clone(),
+            log.clone(),
+            machine.wanted_start(),
+        ));
         tokio::spawn(crate::status::watch_group(
             self.id,
             shard,

@@ -176,10 +176,11 @@ pub(crate) async fn keep(shared: Arc<Shared>, stop: watch::Receiver<bool>) {
     );
 }
 
-/// A tick of `period` until `stop` turns true (`false` then).
+/// A tick of `period` until `stop` turns true or its node is dropped
+/// (`false` then).
 async fn next_tick(tick: &mut tokio::time::Interval, stop: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {
-        _ = stop.changed() => {}
+        changed = stop.changed() => if changed.is_err() { return false },
         _ = tick.tick() => {}
     }
     !*stop.borrow()

@@ -167,14 +167,29 @@ impl ReplicatedShard {
     pub fn read(&self, from: u64, max_bytes: u64) -> Result<ReadBatch, ShardError> {
         self.check_running()?;
         let offsets = self.offsets();
+        if from < offsets.base {
+            return Err(ShardError::Trimmed {
+                shard: self.shard(),
+                offset: from,
+                start: offsets.base,
+            });
+        }
         let runs = if from < offsets.committed {
             self.group
                 .log
                 .shard()
                 .read_runs(from, max_bytes, ReadBound::Below(offsets.committed))
-                .map_err(|source| ShardError::Storage {
-                    shard: self.shard(),
-                    source: Box::new(source),
+                .map_err(|source| match source {
+                    // The start moved since it was looked at.
+                    felix_storage::StorageError::Trimmed { oldest, .. } => ShardError::Trimmed {
+                        shard: self.shard(),
+                        offset: from,
+                        start: oldest,
+                    },
+                    source => ShardError::Storage {
+                        shard: self.shard(),
+                        source: Box::new(source),
+                    },
                 })?
         } else {
             Vec::new()
@@ -209,6 +224,42 @@ impl ReplicatedShard {
                 shard: self.shard(),
                 source: Box::new(source),
             })
+    }
+
+    /// Deletes every record before `offset` on every replica (Kafka's
+    /// DeleteRecords), through the log: appends a log-start entry and
+    /// returns the new start once a majority holds it and this leader
+    /// applied it. Each replica moves its start as it applies the entry: a
+    /// snapshot at the entry before `offset` (recorded in the shard's
+    /// `raft-snapshot` file), then its log purged up to it, so reads below
+    /// `offset` are [`ShardError::Trimmed`] there from then on. A replica that missed the records below the
+    /// start is sent the snapshot and restarts its shard at `offset`.
+    ///
+    /// The start never moves backwards: an `offset` at or below the
+    /// current start appends nothing and returns the start. An `offset`
+    /// past the committed end is [`ShardError::DeletePastEnd`], nothing
+    /// appended. Only on the leader ([`ShardError::NotLeader`] elsewhere).
+    pub async fn delete_records_before(&self, offset: u64) -> Result<u64, ShardError> {
+        self.check_running()?;
+        let offsets = self.offsets();
+        if offset <= offsets.base {
+            return Ok(offsets.base);
+        }
+        if offset > offsets.committed {
+            return Err(ShardError::DeletePastEnd {
+                shard: self.shard(),
+                offset,
+                committed: offsets.committed,
+            });
+        }
+        self.group.stir();
+        self.group
+            .raft
+            .client_write(felix_raft::Request::LogStart { start: offset })
+            .await
+            .map_err(|e| self.write_error(e))?;
+        tracing::info!(node = self.shared.id, shard = %self.key, start = offset, "log start moved");
+        Ok(offset)
     }
 
     /// Adds node `node` at `addr`: a learner first, which is sent every

@@ -29,7 +29,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// The protocol version of these messages, sent first on each connection
 /// ([`Request::Hello`]); a node answers a different one with
 /// [`RemoteError::Protocol`].
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A shard's key as it travels: the four parts of a
 /// [`ShardKey`].
@@ -185,6 +185,15 @@ pub enum Request {
         /// The leader.
         leader: u64,
     },
+    /// Delete every record of the shard before `offset`, on every replica,
+    /// through the log. Only the leader accepts; answered with the new
+    /// start ([`Response::Start`]).
+    DeleteRecords {
+        /// The shard.
+        shard: ShardName,
+        /// The new log start.
+        offset: u64,
+    },
 }
 
 /// A Raft message of one group.
@@ -247,6 +256,9 @@ pub enum Response {
         /// run: a change means groups it led may have no leader now.
         stops: u64,
     },
+    /// Where the shard's log begins now: the answer to
+    /// [`Request::DeleteRecords`].
+    Start(u64),
 }
 
 /// The answer to a [`RaftRequest`] of the same kind.
@@ -413,6 +425,22 @@ pub enum RemoteError {
         expected: u32,
         /// The sender's.
         found: u32,
+    },
+    /// The records asked for are below the shard's log start on this
+    /// replica: deleted (`delete_records_before`, retention). Read from
+    /// `start`.
+    #[error(
+        "node {node}: shard {shard} begins at offset {start}; the records before it, {offset} among them, are deleted"
+    )]
+    Trimmed {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// The offset asked for.
+        offset: u64,
+        /// Where the log begins on that replica.
+        start: u64,
     },
 }
 

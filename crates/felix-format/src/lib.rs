@@ -67,6 +67,7 @@ mod index;
 pub mod key_file;
 pub mod log_start;
 mod naming;
+pub mod raft_snapshot;
 pub mod raft_state;
 mod record;
 mod segment_header;
@@ -84,7 +85,8 @@ pub use index::{
 pub use naming::{
     CLEAN_SHUTDOWN_FILE_NAME, CLEAN_SHUTDOWN_TEMP_FILE_NAME, EPOCHS_FILE_NAME,
     EPOCHS_TEMP_FILE_NAME, FileKind, FileName, KEY_FILE_NAME, KEY_TEMP_FILE_NAME, LOCK_FILE_NAME,
-    LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME, RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME,
+    LOG_START_FILE_NAME, LOG_START_TEMP_FILE_NAME, RAFT_SNAPSHOT_FILE_NAME,
+    RAFT_SNAPSHOT_TEMP_FILE_NAME, RAFT_STATE_FILE_NAME, RAFT_STATE_TEMP_FILE_NAME,
     SHARD_COMPONENT_MAX_CHARS, ShardFileName, ShardKey, file_name, is_shard_dir_name,
     parse_file_name, parse_tombstone_name, tombstone_name,
 };

@@ -62,6 +62,12 @@ pub const LOG_START_TEMP_FILE_NAME: &str = "log-start.tmp";
 pub const RAFT_STATE_FILE_NAME: &str = "raft-state";
 /// The temporary the raft-state file is written to before its rename.
 pub const RAFT_STATE_TEMP_FILE_NAME: &str = "raft-state.tmp";
+/// Name of the file a Raft log kept in the shard records its snapshot in:
+/// the last entry it covers and the membership there (felix-raft writes
+/// it; see [`crate::raft_snapshot`]).
+pub const RAFT_SNAPSHOT_FILE_NAME: &str = "raft-snapshot";
+/// The temporary the raft-snapshot file is written to before its rename.
+pub const RAFT_SNAPSHOT_TEMP_FILE_NAME: &str = "raft-snapshot.tmp";
 /// What a segment's temporary adds to the segment's name: a new segment's
 /// header is written and synced as `{id:020}.log.tmp`, then renamed.
 const TEMP_SUFFIX: &str = ".tmp";
@@ -123,6 +129,10 @@ pub enum ShardFileName {
     RaftState,
     /// [`RAFT_STATE_TEMP_FILE_NAME`]: its temporary.
     RaftStateTemp,
+    /// [`RAFT_SNAPSHOT_FILE_NAME`]: a Raft log's snapshot.
+    RaftSnapshot,
+    /// [`RAFT_SNAPSHOT_TEMP_FILE_NAME`]: its temporary.
+    RaftSnapshotTemp,
     /// Any other name: not ours (a stray), never adopted.
     Other,
 }
@@ -144,6 +154,8 @@ impl ShardFileName {
             LOG_START_TEMP_FILE_NAME => return Self::LogStartTemp,
             RAFT_STATE_FILE_NAME => return Self::RaftState,
             RAFT_STATE_TEMP_FILE_NAME => return Self::RaftStateTemp,
+            RAFT_SNAPSHOT_FILE_NAME => return Self::RaftSnapshot,
+            RAFT_SNAPSHOT_TEMP_FILE_NAME => return Self::RaftSnapshotTemp,
             _ => {}
         }
         if let Some(segment) = name.strip_suffix(TEMP_SUFFIX) {
@@ -194,6 +206,8 @@ impl ShardFileName {
             Self::LogStartTemp => LOG_START_TEMP_FILE_NAME,
             Self::RaftState => RAFT_STATE_FILE_NAME,
             Self::RaftStateTemp => RAFT_STATE_TEMP_FILE_NAME,
+            Self::RaftSnapshot => RAFT_SNAPSHOT_FILE_NAME,
+            Self::RaftSnapshotTemp => RAFT_SNAPSHOT_TEMP_FILE_NAME,
             Self::Other => return None,
         };
         let mut name = FileName::EMPTY;
@@ -212,6 +226,7 @@ impl ShardFileName {
                 | Self::KeyTemp
                 | Self::LogStartTemp
                 | Self::RaftStateTemp
+                | Self::RaftSnapshotTemp
         )
     }
 }

@@ -17,7 +17,8 @@
 //! are zero. A field whose flag is clear is zero, and so is a committed or
 //! candidate bit without a vote. `log_encoding` names how the shard's
 //! records hold Raft entries: 2 is one kind byte ([`RAFT_ENTRY_NORMAL`],
-//! [`RAFT_ENTRY_BLANK`], [`RAFT_ENTRY_MEMBERSHIP`]) then the body.
+//! [`RAFT_ENTRY_BLANK`], [`RAFT_ENTRY_MEMBERSHIP`], [`RAFT_ENTRY_LOG_START`])
+//! then the body.
 //!
 //! Version 1 (44 bytes), written by felix-raft on openraft 0.9: the same
 //! up to `purged_index`, then the CRC of bytes 0..40; flags bits 0 to 3.
@@ -61,7 +62,13 @@ pub const RAFT_ENTRY_BLANK: u8 = 2;
 /// membership (postcard of openraft's `Membership`) after this byte.
 pub const RAFT_ENTRY_MEMBERSHIP: u8 = 3;
 
-/// The name of an entry kind byte (`normal`, `blank`, `membership`), or
+/// The first byte of a record of a felix Raft log: a log-start entry, the
+/// new log start (`u64`, big-endian) after this byte. Applying it deletes
+/// the records before that start on every replica.
+pub const RAFT_ENTRY_LOG_START: u8 = 4;
+
+/// The name of an entry kind byte (`normal`, `blank`, `membership`,
+/// `log-start`), or
 /// `None` for a byte no entry starts with.
 ///
 /// ```
@@ -75,6 +82,7 @@ pub const fn raft_entry_kind_name(kind: u8) -> Option<&'static str> {
         RAFT_ENTRY_NORMAL => Some("normal"),
         RAFT_ENTRY_BLANK => Some("blank"),
         RAFT_ENTRY_MEMBERSHIP => Some("membership"),
+        RAFT_ENTRY_LOG_START => Some("log-start"),
         _ => None,
     }
 }

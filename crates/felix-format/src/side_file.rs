@@ -2,7 +2,7 @@
 //! they all report.
 //!
 //! The files felix storage adds beside a shard's segments (`clean-shutdown`,
-//! `key`, `log-start`, `raft-state`, `*.timeindex`), the `epochs` file and
+//! `key`, `log-start`, `raft-state`, `raft-snapshot`, `*.timeindex`), the `epochs` file and
 //! a tiered shard's manifest object are all a header then (for most) a
 //! body. The header begins with a `u32` magic and a `u16` version, then
 //! (in all but the epochs file) `u16` flags, then fields of the file's own,
@@ -46,6 +46,8 @@ pub enum SideFileKind {
     LogStart,
     /// The `raft-state` file ([`crate::raft_state`]).
     RaftState,
+    /// The `raft-snapshot` file ([`crate::raft_snapshot`]).
+    RaftSnapshot,
     /// A `*.timeindex` file ([`crate::time_index`]).
     TimeIndex,
     /// The `epochs` file ([`crate::epochs`]).
@@ -62,6 +64,7 @@ impl SideFileKind {
             Self::KeyFile => &crate::key_file::KEY_FILE_LAYOUT,
             Self::LogStart => &crate::log_start::LOG_START_LAYOUT,
             Self::RaftState => &crate::raft_state::RAFT_STATE_LAYOUT,
+            Self::RaftSnapshot => &crate::raft_snapshot::RAFT_SNAPSHOT_LAYOUT,
             Self::TimeIndex => &crate::time_index::TIME_INDEX_LAYOUT,
             Self::Epochs => &crate::epochs::EPOCHS_LAYOUT,
             Self::Manifest => &crate::tier_manifest::MANIFEST_LAYOUT,
@@ -69,7 +72,8 @@ impl SideFileKind {
     }
 
     /// The kind's name, the prefix of every [`SideFileError::name`]:
-    /// `CleanShutdown`, `KeyFile`, `LogStart`, `RaftState`, `TimeIndex`,
+    /// `CleanShutdown`, `KeyFile`, `LogStart`, `RaftState`, `RaftSnapshot`,
+    /// `TimeIndex`,
     /// `Epochs`, `Manifest`.
     pub const fn name(self) -> &'static str {
         self.layout().name

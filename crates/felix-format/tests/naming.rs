@@ -179,6 +179,8 @@ fn shard_file_name_every_kind_round_trips_through_its_name() {
         (N::LogStartTemp,           "log-start.tmp",                         true),
         (N::RaftState,              "raft-state",                            false),
         (N::RaftStateTemp,          "raft-state.tmp",                        true),
+        (N::RaftSnapshot,           "raft-snapshot",                         false),
+        (N::RaftSnapshotTemp,       "raft-snapshot.tmp",                     true),
     ];
     for (kind, name, temporary) in table {
         assert_eq!(

@@ -5,6 +5,8 @@
 //! * [`ENTRY_NORMAL`]: the producer's bytes ([`EntryData::payload`]); the
 //!   record's timestamp is the entry's ([`EntryData::timestamp_micros`],
 //!   set by the leader and replicated);
+//! * [`ENTRY_LOG_START`]: the new log start, 8 bytes big-endian
+//!   ([`EntryData::log_start`]); timestamp 0;
 //! * [`ENTRY_BLANK`]: nothing; [`ENTRY_MEMBERSHIP`]: the membership in
 //!   postcard. openraft makes these entries itself and they carry no time,
 //!   so their record's timestamp is 0 on every replica. (The timestamp of
@@ -16,7 +18,9 @@
 //! A read slices the body out of the read's buffer: no copy.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use felix_format::raft_state::{RAFT_ENTRY_BLANK, RAFT_ENTRY_MEMBERSHIP, RAFT_ENTRY_NORMAL};
+use felix_format::raft_state::{
+    RAFT_ENTRY_BLANK, RAFT_ENTRY_LOG_START, RAFT_ENTRY_MEMBERSHIP, RAFT_ENTRY_NORMAL,
+};
 use openraft::vote::leader_id_std::CommittedLeaderId;
 use openraft::{EntryPayload, LogId};
 
@@ -30,6 +34,8 @@ pub const ENTRY_NORMAL: u8 = RAFT_ENTRY_NORMAL;
 pub const ENTRY_BLANK: u8 = RAFT_ENTRY_BLANK;
 /// The kind byte of a membership entry's record.
 pub const ENTRY_MEMBERSHIP: u8 = RAFT_ENTRY_MEMBERSHIP;
+/// The kind byte of a log-start entry's record.
+pub const ENTRY_LOG_START: u8 = RAFT_ENTRY_LOG_START;
 
 /// The record of `entry`: its timestamp and payload.
 pub(crate) fn encode_entry<C>(entry: &C::Entry) -> Result<(u64, Bytes), RaftLogError>
@@ -38,13 +44,21 @@ where
 {
     let index = entry.log_id.index;
     Ok(match &entry.payload {
-        EntryPayload::Normal(data) => {
-            let body = data.payload();
-            let mut out = BytesMut::with_capacity(1 + body.len());
-            out.put_u8(ENTRY_NORMAL);
-            out.extend_from_slice(body);
-            (data.timestamp_micros(), out.freeze())
-        }
+        EntryPayload::Normal(data) => match data.log_start() {
+            Some(start) => {
+                let mut out = BytesMut::with_capacity(9);
+                out.put_u8(ENTRY_LOG_START);
+                out.put_u64(start);
+                (0, out.freeze())
+            }
+            None => {
+                let body = data.payload();
+                let mut out = BytesMut::with_capacity(1 + body.len());
+                out.put_u8(ENTRY_NORMAL);
+                out.extend_from_slice(body);
+                (data.timestamp_micros(), out.freeze())
+            }
+        },
         EntryPayload::Blank => (0, Bytes::from_static(&[ENTRY_BLANK])),
         EntryPayload::Membership(m) => {
             let out = postcard::to_extend(m, vec![ENTRY_MEMBERSHIP])
@@ -84,6 +98,23 @@ where
                 offset,
                 len: payload.len() - 1,
             });
+        }
+        ENTRY_LOG_START => {
+            let start = payload
+                .get(1..)
+                .and_then(|body| <[u8; 8]>::try_from(body).ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| RaftLogError::LogStartBody {
+                    shard: shard.to_owned(),
+                    offset,
+                    len: payload.len() - 1,
+                })?;
+            let data = C::D::from_log_start(start).ok_or_else(|| RaftLogError::EntryKind {
+                shard: shard.to_owned(),
+                offset,
+                kind,
+            })?;
+            EntryPayload::Normal(data)
         }
         ENTRY_MEMBERSHIP => {
             let body = payload.get(1..).unwrap_or_default();
@@ -146,7 +177,7 @@ pub(crate) mod serde_bytes {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::{Request, TypeConfig};
+    use crate::{EntryData, Request, TypeConfig};
 
     #[test]
     fn a_normal_entry_read_is_a_slice_of_the_record() {
@@ -157,7 +188,28 @@ mod tests {
             panic!("not normal: {:?}", entry.payload);
         };
         assert_eq!(request, Request::at(99, &b"xy"[..]));
-        assert_eq!(request.payload.as_ptr(), record[1..].as_ptr());
+        assert_eq!(request.payload().as_ptr(), record[1..].as_ptr());
+    }
+
+    #[test]
+    fn a_log_start_entry_is_its_kind_byte_and_the_start_big_endian() {
+        let entry = openraft::Entry::<CommittedLeaderId<u64>, _> {
+            log_id: LogId::new(CommittedLeaderId::new(3), 40),
+            payload: EntryPayload::Normal(Request::LogStart { start: 0x0102 }),
+        };
+        let (timestamp, record) = encode_entry::<TypeConfig>(&entry).unwrap();
+        assert_eq!(timestamp, 0);
+        assert_eq!(&record[..], &[ENTRY_LOG_START, 0, 0, 0, 0, 0, 0, 1, 2]);
+        let back = decode_entry::<TypeConfig>("s", 40, 3, 0, &record).unwrap();
+        assert_eq!(back, entry);
+        assert!(matches!(
+            decode_entry::<TypeConfig>("s", 40, 3, 0, &record.slice(..5)),
+            Err(RaftLogError::LogStartBody {
+                offset: 40,
+                len: 4,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -53,6 +53,34 @@ pub enum RaftLogError {
         /// What it is.
         not_regular: felix_io::NotRegularFile,
     },
+    /// The raft-snapshot file is damaged: the membership of the entries
+    /// purged is unknown, so the log does not open.
+    #[error("raft-snapshot file {path} is unusable: {source}")]
+    RaftSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its bytes.
+        #[source]
+        source: SideFileError,
+    },
+    /// The membership the raft-snapshot file holds does not decode.
+    #[error("the membership in raft-snapshot file {path} does not decode: {source}")]
+    SnapshotMembership {
+        /// The file.
+        path: PathBuf,
+        /// Why it did not decode.
+        #[source]
+        source: postcard::Error,
+    },
+    /// The raft-snapshot file's name (or its temporary's) is taken by
+    /// something that is not a regular file: the snapshot was not recorded.
+    #[error("{} is {not_regular}; the raft-snapshot file was not replaced", path.display())]
+    RaftSnapshotNotAFile {
+        /// The name taken.
+        path: PathBuf,
+        /// What it is.
+        not_regular: felix_io::NotRegularFile,
+    },
     /// The shard a log was asked to live in (a store's, or one configured
     /// through [`LogOptions::config`](crate::LogOptions::config)) would sync
     /// on a schedule of its own: its durability is not
@@ -78,7 +106,7 @@ pub enum RaftLogError {
     },
     /// A record's first byte names no entry kind of log encoding 2.
     #[error(
-        "the record at offset {offset} of shard {shard} begins with {kind:#04x}, no Raft entry kind (1 normal, 2 blank, 3 membership)"
+        "the record at offset {offset} of shard {shard} begins with {kind:#04x}, no Raft entry kind (1 normal, 2 blank, 3 membership, 4 log start)"
     )]
     EntryKind {
         /// The shard's label.
@@ -91,6 +119,18 @@ pub enum RaftLogError {
     /// A blank entry's record has bytes after its kind byte.
     #[error("the blank entry at offset {offset} of shard {shard} has {len} bytes of body")]
     BlankWithBody {
+        /// The shard's label.
+        shard: String,
+        /// The record's offset (the entry's index).
+        offset: u64,
+        /// The bytes after the kind byte.
+        len: usize,
+    },
+    /// A log-start entry's body is not the 8 bytes of a start.
+    #[error(
+        "the log-start entry at offset {offset} of shard {shard} has {len} bytes of body, not 8"
+    )]
+    LogStartBody {
         /// The shard's label.
         shard: String,
         /// The record's offset (the entry's index).

@@ -7,12 +7,13 @@
 //!
 //! * the Raft log is the stream: the Raft index of an entry is its felix
 //!   offset, and each entry is one record whose payload is one kind byte
-//!   ([`ENTRY_NORMAL`], [`ENTRY_BLANK`], [`ENTRY_MEMBERSHIP`]) then, for a
-//!   normal entry, the producer's bytes as given (a read slices them out
-//!   of the read's buffer), for a membership entry the membership in
-//!   postcard. A normal entry's record timestamp is its request's, set by
-//!   the leader and replicated ([`EntryData`], [`Request::new`]); a blank
-//!   or membership entry's is 0. Every replica holds the same records, so
+//!   ([`ENTRY_NORMAL`], [`ENTRY_BLANK`], [`ENTRY_MEMBERSHIP`],
+//!   [`ENTRY_LOG_START`]) then, for a normal entry, the producer's bytes
+//!   as given (a read slices them out of the read's buffer), for a
+//!   membership entry the membership in postcard, for a log-start entry
+//!   the new start (8 bytes, big-endian). A normal entry's record
+//!   timestamp is its request's, set by the leader and replicated
+//!   ([`EntryData`], [`Request::new`]); the others' is 0. Every replica holds the same records, so
 //!   `felix-store dump` and time lookups see what was produced, on any
 //!   node;
 //! * the entry's term is the record's generation, so felix's divergence
@@ -71,35 +72,53 @@ mod codec;
 mod error;
 mod log_ids;
 mod log_store;
+mod snapshot_file;
 mod state_file;
 
-pub use codec::{ENTRY_BLANK, ENTRY_MEMBERSHIP, ENTRY_NORMAL};
+pub use codec::{ENTRY_BLANK, ENTRY_LOG_START, ENTRY_MEMBERSHIP, ENTRY_NORMAL};
 pub use error::RaftLogError;
 pub use log_store::{FelixLogStore, LogConfig, LogOptions};
 
 use bytes::Bytes;
 
-/// A request of the example type configuration: the producer's bytes and
-/// the time the leader took them.
+/// A request of the example type configuration: records, or a new log
+/// start.
 ///
-/// A normal entry is stored as a record whose payload is [`payload`]
-/// behind one kind byte, and whose timestamp is [`timestamp_micros`]: set
-/// once, where the request enters the cluster (whoever calls
-/// `client_write` on the leader, see [`Request::new`]), and replicated with
-/// the entry, so every replica holds the same record and answers a time
-/// lookup the same way. openraft asks a request to display itself (in its
-/// logs): as its length and time.
+/// A [`Record`](Request::Record) is one normal entry, stored as a record
+/// whose payload is the producer's bytes behind one kind byte
+/// ([`ENTRY_NORMAL`]) and whose timestamp is the request's: set once,
+/// where the request enters the cluster (whoever calls `client_write` on
+/// the leader, see [`Request::new`]), and replicated with the entry, so
+/// every replica holds the same record and answers a time lookup the same
+/// way.
 ///
-/// [`payload`]: Request::payload
-/// [`timestamp_micros`]: Request::timestamp_micros
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct Request {
-    /// The publish time, microseconds since the Unix epoch: the record's
-    /// timestamp on every replica.
-    pub timestamp_micros: u64,
-    /// The producer's bytes: the record's payload after its kind byte.
-    #[serde(with = "codec::serde_bytes")]
-    pub payload: Bytes,
+/// A [`LogStart`](Request::LogStart) asks every replica to delete the
+/// records before an offset (Kafka's DeleteRecords, or retention, through
+/// the log): stored as a record of kind [`ENTRY_LOG_START`], timestamp 0,
+/// the start in its body. A state machine that applies it moves the log
+/// start (a snapshot at the entry before the start, then a purge up to
+/// it).
+///
+/// openraft asks a request to display itself (in its logs): as its length
+/// and time, or the start.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Request {
+    /// One record.
+    Record {
+        /// The publish time, microseconds since the Unix epoch: the
+        /// record's timestamp on every replica.
+        timestamp_micros: u64,
+        /// The producer's bytes: the record's payload after its kind byte.
+        #[serde(with = "codec::serde_bytes")]
+        payload: Bytes,
+    },
+    /// Delete every record before `start`: the log begins there on every
+    /// replica once this entry is applied.
+    LogStart {
+        /// The new log start (a start at or below the current one changes
+        /// nothing).
+        start: u64,
+    },
 }
 
 impl Request {
@@ -112,7 +131,7 @@ impl Request {
 
     /// A request of `payload` with the given publish time.
     pub fn at(timestamp_micros: u64, payload: impl Into<Bytes>) -> Self {
-        Self {
+        Self::Record {
             timestamp_micros,
             payload: payload.into(),
         }
@@ -121,32 +140,56 @@ impl Request {
 
 impl std::fmt::Display for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} bytes at {} µs",
-            self.payload.len(),
-            self.timestamp_micros
-        )
+        match self {
+            Self::Record {
+                timestamp_micros,
+                payload,
+            } => write!(f, "{} bytes at {timestamp_micros} µs", payload.len()),
+            Self::LogStart { start } => write!(f, "log start {start}"),
+        }
     }
 }
 
+/// The payload of an entry that holds none.
+static NO_PAYLOAD: Bytes = Bytes::new();
+
 impl EntryData for Request {
     fn timestamp_micros(&self) -> u64 {
-        self.timestamp_micros
+        match self {
+            Self::Record {
+                timestamp_micros, ..
+            } => *timestamp_micros,
+            Self::LogStart { .. } => 0,
+        }
     }
 
     fn payload(&self) -> &Bytes {
-        &self.payload
+        match self {
+            Self::Record { payload, .. } => payload,
+            Self::LogStart { .. } => &NO_PAYLOAD,
+        }
     }
 
     fn from_record(timestamp_micros: u64, payload: Bytes) -> Self {
         Self::at(timestamp_micros, payload)
     }
+
+    fn log_start(&self) -> Option<u64> {
+        match self {
+            Self::Record { .. } => None,
+            Self::LogStart { start } => Some(*start),
+        }
+    }
+
+    fn from_log_start(start: u64) -> Option<Self> {
+        Some(Self::LogStart { start })
+    }
 }
 
 /// The application data of a [`LogConfig`]: what a normal entry's record
-/// holds, its timestamp and its payload, and back.
-pub trait EntryData {
+/// holds, its timestamp and its payload, and back; and, for data that can
+/// say so, a new log start ([`ENTRY_LOG_START`]).
+pub trait EntryData: Sized {
     /// The record's timestamp, the same on every replica (the leader's
     /// publish time, carried in the entry).
     fn timestamp_micros(&self) -> u64;
@@ -154,6 +197,19 @@ pub trait EntryData {
     fn payload(&self) -> &Bytes;
     /// The data a record holds; `payload` is a slice of the read's buffer.
     fn from_record(timestamp_micros: u64, payload: Bytes) -> Self;
+    /// The log start this entry asks for, when it is a log-start entry
+    /// (stored as [`ENTRY_LOG_START`], its timestamp and payload unused).
+    /// Default: `None`, every entry is a record.
+    fn log_start(&self) -> Option<u64> {
+        None
+    }
+    /// The data of a log-start entry read back, or `None` when this data
+    /// has none (the default): such a record is then refused as
+    /// [`RaftLogError::EntryKind`].
+    fn from_log_start(start: u64) -> Option<Self> {
+        let _ = start;
+        None
+    }
 }
 
 /// The current time in microseconds since the Unix epoch (0 before it).

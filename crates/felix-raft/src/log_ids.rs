@@ -8,6 +8,10 @@
 //! where another writer may have put them, so a violation is the log's
 //! state, not a bug, and an error rather than a panic.
 
+use felix_format::raft_state::RaftLogId;
+use openraft::LogId;
+use openraft::vote::leader_id_std::CommittedLeaderId;
+
 use crate::error::RaftLogError;
 
 /// Checks that log ids `(term, index)` read from `shard` ascend as a Raft
@@ -50,6 +54,19 @@ pub(crate) fn debug_assert_appended(ids: impl Iterator<Item = (u64, u64)>) {
             );
         }
         previous = Some((term, index));
+    }
+}
+
+/// openraft's log id of a recorded one.
+pub(crate) fn log_id(id: RaftLogId) -> LogId<CommittedLeaderId<u64>> {
+    LogId::new(CommittedLeaderId::new(id.term), id.index)
+}
+
+/// The recorded form of openraft's log id.
+pub(crate) fn raft_log_id(id: &LogId<CommittedLeaderId<u64>>) -> RaftLogId {
+    RaftLogId {
+        term: id.leader_id.term,
+        index: id.index,
     }
 }
 

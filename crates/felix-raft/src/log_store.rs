@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
 use felix_io::FileSystem;
-use felix_storage::{Durability, ReadBound, ReplicatedRecord, Shard, ShardKey, Store, StoreConfig};
+use felix_storage::{
+    Durability, ReadBound, ReplicatedRecord, Retention, Shard, ShardKey, Store, StoreConfig,
+};
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::vote::leader_id_std::{CommittedLeaderId, LeaderId};
 use openraft::{EntryPayload, LogId, OptionalSend, RaftLogReader, RaftTypeConfig, Vote};
@@ -19,7 +21,9 @@ use openraft::{EntryPayload, LogId, OptionalSend, RaftLogReader, RaftTypeConfig,
 use crate::EntryData;
 use crate::codec::{decode_entry, encode_entry};
 use crate::error::RaftLogError;
-use crate::{log_ids, state_file};
+use crate::log_ids::{self, log_id, raft_log_id};
+use crate::snapshot_file::{self, Meta};
+use crate::state_file;
 
 /// How many bytes of records one read of the shard asks for: entries are
 /// decoded from it, so this bounds the memory of one step of a long read.
@@ -196,6 +200,7 @@ impl<C> FelixLogStore<C> {
         let fs = shard.file_system().clone();
         let dir = shard.dir().to_path_buf();
         let state = state_file::load(&fs, &dir)?;
+        snapshot_file::read(&fs, &dir)?;
         let inner = Inner {
             shard,
             fs,
@@ -250,6 +255,59 @@ impl<C> FelixLogStore<C> {
             self.inner.store_state(state)?;
         }
         Ok(())
+    }
+}
+
+impl<C> FelixLogStore<C>
+where
+    C: LogConfig,
+{
+    /// The snapshot recorded with [`save_snapshot`](Self::save_snapshot),
+    /// read from the shard's `raft-snapshot` file, or `None` when none was.
+    ///
+    /// For a state machine that is the stream itself: its snapshot is the
+    /// last entry it covers and the membership there, nothing more, and
+    /// it is what openraft's `get_current_snapshot` returns (after a purge
+    /// the membership cannot be read back from the log).
+    pub fn snapshot(&self) -> Result<Option<Meta<C::Node>>, RaftLogError> {
+        snapshot_file::load(&self.inner.fs, &self.inner.dir)
+    }
+
+    /// Records `meta` as the log's snapshot, durably (atomically replaced,
+    /// synced, the directory synced) before this returns. A state machine
+    /// records its snapshot before openraft purges the log up to it, so a
+    /// restart finds the membership of every purged entry. A meta that
+    /// covers no entry records nothing.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// use felix_raft::{FelixLogStore, LogId, TypeConfig};
+    /// use openraft::storage::SnapshotMeta;
+    /// use openraft::vote::leader_id_std::CommittedLeaderId;
+    /// use openraft::{BasicNode, Membership, StoredMembership};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let log: FelixLogStore<TypeConfig> = FelixLogStore::options(dir.path()).open()?;
+    /// assert_eq!(log.snapshot()?, None);
+    /// let nodes = BTreeMap::from([(1u64, BasicNode::new("127.0.0.1:7101"))]);
+    /// let members = Membership::new(vec![[1u64].into()], nodes)?;
+    /// let meta = SnapshotMeta {
+    ///     last_log_id: Some(LogId::new(CommittedLeaderId::new(2), 9)),
+    ///     last_membership: StoredMembership::new(Some(LogId::new(CommittedLeaderId::new(1), 0)), members),
+    /// };
+    /// log.save_snapshot(&meta)?;
+    /// assert_eq!(log.snapshot()?, Some(meta));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save_snapshot(&self, meta: &Meta<C::Node>) -> Result<(), RaftLogError> {
+        debug_assert!(
+            meta.last_membership.log_id().map(|id| id.index) <= meta.last_log_id.map(|id| id.index),
+            "snapshot at {:?} with a membership of a later entry {:?}",
+            meta.last_log_id,
+            meta.last_membership.log_id()
+        );
+        snapshot_file::store(&self.inner.fs, &self.inner.dir, meta)
     }
 }
 
@@ -311,6 +369,13 @@ impl Inner {
         }
         if start <= offsets.written {
             self.shard.delete_records_before(start)?;
+            // The files of segments wholly below the start go now: a Raft
+            // log's shard runs no retention of its own (with limits
+            // configured, a pass would delete entries openraft still
+            // holds, so then the store's own passes are left to it).
+            if self.shard.config().retention == Retention::default() {
+                self.shard.apply_retention()?;
+            }
         } else {
             self.shard.reset_to(start)?;
         }
@@ -494,17 +559,6 @@ fn debug_assert_state_follows(held: &RaftState, next: &RaftState, written: u64) 
         "raft state: committed {:?} past the log's last index (log end {written})",
         next.committed
     );
-}
-
-fn log_id(id: RaftLogId) -> LogId<CommittedLeaderId<u64>> {
-    LogId::new(CommittedLeaderId::new(id.term), id.index)
-}
-
-fn raft_log_id(id: &LogId<CommittedLeaderId<u64>>) -> RaftLogId {
-    RaftLogId {
-        term: id.leader_id.term,
-        index: id.index,
-    }
 }
 
 fn io_err(e: impl Into<RaftLogError>) -> io::Error {

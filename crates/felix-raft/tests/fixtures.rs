@@ -3,7 +3,9 @@
 //! openraft 0.9), refuses the open naming its log encoding; each damaged
 //! one refuses the open with the decode error it is named after. The Raft
 //! log under `fixtures/v2/raft-log/` (log encoding 2, a version-2 file)
-//! opens and reads as the entries it was made of.
+//! opens and reads as the entries it was made of. The snapshot under
+//! `fixtures/v2/raft-snapshot/` reads back as openraft's; each damaged one
+//! refuses the open with its decode error.
 
 use std::path::{Path, PathBuf};
 
@@ -141,4 +143,69 @@ fn fixture_raft_log_reads_as_its_entries_with_vote_and_committed_id() {
             ]
         );
     });
+}
+
+fn raft_snapshot_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v2/raft-snapshot")
+}
+
+/// The snapshot `fixtures/v2/raft-snapshot/` records reads back as
+/// openraft's: the id, and the membership in the bytes a membership entry
+/// holds (voters {1, 2} at addresses "a" and "b").
+#[test]
+fn fixture_raft_snapshot_reads_as_its_id_and_membership() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_into(&raft_snapshot_fixture(), dir.path());
+    let log = FelixLogStore::<TypeConfig>::options(dir.path())
+        .open()
+        .unwrap();
+    let meta = log.snapshot().unwrap().unwrap();
+    assert_eq!(meta.last_log_id, Some(LogId::new_term_index(1, 1)));
+    assert_eq!(
+        *meta.last_membership.log_id(),
+        Some(LogId::new_term_index(1, 1))
+    );
+    let members = Membership::new(
+        vec![BTreeSet::from([1, 2])],
+        BTreeMap::from([(1, BasicNode::new("a")), (2, BasicNode::new("b"))]),
+    )
+    .unwrap();
+    assert_eq!(*meta.last_membership.membership(), members);
+}
+
+#[test]
+fn fixture_raft_snapshot_damaged_each_refuses_the_open_with_its_variant() {
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(raft_snapshot_fixture().join("damaged")).unwrap() {
+        let entry = entry.unwrap();
+        let variant = entry.file_name().to_string_lossy().into_owned();
+        let dir = tempfile::tempdir().unwrap();
+        copy_into(&raft_snapshot_fixture(), dir.path());
+        copy_into(&entry.path(), dir.path());
+        let err = FelixLogStore::<TypeConfig>::options(dir.path())
+            .open()
+            .unwrap_err();
+        match err {
+            RaftLogError::RaftSnapshot { path, source } => {
+                assert_eq!(source.name(), variant);
+                assert_eq!(path, dir.path().join("raft-snapshot"));
+            }
+            other => panic!("{variant}: {other:?}"),
+        }
+        seen.push(variant);
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "RaftSnapshotBodyTooLong",
+            "RaftSnapshotChecksum",
+            "RaftSnapshotFlags",
+            "RaftSnapshotInconsistent",
+            "RaftSnapshotLengthMismatch",
+            "RaftSnapshotMagic",
+            "RaftSnapshotShort",
+            "RaftSnapshotVersion"
+        ]
+    );
 }

@@ -2,7 +2,9 @@
 //! workloads of appends across terms, votes (new and committed),
 //! truncations (each followed by appends of a later term, as a new leader
 //! overwrites a follower's tail), purges (inside the log, of its every
-//! entry, or past its end as after a snapshot) and clean reopens, each run
+//! entry, or past its end as after a snapshot), each after the snapshot it
+//! purges up to is recorded (as a stream's state machine records it), and
+//! clean reopens, each run
 //! over several seeds. The power is cut after every file-system call,
 //! every disk state the crash could leave (felix-storage's plans: subsets
 //! of the pending writes, torn writes, lost blocks) is opened as a log,
@@ -10,6 +12,8 @@
 //! - the vote saved last (or, if a save was under way, the one it saved);
 //! - the last purged id saved last (or the one a purge under way saved),
 //!   with the log beginning just after it;
+//! - the snapshot recorded last (or the one a save under way recorded),
+//!   membership included;
 //! - every entry reported durable and not purged, byte for byte;
 //! - nothing never appended, and nothing a finished truncation removed.
 //!
@@ -26,8 +30,10 @@ use felix_io::sim::{Fault, FaultEffect, FaultOp, SimFs};
 use felix_raft::{Entry, LogId, Request, Vote};
 use felix_raft::{FelixLogStore, TypeConfig};
 use felix_storage::{Durability, Preallocation, StoreConfig};
+use openraft::storage::SnapshotMeta;
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::{EntryPayload, RaftLogReader};
+use openraft::vote::leader_id_std::CommittedLeaderId;
+use openraft::{BasicNode, EntryPayload, Membership, RaftLogReader, StoredMembership};
 
 use plans::{Rng, plans};
 
@@ -61,7 +67,7 @@ type Seen = (LogId, Vec<u8>);
 
 fn seen(e: &Entry) -> Seen {
     let payload = match &e.payload {
-        EntryPayload::Normal(p) => p.payload.to_vec(),
+        EntryPayload::Normal(p) => felix_raft::EntryData::payload(p).to_vec(),
         other => format!("{other:?}").into_bytes(),
     };
     (e.log_id, payload)
@@ -80,6 +86,8 @@ struct Model {
     vote_under_way: Option<Vote>,
     purged: Option<LogId>,
     purge_under_way: Option<LogId>,
+    snapshot: Option<LogId>,
+    snapshot_under_way: Option<LogId>,
     /// Where a truncation under way cuts: durable entries from there on
     /// may be gone.
     truncate_under_way: Option<u64>,
@@ -113,7 +121,30 @@ async fn vote(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, vote: Vote) ->
     true
 }
 
+/// A snapshot of the stream at `last`: that id and a membership.
+fn snapshot_at(last: LogId) -> SnapshotMeta<CommittedLeaderId<u64>, u64, BasicNode> {
+    let members = Membership::new(
+        vec![BTreeSet::from([1, 2, 3])],
+        BTreeMap::from([1, 2, 3].map(|n| (n, BasicNode::new(format!("127.0.0.1:{}", 7100 + n))))),
+    )
+    .expect("a valid membership");
+    SnapshotMeta {
+        last_log_id: Some(last),
+        last_membership: StoredMembership::new(Some(id(1, 0)).filter(|_| last.index > 0), members),
+    }
+}
+
 async fn purge(log: &mut FelixLogStore<TypeConfig>, m: &mut Model, upto: LogId) -> bool {
+    // As a stream's state machine does: the snapshot recorded first, then
+    // the log purged up to it.
+    if m.snapshot.is_none_or(|s| s < upto) {
+        m.snapshot_under_way = Some(upto);
+        if log.save_snapshot(&snapshot_at(upto)).is_err() {
+            return false;
+        }
+        m.snapshot = Some(upto);
+        m.snapshot_under_way = None;
+    }
     m.purge_under_way = Some(upto);
     if log.purge(upto).await.is_err() {
         return false;
@@ -306,6 +337,23 @@ async fn check(crashed: &SimFs, m: &Model) -> Result<(), String> {
             m.purged, m.purge_under_way
         ));
     }
+    let snapshot = log
+        .snapshot()
+        .map_err(|e| format!("snapshot: {e}"))?
+        .map(|meta| match meta.last_log_id {
+            Some(last) if meta == snapshot_at(last) => Ok(last),
+            _ => Err(meta),
+        })
+        .transpose()
+        .map_err(|meta| format!("snapshot {meta:?} is not what was recorded"))?;
+    if snapshot != m.snapshot
+        && (m.snapshot_under_way.is_none() || snapshot != m.snapshot_under_way)
+    {
+        return Err(format!(
+            "snapshot {snapshot:?}; recorded {:?}, under way {:?}",
+            m.snapshot, m.snapshot_under_way
+        ));
+    }
     let from = purged.map_or(0, |p| p.index + 1);
     if log.shard().offsets().base != from {
         return Err(format!(
@@ -469,30 +517,46 @@ fn power_loss_through_votes_purges_and_truncation_loses_nothing_acknowledged() {
     );
 }
 
-/// The raft-state temporary's sync is what makes a saved vote durable
-/// before the rename: with it skipped (reporting success, making nothing
-/// durable), some crash state leaves the name on a file without its bytes,
-/// and the vote that was saved is lost (the log refuses to open on it).
-#[test]
-fn power_loss_check_catches_a_skipped_sync_of_the_raft_state_temporary() {
+/// The first failure a sweep finds with the sync of the temporary `temp`
+/// skipped (reporting success, making nothing durable), over the CI seeds.
+fn failure_with_skipped_sync_of(temp: &str) -> Option<String> {
     let fault = Fault {
         op: FaultOp::SyncFile,
-        path_contains: "raft-state.tmp".into(),
+        path_contains: temp.into(),
         skip: 0,
         effect: FaultEffect::SyncSkipped,
     };
     let runtime = runtime();
-    let caught = (0..SEEDS).find_map(|seed| {
+    (0..SEEDS).find_map(|seed| {
         runtime
             .block_on(sweep(seed, std::slice::from_ref(&fault)))
             .err()
-    });
-    let Some(failure) = caught else {
-        panic!("skipping the raft-state temporary's sync went unnoticed");
-    };
+    })
+}
+
+/// The raft-state temporary's sync is what makes a saved vote durable
+/// before the rename: with it skipped, some crash state leaves the name on
+/// a file without its bytes, and the vote that was saved is lost (the log
+/// refuses to open on it).
+#[test]
+fn power_loss_check_catches_a_skipped_sync_of_the_raft_state_temporary() {
+    let failure = failure_with_skipped_sync_of("raft-state.tmp")
+        .expect("skipping the raft-state temporary's sync went unnoticed");
     assert!(
         failure.contains("open: raft-state file /log/raft-state is unusable"),
         "{failure}"
     );
-    println!("skipping the raft-state temporary's sync: {failure}");
+}
+
+/// The same of the raft-snapshot temporary: with its sync skipped, some
+/// crash state leaves a recorded snapshot without its bytes, and the log
+/// refuses to open on it (a membership purged with no record of it).
+#[test]
+fn power_loss_check_catches_a_skipped_sync_of_the_raft_snapshot_temporary() {
+    let failure = failure_with_skipped_sync_of("raft-snapshot.tmp")
+        .expect("skipping the raft-snapshot temporary's sync went unnoticed");
+    assert!(
+        failure.contains("open: raft-snapshot file /log/raft-snapshot is unusable"),
+        "{failure}"
+    );
 }

@@ -165,6 +165,56 @@ fn open_with_damaged_raft_state_is_refused_naming_the_file() {
 }
 
 #[test]
+fn open_with_damaged_raft_snapshot_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    let path = dir.path().join("raft-snapshot");
+    std::fs::write(&path, [&b"FLSN"[..], &[0; 44]].concat()).unwrap();
+    let err = FelixLogStore::<TypeConfig>::options(dir.path())
+        .open()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            RaftLogError::RaftSnapshot {
+                path: p,
+                source: SideFileError {
+                    kind: SideFileKind::RaftSnapshot,
+                    defect: SideFileDefect::Version { expected: 1, found: 0 },
+                    embedded: None,
+                },
+            }
+                if *p == path
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_snapshot_recorded_survives_a_reopen_with_its_membership() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    assert_eq!(log.snapshot().unwrap(), None);
+    let members = openraft::Membership::new(
+        vec![[1u64, 2].into()],
+        std::collections::BTreeMap::from([
+            (1u64, openraft::BasicNode::new("a:1")),
+            (2, openraft::BasicNode::new("b:2")),
+        ]),
+    )
+    .unwrap();
+    let meta = openraft::storage::SnapshotMeta {
+        last_log_id: Some(id(3, 41)),
+        last_membership: openraft::StoredMembership::new(Some(id(2, 7)), members),
+    };
+    log.save_snapshot(&meta).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let reopened = open(dir.path());
+    assert_eq!(reopened.snapshot().unwrap(), Some(meta));
+}
+
+#[test]
 fn truncate_drops_entries_and_their_generations() {
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime();

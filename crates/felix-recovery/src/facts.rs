@@ -14,7 +14,7 @@ use crate::key_file::StoredKey;
 use crate::listing::Listing;
 use crate::location::TailFacts;
 use crate::log_start::StoredLogStart;
-use crate::raft_state::StoredRaftState;
+use crate::raft_state::{StoredRaftSnapshot, StoredRaftState};
 use crate::report::{IndexProblem, Note, TimeIndexProblem};
 
 /// Everything measured about a shard directory.
@@ -36,6 +36,8 @@ pub(crate) struct ShardFacts {
     pub(crate) log_start: StoredLogStart,
     /// What the raft-state file says, when there is one.
     pub(crate) raft_state: Option<StoredRaftState>,
+    /// What the raft-snapshot file says, when there is one.
+    pub(crate) raft_snapshot: Option<StoredRaftSnapshot>,
     /// One entry per segment, in id order.
     pub(crate) segments: Vec<SegmentFacts>,
 }

@@ -101,7 +101,7 @@ pub use log_start::{StoredLogStart, read_log_start, write_log_start};
 pub use open::{
     NewestSegment, OpenHints, OpenOptions, RecoveredShard, inspect, open_shard, open_shard_with,
 };
-pub use raft_state::{StoredRaftState, read_raft_state};
+pub use raft_state::{StoredRaftSnapshot, StoredRaftState, read_raft_snapshot, read_raft_state};
 pub use repair::{
     Repaired, remove_clean_shutdown, repair, write_clean_shutdown, write_clean_shutdown_unsynced,
 };

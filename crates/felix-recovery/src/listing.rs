@@ -52,6 +52,8 @@ pub(crate) struct Listing {
     pub(crate) key_file: bool,
     /// Whether a raft-state file (a regular file) is present.
     pub(crate) raft_state: bool,
+    /// Whether a raft-snapshot file (a regular file) is present.
+    pub(crate) raft_snapshot: bool,
     /// Whether anything (of any type) is named like the epochs file or its
     /// temporary: when not, loading the history has nothing to read or
     /// remove.
@@ -137,6 +139,7 @@ pub(crate) fn list_dir(
         clean_shutdown: false,
         key_file: false,
         raft_state: false,
+        raft_snapshot: false,
         epochs_named: false,
         temporaries: Vec::new(),
         not_files: Vec::new(),
@@ -160,6 +163,7 @@ pub(crate) fn list_dir(
             ShardFileName::KeyTemp => Some(TemporaryKind::KeyFile),
             ShardFileName::LogStartTemp => Some(TemporaryKind::LogStart),
             ShardFileName::RaftStateTemp => Some(TemporaryKind::RaftState),
+            ShardFileName::RaftSnapshotTemp => Some(TemporaryKind::RaftSnapshot),
             _ => None,
         };
         if let Some(kind) = temporary {
@@ -237,6 +241,14 @@ pub(crate) fn list_dir(
                     listing.not_files.push((name.into_owned(), file_type));
                 }
             }
+            ShardFileName::RaftSnapshot => {
+                // felix-raft's too, checked the same way.
+                if regular {
+                    listing.raft_snapshot = true;
+                } else {
+                    listing.not_files.push((name.into_owned(), file_type));
+                }
+            }
             ShardFileName::Lock if !regular => {
                 listing.not_files.push((name.into_owned(), file_type));
             }
@@ -249,7 +261,8 @@ pub(crate) fn list_dir(
             | ShardFileName::CleanShutdownTemp
             | ShardFileName::KeyTemp
             | ShardFileName::LogStartTemp
-            | ShardFileName::RaftStateTemp => {}
+            | ShardFileName::RaftStateTemp
+            | ShardFileName::RaftSnapshotTemp => {}
             ShardFileName::Other => listing.strays.push(name.into_owned()),
         }
     }

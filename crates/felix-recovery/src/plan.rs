@@ -12,7 +12,7 @@ use felix_format::{CorruptionKind, CorruptionSite, FileKind, ShardKey, file_name
 use felix_segment::SparseIndex;
 
 use crate::log_start::StoredLogStart;
-use crate::raft_state::StoredRaftState;
+use crate::raft_state::{StoredRaftSnapshot, StoredRaftState};
 
 use crate::classify::{RepairClass, header_damage_class, is_repairable_tail};
 use crate::facts::{ScannedSegment, SegmentFacts, SegmentState, ShardFacts};
@@ -32,6 +32,7 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
         key,
         log_start,
         raft_state,
+        raft_snapshot,
         segments,
         clean_newest,
     } = facts;
@@ -78,6 +79,11 @@ pub(crate) fn plan(dir: &Path, shard: &Arc<str>, facts: ShardFacts) -> Inspectio
     }
     if let Some(StoredRaftState::Unusable(problem)) = raft_state {
         inspection.notes.push(Note::RaftStateUnusable { problem });
+    }
+    if let Some(StoredRaftSnapshot::Unusable(problem)) = raft_snapshot {
+        inspection
+            .notes
+            .push(Note::RaftSnapshotUnusable { problem });
     }
     // Segments below the one the log-start file names are not part of the
     // log (a deletion of records or a reset left them): planned for removal,

@@ -367,6 +367,15 @@ pub enum Note {
         /// Why.
         problem: SideFileProblem,
     },
+    /// The raft-snapshot file (the snapshot a Raft log kept in the shard
+    /// was purged up to: its last entry and membership) cannot be used. No
+    /// record depends on it, so the shard opens; the Raft log refuses to
+    /// open until it is restored (the membership cannot be read back from
+    /// purged entries).
+    RaftSnapshotUnusable {
+        /// Why.
+        problem: SideFileProblem,
+    },
     /// The log-start file records a start past the end of the log's records
     /// (a crash lost the records written after them): the log begins at the
     /// start, empty, and the next record gets that offset.
@@ -451,6 +460,7 @@ impl fmt::Display for Note {
                     TemporaryKind::KeyFile => "an interrupted key file write".to_owned(),
                     TemporaryKind::LogStart => "an interrupted log-start write".to_owned(),
                     TemporaryKind::RaftState => "an interrupted raft-state write".to_owned(),
+                    TemporaryKind::RaftSnapshot => "an interrupted raft-snapshot write".to_owned(),
                 };
                 write!(f, "{name:?} is the temporary of {whose}; removed on open")
             }
@@ -478,7 +488,7 @@ impl fmt::Display for Note {
                     ShardFileName::LogStart => f.write_str(
                         "; the log begins at its first segment's base offset",
                     ),
-                    ShardFileName::RaftState => {
+                    ShardFileName::RaftState | ShardFileName::RaftSnapshot => {
                         f.write_str("; a Raft log kept in the shard will not open")
                     }
                     _ => Ok(()),
@@ -517,6 +527,10 @@ impl fmt::Display for Note {
             Self::RaftStateUnusable { problem } => write!(
                 f,
                 "raft-state file unusable: {problem}; the shard's records are unaffected, but a Raft log kept in the shard will not open until it is restored"
+            ),
+            Self::RaftSnapshotUnusable { problem } => write!(
+                f,
+                "raft-snapshot file unusable: {problem}; the shard's records are unaffected, but a Raft log kept in the shard will not open until it is restored"
             ),
             Self::LogStartPastEnd {
                 start_offset,

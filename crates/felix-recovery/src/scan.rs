@@ -226,6 +226,9 @@ pub(crate) fn gather(
     let raft_state = listing
         .raft_state
         .then(|| crate::raft_state::read_raft_state(fs, dir));
+    let raft_snapshot = listing
+        .raft_snapshot
+        .then(|| crate::raft_state::read_raft_snapshot(fs, dir));
     let ids = &listing.segments;
     let count = ids.len();
     // A trusted record lists the last segment as one the shard wrote, not
@@ -261,6 +264,7 @@ pub(crate) fn gather(
         key,
         log_start,
         raft_state,
+        raft_snapshot,
         segments,
     };
     Ok((facts, held))

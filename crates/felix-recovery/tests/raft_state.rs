@@ -1,16 +1,17 @@
-//! An inspection reads the raft-state file a Raft log keeps in the shard
-//! (felix-raft) only to say whether it is usable: every damaged fixture is
-//! a note named after its damage, the golden one is none, and no record is
-//! touched either way.
+//! An inspection reads the raft-state and raft-snapshot files a Raft log
+//! keeps in the shard (felix-raft) only to say whether they are usable:
+//! every damaged fixture is a note named after its damage, the golden one
+//! is none, and no record is touched either way.
 
 use felix_format::side_file::SideFileKind;
 use std::path::{Path, PathBuf};
 
-use felix_format::RAFT_STATE_FILE_NAME;
 use felix_format::raft_state::{RaftLogId, RaftState, RaftVote};
+use felix_format::{RAFT_SNAPSHOT_FILE_NAME, RAFT_STATE_FILE_NAME};
 use felix_io::{FileSystem, FileType};
 use felix_recovery::{
-    InspectOptions, Note, SideFileProblem, StoredRaftState, inspect, read_raft_state,
+    InspectOptions, Note, SideFileProblem, StoredRaftSnapshot, StoredRaftState, inspect,
+    read_raft_snapshot, read_raft_state,
 };
 
 fn fixtures() -> PathBuf {
@@ -41,11 +42,50 @@ fn raft_notes(dir: &Path) -> Vec<Note> {
     inspection
         .notes
         .into_iter()
-        .filter(|n| {
-            matches!(n, Note::RaftStateUnusable { .. })
-                || matches!(n, Note::NotAFile { name, .. } if name == RAFT_STATE_FILE_NAME)
+        .filter(|n| match n {
+            Note::RaftStateUnusable { .. }
+            | Note::RaftSnapshotUnusable { .. }
+            | Note::StrayFile { .. } => true,
+            Note::NotAFile { name, .. } => {
+                name == RAFT_STATE_FILE_NAME || name == RAFT_SNAPSHOT_FILE_NAME
+            }
+            _ => false,
         })
         .collect()
+}
+
+/// Every damaged copy of `file` under `family/damaged/` beside `family`'s
+/// golden files: one note (the problem `problem` finds in it) named after
+/// the damage, and the file left as it was. Returns the variants seen.
+fn damaged_fixtures_are_notes(
+    family: &str,
+    file: &str,
+    problem: fn(&Note) -> Option<&SideFileProblem>,
+) -> Vec<String> {
+    let mut variants: Vec<String> = std::fs::read_dir(fixtures().join(family).join("damaged"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    variants.sort();
+    for variant in &variants {
+        let dir = tempfile::tempdir().unwrap();
+        copy_into(family, dir.path());
+        copy_into(&format!("{family}/damaged/{variant}"), dir.path());
+        let notes = raft_notes(dir.path());
+        assert!(
+            matches!(
+                notes.as_slice(),
+                [note] if matches!(problem(note), Some(p @ SideFileProblem::Invalid(_)) if p.name() == variant)
+            ),
+            "{variant}: {notes:?}"
+        );
+        // Reported, never removed nor rewritten.
+        let kept = std::fs::read(dir.path().join(file)).unwrap();
+        let original =
+            std::fs::read(fixtures().join(format!("{family}/damaged/{variant}/{file}"))).unwrap();
+        assert_eq!(kept, original, "{variant}");
+    }
+    variants
 }
 
 #[test]
@@ -65,33 +105,54 @@ fn golden_raft_state_fixture_reads_and_gives_no_note() {
 
 #[test]
 fn damaged_raft_state_fixtures_are_each_a_note_named_after_the_damage() {
-    let mut variants: Vec<String> = std::fs::read_dir(fixtures().join("raft-state/damaged"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    variants.sort();
+    let variants = damaged_fixtures_are_notes("raft-state", RAFT_STATE_FILE_NAME, |n| match n {
+        Note::RaftStateUnusable { problem } => Some(problem),
+        _ => None,
+    });
     assert_eq!(variants.len(), 6, "{variants:?}");
-    for variant in variants {
-        let dir = tempfile::tempdir().unwrap();
-        copy_into("raft-state", dir.path());
-        copy_into(&format!("raft-state/damaged/{variant}"), dir.path());
-        let notes = raft_notes(dir.path());
-        assert!(
-            matches!(
-                notes.as_slice(),
-                [Note::RaftStateUnusable { problem: p @ SideFileProblem::Invalid(_) }]
-                    if p.name() == variant
-            ),
-            "{variant}: {notes:?}"
-        );
-        // Reported, never removed nor rewritten.
-        let kept = std::fs::read(dir.path().join(RAFT_STATE_FILE_NAME)).unwrap();
-        let original = std::fs::read(fixtures().join(format!(
-            "raft-state/damaged/{variant}/{RAFT_STATE_FILE_NAME}"
-        )))
-        .unwrap();
-        assert_eq!(kept, original, "{variant}");
-    }
+}
+
+#[test]
+fn golden_raft_snapshot_fixture_reads_and_gives_no_note() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_into("raft-snapshot", dir.path());
+    assert_eq!(
+        read_raft_snapshot(&FileSystem::os(), dir.path()),
+        StoredRaftSnapshot::Snapshot(RaftLogId { term: 1, index: 1 })
+    );
+    assert_eq!(raft_notes(dir.path()), Vec::<Note>::new());
+}
+
+#[test]
+fn damaged_raft_snapshot_fixtures_are_each_a_note_named_after_the_damage() {
+    let variants =
+        damaged_fixtures_are_notes("raft-snapshot", RAFT_SNAPSHOT_FILE_NAME, |n| match n {
+            Note::RaftSnapshotUnusable { problem } => Some(problem),
+            _ => None,
+        });
+    assert_eq!(variants.len(), 8, "{variants:?}");
+}
+
+#[test]
+fn an_interrupted_raft_snapshot_write_is_a_temporary_removed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_into("raft-snapshot", dir.path());
+    std::fs::write(dir.path().join("raft-snapshot.tmp"), b"FLSN half").unwrap();
+    let inspection = inspect(
+        &FileSystem::os(),
+        dir.path(),
+        "fixture",
+        &InspectOptions::default(),
+    )
+    .unwrap();
+    let texts: Vec<String> = inspection.notes.iter().map(ToString::to_string).collect();
+    assert!(
+        texts.contains(
+            &"\"raft-snapshot.tmp\" is the temporary of an interrupted raft-snapshot write; removed on open"
+                .to_owned()
+        ),
+        "{texts:?}"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! the log-start file.
 
 use felix_format::log_start::{FLAG_OFFLOADED, LOG_START_FILE_LEN, MovedBy, decode_log_start};
+use felix_format::raft_snapshot::{RAFT_SNAPSHOT_HEADER_LEN, decode_raft_snapshot};
 use felix_format::raft_state::{RAFT_STATE_FILE_LEN, RAFT_STATE_V1_FILE_LEN, decode_raft_state};
 use felix_format::time_index::{TIME_INDEX_ENTRY_LEN, TIME_INDEX_HEADER_LEN, decode_time_index};
 
@@ -218,6 +219,58 @@ pub(super) fn raft_state(d: &mut Dump<'_>) {
             state.vote, state.last_purged, state.committed, state.log_encoding
         )),
         Err(err) => d.note(format!("decode_raft_state: {}: {err}", err.name())),
+    }
+}
+
+pub(super) fn raft_snapshot(d: &mut Dump<'_>) {
+    let body = d.bytes.get(RAFT_SNAPSHOT_HEADER_LEN..).unwrap_or_default();
+    let covered = d.bytes.get(..44).map(|header| crc32_pair(header, body));
+    let dumped = (|| {
+        d.blank();
+        d.note(format!(
+            "raft-snapshot file, version 1 ({RAFT_SNAPSHOT_HEADER_LEN}-byte header, then the membership)"
+        ));
+        d.field(4, "magic", |raw| magic(raw, b"FLSN"))?;
+        d.field(2, "version", plain(1))?;
+        d.field(2, "flags", |raw| {
+            let found = raw.iter().fold(0u16, |acc, &b| (acc << 8) | u16::from(b));
+            let named = match found {
+                0 => "none (the initial membership)",
+                1 => "membership_id",
+                _ => "undefined bits",
+            };
+            format!("{found:#06X}: {named}")
+        })?;
+        d.field(8, "last_term", number)?;
+        d.field(8, "last_index", number)?;
+        d.field(8, "membership_term", number)?;
+        d.field(8, "membership_index", number)?;
+        d.field(4, "body_len", number)?;
+        d.field(4, "crc", |raw| {
+            crc_note(
+                be_u32(raw),
+                covered.unwrap_or_default(),
+                "bytes 0..44 and the body",
+            )
+        })?;
+        if !d.rest().is_empty() {
+            let len = d.rest().len();
+            d.rows(len, "membership (postcard of openraft's Membership)");
+        }
+        Some(())
+    })();
+    if dumped.is_none() {
+        d.note("the file ends inside the field above");
+    }
+    d.blank();
+    match decode_raft_snapshot(d.bytes) {
+        Ok(snapshot) => d.note(format!(
+            "decode_raft_snapshot: ok, last {:?}, membership of {:?}, {} bytes of membership",
+            snapshot.last,
+            snapshot.membership_id,
+            snapshot.membership.len()
+        )),
+        Err(err) => d.note(format!("decode_raft_snapshot: {}: {err}", err.name())),
     }
 }
 

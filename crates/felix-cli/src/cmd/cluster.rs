@@ -5,6 +5,8 @@
 //! last entry applied, its offsets, and on a leader each follower's lag in
 //! entries. `create-shard`, `add-node` and `remove-node` change which
 //! nodes replicate a shard; a new node's data moves by replication alone.
+//! `delete-records` moves a shard's log start on every replica, through
+//! its log.
 
 use felix_cluster::wire::{GroupStatus, NodeStatus};
 use felix_format::ShardKey;
@@ -64,6 +66,16 @@ enum Command {
         #[arg(long)]
         node: u64,
     },
+    /// Delete a shard's records before an offset, on every replica.
+    DeleteRecords {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        #[command(flatten)]
+        key: KeyArg,
+        /// The new log start: every record below it goes.
+        #[arg(long, value_name = "OFFSET")]
+        before: u64,
+    },
 }
 
 /// Runs `cluster`.
@@ -92,6 +104,18 @@ pub(crate) fn run(args: Args, out: &mut Out) -> Result<Outcome, CliError> {
             cluster.run(|client| async move {
                 client.add_node(&key, node, &addr).await?;
                 out.line(format_args!("node {node} ({addr}) is a voter of {key}"))?;
+                Ok(Outcome::Success)
+            })
+        }
+        Command::DeleteRecords {
+            cluster,
+            key,
+            before,
+        } => {
+            let key = key.key()?;
+            cluster.run(|client| async move {
+                let start = client.delete_records_before(&key, before).await?;
+                out.line(format_args!("{key}: log start {start} committed; each replica deletes the records below it as it applies it"))?;
                 Ok(Outcome::Success)
             })
         }

@@ -14,9 +14,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use felix_cluster::{Node, NodeConfig, RaftTimings, TlsFiles};
+use felix_storage::Retention;
 
 /// One node of a felix cluster.
 #[derive(Debug, Parser)]
@@ -48,6 +50,20 @@ struct Args {
     /// The longest election timeout, in milliseconds.
     #[arg(long, default_value_t = RaftTimings::default().election_max_ms)]
     election_max_ms: u64,
+    /// Keep each shard at or below this many bytes of segment files (whole
+    /// sealed segments go, on every replica, through the log). Default:
+    /// no size limit.
+    #[arg(long, value_name = "BYTES")]
+    retention_bytes: Option<u64>,
+    /// Delete a shard's sealed segments once every record in them is older
+    /// than this many milliseconds (by the records' own timestamps).
+    /// Default: no age limit.
+    #[arg(long, value_name = "MS")]
+    retention_ms: Option<u64>,
+    /// How often each shard's leader applies the retention limits, in
+    /// milliseconds (when one is set).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    retention_check_ms: u64,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9101).
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<String>,
@@ -88,6 +104,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         election_min_ms: args.election_min_ms,
         election_max_ms: args.election_max_ms,
     };
+    if args.retention_bytes.is_some() || args.retention_ms.is_some() {
+        config.retention = Retention {
+            max_bytes: args.retention_bytes,
+            max_age: args.retention_ms.map(Duration::from_millis),
+            interval: Some(Duration::from_millis(args.retention_check_ms)),
+        };
+    }
     if let (Some(cert), Some(key), Some(ca)) = (
         args.tls_cert.clone(),
         args.tls_key.clone(),

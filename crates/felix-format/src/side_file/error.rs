@@ -279,6 +279,7 @@ macro_rules! names {
             SideFileKind::KeyFile => concat!("KeyFile", $suffix),
             SideFileKind::LogStart => concat!("LogStart", $suffix),
             SideFileKind::RaftState => concat!("RaftState", $suffix),
+            SideFileKind::RaftSnapshot => concat!("RaftSnapshot", $suffix),
             SideFileKind::TimeIndex => concat!("TimeIndex", $suffix),
             SideFileKind::Epochs => concat!("Epochs", $suffix),
             SideFileKind::Manifest => concat!("Manifest", $suffix),

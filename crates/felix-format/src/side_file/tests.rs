@@ -10,11 +10,12 @@ use core::error::Error;
 use super::*;
 use crate::ShardKey;
 
-const KINDS: [SideFileKind; 7] = [
+const KINDS: [SideFileKind; 8] = [
     SideFileKind::CleanShutdown,
     SideFileKind::KeyFile,
     SideFileKind::LogStart,
     SideFileKind::RaftState,
+    SideFileKind::RaftSnapshot,
     SideFileKind::TimeIndex,
     SideFileKind::Epochs,
     SideFileKind::Manifest,
@@ -38,6 +39,10 @@ fn layout_max_len_is_each_kinds_longest_file() {
     assert_eq!(
         max(SideFileKind::RaftState),
         crate::raft_state::RAFT_STATE_FILE_LEN
+    );
+    assert_eq!(
+        max(SideFileKind::RaftSnapshot),
+        crate::raft_snapshot::MAX_RAFT_SNAPSHOT_FILE_LEN
     );
     assert_eq!(
         max(SideFileKind::Epochs),

@@ -6,7 +6,7 @@ use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use felix_raft::TypeConfig;
+use felix_raft::{EntryData, TypeConfig};
 use futures::{Stream, TryStreamExt};
 use openraft::alias::{LogIdOf, SnapshotMetaOf, SnapshotOf, StoredMembershipOf};
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -151,7 +151,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 match entry.payload {
                     EntryPayload::Blank => {}
                     EntryPayload::Normal(request) => {
-                        inner.data.entries.push((index, request.payload.to_vec()))
+                        inner.data.entries.push((index, request.payload().to_vec()))
                     }
                     EntryPayload::Membership(m) => {
                         inner.data.membership = StoredMembership::new(Some(entry.log_id), m);

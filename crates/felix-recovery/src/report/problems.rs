@@ -64,6 +64,9 @@ pub enum TemporaryKind {
     /// `raft-state.tmp`: a Raft log's vote and purge record, before its
     /// rename (the file it replaces is still in place).
     RaftState,
+    /// `raft-snapshot.tmp`: a Raft log's snapshot, before its rename (the
+    /// file it replaces is still in place).
+    RaftSnapshot,
 }
 
 /// Why an index could not be used.

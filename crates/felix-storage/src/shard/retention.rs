@@ -10,6 +10,7 @@ use felix_format::log_start::MovedBy;
 
 use super::Shard;
 use super::core::Core;
+use crate::Retention;
 use crate::error::Result;
 
 pub use super::log::RetentionOutcome;
@@ -18,18 +19,32 @@ impl Core {
     /// Applies the configured retention now (see `Shard::apply_retention`),
     /// ages measured against the shard's clock.
     pub(crate) fn apply_retention(&self) -> Result<RetentionOutcome> {
-        let now = self
-            .shared()
-            .clock
-            .now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
+        let now = self.now();
         let state = self.log().lock_writer()?;
         let outcome = self.log().delete_segments(&state, now)?;
         if !outcome.deleted_segments.is_empty() {
             self.generations().cut_before(outcome.base_offset)?;
         }
         Ok(outcome)
+    }
+
+    /// Where the log would begin if `retention` were applied now (see
+    /// `Shard::retention_start`), ages measured against the shard's clock.
+    pub(crate) fn retention_start(&self, retention: &Retention) -> Result<u64> {
+        let doomed = self.log().doomed_segments(retention, self.now())?;
+        let base = self.log().view().base_offset();
+        Ok(doomed
+            .last()
+            .map_or(base, |last| last.extent.next_offset.max(base)))
+    }
+
+    /// The shard's clock, since the epoch.
+    fn now(&self) -> Duration {
+        self.shared()
+            .clock
+            .now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
     }
 
     /// Deletes the records before `offset`, recording `moved_by` with the
@@ -121,5 +136,36 @@ impl Shard {
     pub fn move_log_start(&self, offset: u64, moved_by: MovedBy) -> Result<u64> {
         self.core.check_open()?;
         self.core.delete_records_before(offset, moved_by)
+    }
+
+    /// Where the log would begin if `retention`'s limits were applied now,
+    /// deleting nothing: past the sealed segments
+    /// [`Shard::apply_retention`] would delete under them (wholly below
+    /// the log start, over `max_bytes`, or older than `max_age` by the
+    /// shard's clock), or the current start when it would delete none.
+    /// For a replicated shard, whose leader decides where every replica's
+    /// log begins and moves it through the log (each replica then calls
+    /// [`Shard::delete_records_before`]): the shard's own configured
+    /// retention is not consulted.
+    ///
+    /// ```
+    /// use felix_storage::{Record, Retention, Shard, StoreConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = StoreConfig { segment_size_bytes: 100, ..StoreConfig::default() };
+    /// let shard = Shard::options(dir.path()).config(config).open()?;
+    /// for i in 0..10 {
+    ///     shard.append(&[Record::new(i, vec![0u8; 40])]).wait()?;
+    /// }
+    /// let keep_little = Retention { max_bytes: Some(1), ..Retention::default() };
+    /// let start = shard.retention_start(&keep_little)?;
+    /// assert!(start > 0 && start <= shard.offsets().written);
+    /// assert_eq!(shard.offsets().base, 0, "nothing deleted");
+    /// assert_eq!(shard.retention_start(&Retention::default())?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn retention_start(&self, retention: &Retention) -> Result<u64> {
+        self.core.check_open()?;
+        self.core.retention_start(retention)
     }
 }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Log, WriterState};
+use super::{Log, Sealed, WriterState};
+use crate::Retention;
 use crate::error::Result;
 use crate::stats::Counters;
 
@@ -18,16 +19,16 @@ pub struct RetentionOutcome {
 }
 
 impl Log {
-    /// Deletes the sealed segments the configured retention no longer
-    /// keeps, ages measured against `now` (since the epoch), with the
-    /// writer lock held (`_state`): oldest first, each removed durably
-    /// before the next, after readers stop choosing them.
-    pub(crate) fn delete_segments(
+    /// The sealed segments `retention` no longer keeps, ages measured
+    /// against `now` (since the epoch), oldest first: while they lie
+    /// wholly below the log start, the shard is over `max_bytes`, or the
+    /// segment's largest record timestamp is older than `max_age`. The
+    /// active segment is never among them.
+    pub(crate) fn doomed_segments(
         &self,
-        _state: &WriterState,
+        retention: &Retention,
         now: Duration,
-    ) -> Result<RetentionOutcome> {
-        let retention = self.shared.config.retention;
+    ) -> Result<Vec<Arc<Sealed>>> {
         let (sealed, active_len, start) = {
             let view = self.view();
             (
@@ -58,6 +59,19 @@ impl Log {
             total -= segment.extent.len;
             doomed.push(Arc::clone(segment));
         }
+        Ok(doomed)
+    }
+
+    /// Deletes the sealed segments the configured retention no longer
+    /// keeps, ages measured against `now` (since the epoch), with the
+    /// writer lock held (`_state`): oldest first, each removed durably
+    /// before the next, after readers stop choosing them.
+    pub(crate) fn delete_segments(
+        &self,
+        _state: &WriterState,
+        now: Duration,
+    ) -> Result<RetentionOutcome> {
+        let doomed = self.doomed_segments(&self.shared.config.retention, now)?;
         if doomed.is_empty() {
             return Ok(RetentionOutcome {
                 deleted_segments: Vec::new(),
