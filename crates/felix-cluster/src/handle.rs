@@ -167,6 +167,8 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
         // next tick. An election that ends in a leader wakes every replica
         // with the leader's first entry.
         RaftRequest::Vote(rpc) => RaftResponse::Vote(group.raft.vote(rpc).await),
+        // Changes nothing here, so wakes nothing either.
+        RaftRequest::PreVote(rpc) => RaftResponse::PreVote(group.raft.pre_vote(rpc).await),
         RaftRequest::Snapshot { vote, meta } => {
             tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
             let snapshot = Snapshot {

@@ -124,16 +124,22 @@ pub(crate) async fn retain(
             };
             // Never past what is committed, and only forward.
             let start = start.min(group.machine.committed());
-            if start <= shard.offsets().base || start <= *group.machine.wanted_start().borrow() {
+            if start <= shard.offsets().base || start <= group.machine.start() {
                 continue;
             }
             group.stir();
-            match group.raft.client_write(Request::LogStart { start }).await {
-                Ok(_) => {
+            // Bounded: a leader cut off from its majority commits nothing,
+            // and must not hold up the other groups' retention.
+            let write = group.raft.client_write(Request::LogStart { start });
+            match tokio::time::timeout(every, write).await {
+                Ok(Ok(_)) => {
                     tracing::info!(node = shared.id, shard = %key, start, "retention: log start moved");
                 }
-                Err(e) => {
+                Ok(Err(e)) => {
                     tracing::warn!(node = shared.id, shard = %key, start, error = %e, "retention: log start not moved");
+                }
+                Err(_) => {
+                    tracing::warn!(node = shared.id, shard = %key, start, "retention: log start not committed within {every:?}");
                 }
             }
         }

@@ -177,6 +177,24 @@ impl RaftNetworkV2<TypeConfig> for GroupConn {
         }
     }
 
+    /// Sent for real (openraft's default grants it unasked, which makes
+    /// Pre-Vote a no-op): a follower whose log is behind then learns it
+    /// cannot win without moving anyone's term, so the up-to-date follower
+    /// is not made to wait out a new lease before it stands.
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self
+            .call(RaftRequest::PreVote(rpc), option.hard_ttl())
+            .await?
+        {
+            RaftResponse::PreVote(r) => r.map_err(|e| RPCError::Unreachable(stopped(&e))),
+            other => Err(RPCError::Network(unexpected(&other))),
+        }
+    }
+
     async fn full_snapshot(
         &mut self,
         vote: Vote,

@@ -92,10 +92,10 @@ pub struct NodeConfig {
     /// under `max_bytes` and `max_age` (whole sealed segments, as
     /// [`Shard::apply_retention`](felix_storage::Shard::apply_retention)
     /// measures them) and appends a log-start entry, so every replica's
-    /// start moves to the same offset. Limits without an interval are
-    /// applied only by explicit
-    /// [`delete_records_before`](crate::ReplicatedShard::delete_records_before)
-    /// calls. Default none: nothing is deleted.
+    /// start moves to the same offset. Limits take effect only with an
+    /// interval (an interval without limits is refused at start, as a
+    /// store's is). Default none: nothing is deleted but by
+    /// [`delete_records_before`](crate::ReplicatedShard::delete_records_before).
     pub retention: Retention,
     /// The file system the store lives on. Default the real one; tests run
     /// a node on felix-io's simulated file system to fail its disk or cut

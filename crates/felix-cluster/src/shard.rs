@@ -67,11 +67,19 @@ impl ReplicatedShard {
 
     /// The shard's offsets on this replica: `committed` is one past the
     /// last entry it knows committed (what it serves).
+    ///
+    /// `base` is where the log begins for a reader: the start the last
+    /// applied log-start entry asked for, from the moment it is applied,
+    /// even while this replica's snapshot and purge up to it are still
+    /// under way (the records below it are on their way out, and no
+    /// replica serves them).
     pub fn offsets(&self) -> ShardOffsets {
         let local = self.group.log.shard().offsets();
+        let committed = self.group.machine.committed();
+        let asked = self.group.machine.start().min(committed.max(local.base));
         ShardOffsets {
-            base: local.base,
-            committed: self.group.machine.committed(),
+            base: local.base.max(asked),
+            committed,
             written: local.written,
         }
     }
@@ -228,19 +236,29 @@ impl ReplicatedShard {
 
     /// Deletes every record before `offset` on every replica (Kafka's
     /// DeleteRecords), through the log: appends a log-start entry and
-    /// returns the new start once a majority holds it and this leader
-    /// applied it. Each replica moves its start as it applies the entry: a
-    /// snapshot at the entry before `offset` (recorded in the shard's
-    /// `raft-snapshot` file), then its log purged up to it, so reads below
-    /// `offset` are [`ShardError::Trimmed`] there from then on. A replica that missed the records below the
-    /// start is sent the snapshot and restarts its shard at `offset`.
+    /// returns once a majority holds it and this leader applied it. From
+    /// the moment a replica applies the entry, reads below `offset` there
+    /// are [`ShardError::Trimmed`] and [`offsets`](Self::offsets) begin at
+    /// it; the records' files go when its snapshot at the entry before
+    /// `offset` (recorded in the shard's `raft-snapshot` file) is taken and
+    /// its log purged up to it, moments later. A replica that missed the
+    /// records below the start is sent the snapshot and restarts its shard
+    /// at `offset`.
     ///
-    /// The start never moves backwards: an `offset` at or below the
-    /// current start appends nothing and returns the start. An `offset`
-    /// past the committed end is [`ShardError::DeletePastEnd`], nothing
-    /// appended. Only on the leader ([`ShardError::NotLeader`] elsewhere).
+    /// Returns where the log begins then: `offset`, or the current start
+    /// when that is at or past it (the start never moves backwards, and
+    /// nothing is appended then). An `offset` past the committed end is
+    /// [`ShardError::DeletePastEnd`], nothing appended. Only on the
+    /// leader: elsewhere [`ShardError::NotLeader`], naming it.
     pub async fn delete_records_before(&self, offset: u64) -> Result<u64, ShardError> {
         self.check_running()?;
+        let leader = self.leader();
+        if leader != Some(self.shared.id) {
+            return Err(ShardError::NotLeader {
+                shard: self.shard(),
+                leader: leader.map(|id| (id, self.shared.address_of(id).unwrap_or_default())),
+            });
+        }
         let offsets = self.offsets();
         if offset <= offsets.base {
             return Ok(offsets.base);
@@ -259,7 +277,7 @@ impl ReplicatedShard {
             .await
             .map_err(|e| self.write_error(e))?;
         tracing::info!(node = self.shared.id, shard = %self.key, start = offset, "log start moved");
-        Ok(offset)
+        Ok(self.offsets().base.max(offset))
     }
 
     /// Adds node `node` at `addr`: a learner first, which is sent every

@@ -96,6 +96,11 @@ impl StreamMachine {
         self.start.subscribe()
     }
 
+    /// The log start the applied log-start entries ask for (0 before any).
+    pub(crate) fn start(&self) -> u64 {
+        *self.start.borrow()
+    }
+
     fn applied(&self) -> std::sync::MutexGuard<'_, Applied> {
         self.applied.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -211,6 +211,11 @@ pub enum RaftRequest {
         /// What the snapshot covers.
         meta: SnapshotMetaOf<TypeConfig>,
     },
+    /// A would-be candidate's Pre-Vote: would the receiver vote for it in
+    /// the next term? Answering changes nothing on the receiver (no term,
+    /// no vote, no lease), so a candidate whose log is behind does not hold
+    /// up an up-to-date one.
+    PreVote(VoteRequest<TypeConfig>),
 }
 
 /// A node's answer.
@@ -270,6 +275,8 @@ pub enum RaftResponse {
     Vote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
     /// To [`RaftRequest::Snapshot`].
     Snapshot(Result<SnapshotResponse<TypeConfig>, Fatal<TypeConfig>>),
+    /// To [`RaftRequest::PreVote`].
+    PreVote(Result<VoteResponse<TypeConfig>, RaftError<TypeConfig>>),
 }
 
 /// Records that lie back to back in a segment of the answering node, as

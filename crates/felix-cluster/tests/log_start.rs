@@ -7,11 +7,14 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::{append_acked, client, cluster, eventually, key, leader_of, start, timings};
 use felix_cluster::wire::RemoteError;
 use felix_cluster::{Client, ClientError, Node, NodeConfig, ShardError};
+use felix_format::LOG_START_FILE_NAME;
+use felix_format::log_start::decode_log_start;
 use felix_raft::{FelixLogStore, TypeConfig};
 use felix_storage::{Durability, Retention, ShardKey, Store, StoreConfig};
 use openraft::storage::SnapshotMeta;
@@ -25,6 +28,26 @@ async fn begins_at(node: &Node, shard: &ShardKey, start: u64) {
         || async {
             let replica = node.shard(shard).await?;
             (replica.offsets().base == start).then_some(())
+        },
+    )
+    .await;
+}
+
+/// Waits until node `id`'s shard files (under `root`) begin at `start` or later:
+/// its log-start file says so, the snapshot taken and the log purged, not
+/// only the entry applied.
+async fn purged_to(root: &Path, id: u64, shard: &ShardKey, start: u64) {
+    let file = root
+        .join(format!("n{id}"))
+        .join(shard.dir_name())
+        .join(LOG_START_FILE_NAME);
+    eventually(
+        &format!("node {id}'s log purged up to {start}"),
+        Duration::from_secs(10),
+        || async {
+            let bytes = std::fs::read(&file).ok()?;
+            let recorded = decode_log_start(&bytes).ok()?;
+            (recorded.start_offset >= start).then_some(())
         },
     )
     .await;
@@ -117,6 +140,18 @@ async fn deleting_records_moves_every_replicas_start_to_the_same_offset() {
         ),
         "{past:?}"
     );
+    // A follower names the leader rather than answering.
+    let follower = nodes.iter().find(|n| n.id() != leader.id()).unwrap();
+    let refused = follower
+        .shard(&shard)
+        .await
+        .unwrap()
+        .delete_records_before(start + 1)
+        .await;
+    assert!(
+        matches!(refused, Err(ShardError::NotLeader { leader: Some((id, _)), .. }) if id == leader.id()),
+        "{refused:?}"
+    );
     // The shard still takes records, at the next offsets.
     let more = client
         .append(&shard, vec![b"after".to_vec()])
@@ -160,6 +195,7 @@ async fn a_replica_behind_the_leaders_start_catches_up_by_snapshot() {
     // it replicates from there.
     let restarted = restart_node(root.path(), stopped_id, &stopped_addr).await;
     begins_at(&restarted, &shard, start).await;
+    purged_to(root.path(), stopped_id, &shard, start).await;
     let kept = records_from(&client, &stopped_addr, &shard, start, 30).await;
     assert_eq!(kept, acked[40..]);
     let below = client
@@ -275,6 +311,7 @@ async fn retention_moves_every_replicas_start_through_the_log() {
     .await;
     let first = acked.iter().position(|(o, _)| *o >= start).unwrap();
     for node in &nodes {
+        purged_to(root.path(), node.id(), &shard, start).await;
         let kept = records_from(
             &client,
             &node.addr().to_string(),
@@ -363,6 +400,7 @@ async fn a_purge_a_crash_cut_short_is_finished_when_the_node_restarts() {
     store.close().unwrap();
 
     let restarted = restart_node(root.path(), id, &addr).await;
+    purged_to(root.path(), id, &shard, target + 1).await;
     begins_at(&restarted, &shard, target + 1).await;
     let kept = records_from(&client, &addr, &shard, target + 1, 10).await;
     assert_eq!(kept, acked[10..]);

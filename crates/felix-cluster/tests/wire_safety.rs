@@ -1,15 +1,16 @@
 //! What a node does with a connection that breaks the protocol: requests
 //! before the greeting and Raft messages from a client are refused with a
 //! reason; a frame that is no message, or too long, closes the connection
-//! and the node goes on serving others.
+//! and the node goes on serving others. A Pre-Vote is its own message and
+//! moves nothing.
 
 mod common;
 
 use std::time::Duration;
 
 use felix_cluster::wire::{
-    ClientCodec, PROTOCOL_VERSION, RaftRequest, RemoteError, Request, RequestFrame, Response,
-    ShardName,
+    ClientCodec, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, RequestFrame,
+    Response, ShardName,
 };
 use futures::{SinkExt, StreamExt};
 use tokio::io::AsyncWriteExt;
@@ -157,4 +158,62 @@ async fn a_connection_never_has_more_bytes_in_the_node_s_hands_than_its_budget()
         status.inbound_bytes_peak
     );
     node.shutdown().await.unwrap();
+}
+
+/// A Pre-Vote travels as its own message (openraft's default would grant
+/// it without asking) and moves nothing on the node asked: not its term,
+/// not its leader, even from a candidate whose log is ahead and whose term
+/// is higher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_vote_is_answered_without_moving_the_askeds_term() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = common::cluster(root.path(), 3).await;
+    let client = common::client(&nodes);
+    let shard = common::key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    client.append(&shard, vec![b"x".to_vec()]).await.unwrap();
+    let leader = common::leader_of(&client, &nodes, &shard).await;
+    let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
+    let addr = follower.addr().to_string();
+    let name = ShardName::from(&shard);
+    let group = |status: &Response| match status {
+        Response::Status(s) => s.groups.iter().find(|g| g.shard == name).cloned(),
+        _ => None,
+    };
+    let mut conn = Framed::new(
+        TcpStream::connect(&addr).await.unwrap(),
+        ClientCodec::client(),
+    );
+    let hello = Request::Hello {
+        protocol: PROTOCOL_VERSION,
+        node: Some(9),
+    };
+    assert!(matches!(
+        ask(&mut conn, 1, hello).await,
+        Response::Hello { .. }
+    ));
+    let before = group(&ask(&mut conn, 2, Request::Status).await).unwrap();
+
+    let ahead = Some(felix_raft::LogId::new_term_index(before.term, 1_000_000));
+    let vote = felix_raft::Vote::new(before.term + 5, 9);
+    let pre_vote = openraft::raft::VoteRequest::new(vote, ahead);
+    let answer = ask(
+        &mut conn,
+        3,
+        Request::Raft {
+            shard: name.clone(),
+            rpc: RaftRequest::PreVote(pre_vote),
+        },
+    )
+    .await;
+    assert!(
+        matches!(answer, Response::Raft(RaftResponse::PreVote(Ok(_)))),
+        "{answer:?}"
+    );
+    let after = group(&ask(&mut conn, 4, Request::Status).await).unwrap();
+    assert_eq!((after.term, after.leader), (before.term, before.leader));
+
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
 }
