@@ -10,9 +10,11 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{append_acked, client, cluster, eventually, key, leader_of, start, timings};
+use common::{
+    append_acked, client, cluster, eventually, key, leader_of, records_from, start, timings,
+};
 use felix_cluster::wire::RemoteError;
-use felix_cluster::{Client, ClientError, Node, NodeConfig, ShardError};
+use felix_cluster::{ClientError, Node, NodeConfig, ShardError};
 use felix_format::LOG_START_FILE_NAME;
 use felix_format::log_start::decode_log_start;
 use felix_raft::{FelixLogStore, TypeConfig};
@@ -51,37 +53,6 @@ async fn purged_to(root: &Path, id: u64, shard: &ShardKey, start: u64) {
         },
     )
     .await;
-}
-
-/// Every committed record of `shard` on the node at `addr` from `from`,
-/// once it holds at least `at_least` of them.
-async fn records_from(
-    client: &Client,
-    addr: &str,
-    shard: &ShardKey,
-    from: u64,
-    at_least: usize,
-) -> Vec<(u64, Vec<u8>)> {
-    eventually(
-        &format!("{at_least} records from {from} on {addr}"),
-        Duration::from_secs(20),
-        || async {
-            let (mut at, mut out) = (from, Vec::new());
-            loop {
-                let batch = client
-                    .read_at(addr, shard, at, 1 << 20, Duration::ZERO)
-                    .await
-                    .ok()?;
-                if batch.next == at {
-                    break;
-                }
-                out.extend(batch.records().map(|r| (r.offset, r.payload.to_vec())));
-                at = batch.next;
-            }
-            (out.len() >= at_least).then_some(out)
-        },
-    )
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -85,22 +85,33 @@ pub(crate) async fn all_records(
     shard: &ShardKey,
     at_least: usize,
 ) -> Vec<(u64, Vec<u8>)> {
+    records_from(client, addr, shard, 0, at_least).await
+}
+
+/// The committed records of `shard` on the node at `addr` from offset
+/// `from`, as (offset, payload), once it has at least `at_least` of them.
+pub(crate) async fn records_from(
+    client: &Client,
+    addr: &str,
+    shard: &ShardKey,
+    from: u64,
+    at_least: usize,
+) -> Vec<(u64, Vec<u8>)> {
     eventually(
-        &format!("{at_least} records on {addr}"),
+        &format!("{at_least} records from {from} on {addr}"),
         Duration::from_secs(20),
         || async {
-            let mut from = 0;
-            let mut out = Vec::new();
+            let (mut at, mut out) = (from, Vec::new());
             loop {
                 let batch = client
-                    .read_at(addr, shard, from, 1 << 20, Duration::ZERO)
+                    .read_at(addr, shard, at, 1 << 20, Duration::ZERO)
                     .await
                     .ok()?;
-                if batch.next == from {
+                if batch.next == at {
                     break;
                 }
                 out.extend(batch.records().map(|r| (r.offset, r.payload.to_vec())));
-                from = batch.next;
+                at = batch.next;
             }
             (out.len() >= at_least).then_some(out)
         },
