@@ -51,7 +51,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, request: Request) -> Response {
             shard,
             term,
             leader,
-        } => quiesce(shared, &shard, term, leader),
+            applied,
+        } => quiesce(shared, &shard, term, leader, applied),
         Request::DeleteRecords { shard, offset } => delete_records(shared, &shard, offset).await,
     };
     answer.unwrap_or_else(Response::Error)
@@ -113,24 +114,27 @@ async fn hosted(shared: &Arc<Shared>, shard: &ShardName) -> Result<ReplicatedSha
     }
 }
 
-/// A quiet group's follower agrees to stop its timers, or refuses.
-fn quiesce(shared: &Shared, shard: &ShardName, term: u64, leader: u64) -> Answer {
+/// A quiet group's follower agrees to stop its timers, or refuses and
+/// says why.
+fn quiesce(
+    shared: &Shared,
+    shard: &ShardName,
+    term: u64,
+    leader: u64,
+    applied: Option<u64>,
+) -> Answer {
     let group = shared
         .hosted(&ShardKey::from(shard))
         .ok_or_else(|| RemoteError::UnknownShard {
             node: shared.id,
             shard: shard_text(shard),
         })?;
-    if crate::quiesce::quiesce(&group, term, leader) {
-        Ok(Response::Done)
-    } else {
-        Err(RemoteError::Invalid {
+    match crate::quiesce::quiesce(&group, term, leader, applied) {
+        Ok(()) => Ok(Response::Done),
+        Err(refusal) => Err(RemoteError::Invalid {
             node: shared.id,
-            reason: format!(
-                "shard {}: node {leader} does not lead term {term} here",
-                shard_text(shard)
-            ),
-        })
+            reason: format!("shard {}: {refusal}", shard_text(shard)),
+        }),
     }
 }
 

@@ -75,6 +75,7 @@ mod server;
 mod shard;
 mod state_machine;
 mod status;
+mod time_lookup;
 mod tls;
 pub mod wire;
 

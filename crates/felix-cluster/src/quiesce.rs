@@ -7,7 +7,8 @@
 //! that is most of a core doing nothing. As CockroachDB quiesces idle
 //! ranges and TiKV hibernates idle regions, a leader whose group has been
 //! idle for a check interval, with every follower holding every entry and
-//! every entry committed, asks each follower to stop the group's timers
+//! every entry committed, asks each follower (which agrees once it has
+//! applied them all, so its reads hold every acknowledged record) to stop the group's timers
 //! ([`Request::Quiesce`]); once all agree it stops its own (no heartbeats,
 //! no ticks). Raft's safety never rests on timers, only its liveness, so
 //! the one question is how a quiet group wakes:
@@ -114,23 +115,78 @@ impl Group {
     }
 }
 
+/// Why a follower refused to let its group sleep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The sender does not lead the group in that term here (or this
+    /// replica leads it, or its group stopped).
+    NotLeader {
+        /// The node that asked.
+        leader: u64,
+        /// The term it asked in.
+        term: u64,
+    },
+    /// This replica has not applied the leader's last entry yet: it does
+    /// not know the entry committed until the leader's next message says
+    /// so, and asleep it would not hear that before the next write.
+    Behind {
+        /// The leader's last entry.
+        wanted: u64,
+        /// The last entry applied here.
+        applied: Option<u64>,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotLeader { leader, term } => {
+                write!(f, "node {leader} does not lead term {term} here")
+            }
+            Self::Behind { wanted, applied } => match applied {
+                Some(applied) => write!(
+                    f,
+                    "entries applied up to {applied} here, the leader's last is {wanted}"
+                ),
+                None => write!(f, "no entry applied here, the leader's last is {wanted}"),
+            },
+        }
+    }
+}
+
 /// A follower's answer to [`Request::Quiesce`]: the group sleeps if
-/// `leader` leads it in `term` here and this replica holds every entry the
-/// leader committed.
-pub(crate) fn quiesce(group: &Group, term: u64, leader: u64) -> bool {
-    let agreed = {
+/// `leader` leads it in `term` here and this replica has applied every
+/// entry up to `applied`, the leader's last (so its reads hold every
+/// record the leader acknowledged).
+pub(crate) fn quiesce(
+    group: &Group,
+    term: u64,
+    leader: u64,
+    applied: Option<u64>,
+) -> Result<(), Refusal> {
+    {
         let metrics = group.raft.metrics();
         let m = metrics.borrow_watched();
-        m.running_state.is_ok()
+        let led = m.running_state.is_ok()
             && m.current_leader == Some(leader)
             && m.current_term == term
-            && m.state != ServerState::Leader
-    };
-    if agreed {
-        let _turn = group.turn();
-        group.sleep_holding_turn();
+            && m.state != ServerState::Leader;
+        if !led {
+            return Err(Refusal::NotLeader { leader, term });
+        }
+        let here = m.last_applied.map(|id| id.index);
+        if let Some(wanted) = applied
+            && here.is_none_or(|here| here < wanted)
+        {
+            return Err(Refusal::Behind {
+                wanted,
+                applied: here,
+            });
+        }
     }
-    agreed
+    let _turn = group.turn();
+    group.sleep_holding_turn();
+    Ok(())
 }
 
 /// A node (`peer`) greeted this one: the groups this node leads that have
@@ -341,6 +397,7 @@ async fn put_idle_groups_to_sleep(
                     shard: name.clone(),
                     term: m.current_term,
                     leader: shared.id,
+                    applied: last,
                 };
                 async move { peer.call(request, timeout).await }
             })

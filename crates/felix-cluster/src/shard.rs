@@ -216,22 +216,24 @@ impl ReplicatedShard {
         matches!(tokio::time::timeout(timeout, wait).await, Ok(Ok(_)))
     }
 
-    /// The offset of the first committed record whose timestamp is at
-    /// least `timestamp_micros`, if any: the same answer on every replica
-    /// that knows the same commit index (every replica holds the same
+    /// The offset of the first committed record at or after the log start
+    /// ([`offsets`](Self::offsets)`.base`) whose timestamp is at least
+    /// `timestamp_micros`, if any: the same answer on every replica
+    /// that knows the same commit index and start (every replica holds the same
     /// records with the same times, set by the leader that took them).
     pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<u64>, ShardError> {
         self.check_running()?;
-        let committed = self.group.machine.committed();
-        self.group
-            .log
-            .shard()
-            .offset_for_timestamp(timestamp_micros, ReadBound::Below(committed))
-            .map(|hit| hit.map(|h| h.offset))
-            .map_err(|source| ShardError::Storage {
-                shard: self.shard(),
-                source: Box::new(source),
-            })
+        let offsets = self.offsets();
+        crate::time_lookup::offset_for_timestamp_from(
+            self.group.log.shard(),
+            timestamp_micros,
+            offsets.base,
+            offsets.committed,
+        )
+        .map_err(|source| ShardError::Storage {
+            shard: self.shard(),
+            source: Box::new(source),
+        })
     }
 
     /// Deletes every record before `offset` on every replica (Kafka's

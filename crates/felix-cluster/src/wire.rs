@@ -29,7 +29,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// The protocol version of these messages, sent first on each connection
 /// ([`Request::Hello`]); a node answers a different one with
 /// [`RemoteError::Protocol`].
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A shard's key as it travels: the four parts of a
 /// [`ShardKey`].
@@ -176,7 +176,8 @@ pub enum Request {
     Ping,
     /// From a group's leader: the group is idle and every follower holds
     /// every entry; stop its timers until the leader writes again. Refused
-    /// unless the sender leads the group in `term` here.
+    /// unless the sender leads the group in `term` here and this replica
+    /// has applied every entry up to `applied`.
     Quiesce {
         /// The shard.
         shard: ShardName,
@@ -184,6 +185,12 @@ pub enum Request {
         term: u64,
         /// The leader.
         leader: u64,
+        /// The index of the leader's last entry, committed and applied
+        /// there (`None` for an empty log). A follower holding it may not
+        /// yet know it committed (the commit index travels with the next
+        /// AppendEntries or heartbeat): asleep before it learnt, it would
+        /// serve reads without the last records until the next write.
+        applied: Option<u64>,
     },
     /// Delete every record of the shard before `offset`, on every replica,
     /// through the log. Only the leader accepts; answered with the new

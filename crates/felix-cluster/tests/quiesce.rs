@@ -6,8 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{all_records, append_acked, client, cluster, eventually, key, leader_of};
-use felix_cluster::wire::{GroupStatus, ShardName};
+use common::{all_records, append_acked, ask, client, cluster, eventually, key, leader_of};
+use felix_cluster::wire::{GroupStatus, RemoteError, Request, Response, ShardName};
 use felix_cluster::{Client, Node, ShardError};
 use felix_storage::ShardKey;
 
@@ -126,6 +126,71 @@ async fn a_quiet_group_whose_leader_is_gone_elects_another_and_loses_nothing() {
         let read = all_records(&survivors, &node.addr().to_string(), &shard, acked.len()).await;
         assert_eq!(read, acked, "node {}", node.id());
     }
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+/// A follower lets its group sleep only once it has applied the leader's
+/// last entry: holding it is not enough, since it learns the entry
+/// committed only from the leader's next message, and asleep before that
+/// it would serve reads without the last acknowledged records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_refuses_to_sleep_before_it_has_applied_the_leaders_last_entry() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    let acked = append_acked(&client, &shard, 3, 4).await;
+    let leader = leader_of(&client, &nodes, &shard).await;
+    let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
+    let addr = follower.addr().to_string();
+    let name = ShardName::from(&shard);
+    // The follower has applied what the leader has.
+    let (term, applied) = eventually(
+        "the follower applied the leader's last entry",
+        Duration::from_secs(10),
+        || async {
+            let groups = statuses(&client, &nodes, &shard).await?;
+            let lead = groups.iter().find(|g| g.role == "leader")?;
+            let here = &groups[nodes.iter().position(|n| n.id() == follower.id())?];
+            (here.last_applied == lead.last_applied).then_some((lead.term, lead.last_applied?))
+        },
+    )
+    .await;
+    let mut conn = common::greet_as(&addr, leader).await;
+    let quiesce = |term: u64, applied: u64| Request::Quiesce {
+        shard: name.clone(),
+        term,
+        leader,
+        applied: Some(applied),
+    };
+
+    let ahead = ask(&mut conn, 1, quiesce(term, applied + 1)).await;
+    let reason = format!(
+        "shard {shard}: entries applied up to {applied} here, the leader's last is {}",
+        applied + 1
+    );
+    assert!(
+        matches!(&ahead, Response::Error(RemoteError::Invalid { node, reason: r }) if *node == follower.id() && *r == reason),
+        "{ahead:?}"
+    );
+    let other_term = ask(&mut conn, 2, quiesce(term + 1, applied)).await;
+    assert!(
+        matches!(&other_term, Response::Error(RemoteError::Invalid { reason, .. }) if reason.ends_with(&format!("node {leader} does not lead term {} here", term + 1))),
+        "{other_term:?}"
+    );
+    let here = statuses(&client, &nodes, &shard).await.unwrap();
+    let index = nodes.iter().position(|n| n.id() == follower.id()).unwrap();
+    assert!(!here[index].quiet, "refused, so still awake: {here:?}");
+
+    let agreed = ask(&mut conn, 3, quiesce(term, applied)).await;
+    assert!(matches!(agreed, Response::Done), "{agreed:?}");
+    let here = statuses(&client, &nodes, &shard).await.unwrap();
+    assert!(here[index].quiet, "{here:?}");
+    let read = all_records(&client, &addr, &shard, acked.len()).await;
+    assert_eq!(read, acked);
     for node in nodes {
         node.shutdown().await.unwrap();
     }

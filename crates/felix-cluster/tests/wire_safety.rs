@@ -8,25 +8,15 @@ mod common;
 
 use std::time::Duration;
 
+use common::ask;
 use felix_cluster::wire::{
-    ClientCodec, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, RequestFrame,
-    Response, ShardName,
+    ClientCodec, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, Response,
+    ShardName,
 };
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
-
-async fn ask(conn: &mut Framed<TcpStream, ClientCodec>, id: u64, request: Request) -> Response {
-    conn.send(RequestFrame { id, request }).await.unwrap();
-    let frame = tokio::time::timeout(Duration::from_secs(5), conn.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(frame.id, id);
-    frame.response
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_before_the_greeting_and_raft_messages_from_clients_are_refused() {
@@ -180,18 +170,7 @@ async fn a_pre_vote_is_answered_without_moving_the_askeds_term() {
         Response::Status(s) => s.groups.iter().find(|g| g.shard == name).cloned(),
         _ => None,
     };
-    let mut conn = Framed::new(
-        TcpStream::connect(&addr).await.unwrap(),
-        ClientCodec::client(),
-    );
-    let hello = Request::Hello {
-        protocol: PROTOCOL_VERSION,
-        node: Some(9),
-    };
-    assert!(matches!(
-        ask(&mut conn, 1, hello).await,
-        Response::Hello { .. }
-    ));
+    let mut conn = common::greet_as(&addr, 9).await;
     let before = group(&ask(&mut conn, 2, Request::Status).await).unwrap();
 
     let ahead = Some(felix_raft::LogId::new_term_index(before.term, 1_000_000));

@@ -8,8 +8,12 @@ use std::future::Future;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use felix_cluster::wire::{ClientCodec, PROTOCOL_VERSION, Request, RequestFrame, Response};
 use felix_cluster::{Client, ClientOptions, Node, NodeConfig, RaftTimings};
 use felix_storage::ShardKey;
+use futures::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
 
 /// Test timings: short, so elections take well under a second.
 pub(crate) fn timings() -> RaftTimings {
@@ -154,4 +158,35 @@ pub(crate) async fn append_acked(
         acked.extend(offsets.into_iter().zip(records));
     }
     acked
+}
+
+/// A connection that speaks the wire protocol by hand.
+pub(crate) type Raw = Framed<TcpStream, ClientCodec>;
+
+/// Sends `request` as frame `id` on `conn` and returns its answer, waiting
+/// 5 s at most.
+pub(crate) async fn ask(conn: &mut Raw, id: u64, request: Request) -> Response {
+    conn.send(RequestFrame { id, request }).await.unwrap();
+    let frame = tokio::time::timeout(Duration::from_secs(5), conn.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(frame.id, id);
+    frame.response
+}
+
+/// A connection to `addr` that greeted as node `node` (frame 0).
+pub(crate) async fn greet_as(addr: &str, node: u64) -> Raw {
+    let mut conn = Framed::new(
+        TcpStream::connect(addr).await.unwrap(),
+        ClientCodec::client(),
+    );
+    let hello = Request::Hello {
+        protocol: PROTOCOL_VERSION,
+        node: Some(node),
+    };
+    let answer = ask(&mut conn, 0, hello).await;
+    assert!(matches!(answer, Response::Hello { .. }), "{answer:?}");
+    conn
 }
