@@ -6,7 +6,7 @@
 //! ending short of it is provably an unfinished write.
 
 use crate::bytes_be::{put, u32_at, u64_at};
-use crate::checksum::{crc32, crc32_continue};
+use crate::checksum::{crc32, crc32_continue, record_checksum};
 use crate::{CorruptionKind, MAX_PAYLOAD_BYTES, RECORD_HEADER_LEN};
 
 /// The decoded header of one record.
@@ -107,8 +107,8 @@ pub fn encode_record_header(
     let header_crc = crc32(out.get(..20).unwrap_or_default());
     put(&mut out, 20, &header_crc.to_be_bytes());
     // The record checksum covers bytes 0..24 then the payload; bytes 0..20
-    // are already hashed in `header_crc`, so hashing continues from it.
-    let checksum = crc32_continue(header_crc, &[out.get(20..24).unwrap_or_default(), payload]);
+    // are already hashed in `header_crc`, and bytes 20..24 are that CRC.
+    let checksum = record_checksum(header_crc, payload);
     put(&mut out, 24, &checksum.to_be_bytes());
     Ok(out)
 }
@@ -220,11 +220,15 @@ pub fn check_record(
     let (prefix, rest) = record.split_at_checked(24).unwrap_or_default();
     let payload = rest.get(4..).unwrap_or_default();
     // The header CRC verified bytes 0..20 (it equals their CRC), so the
-    // record CRC continues from it over bytes 20..24 and the payload.
-    let found = crc32_continue(
-        header.header_crc,
-        &[prefix.get(20..).unwrap_or_default(), payload],
-    );
+    // record CRC continues from it over bytes 20..24 and the payload; when
+    // those bytes are the header CRC (always, for a header decoded from
+    // them), without hashing them.
+    let stored = prefix.get(20..).unwrap_or_default();
+    let found = if stored == header.header_crc.to_be_bytes() {
+        record_checksum(header.header_crc, payload)
+    } else {
+        crc32_continue(header.header_crc, &[stored, payload])
+    };
     if found != header.checksum {
         return Err(CorruptionKind::RecordChecksum {
             expected: header.checksum,
