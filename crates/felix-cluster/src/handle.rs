@@ -131,9 +131,10 @@ fn quiesce(
         })?;
     match crate::quiesce::quiesce(&group, term, leader, applied) {
         Ok(()) => Ok(Response::Done),
-        Err(refusal) => Err(RemoteError::Invalid {
+        Err(refusal) => Err(RemoteError::StaysAwake {
             node: shared.id,
-            reason: format!("shard {}: {refusal}", shard_text(shard)),
+            shard: shard_text(shard),
+            refusal,
         }),
     }
 }

@@ -75,7 +75,6 @@ mod server;
 mod shard;
 mod state_machine;
 mod status;
-mod time_lookup;
 mod tls;
 pub mod wire;
 

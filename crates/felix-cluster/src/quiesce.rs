@@ -7,9 +7,9 @@
 //! that is most of a core doing nothing. As CockroachDB quiesces idle
 //! ranges and TiKV hibernates idle regions, a leader whose group has been
 //! idle for a check interval, with every follower holding every entry and
-//! every entry committed, asks each follower (which agrees once it has
-//! applied them all, so its reads hold every acknowledged record) to stop the group's timers
-//! ([`Request::Quiesce`]); once all agree it stops its own (no heartbeats,
+//! every entry committed, asks each follower to stop the group's timers
+//! ([`Request::Quiesce`]; a follower agrees once it has applied every
+//! entry, so that its reads hold every acknowledged record); once all agree it stops its own (no heartbeats,
 //! no ticks). Raft's safety never rests on timers, only its liveness, so
 //! the one question is how a quiet group wakes:
 //!
@@ -47,7 +47,7 @@ use openraft::rt::watch::WatchReceiver;
 use tokio::sync::watch;
 
 use crate::node::{Group, Shared};
-use crate::wire::{Request, Response, ShardName};
+use crate::wire::{QuiesceRefusal, Request, Response, ShardName};
 
 /// A group's quiet state on this node. Clones share it.
 #[derive(Debug, Default)]
@@ -115,45 +115,6 @@ impl Group {
     }
 }
 
-/// Why a follower refused to let its group sleep.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// The sender does not lead the group in that term here (or this
-    /// replica leads it, or its group stopped).
-    NotLeader {
-        /// The node that asked.
-        leader: u64,
-        /// The term it asked in.
-        term: u64,
-    },
-    /// This replica has not applied the leader's last entry yet: it does
-    /// not know the entry committed until the leader's next message says
-    /// so, and asleep it would not hear that before the next write.
-    Behind {
-        /// The leader's last entry.
-        wanted: u64,
-        /// The last entry applied here.
-        applied: Option<u64>,
-    },
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NotLeader { leader, term } => {
-                write!(f, "node {leader} does not lead term {term} here")
-            }
-            Self::Behind { wanted, applied } => match applied {
-                Some(applied) => write!(
-                    f,
-                    "entries applied up to {applied} here, the leader's last is {wanted}"
-                ),
-                None => write!(f, "no entry applied here, the leader's last is {wanted}"),
-            },
-        }
-    }
-}
-
 /// A follower's answer to [`Request::Quiesce`]: the group sleeps if
 /// `leader` leads it in `term` here and this replica has applied every
 /// entry up to `applied`, the leader's last (so its reads hold every
@@ -163,22 +124,29 @@ pub(crate) fn quiesce(
     term: u64,
     leader: u64,
     applied: Option<u64>,
-) -> Result<(), Refusal> {
+) -> Result<(), QuiesceRefusal> {
     {
         let metrics = group.raft.metrics();
         let m = metrics.borrow_watched();
-        let led = m.running_state.is_ok()
-            && m.current_leader == Some(leader)
+        if m.running_state.is_err() {
+            return Err(QuiesceRefusal::Stopped);
+        }
+        let led = m.current_leader == Some(leader)
             && m.current_term == term
             && m.state != ServerState::Leader;
         if !led {
-            return Err(Refusal::NotLeader { leader, term });
+            return Err(QuiesceRefusal::NotLeader {
+                asked_by: leader,
+                term,
+                leader_here: m.current_leader,
+                term_here: m.current_term,
+            });
         }
         let here = m.last_applied.map(|id| id.index);
         if let Some(wanted) = applied
             && here.is_none_or(|here| here < wanted)
         {
-            return Err(Refusal::Behind {
+            return Err(QuiesceRefusal::Behind {
                 wanted,
                 applied: here,
             });
@@ -382,8 +350,12 @@ async fn put_idle_groups_to_sleep(
         if !settled {
             continue;
         }
-        if idle.get(&name) != Some(&(last, writes)) {
-            now_idle.insert(name, (last, writes));
+        // Kept for the next look either way: a round refused now (a
+        // follower not yet told the last entry committed) is asked again
+        // then, not a look later.
+        let seen = idle.get(&name) == Some(&(last, writes));
+        now_idle.insert(name.clone(), (last, writes));
+        if !seen {
             continue;
         }
         let calls: Vec<_> = m
@@ -404,10 +376,13 @@ async fn put_idle_groups_to_sleep(
             .collect();
         let node = shared.id;
         rounds.push(async move {
-            let agreed = futures::future::join_all(calls)
-                .await
-                .into_iter()
-                .all(|answer| matches!(answer, Ok(Response::Done)));
+            let mut agreed = true;
+            for answer in futures::future::join_all(calls).await {
+                if !matches!(answer, Ok(Response::Done)) {
+                    tracing::debug!(node, shard = %key, ?answer, "a follower keeps the group awake");
+                    agreed = false;
+                }
+            }
             if agreed {
                 // Final only if no write came meanwhile.
                 let _turn = group.turn();

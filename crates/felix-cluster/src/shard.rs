@@ -224,16 +224,21 @@ impl ReplicatedShard {
     pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<u64>, ShardError> {
         self.check_running()?;
         let offsets = self.offsets();
-        crate::time_lookup::offset_for_timestamp_from(
-            self.group.log.shard(),
-            timestamp_micros,
-            offsets.base,
-            offsets.committed,
-        )
-        .map_err(|source| ShardError::Storage {
-            shard: self.shard(),
-            source: Box::new(source),
-        })
+        // From the start a committed entry set, which is above the shard's
+        // own until the snapshot at it is taken and the log purged.
+        self.group
+            .log
+            .shard()
+            .offset_for_timestamp_from(
+                timestamp_micros,
+                offsets.base,
+                ReadBound::Below(offsets.committed),
+            )
+            .map(|hit| hit.map(|h| h.offset))
+            .map_err(|source| ShardError::Storage {
+                shard: self.shard(),
+                source: Box::new(source),
+            })
     }
 
     /// Deletes every record before `offset` on every replica (Kafka's

@@ -360,111 +360,6 @@ pub struct GroupStatus {
     pub quiet: bool,
 }
 
-/// Why a request failed on the node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[non_exhaustive]
-pub enum RemoteError {
-    /// This node does not lead the shard's group; `leader` is the one it
-    /// knows of, with its address.
-    #[error("node {node} does not lead shard {shard}; leader: {}", display_leader(.leader))]
-    NotLeader {
-        /// The node that answered.
-        node: u64,
-        /// The shard, as `tenant/namespace/stream/shard`.
-        shard: String,
-        /// The leader's id and address, when known.
-        leader: Option<(u64, String)>,
-    },
-    /// The append reached the leader but the leader changed before it
-    /// committed: the records may or may not be committed (retrying may
-    /// duplicate them).
-    #[error("node {node}: the append to shard {shard} has an unknown outcome: {reason}")]
-    OutcomeUnknown {
-        /// The node that answered.
-        node: u64,
-        /// The shard.
-        shard: String,
-        /// openraft's account.
-        reason: String,
-    },
-    /// The node hosts no group for the shard.
-    #[error("node {node} hosts no shard {shard}")]
-    UnknownShard {
-        /// The node that answered.
-        node: u64,
-        /// The shard.
-        shard: String,
-    },
-    /// A replica the request needs is not known to this node.
-    #[error("node {node} knows no address of node {unknown}")]
-    UnknownNode {
-        /// The node that answered.
-        node: u64,
-        /// The node it does not know.
-        unknown: u64,
-    },
-    /// The shard's group stopped on this node (a storage failure, or
-    /// shutting down): `reason` says why.
-    #[error("shard {shard} is stopped on node {node}: {reason}")]
-    Stopped {
-        /// The node that answered.
-        node: u64,
-        /// The shard.
-        shard: String,
-        /// Why, as the node's error said.
-        reason: String,
-    },
-    /// The node's storage failed the request.
-    #[error("storage error on node {node}: {message}")]
-    Storage {
-        /// The node that answered.
-        node: u64,
-        /// The storage error as the node rendered it.
-        message: String,
-    },
-    /// The request is not valid (`reason` says which part).
-    #[error("invalid request to node {node}: {reason}")]
-    Invalid {
-        /// The node that answered.
-        node: u64,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The sender speaks another protocol version.
-    #[error("node {node} speaks protocol {expected}, the request {found}")]
-    Protocol {
-        /// The node that answered.
-        node: u64,
-        /// Its [`PROTOCOL_VERSION`].
-        expected: u32,
-        /// The sender's.
-        found: u32,
-    },
-    /// The records asked for are below the shard's log start on this
-    /// replica: deleted (`delete_records_before`, retention). Read from
-    /// `start`.
-    #[error(
-        "node {node}: shard {shard} begins at offset {start}; the records before it, {offset} among them, are deleted"
-    )]
-    Trimmed {
-        /// The node that answered.
-        node: u64,
-        /// The shard.
-        shard: String,
-        /// The offset asked for.
-        offset: u64,
-        /// Where the log begins on that replica.
-        start: u64,
-    },
-}
-
-pub(crate) fn display_leader(leader: &Option<(u64, String)>) -> String {
-    match leader {
-        Some((id, addr)) => format!("node {id} at {addr}"),
-        None => "unknown".to_owned(),
-    }
-}
-
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -642,3 +537,7 @@ impl postcard::ser_flavors::Flavor for IntoBuffer<'_> {
 mod tests;
 
 mod blob;
+mod remote_error;
+
+pub(crate) use remote_error::display_leader;
+pub use remote_error::{QuiesceRefusal, RemoteError};

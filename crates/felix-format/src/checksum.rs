@@ -9,11 +9,11 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
 /// CRC-32 (IEEE) of `prefix` followed by each of `parts`, given
 /// `prefix_crc`, the CRC of `prefix`: hashing continues where it stopped.
 ///
-/// A record's checksum covers its header bytes 0..24, whose first 20 bytes
-/// the header CRC already covered, then its payload; continuing from that
-/// CRC hashes each of those bytes once instead of twice, and one hasher for
-/// both ranges sets up (and detects the CPU's CRC instructions) once, on
-/// the path every append and every verified read takes.
+/// A file whose checksum covers a header and then a body continues from
+/// the header's CRC rather than hashing the header twice; one hasher for
+/// every part sets up (and detects the CPU's CRC instructions) once. (A
+/// record's checksum, on the path every append and every verified read
+/// takes, has its own: [`record_checksum`].)
 #[inline]
 pub(crate) fn crc32_continue(prefix_crc: u32, parts: &[&[u8]]) -> u32 {
     let mut hasher = crc32fast::Hasher::new_with_initial(prefix_crc);
@@ -120,6 +120,24 @@ mod tests {
         // The check value of CRC-32/ISO-HDLC.
         assert_eq!(crc32_bitwise_continue(0, b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32_bitwise_continue(0, b"123456789"), crc32(b"123456789"));
+    }
+
+    #[test]
+    fn hashing_through_a_crc_by_table_equals_hashing_its_bytes_for_every_byte_of_it() {
+        // Every entry of every table: each byte value in each position,
+        // alone and over a background, so that no entry goes unchecked.
+        for position in 0..4 {
+            for byte in 0..=255u32 {
+                for background in [0, 0xFFFF_FFFF, 0x1234_5678] {
+                    let crc = background ^ (byte << (8 * position));
+                    assert_eq!(
+                        crc32_through_own_crc(crc),
+                        crc32_continue(crc, &[&crc.to_be_bytes()]),
+                        "crc {crc:#010x}"
+                    );
+                }
+            }
+        }
     }
 
     proptest! {

@@ -54,6 +54,22 @@ fn check_against_model(shard: &Shard, base: u64, model: &[u64]) {
     }
     for t in bounds {
         assert_eq!(lookup(shard, t), model_answer(base, model, t), "t = {t}");
+        // From a later offset: the model's answer over the records from
+        // there (a replicated shard's start above the shard's own).
+        for skip in [
+            1,
+            model.len() / 2,
+            model.len().saturating_sub(1),
+            model.len(),
+        ] {
+            let from = base + skip as u64;
+            let expected = model_answer(from, model.get(skip..).unwrap_or_default(), t);
+            let found = shard
+                .offset_for_timestamp_from(t, from, ReadBound::Committed)
+                .unwrap()
+                .map(|hit| (hit.offset, hit.timestamp_micros));
+            assert_eq!(found, expected, "t = {t}, from {from}");
+        }
     }
 }
 
@@ -200,6 +216,37 @@ fn offset_for_timestamp_below_the_log_start_answers_from_the_start() {
     shard.delete_records_before(30).unwrap();
     assert_eq!(lookup(&shard, 0), None);
     assert_eq!(shard.newest_timestamp().unwrap(), None);
+}
+
+#[test]
+fn offset_for_timestamp_from_an_offset_answers_from_there_and_never_below_the_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = open(dir.path(), small_config());
+    // Ten records stamped 100, 200, … 1,000, then one stamped 50: a
+    // clock that went back.
+    let mut records: Vec<_> = (0..10u64)
+        .map(|i| Record::new((i + 1) * 100, "r"))
+        .collect();
+    records.push(Record::new(50, "late"));
+    shard.append(&records).wait().unwrap();
+    let from = |t, from, bound| {
+        shard
+            .offset_for_timestamp_from(t, from, bound)
+            .unwrap()
+            .map(|hit| hit.offset)
+    };
+    assert_eq!(from(100, 0, ReadBound::Committed), Some(0));
+    assert_eq!(from(100, 4, ReadBound::Committed), Some(4));
+    assert_eq!(from(750, 4, ReadBound::Committed), Some(7));
+    // Only offset 9 reaches 1,000; from 10 on, the late record does not.
+    assert_eq!(from(1_000, 10, ReadBound::Committed), None);
+    // Bounded above as a read is, and nothing from past the end.
+    assert_eq!(from(900, 4, ReadBound::Below(6)), None);
+    assert_eq!(from(100, 4, ReadBound::Below(6)), Some(4));
+    assert_eq!(from(0, 11, ReadBound::Committed), None);
+    // The shard's own start still holds below a lower `from`.
+    shard.delete_records_before(6).unwrap();
+    assert_eq!(from(100, 2, ReadBound::Committed), Some(6));
 }
 
 fn time_index_path(dir: &Path, id: u64) -> std::path::PathBuf {

@@ -43,10 +43,43 @@ impl Shard {
         timestamp_micros: u64,
         bound: ReadBound,
     ) -> Result<Option<TimestampHit>> {
+        self.offset_for_timestamp_from(timestamp_micros, 0, bound)
+    }
+
+    /// [`Shard::offset_for_timestamp`] from `from` on: the earliest offset
+    /// at or above both `from` and the log start, below where `bound` ends,
+    /// whose record's timestamp is at least `timestamp_micros`. For a
+    /// caller whose log begins above the shard's own start — a replicated
+    /// shard whose new start is committed before its records' files go —
+    /// and searched as fast: the time indexes narrow the search from
+    /// `from` as from the start.
+    ///
+    /// ```
+    /// use felix_storage::{ReadBound, Record, Shard};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let shard = Shard::options(dir.path()).open()?;
+    /// shard.append(&[Record::new(100, "a"), Record::new(200, "b"), Record::new(300, "c")]).wait()?;
+    /// let from = |t, from| {
+    ///     shard
+    ///         .offset_for_timestamp_from(t, from, ReadBound::Committed)
+    ///         .map(|hit| hit.map(|h| h.offset))
+    /// };
+    /// assert_eq!(from(100, 0)?, Some(0));
+    /// assert_eq!(from(100, 2)?, Some(2)); // the first from offset 2 that reaches 100
+    /// assert_eq!(from(100, 3)?, None); // nothing from there
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offset_for_timestamp_from(
+        &self,
+        timestamp_micros: u64,
+        from: u64,
+        bound: ReadBound,
+    ) -> Result<Option<TimestampHit>> {
         self.core.check_open()?;
         self.core
             .log()
-            .offset_for_timestamp(timestamp_micros, bound)
+            .offset_for_timestamp(timestamp_micros, from, bound)
     }
 
     /// The newest record a committed read returns, with its timestamp

@@ -34,12 +34,13 @@ use crate::shard::bounds::ReadBound;
 use crate::stats::Counters;
 
 impl Log {
-    /// The first record at or after the log start, below where `bound`
-    /// ends, whose timestamp is at least `t` (see
-    /// `Shard::offset_for_timestamp`).
+    /// The first record at or after `from` and the log start, below where
+    /// `bound` ends, whose timestamp is at least `t` (see
+    /// `Shard::offset_for_timestamp_from`).
     pub(crate) fn offset_for_timestamp(
         &self,
         t: u64,
+        from: u64,
         bound: ReadBound,
     ) -> Result<Option<TimestampHit>> {
         let (end, start, sealed, active) = {
@@ -52,7 +53,12 @@ impl Log {
                 view.active_max_timestamp,
                 view.active_index.clone(),
             );
-            (end, view.base_offset(), view.sealed.clone(), active)
+            (
+                end,
+                view.base_offset().max(from),
+                view.sealed.clone(),
+                active,
+            )
         };
         if start >= end {
             return Ok(None);

@@ -1,0 +1,154 @@
+//! Why a request failed on the node, as the answer carries it.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a request failed on the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// This node does not lead the shard's group; `leader` is the one it
+    /// knows of, with its address.
+    #[error("node {node} does not lead shard {shard}; leader: {}", display_leader(.leader))]
+    NotLeader {
+        /// The node that answered.
+        node: u64,
+        /// The shard, as `tenant/namespace/stream/shard`.
+        shard: String,
+        /// The leader's id and address, when known.
+        leader: Option<(u64, String)>,
+    },
+    /// The append reached the leader but the leader changed before it
+    /// committed: the records may or may not be committed (retrying may
+    /// duplicate them).
+    #[error("node {node}: the append to shard {shard} has an unknown outcome: {reason}")]
+    OutcomeUnknown {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// openraft's account.
+        reason: String,
+    },
+    /// The node hosts no group for the shard.
+    #[error("node {node} hosts no shard {shard}")]
+    UnknownShard {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+    },
+    /// A replica the request needs is not known to this node.
+    #[error("node {node} knows no address of node {unknown}")]
+    UnknownNode {
+        /// The node that answered.
+        node: u64,
+        /// The node it does not know.
+        unknown: u64,
+    },
+    /// The shard's group stopped on this node (a storage failure, or
+    /// shutting down): `reason` says why.
+    #[error("shard {shard} is stopped on node {node}: {reason}")]
+    Stopped {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// Why, as the node's error said.
+        reason: String,
+    },
+    /// The node's storage failed the request.
+    #[error("storage error on node {node}: {message}")]
+    Storage {
+        /// The node that answered.
+        node: u64,
+        /// The storage error as the node rendered it.
+        message: String,
+    },
+    /// The request is not valid (`reason` says which part).
+    #[error("invalid request to node {node}: {reason}")]
+    Invalid {
+        /// The node that answered.
+        node: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The sender speaks another protocol version.
+    #[error("node {node} speaks protocol {expected}, the request {found}")]
+    Protocol {
+        /// The node that answered.
+        node: u64,
+        /// Its [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION).
+        expected: u32,
+        /// The sender's.
+        found: u32,
+    },
+    /// The records asked for are below the shard's log start on this
+    /// replica: deleted (`delete_records_before`, retention). Read from
+    /// `start`.
+    #[error(
+        "node {node}: shard {shard} begins at offset {start}; the records before it, {offset} among them, are deleted"
+    )]
+    Trimmed {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// The offset asked for.
+        offset: u64,
+        /// Where the log begins on that replica.
+        start: u64,
+    },
+    /// A follower did not let a quiet group sleep (`Request::Quiesce`):
+    /// the leader keeps it awake and asks again at its next look.
+    #[error("node {node} keeps shard {shard} awake: {refusal}")]
+    StaysAwake {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// Why.
+        refusal: QuiesceRefusal,
+    },
+}
+
+/// Why a follower keeps a group awake that its leader asked to quiet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuiesceRefusal {
+    /// The asker does not lead the group in that term here.
+    #[error(
+        "node {asked_by} does not lead term {term} here (leader here: {}, term {term_here})",
+        leader_here.map_or_else(|| "none".to_owned(), |id| format!("node {id}"))
+    )]
+    NotLeader {
+        /// The node that asked.
+        asked_by: u64,
+        /// The term it asked in.
+        term: u64,
+        /// The leader this replica knows of.
+        leader_here: Option<u64>,
+        /// This replica's term.
+        term_here: u64,
+    },
+    /// The group stopped on this replica (its storage failed, or the node
+    /// is shutting down).
+    #[error("the group stopped here")]
+    Stopped,
+    /// This replica has not applied the leader's last entry yet: it learns
+    /// that the entry committed from the leader's next message, and asleep
+    /// it would serve reads without it until the next write.
+    #[error("entries applied up to {} here, the leader's last is {wanted}", applied.map_or_else(|| "none".to_owned(), |a| a.to_string()))]
+    Behind {
+        /// The leader's last entry.
+        wanted: u64,
+        /// The last entry applied here.
+        applied: Option<u64>,
+    },
+}
+
+pub(crate) fn display_leader(leader: &Option<(u64, String)>) -> String {
+    match leader {
+        Some((id, addr)) => format!("node {id} at {addr}"),
+        None => "unknown".to_owned(),
+    }
+}
