@@ -220,6 +220,36 @@ pub enum ShardError {
         /// One past the last committed entry.
         committed: u64,
     },
+    /// An append of more records than one append takes
+    /// ([`MAX_APPEND_RECORDS`](crate::MAX_APPEND_RECORDS)): nothing was
+    /// appended.
+    #[error(
+        "an append of {records} records to shard {shard} is above the {max}-record limit of one append"
+    )]
+    TooManyRecords {
+        /// The shard.
+        shard: String,
+        /// The records in the append.
+        records: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A record larger than a replicated record may be
+    /// ([`MAX_RECORD_BYTES`](crate::MAX_RECORD_BYTES)): nothing was
+    /// appended.
+    #[error(
+        "record {index} of the append to shard {shard} holds {bytes} bytes, above the {max}-byte limit of a replicated record"
+    )]
+    RecordTooLarge {
+        /// The shard.
+        shard: String,
+        /// Its place in the append, from 0.
+        index: usize,
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// This replica's storage failed the read.
     #[error("shard {shard}: {source}")]
     Storage {
@@ -263,6 +293,28 @@ impl ShardError {
                 shard: shard.clone(),
                 offset: *offset,
                 start: *start,
+            },
+            Self::TooManyRecords {
+                shard,
+                records,
+                max,
+            } => RemoteError::TooManyRecords {
+                node,
+                shard: shard.clone(),
+                records: *records,
+                max: *max,
+            },
+            Self::RecordTooLarge {
+                shard,
+                index,
+                bytes,
+                max,
+            } => RemoteError::RecordTooLarge {
+                node,
+                shard: shard.clone(),
+                index: *index,
+                bytes: *bytes,
+                max: *max,
             },
             Self::DeletePastEnd { .. } => RemoteError::Invalid {
                 node,

@@ -86,5 +86,5 @@ pub use node::{Node, NodeConfig, RaftTimings};
 pub use prometheus::serve_prometheus;
 pub use reader::ShardReader;
 pub use server::MAX_IN_FLIGHT_BYTES;
-pub use shard::{MAX_RECORD_BYTES, ReplicatedShard};
+pub use shard::{MAX_APPEND_RECORDS, MAX_RECORD_BYTES, ReplicatedShard};
 pub use tls::{ClientTls, TlsError, TlsFiles, node_certificate_name};

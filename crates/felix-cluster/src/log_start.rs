@@ -127,7 +127,7 @@ pub(crate) async fn retain(
             if start <= shard.offsets().base || start <= group.machine.start() {
                 continue;
             }
-            group.stir();
+            group.stir().await;
             // Bounded: a leader cut off from its majority commits nothing,
             // and must not hold up the other groups' retention.
             let write = group.raft.client_write(Request::LogStart { start });

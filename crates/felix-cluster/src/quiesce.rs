@@ -42,8 +42,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use felix_raft::TypeConfig;
 use openraft::ServerState;
 use openraft::rt::watch::WatchReceiver;
+use openraft::type_config::TypeConfigExt;
 use tokio::sync::watch;
 
 use crate::node::{Group, Shared};
@@ -69,17 +71,66 @@ impl Group {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the group before a write on its leader, and calls off a sleep
-    /// being decided. On a replica that does not lead, nothing: the write
-    /// is refused there, and waking a follower whose lease ran out long
-    /// ago would make it stand for election.
-    pub(crate) fn stir(&self) {
+    /// Wakes the group before a write on its leader, calls off a sleep
+    /// being decided, and renews the leader's lease when it ran out. On a
+    /// replica that does not lead, nothing: the write is refused there, and
+    /// waking a follower whose lease ran out long ago would make it stand
+    /// for election.
+    ///
+    /// openraft refuses a leader's write once its lease — a quorum's last
+    /// acknowledgement, valid for the longest election timeout — has run
+    /// out, and a group quiet for longer than that has no acknowledgement
+    /// that recent: its first write would be refused (with no leader
+    /// named), and an idle shard's retention would never move its start.
+    /// One heartbeat round renews the lease; the wait is bounded by the
+    /// lease's length (a leader cut off from its majority gets no answer,
+    /// and its write is then refused as it would have been).
+    pub(crate) async fn stir(&self) {
         if self.raft.metrics().borrow_watched().state != ServerState::Leader {
             return;
         }
-        let _turn = self.turn();
-        self.quiet.writes.fetch_add(1, Ordering::AcqRel);
-        self.wake_holding_turn();
+        {
+            let _turn = self.turn();
+            self.quiet.writes.fetch_add(1, Ordering::AcqRel);
+            self.wake_holding_turn();
+        }
+        self.renew_lease().await;
+    }
+
+    /// Sends a heartbeat round and waits, at most the lease's length, for
+    /// a quorum to acknowledge it, unless the leader's lease is valid.
+    async fn renew_lease(&self) {
+        let lease = Duration::from_millis(self.raft.config().election_timeout_max);
+        let valid = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow_watched();
+            m.last_quorum_acked
+                .as_ref()
+                .is_some_and(|acked| TypeConfig::now() < **acked + lease)
+        };
+        if valid {
+            return;
+        }
+        let asked = TypeConfig::now();
+        if self.raft.trigger().heartbeat().await.is_err() {
+            // The group stopped: the write reports it.
+            return;
+        }
+        let renewed = self
+            .raft
+            .wait(Some(lease))
+            .metrics(
+                |m| {
+                    m.last_quorum_acked
+                        .as_ref()
+                        .is_some_and(|acked| **acked >= asked)
+                },
+                "a quorum acknowledged the leader's heartbeat",
+            )
+            .await;
+        if let Err(e) = renewed {
+            tracing::debug!(shard = %self.log.shard().label(), error = %e, "the leader's lease was not renewed");
+        }
     }
 
     /// Turns the group's timers and heartbeats back on, if they were off.

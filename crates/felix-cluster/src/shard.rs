@@ -21,6 +21,12 @@ use crate::wire::ShardOffsets;
 /// travels in an AppendEntries of its own (see `network.rs`).
 pub const MAX_RECORD_BYTES: usize = crate::wire::MAX_FRAME / 4;
 
+/// The most records one append takes: 65,536. What one request makes a
+/// node hold (an entry and a waiter per record) stays bounded whatever the
+/// records' sizes, and its answer, an offset per record, always fits in a
+/// frame. A producer with more sends them in several appends.
+pub const MAX_APPEND_RECORDS: usize = 1 << 16;
+
 /// How many times a membership change waits for the one before to commit.
 const CHANGE_RETRIES: u32 = 50;
 /// How long each such wait is.
@@ -92,28 +98,37 @@ impl ReplicatedShard {
     /// replica does not lead; [`ShardError::OutcomeUnknown`] when
     /// leadership was lost after the records were appended here, so they
     /// may or may not be committed; [`ShardError::Stopped`] when the group
-    /// stopped (its storage failed, or the node is shutting down).
+    /// stopped (its storage failed, or the node is shutting down);
+    /// [`ShardError::TooManyRecords`] (more than [`MAX_APPEND_RECORDS`]) and
+    /// [`ShardError::RecordTooLarge`] (a record over [`MAX_RECORD_BYTES`])
+    /// with nothing appended.
     pub async fn append(&self, records: Vec<Vec<u8>>) -> Result<Vec<u64>, ShardError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        if let Some((at, record)) = records
+        if records.len() > MAX_APPEND_RECORDS {
+            return Err(ShardError::TooManyRecords {
+                shard: self.shard(),
+                records: records.len(),
+                max: MAX_APPEND_RECORDS,
+            });
+        }
+        if let Some((index, record)) = records
             .iter()
             .enumerate()
             .find(|(_, r)| r.len() > MAX_RECORD_BYTES)
         {
-            return Err(ShardError::Refused {
+            return Err(ShardError::RecordTooLarge {
                 shard: self.shard(),
-                reason: format!(
-                    "record {at} of the batch holds {} bytes, above the {MAX_RECORD_BYTES}-byte limit of a replicated record",
-                    record.len()
-                ),
+                index,
+                bytes: record.len(),
+                max: MAX_RECORD_BYTES,
             });
         }
         let count = records.len();
         let requests = records.into_iter().map(felix_raft::Request::new);
         // A quiet group wakes before its leader writes.
-        self.group.stir();
+        self.group.stir().await;
         // Nothing is submitted if this fails.
         let mut results = self
             .group
@@ -277,7 +292,7 @@ impl ReplicatedShard {
                 committed: offsets.committed,
             });
         }
-        self.group.stir();
+        self.group.stir().await;
         self.group
             .raft
             .client_write(felix_raft::Request::LogStart { start: offset })
@@ -294,7 +309,7 @@ impl ReplicatedShard {
     /// learner is removed meanwhile ([`ShardError::NotLeader`],
     /// [`ShardError::Refused`]).
     pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
-        self.group.stir();
+        self.group.stir().await;
         let added = self
             .group
             .raft
@@ -349,7 +364,7 @@ impl ReplicatedShard {
     async fn change_voters(&self, change: ChangeMembers<u64, BasicNode>) -> Result<(), ShardError> {
         let mut tries = 0;
         loop {
-            self.group.stir();
+            self.group.stir().await;
             match self
                 .group
                 .raft

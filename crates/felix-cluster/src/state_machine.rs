@@ -105,6 +105,15 @@ impl StreamMachine {
         self.applied.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Moves the log start readers see up to `wanted`, never down.
+    fn raise_start(&self, wanted: u64) {
+        self.start.send_if_modified(|s| {
+            let moved = wanted > *s;
+            *s = (*s).max(wanted);
+            moved
+        });
+    }
+
     fn publish(&self, last: Option<LogId>) {
         let next = last.map_or(0, |id| id.index.saturating_add(1));
         self.committed.send_if_modified(|c| {
@@ -260,11 +269,7 @@ impl RaftStateMachine<TypeConfig> for StreamMachine {
             self.publish(last);
         }
         if let Some(wanted) = start {
-            self.start.send_if_modified(|s| {
-                let moved = wanted > *s;
-                *s = (*s).max(wanted);
-                moved
-            });
+            self.raise_start(wanted);
         }
         Ok(())
     }
@@ -288,6 +293,14 @@ impl RaftStateMachine<TypeConfig> for StreamMachine {
             applied.membership = meta.last_membership.clone();
             applied.memberships = vec![meta.last_membership.clone()];
         }
+        // A snapshot at S is only ever taken for a log start at S + 1: the
+        // records up to S are deleted here too. The start moves before the
+        // commit index does, so that a follower whose log holds other
+        // entries up to S (cut off in an older term, until openraft purges
+        // them after this install) never serves them as committed.
+        if let Some(last) = meta.last_log_id {
+            self.raise_start(last.index + 1);
+        }
         self.publish(meta.last_log_id);
         Ok(())
     }
@@ -297,5 +310,40 @@ impl RaftStateMachine<TypeConfig> for StreamMachine {
             meta,
             snapshot: Cursor::new(Vec::new()),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use felix_raft::LogId;
+
+    #[tokio::test]
+    async fn installing_a_snapshot_moves_the_start_past_it_before_the_commit_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = FelixLogStore::<TypeConfig>::options(dir.path())
+            .open()
+            .unwrap();
+        let mut machine = StreamMachine::new(log, None);
+        let mut start = machine.wanted_start();
+        let committed = machine.watch();
+        let members = openraft::Membership::new(
+            vec![[1u64].into()],
+            std::collections::BTreeMap::from([(1u64, openraft::BasicNode::new("a:1"))]),
+        )
+        .unwrap();
+        let meta = Meta {
+            last_log_id: Some(LogId::new_term_index(3, 20)),
+            last_membership: StoredMembership::new(Some(LogId::new_term_index(1, 0)), members),
+        };
+        machine
+            .install_snapshot(&meta, Cursor::new(Vec::new()))
+            .await
+            .unwrap();
+        assert_eq!((machine.start(), machine.committed()), (21, 21));
+        // A reader that sees the new commit index sees the new start.
+        assert!(start.has_changed().unwrap());
+        assert_eq!(*start.borrow_and_update(), 21);
+        assert_eq!(*committed.borrow(), 21);
     }
 }

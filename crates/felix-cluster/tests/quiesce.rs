@@ -80,8 +80,21 @@ async fn an_idle_group_goes_quiet_and_a_write_wakes_it_without_an_election() {
         "{groups:?}"
     );
 
-    // A write wakes it, is acknowledged in the same term, and reaches
+    // A write on the leader's own handle wakes it and is taken at once:
+    // the lease that ran out while the group was quiet is renewed first
+    // (openraft refuses a write from a leader without one). Then writes
+    // through the client; all are acknowledged in the same term and reach
     // every replica.
+    let leader_node = nodes.iter().find(|n| n.id() == leader).unwrap();
+    let first = b"the first write after the quiet".to_vec();
+    let offsets = leader_node
+        .shard(&shard)
+        .await
+        .unwrap()
+        .append(vec![first.clone()])
+        .await
+        .unwrap();
+    acked.push((offsets[0], first));
     acked.extend(append_acked(&client, &shard, 1, 3).await);
     let groups = statuses(&client, &nodes, &shard).await.unwrap();
     assert!(groups.iter().all(|g| g.term == term), "{groups:?}");

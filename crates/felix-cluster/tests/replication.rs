@@ -5,7 +5,10 @@ mod common;
 use std::time::Duration;
 
 use common::{all_records, append_acked, client, cluster, key, leader_of, start};
-use felix_cluster::{ClientError, NodeConfig, NodeError, ShardError, wire::RemoteError};
+use felix_cluster::{
+    ClientError, MAX_APPEND_RECORDS, MAX_RECORD_BYTES, NodeConfig, NodeError, ShardError,
+    wire::RemoteError,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appended_records_are_on_every_replica_at_their_offsets() {
@@ -191,4 +194,49 @@ async fn a_node_refuses_store_retention_which_would_cut_the_raft_log() {
         matches!(err, NodeError::Retention { node: 1, found } if found.max_bytes == Some(1 << 30)),
         "{err}"
     );
+}
+
+/// An append of more records than one append takes, or with a record
+/// larger than a replicated record may be, is refused whole, naming the
+/// shard, the count or the record and the limit, on the node's handle
+/// and through the client alike; nothing is appended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_over_the_record_count_or_size_limit_is_refused_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 1).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1]).await.unwrap();
+    append_acked(&client, &shard, 1, 2).await;
+    let replica = nodes[0].shard(&shard).await.unwrap();
+    let before = replica.offsets();
+
+    let many = vec![Vec::new(); MAX_APPEND_RECORDS + 1];
+    let refused = replica.append(many.clone()).await.unwrap_err();
+    assert!(
+        matches!(&refused, ShardError::TooManyRecords { shard: s, records, max }
+            if *s == shard.to_string() && *records == MAX_APPEND_RECORDS + 1 && *max == MAX_APPEND_RECORDS),
+        "{refused}"
+    );
+    let remote = client.append(&shard, many).await.unwrap_err();
+    assert!(
+        matches!(&remote, ClientError::Remote(RemoteError::TooManyRecords { node: 1, records, .. })
+            if *records == MAX_APPEND_RECORDS + 1),
+        "{remote}"
+    );
+
+    let large = vec![b"small".to_vec(), vec![0; MAX_RECORD_BYTES + 1]];
+    let refused = replica.append(large).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "record 1 of the append to shard {shard} holds {} bytes, above the {MAX_RECORD_BYTES}-byte limit of a replicated record",
+            MAX_RECORD_BYTES + 1
+        )
+    );
+    // Nothing of the refused appends went in.
+    assert_eq!(replica.offsets(), before);
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
 }

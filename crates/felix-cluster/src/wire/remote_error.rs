@@ -98,6 +98,38 @@ pub enum RemoteError {
         /// Where the log begins on that replica.
         start: u64,
     },
+    /// An append of more records than one append takes: nothing was
+    /// appended.
+    #[error(
+        "node {node}: an append of {records} records to shard {shard} is above the {max}-record limit of one append"
+    )]
+    TooManyRecords {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// The records in the append.
+        records: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A record larger than a replicated record may be: nothing was
+    /// appended.
+    #[error(
+        "node {node}: record {index} of the append to shard {shard} holds {bytes} bytes, above the {max}-byte limit of a replicated record"
+    )]
+    RecordTooLarge {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// Its place in the append, from 0.
+        index: usize,
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// A follower did not let a quiet group sleep (`Request::Quiesce`):
     /// the leader keeps it awake and asks again at its next look.
     #[error("node {node} keeps shard {shard} awake: {refusal}")]
