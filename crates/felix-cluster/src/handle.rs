@@ -175,6 +175,15 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
         // Changes nothing here, so wakes nothing either.
         RaftRequest::PreVote(rpc) => RaftResponse::PreVote(group.raft.pre_vote(rpc).await),
         RaftRequest::Snapshot { vote, meta } => {
+            // openraft stops the group (an assertion in its core) on a
+            // snapshot no protocol-following leader sends: refused here.
+            if let Some(reason) = impossible_snapshot(&group, &vote, &meta) {
+                tracing::warn!(node = shared.id, shard = %shard_text(shard), %reason, "refusing a snapshot");
+                return Err(RemoteError::Invalid {
+                    node: shared.id,
+                    reason: format!("shard {}: {reason}", shard_text(shard)),
+                });
+            }
             tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
             let snapshot = Snapshot {
                 meta,
@@ -186,6 +195,36 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
         }
     };
     Ok(Response::Raft(answer))
+}
+
+/// Why a snapshot sent with `vote` cannot be a leader's, if it cannot:
+/// its last entry from a term after the vote's (no leader holds an entry
+/// of a later term), or after the entry committed here by term but not by
+/// index (two committed entries at one index). openraft asserts both and
+/// stops the group; a peer left from an earlier cluster with the same
+/// node ids could send either.
+fn impossible_snapshot(
+    group: &Group,
+    vote: &felix_raft::Vote,
+    meta: &openraft::alias::SnapshotMetaOf<felix_raft::TypeConfig>,
+) -> Option<String> {
+    let last = meta.last_log_id?;
+    let (index, term) = (last.index, *last.leader_id);
+    let vote_term = vote.leader_id().term;
+    if term > vote_term {
+        return Some(format!(
+            "the snapshot ends at entry {index} of term {term}, after the sender's term {vote_term}"
+        ));
+    }
+    let metrics = group.raft.metrics();
+    let committed = metrics.borrow_watched().local_committed;
+    match committed {
+        Some(committed) if last > committed && index <= committed.index => Some(format!(
+            "the snapshot ends at entry {index} of term {term}, which contradicts entry {} of term {} committed here",
+            committed.index, *committed.leader_id
+        )),
+        _ => None,
+    }
 }
 
 async fn open_group(

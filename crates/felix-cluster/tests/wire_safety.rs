@@ -196,3 +196,83 @@ async fn a_pre_vote_is_answered_without_moving_the_askeds_term() {
         node.shutdown().await.unwrap();
     }
 }
+
+/// A snapshot no leader could send — its last entry from a term after the
+/// sender's vote, or contradicting an entry committed here — is refused
+/// with the reason, and the group goes on (openraft would stop it on an
+/// assertion).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impossible_snapshot_is_refused_and_the_group_goes_on() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = common::cluster(root.path(), 3).await;
+    let client = common::client(&nodes);
+    let shard = common::key(0);
+    client.create_shard(&shard, vec![1, 2, 3]).await.unwrap();
+    common::append_acked(&client, &shard, 2, 3).await;
+    let leader = common::leader_of(&client, &nodes, &shard).await;
+    let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
+    let name = ShardName::from(&shard);
+    let group = |status: &Response| match status {
+        Response::Status(s) => s.groups.iter().find(|g| g.shard == name).cloned(),
+        _ => None,
+    };
+    let mut conn = common::greet_as(&follower.addr().to_string(), 9).await;
+    let before = group(&ask(&mut conn, 1, Request::Status).await).unwrap();
+    // Applied here, so committed here too.
+    let committed = before.last_applied.unwrap();
+    let members = openraft::Membership::new(
+        vec![[1u64, 2, 3].into()],
+        std::collections::BTreeMap::from([
+            (1u64, openraft::BasicNode::new("a:1")),
+            (2, openraft::BasicNode::new("b:2")),
+            (3, openraft::BasicNode::new("c:3")),
+        ]),
+    )
+    .unwrap();
+    let snapshot = |vote_term: u64, term: u64, index: u64| Request::Raft {
+        shard: name.clone(),
+        rpc: RaftRequest::Snapshot {
+            vote: felix_raft::Vote::new_committed(vote_term, 9),
+            meta: openraft::storage::SnapshotMeta {
+                last_log_id: Some(felix_raft::LogId::new_term_index(term, index)),
+                last_membership: openraft::StoredMembership::new(None, members.clone()),
+            },
+        },
+    };
+
+    let later_term = ask(
+        &mut conn,
+        2,
+        snapshot(before.term, before.term + 5, committed + 10),
+    )
+    .await;
+    let expected = format!(
+        "shard {shard}: the snapshot ends at entry {} of term {}, after the sender's term {}",
+        committed + 10,
+        before.term + 5,
+        before.term
+    );
+    assert!(
+        matches!(&later_term, Response::Error(RemoteError::Invalid { reason, .. }) if *reason == expected),
+        "{later_term:?}"
+    );
+    let contradicts = ask(
+        &mut conn,
+        3,
+        snapshot(before.term + 1, before.term + 1, committed),
+    )
+    .await;
+    assert!(
+        matches!(&contradicts, Response::Error(RemoteError::Invalid { reason, .. })
+            if reason.contains(&format!("the snapshot ends at entry {committed} of term {}, which contradicts entry", before.term + 1))),
+        "{contradicts:?}"
+    );
+    let after = group(&ask(&mut conn, 4, Request::Status).await).unwrap();
+    assert_eq!(
+        (after.role.as_str(), after.term, after.leader),
+        ("follower", before.term, before.leader)
+    );
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
