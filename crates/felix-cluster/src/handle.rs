@@ -12,6 +12,7 @@ use openraft::raft::AppendEntriesResponse;
 use openraft::rt::watch::WatchReceiver;
 
 use crate::ReplicatedShard;
+use crate::error::NodeError;
 use crate::node::{Group, Shared};
 use crate::state_machine::Snapshot;
 use crate::wire::{
@@ -66,14 +67,13 @@ pub const MAX_READ_BYTES: u64 = (crate::wire::MAX_FRAME / 4) as u64;
 /// following the tail asks again).
 pub const MAX_READ_WAIT: Duration = Duration::from_secs(30);
 
+/// A greeting the connection let through (its version is this node's:
+/// `server.rs` refuses another before it greets anything).
 fn hello(shared: &Shared, protocol: u32, node: Option<u64>) -> Answer {
-    if protocol != PROTOCOL_VERSION {
-        return Err(RemoteError::Protocol {
-            node: shared.id,
-            expected: PROTOCOL_VERSION,
-            found: protocol,
-        });
-    }
+    debug_assert_eq!(
+        protocol, PROTOCOL_VERSION,
+        "the server refuses other versions"
+    );
     tracing::debug!(node = shared.id, from = ?node, "greeted");
     Ok(Response::Hello { node: shared.id })
 }
@@ -96,9 +96,17 @@ async fn opened(shared: &Shared, shard: &ShardName) -> Result<Group, RemoteError
     shared
         .group(&ShardKey::from(shard))
         .await
-        .map_err(|e| RemoteError::Storage {
-            node: shared.id,
-            message: e.to_string(),
+        .map_err(|e| match e {
+            // Another node may serve it: a client tries the next.
+            NodeError::Stopping { node } => RemoteError::Stopped {
+                node,
+                shard: shard_text(shard),
+                reason: e.to_string(),
+            },
+            e => RemoteError::Storage {
+                node: shared.id,
+                message: e.to_string(),
+            },
         })
 }
 

@@ -407,8 +407,30 @@ impl Shared {
             let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(groups.entry(key.clone()).or_default())
         };
-        let group = cell.get_or_try_init(|| self.open_group(key)).await?;
-        Ok(group.clone())
+        let opened_here = std::sync::atomic::AtomicBool::new(false);
+        let group = cell
+            .get_or_try_init(|| {
+                opened_here.store(true, Ordering::Relaxed);
+                self.open_group(key)
+            })
+            .await?
+            .clone();
+        if opened_here.load(Ordering::Relaxed) && self.closing.load(Ordering::Acquire) {
+            // Opened while the node began to stop: its shutdown may have
+            // collected the groups before this one was there, so this one
+            // stops here rather than run on with the store closed under it.
+            if tokio::time::timeout(GROUP_SHUTDOWN, group.raft.shutdown())
+                .await
+                .is_err()
+            {
+                tracing::warn!(node = self.id, shard = %key, "group did not stop within {GROUP_SHUTDOWN:?}");
+            }
+            if let Err(source) = group.log.close() {
+                tracing::warn!(node = self.id, shard = %key, error = %source, "closing the log");
+            }
+            return Err(NodeError::Stopping { node: self.id });
+        }
+        Ok(group)
     }
 
     async fn open_group(&self, key: &ShardKey) -> Result<Group, NodeError> {

@@ -45,7 +45,9 @@ where
 
 /// How long a connecting side may take over its TLS handshake.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-use crate::wire::{RemoteError, Request, Response, ResponseFrame, ServerCodec, WireError};
+use crate::wire::{
+    PROTOCOL_VERSION, RemoteError, Request, Response, ResponseFrame, ServerCodec, WireError,
+};
 
 /// Accepts connections until `stop` turns true.
 pub(crate) async fn serve(
@@ -235,6 +237,15 @@ fn refuse(
     request: &Request,
 ) -> Option<RemoteError> {
     let reason = match (greeted, request) {
+        // Another version is refused and greets nothing: the connection
+        // may only greet again.
+        (None, Request::Hello { protocol, .. }) if *protocol != PROTOCOL_VERSION => {
+            return Some(RemoteError::Protocol {
+                node: shared.id,
+                expected: PROTOCOL_VERSION,
+                found: *protocol,
+            });
+        }
         (
             None,
             Request::Hello {

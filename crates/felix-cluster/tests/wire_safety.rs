@@ -276,3 +276,42 @@ async fn an_impossible_snapshot_is_refused_and_the_group_goes_on() {
         node.shutdown().await.unwrap();
     }
 }
+
+/// A greeting in another protocol version is refused with both versions
+/// and greets nothing: the next request is still refused as before any
+/// greeting, and a greeting in this version is then taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_greeting_in_another_protocol_version_is_refused_and_greets_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = common::cluster(root.path(), 1).await;
+    let mut conn = Framed::new(
+        TcpStream::connect(nodes[0].addr()).await.unwrap(),
+        ClientCodec::client(),
+    );
+    let old = Request::Hello {
+        protocol: PROTOCOL_VERSION - 1,
+        node: Some(2),
+    };
+    let refused = ask(&mut conn, 1, old).await;
+    assert!(
+        matches!(refused, Response::Error(RemoteError::Protocol { node: 1, expected, found })
+            if expected == PROTOCOL_VERSION && found == PROTOCOL_VERSION - 1),
+        "{refused:?}"
+    );
+    let status = ask(&mut conn, 2, Request::Status).await;
+    assert!(
+        matches!(&status, Response::Error(RemoteError::Invalid { reason, .. }) if reason.contains("greeting")),
+        "{status:?}"
+    );
+    let hello = Request::Hello {
+        protocol: PROTOCOL_VERSION,
+        node: None,
+    };
+    assert!(matches!(
+        ask(&mut conn, 3, hello).await,
+        Response::Hello { node: 1 }
+    ));
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
