@@ -250,6 +250,26 @@ pub enum ShardError {
         /// The limit.
         max: usize,
     },
+    /// A node being added took no entry for the stall bound
+    /// (`add_node`): it stays a learner, in no quorum.
+    #[error(
+        "node {learner} at {addr}, added to shard {shard}, took no entry for {stalled:?} (it holds entries up to {}, its membership entry is {target}): it stays a learner",
+        matched.map_or_else(|| "none".to_owned(), |m| m.to_string())
+    )]
+    LearnerStalled {
+        /// The shard.
+        shard: String,
+        /// The node being added.
+        learner: u64,
+        /// Its address.
+        addr: String,
+        /// The last entry it holds, if any.
+        matched: Option<u64>,
+        /// The entry that made it a learner, which it must hold.
+        target: u64,
+        /// How long it took nothing.
+        stalled: Duration,
+    },
     /// This replica's storage failed the read.
     #[error("shard {shard}: {source}")]
     Storage {
@@ -315,6 +335,22 @@ impl ShardError {
                 index: *index,
                 bytes: *bytes,
                 max: *max,
+            },
+            Self::LearnerStalled {
+                shard,
+                learner,
+                addr,
+                matched,
+                target,
+                stalled,
+            } => RemoteError::LearnerStalled {
+                node,
+                shard: shard.clone(),
+                learner: *learner,
+                addr: addr.clone(),
+                matched: *matched,
+                target: *target,
+                stalled_ms: u64::try_from(stalled.as_millis()).unwrap_or(u64::MAX),
             },
             Self::DeletePastEnd { .. } => RemoteError::Invalid {
                 node,

@@ -27,6 +27,10 @@ pub const MAX_RECORD_BYTES: usize = crate::wire::MAX_FRAME / 4;
 /// frame. A producer with more sends them in several appends.
 pub const MAX_APPEND_RECORDS: usize = 1 << 16;
 
+/// How many of the longest election timeouts a learner being added may
+/// take no entry before [`ReplicatedShard::add_node`] gives up on it.
+const LEARNER_STALL_TIMEOUTS: u32 = 10;
+
 /// How many times a membership change waits for the one before to commit.
 const CHANGE_RETRIES: u32 = 50;
 /// How long each such wait is.
@@ -307,7 +311,11 @@ impl ReplicatedShard {
     /// a voter. Its data moves by replication alone. Only on the leader;
     /// waits as long as the catch-up takes, unless leadership moves or the
     /// learner is removed meanwhile ([`ShardError::NotLeader`],
-    /// [`ShardError::Refused`]).
+    /// [`ShardError::Refused`]), or the learner takes no entry for ten of
+    /// the longest election timeouts ([`ShardError::LearnerStalled`]: 10 s
+    /// with the default timings). A stalled learner stays a learner (it
+    /// counts in no quorum): add it again once it is reachable, or remove
+    /// it.
     pub async fn add_node(&self, node: u64, addr: String) -> Result<(), ShardError> {
         self.group.stir().await;
         let added = self
@@ -323,6 +331,12 @@ impl ReplicatedShard {
         // wait for everything up to the learner's own membership entry.
         let target = added.log_id.index;
         let mut metrics = self.group.raft.metrics();
+        // A learner that takes no entry for ten election timeouts is not
+        // catching up (an address nothing answers at, a node down): the
+        // wait ends there, where a large catch-up that progresses waits on.
+        let stall = Duration::from_millis(self.group.raft.config().election_timeout_max)
+            .saturating_mul(LEARNER_STALL_TIMEOUTS);
+        let mut progress: (Option<u64>, tokio::time::Instant) = (None, tokio::time::Instant::now());
         loop {
             {
                 let m = metrics.borrow_watched();
@@ -340,16 +354,33 @@ impl ReplicatedShard {
                         reason: format!("node {node} was removed while it caught up"),
                     });
                 }
-                if replication
+                let matched = replication
                     .get(&node)
                     .and_then(|matched| matched.as_ref())
-                    .is_some_and(|matched| matched.index >= target)
-                {
+                    .map(|matched| matched.index);
+                if matched.is_some_and(|matched| matched >= target) {
                     break;
                 }
+                if matched > progress.0 {
+                    progress = (matched, tokio::time::Instant::now());
+                }
             }
-            if metrics.changed().await.is_err() {
-                return Err(self.stopped("the group stopped while the learner caught up"));
+            let deadline = progress.1 + stall;
+            match tokio::time::timeout_at(deadline, metrics.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    return Err(self.stopped("the group stopped while the learner caught up"));
+                }
+                Err(_) => {
+                    return Err(ShardError::LearnerStalled {
+                        shard: self.shard(),
+                        learner: node,
+                        addr,
+                        matched: progress.0,
+                        target,
+                        stalled: stall,
+                    });
+                }
             }
         }
         tracing::info!(node = self.shared.id, shard = %self.key, added = node, "learner caught up; making it a voter");

@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{client, cluster, eventually, key, start};
+use felix_cluster::ShardError;
 use felix_cluster::wire::ShardName;
 
 /// Bytes the shard holds before the fourth node joins.
@@ -83,6 +84,52 @@ async fn a_fourth_node_catches_up_on_100_mib_and_becomes_a_voter() {
         .append(&shard, vec![b"after".to_vec()])
         .await
         .unwrap();
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+/// A node added at an address nothing answers at takes no entry: the add
+/// ends after ten of the longest election timeouts (6 s with the tests'
+/// timings) with the learner named, and the learner counts in no quorum,
+/// so writes go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_a_node_nothing_answers_for_ends_with_the_learner_stalled_and_writes_go_on() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 1).await;
+    let client = client(&nodes);
+    let shard = key(0);
+    client.create_shard(&shard, vec![1]).await.unwrap();
+    client.append(&shard, vec![b"a".to_vec()]).await.unwrap();
+    let replica = nodes[0].shard(&shard).await.unwrap();
+    // A port on loopback nothing listens at: connections are refused.
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = nowhere.local_addr().unwrap().to_string();
+    drop(nowhere);
+
+    let started = Instant::now();
+    let err = replica.add_node(4, addr.clone()).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        matches!(&err, ShardError::LearnerStalled { learner: 4, addr: a, matched: None, stalled, .. }
+            if *a == addr && *stalled == Duration::from_millis(6_000)),
+        "{err}"
+    );
+    assert!(
+        took >= Duration::from_secs(6) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
+    let status = client.status(&nodes[0].addr().to_string()).await.unwrap();
+    let group = status
+        .groups
+        .iter()
+        .find(|g| g.shard == ShardName::from(&shard))
+        .unwrap();
+    assert_eq!(
+        (group.voters.clone(), group.learners.clone()),
+        (vec![1], vec![4])
+    );
+    client.append(&shard, vec![b"b".to_vec()]).await.unwrap();
     for node in nodes {
         node.shutdown().await.unwrap();
     }

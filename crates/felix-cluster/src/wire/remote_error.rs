@@ -130,6 +130,28 @@ pub enum RemoteError {
         /// The limit.
         max: usize,
     },
+    /// A node being added took no entry for the stall bound: it stays a
+    /// learner, in no quorum.
+    #[error(
+        "node {node}: node {learner} at {addr}, added to shard {shard}, took no entry for {stalled_ms} ms (it holds entries up to {}, its membership entry is {target}): it stays a learner",
+        matched.map_or_else(|| "none".to_owned(), |m| m.to_string())
+    )]
+    LearnerStalled {
+        /// The node that answered (the leader).
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// The node being added.
+        learner: u64,
+        /// Its address.
+        addr: String,
+        /// The last entry it holds, if any.
+        matched: Option<u64>,
+        /// The entry that made it a learner, which it must hold.
+        target: u64,
+        /// How long it took nothing, in milliseconds.
+        stalled_ms: u64,
+    },
     /// A follower did not let a quiet group sleep (`Request::Quiesce`):
     /// the leader keeps it awake and asks again at its next look.
     #[error("node {node} keeps shard {shard} awake: {refusal}")]
