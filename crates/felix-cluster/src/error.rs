@@ -253,8 +253,8 @@ pub enum ShardError {
     /// A node being added took no entry for the stall bound
     /// (`add_node`): it stays a learner, in no quorum.
     #[error(
-        "node {learner} at {addr}, added to shard {shard}, took no entry for {stalled:?} (it holds entries up to {}, its membership entry is {target}): it stays a learner",
-        matched.map_or_else(|| "none".to_owned(), |m| m.to_string())
+        "node {learner} at {addr}, added to shard {shard}, took no entry for {stalled:?} ({}; it must reach its membership entry, {target}): it stays a learner, in no quorum; add it again once it is reachable, or remove it",
+        matched.map_or_else(|| "it holds no entry".to_owned(), |m| format!("it holds entries up to {m}"))
     )]
     LearnerStalled {
         /// The shard.

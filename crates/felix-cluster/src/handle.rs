@@ -17,6 +17,7 @@ use crate::node::{Group, Shared};
 use crate::state_machine::Snapshot;
 use crate::wire::{
     PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, Response, ShardName,
+    SnapshotDefect,
 };
 
 /// The answer to `request`.
@@ -101,7 +102,7 @@ async fn opened(shared: &Shared, shard: &ShardName) -> Result<Group, RemoteError
             NodeError::Stopping { node } => RemoteError::Stopped {
                 node,
                 shard: shard_text(shard),
-                reason: e.to_string(),
+                reason: "the node is shutting down".to_owned(),
             },
             e => RemoteError::Storage {
                 node: shared.id,
@@ -185,11 +186,12 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
         RaftRequest::Snapshot { vote, meta } => {
             // openraft stops the group (an assertion in its core) on a
             // snapshot no protocol-following leader sends: refused here.
-            if let Some(reason) = impossible_snapshot(&group, &vote, &meta) {
-                tracing::warn!(node = shared.id, shard = %shard_text(shard), %reason, "refusing a snapshot");
-                return Err(RemoteError::Invalid {
+            if let Some(defect) = impossible_snapshot(shared, &group, &vote, &meta) {
+                tracing::warn!(node = shared.id, shard = %shard_text(shard), %defect, "refusing a snapshot");
+                return Err(RemoteError::ImpossibleSnapshot {
                     node: shared.id,
-                    reason: format!("shard {}: {reason}", shard_text(shard)),
+                    shard: shard_text(shard),
+                    defect,
                 });
             }
             tracing::info!(node = shared.id, shard = %shard_text(shard), last = ?meta.last_log_id, "installing the leader's snapshot");
@@ -205,32 +207,48 @@ async fn raft(shared: &Shared, shard: &ShardName, rpc: RaftRequest) -> Answer {
     Ok(Response::Raft(answer))
 }
 
-/// Why a snapshot sent with `vote` cannot be a leader's, if it cannot:
-/// its last entry from a term after the vote's (no leader holds an entry
-/// of a later term), or after the entry committed here by term but not by
-/// index (two committed entries at one index). openraft asserts both and
-/// stops the group; a peer left from an earlier cluster with the same
-/// node ids could send either.
+/// Why a snapshot sent with `vote` cannot be a leader's, if it cannot.
+/// openraft asserts each of these (some in debug builds only) and stops
+/// the group; a peer left from an earlier cluster with the same node ids
+/// could send any of them. The entry committed here is read from the
+/// metrics, which may trail the core by a moment: a snapshot racing new
+/// commits can still reach openraft's own check.
 fn impossible_snapshot(
+    shared: &Shared,
     group: &Group,
     vote: &felix_raft::Vote,
     meta: &openraft::alias::SnapshotMetaOf<felix_raft::TypeConfig>,
-) -> Option<String> {
+) -> Option<SnapshotDefect> {
+    let (vote_term, vote_node) = (vote.leader_id().term, vote.leader_id().voted_for);
+    if !vote.is_committed() {
+        return Some(SnapshotDefect::VoteNotCommitted {
+            vote_term,
+            vote_node,
+        });
+    }
+    if vote_node == shared.id {
+        return Some(SnapshotDefect::VoteForThisNode { vote_term });
+    }
     let last = meta.last_log_id?;
     let (index, term) = (last.index, *last.leader_id);
-    let vote_term = vote.leader_id().term;
     if term > vote_term {
-        return Some(format!(
-            "the snapshot ends at entry {index} of term {term}, after the sender's term {vote_term}"
-        ));
+        return Some(SnapshotDefect::LaterTerm {
+            index,
+            term,
+            vote_term,
+        });
     }
     let metrics = group.raft.metrics();
     let committed = metrics.borrow_watched().local_committed;
     match committed {
-        Some(committed) if last > committed && index <= committed.index => Some(format!(
-            "the snapshot ends at entry {index} of term {term}, which contradicts entry {} of term {} committed here",
-            committed.index, *committed.leader_id
-        )),
+        Some(committed) if last > committed && index <= committed.index => {
+            Some(SnapshotDefect::ContradictsCommitted {
+                index,
+                term,
+                committed_index: committed.index,
+                committed_term: *committed.leader_id,
+            })
+        }
         _ => None,
     }
 }

@@ -141,6 +141,31 @@ pub(crate) struct Group {
     pub(crate) machine: StreamMachine,
     /// Whether its timers are off while it is idle (`quiesce.rs`).
     pub(crate) quiet: Arc<Quiet>,
+    /// Set by the first [`Group::stop`]: a group stops once.
+    stopped: Arc<AtomicBool>,
+}
+
+impl Group {
+    /// Shuts the group's Raft down (at most [`GROUP_SHUTDOWN`]) and closes
+    /// its log, once: a node's shutdown and an open that finished during
+    /// it may both ask.
+    async fn stop(&self, node: u64, key: &ShardKey) {
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match tokio::time::timeout(GROUP_SHUTDOWN, self.raft.shutdown()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(node, shard = %key, error = %e, "group shutdown");
+            }
+            Err(_) => {
+                tracing::warn!(node, shard = %key, "group did not stop within {GROUP_SHUTDOWN:?}");
+            }
+        }
+        if let Err(source) = self.log.close() {
+            tracing::warn!(node, shard = %key, error = %source, "closing the log");
+        }
+    }
 }
 
 /// What the node's tasks share.
@@ -359,7 +384,17 @@ impl Node {
     /// Stops serving, shuts every group down and closes the store (each
     /// shard's clean-shutdown file written).
     pub async fn shutdown(self) -> Result<(), NodeError> {
-        self.shared.closing.store(true, Ordering::Release);
+        {
+            // Under the groups' lock, as an open checks it once done: an
+            // open finished before this is among the groups stopped below,
+            // and one finished after it sees `closing` and stops its own.
+            let _groups = self
+                .shared
+                .groups
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.shared.closing.store(true, Ordering::Release);
+        }
         let _ = self.stop.send(true);
         let _ = self.server.await;
         let groups = self.shared.all_groups();
@@ -369,18 +404,7 @@ impl Node {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
         for (key, group) in groups {
-            match tokio::time::timeout(GROUP_SHUTDOWN, group.raft.shutdown()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::warn!(node = self.shared.id, shard = %key, error = %e, "group shutdown");
-                }
-                Err(_) => {
-                    tracing::warn!(node = self.shared.id, shard = %key, "group did not stop within {GROUP_SHUTDOWN:?}");
-                }
-            }
-            if let Err(source) = group.log.close() {
-                tracing::warn!(node = self.shared.id, shard = %key, error = %source, "closing the log");
-            }
+            group.stop(self.shared.id, &key).await;
         }
         self.shared
             .store
@@ -407,30 +431,26 @@ impl Shared {
             let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(groups.entry(key.clone()).or_default())
         };
-        let opened_here = std::sync::atomic::AtomicBool::new(false);
-        let group = cell
-            .get_or_try_init(|| {
-                opened_here.store(true, Ordering::Relaxed);
-                self.open_group(key)
-            })
-            .await?
-            .clone();
-        if opened_here.load(Ordering::Relaxed) && self.closing.load(Ordering::Acquire) {
-            // Opened while the node began to stop: its shutdown may have
+        let group = cell.get_or_try_init(|| self.open_group(key)).await;
+        // Read under the groups' lock, as the shutdown sets it.
+        let closing = {
+            let _groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+            self.closing.load(Ordering::Acquire)
+        };
+        match group {
+            // Done while the node began to stop: the shutdown may have
             // collected the groups before this one was there, so this one
-            // stops here rather than run on with the store closed under it.
-            if tokio::time::timeout(GROUP_SHUTDOWN, group.raft.shutdown())
-                .await
-                .is_err()
-            {
-                tracing::warn!(node = self.id, shard = %key, "group did not stop within {GROUP_SHUTDOWN:?}");
+            // stops here rather than run on with the store closed under it
+            // (stopping twice does nothing).
+            Ok(group) if closing => {
+                group.stop(self.id, key).await;
+                Err(NodeError::Stopping { node: self.id })
             }
-            if let Err(source) = group.log.close() {
-                tracing::warn!(node = self.id, shard = %key, error = %source, "closing the log");
-            }
-            return Err(NodeError::Stopping { node: self.id });
+            Ok(group) => Ok(group.clone()),
+            // The store may have closed under the open.
+            Err(_) if closing => Err(NodeError::Stopping { node: self.id }),
+            Err(e) => Err(e),
         }
-        Ok(group)
     }
 
     async fn open_group(&self, key: &ShardKey) -> Result<Group, NodeError> {
@@ -483,6 +503,7 @@ impl Shared {
             log,
             machine,
             quiet: Arc::default(),
+            stopped: Arc::default(),
         })
     }
 

@@ -98,15 +98,23 @@ impl Group {
     }
 
     /// Sends a heartbeat round and waits, at most the lease's length, for
-    /// a quorum to acknowledge it, unless the leader's lease is valid.
+    /// a quorum to acknowledge it, unless the leader's lease is valid for
+    /// another heartbeat interval (a write checked just before the lease
+    /// ends would be refused by the time openraft takes it) or the leader
+    /// is its group's only voter (its own quorum: openraft's lease always
+    /// holds then, and no one would answer the heartbeat).
     async fn renew_lease(&self) {
-        let lease = Duration::from_millis(self.raft.config().election_timeout_max);
+        let config = self.raft.config();
+        let lease = Duration::from_millis(config.election_timeout_max);
+        let margin = Duration::from_millis(config.heartbeat_interval);
         let valid = {
             let metrics = self.raft.metrics();
             let m = metrics.borrow_watched();
-            m.last_quorum_acked
-                .as_ref()
-                .is_some_and(|acked| TypeConfig::now() < **acked + lease)
+            let alone = m.membership_config.membership().voter_ids().eq([m.id]);
+            alone
+                || m.last_quorum_acked
+                    .as_ref()
+                    .is_some_and(|acked| TypeConfig::now() + margin < **acked + lease)
         };
         if valid {
             return;

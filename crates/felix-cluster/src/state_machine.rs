@@ -299,7 +299,7 @@ impl RaftStateMachine<TypeConfig> for StreamMachine {
         // entries up to S (cut off in an older term, until openraft purges
         // them after this install) never serves them as committed.
         if let Some(last) = meta.last_log_id {
-            self.raise_start(last.index + 1);
+            self.raise_start(last.index.saturating_add(1));
         }
         self.publish(meta.last_log_id);
         Ok(())
@@ -341,7 +341,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((machine.start(), machine.committed()), (21, 21));
-        // A reader that sees the new commit index sees the new start.
+        // Readers waiting on either are told.
         assert!(start.has_changed().unwrap());
         assert_eq!(*start.borrow_and_update(), 21);
         assert_eq!(*committed.borrow(), 21);

@@ -29,7 +29,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// The protocol version of these messages, sent first on each connection
 /// ([`Request::Hello`]); a node answers a different one with
 /// [`RemoteError::Protocol`].
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// A shard's key as it travels: the four parts of a
 /// [`ShardKey`].
@@ -540,4 +540,4 @@ mod blob;
 mod remote_error;
 
 pub(crate) use remote_error::display_leader;
-pub use remote_error::{QuiesceRefusal, RemoteError};
+pub use remote_error::{QuiesceRefusal, RemoteError, SnapshotDefect};

@@ -102,10 +102,10 @@ async fn adding_a_node_nothing_answers_for_ends_with_the_learner_stalled_and_wri
     client.create_shard(&shard, vec![1]).await.unwrap();
     client.append(&shard, vec![b"a".to_vec()]).await.unwrap();
     let replica = nodes[0].shard(&shard).await.unwrap();
-    // A port on loopback nothing listens at: connections are refused.
-    let nowhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = nowhere.local_addr().unwrap().to_string();
-    drop(nowhere);
+    // A port on loopback that takes connections and never answers (held
+    // to the end, so no other test's node can take it meanwhile).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
 
     let started = Instant::now();
     let err = replica.add_node(4, addr.clone()).await.unwrap_err();
@@ -130,6 +130,7 @@ async fn adding_a_node_nothing_answers_for_ends_with_the_learner_stalled_and_wri
         (vec![1], vec![4])
     );
     client.append(&shard, vec![b"b".to_vec()]).await.unwrap();
+    drop(silent);
     for node in nodes {
         node.shutdown().await.unwrap();
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::ask;
 use felix_cluster::wire::{
     ClientCodec, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, Response,
-    ShardName,
+    ShardName, SnapshotDefect,
 };
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -229,43 +229,58 @@ async fn an_impossible_snapshot_is_refused_and_the_group_goes_on() {
         ]),
     )
     .unwrap();
-    let snapshot = |vote_term: u64, term: u64, index: u64| Request::Raft {
+    let snapshot = |vote: felix_raft::Vote, term: u64, index: u64| Request::Raft {
         shard: name.clone(),
         rpc: RaftRequest::Snapshot {
-            vote: felix_raft::Vote::new_committed(vote_term, 9),
+            vote,
             meta: openraft::storage::SnapshotMeta {
                 last_log_id: Some(felix_raft::LogId::new_term_index(term, index)),
                 last_membership: openraft::StoredMembership::new(None, members.clone()),
             },
         },
     };
+    let leader_vote = |term| felix_raft::Vote::new_committed(term, 9);
+    let refused = |answer: &Response| match answer {
+        Response::Error(RemoteError::ImpossibleSnapshot {
+            node,
+            shard: s,
+            defect,
+        }) if *node == follower.id() && *s == shard.to_string() => Some(defect.clone()),
+        _ => None,
+    };
 
-    let later_term = ask(
-        &mut conn,
-        2,
-        snapshot(before.term, before.term + 5, committed + 10),
-    )
-    .await;
-    let expected = format!(
-        "shard {shard}: the snapshot ends at entry {} of term {}, after the sender's term {}",
-        committed + 10,
-        before.term + 5,
-        before.term
-    );
-    assert!(
-        matches!(&later_term, Response::Error(RemoteError::Invalid { reason, .. }) if *reason == expected),
+    let later = snapshot(leader_vote(before.term), before.term + 5, committed + 10);
+    let later_term = ask(&mut conn, 2, later).await;
+    assert_eq!(
+        refused(&later_term),
+        Some(SnapshotDefect::LaterTerm {
+            index: committed + 10,
+            term: before.term + 5,
+            vote_term: before.term
+        }),
         "{later_term:?}"
     );
-    let contradicts = ask(
+    let contradicting = snapshot(leader_vote(before.term + 1), before.term + 1, committed);
+    let contradicts = ask(&mut conn, 3, contradicting).await;
+    assert!(
+        matches!(refused(&contradicts), Some(SnapshotDefect::ContradictsCommitted { index, term, committed_index, .. })
+            if index == committed && term == before.term + 1 && committed_index >= committed),
+        "{contradicts:?}"
+    );
+    let candidate = felix_raft::Vote::new(before.term + 1, 9);
+    let not_a_leader = ask(
         &mut conn,
-        3,
-        snapshot(before.term + 1, before.term + 1, committed),
+        5,
+        snapshot(candidate, before.term, committed + 10),
     )
     .await;
-    assert!(
-        matches!(&contradicts, Response::Error(RemoteError::Invalid { reason, .. })
-            if reason.contains(&format!("the snapshot ends at entry {committed} of term {}, which contradicts entry", before.term + 1))),
-        "{contradicts:?}"
+    assert_eq!(
+        refused(&not_a_leader),
+        Some(SnapshotDefect::VoteNotCommitted {
+            vote_term: before.term + 1,
+            vote_node: 9
+        }),
+        "{not_a_leader:?}"
     );
     let after = group(&ask(&mut conn, 4, Request::Status).await).unwrap();
     assert_eq!(

@@ -133,8 +133,8 @@ pub enum RemoteError {
     /// A node being added took no entry for the stall bound: it stays a
     /// learner, in no quorum.
     #[error(
-        "node {node}: node {learner} at {addr}, added to shard {shard}, took no entry for {stalled_ms} ms (it holds entries up to {}, its membership entry is {target}): it stays a learner",
-        matched.map_or_else(|| "none".to_owned(), |m| m.to_string())
+        "node {node}: node {learner} at {addr}, added to shard {shard}, took no entry for {stalled_ms} ms ({}; it must reach its membership entry, {target}): it stays a learner, in no quorum; add it again once it is reachable, or remove it",
+        matched.map_or_else(|| "it holds no entry".to_owned(), |m| format!("it holds entries up to {m}"))
     )]
     LearnerStalled {
         /// The node that answered (the leader).
@@ -152,6 +152,17 @@ pub enum RemoteError {
         /// How long it took nothing, in milliseconds.
         stalled_ms: u64,
     },
+    /// A snapshot no leader following the protocol sends (openraft would
+    /// stop the group on it): refused, nothing installed.
+    #[error("node {node} refuses a snapshot of shard {shard}: {defect}")]
+    ImpossibleSnapshot {
+        /// The node that answered.
+        node: u64,
+        /// The shard.
+        shard: String,
+        /// What is impossible about it.
+        defect: SnapshotDefect,
+    },
     /// A follower did not let a quiet group sleep (`Request::Quiesce`):
     /// the leader keeps it awake and asks again at its next look.
     #[error("node {node} keeps shard {shard} awake: {refusal}")]
@@ -162,6 +173,52 @@ pub enum RemoteError {
         shard: String,
         /// Why.
         refusal: QuiesceRefusal,
+    },
+}
+
+/// What makes a snapshot one no leader sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotDefect {
+    /// Its last entry is of a term after the sender's vote: no leader
+    /// holds an entry of a later term.
+    #[error("it ends at entry {index} of term {term}, after the sender's term {vote_term}")]
+    LaterTerm {
+        /// The last entry's index.
+        index: u64,
+        /// The last entry's term.
+        term: u64,
+        /// The sender's term.
+        vote_term: u64,
+    },
+    /// It ends after the entry committed here by term but not by index:
+    /// two committed entries at one index.
+    #[error(
+        "it ends at entry {index} of term {term}, which contradicts entry {committed_index} of term {committed_term} committed here"
+    )]
+    ContradictsCommitted {
+        /// The last entry's index.
+        index: u64,
+        /// The last entry's term.
+        term: u64,
+        /// The entry committed here.
+        committed_index: u64,
+        /// Its term.
+        committed_term: u64,
+    },
+    /// The sender's vote is not a leader's (not committed).
+    #[error("the sender's vote in term {vote_term} for node {vote_node} is not a leader's")]
+    VoteNotCommitted {
+        /// The vote's term.
+        vote_term: u64,
+        /// The node it is for.
+        vote_node: u64,
+    },
+    /// The sender's vote names this node as the leader.
+    #[error("the sender's vote in term {vote_term} names this node as the leader")]
+    VoteForThisNode {
+        /// The vote's term.
+        vote_term: u64,
     },
 }
 
