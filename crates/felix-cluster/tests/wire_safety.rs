@@ -10,13 +10,21 @@ use std::time::Duration;
 
 use common::ask;
 use felix_cluster::wire::{
-    ClientCodec, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request, Response,
-    ShardName, SnapshotDefect,
+    ClientCodec, GroupStatus, PROTOCOL_VERSION, RaftRequest, RaftResponse, RemoteError, Request,
+    Response, ShardName, SnapshotDefect,
 };
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
+
+/// The group of `shard` in a status answer.
+fn group_in(status: &Response, shard: &ShardName) -> Option<GroupStatus> {
+    match status {
+        Response::Status(s) => s.groups.iter().find(|g| g.shard == *shard).cloned(),
+        _ => None,
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_before_the_greeting_and_raft_messages_from_clients_are_refused() {
@@ -166,10 +174,7 @@ async fn a_pre_vote_is_answered_without_moving_the_askeds_term() {
     let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
     let addr = follower.addr().to_string();
     let name = ShardName::from(&shard);
-    let group = |status: &Response| match status {
-        Response::Status(s) => s.groups.iter().find(|g| g.shard == name).cloned(),
-        _ => None,
-    };
+    let group = |status: &Response| group_in(status, &name);
     let mut conn = common::greet_as(&addr, 9).await;
     let before = group(&ask(&mut conn, 2, Request::Status).await).unwrap();
 
@@ -212,10 +217,7 @@ async fn an_impossible_snapshot_is_refused_and_the_group_goes_on() {
     let leader = common::leader_of(&client, &nodes, &shard).await;
     let follower = nodes.iter().find(|n| n.id() != leader).unwrap();
     let name = ShardName::from(&shard);
-    let group = |status: &Response| match status {
-        Response::Status(s) => s.groups.iter().find(|g| g.shard == name).cloned(),
-        _ => None,
-    };
+    let group = |status: &Response| group_in(status, &name);
     let mut conn = common::greet_as(&follower.addr().to_string(), 9).await;
     let before = group(&ask(&mut conn, 1, Request::Status).await).unwrap();
     // Applied here, so committed here too.
