@@ -9,9 +9,10 @@
 //! idle for a check interval, with every follower holding every entry and
 //! every entry committed, asks each follower to stop the group's timers
 //! ([`Request::Quiesce`]; a follower agrees once it has applied every
-//! entry, so that its reads hold every acknowledged record); once all agree it stops its own (no heartbeats,
-//! no ticks). Raft's safety never rests on timers, only its liveness, so
-//! the one question is how a quiet group wakes:
+//! entry, so that its reads hold every acknowledged record); once all
+//! agree it stops its own (no heartbeats, no ticks). Raft's safety never
+//! rests on timers, only its liveness, so the one question is how a quiet
+//! group wakes:
 //!
 //! * **A write.** Every write a leader takes (an append, a membership
 //!   change) first wakes the group there ([`Group::stir`]; on a replica

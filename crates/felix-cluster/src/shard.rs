@@ -237,9 +237,10 @@ impl ReplicatedShard {
 
     /// The offset of the first committed record at or after the log start
     /// ([`offsets`](Self::offsets)`.base`) whose timestamp is at least
-    /// `timestamp_micros`, if any: the same answer on every replica
-    /// that knows the same commit index and start (every replica holds the same
-    /// records with the same times, set by the leader that took them).
+    /// `timestamp_micros`, if any: the same answer on every replica that
+    /// knows the same commit index and start (every replica holds the
+    /// same records with the same times, set by the leader that took
+    /// them).
     pub fn offset_for_timestamp(&self, timestamp_micros: u64) -> Result<Option<u64>, ShardError> {
         self.check_running()?;
         let offsets = self.offsets();

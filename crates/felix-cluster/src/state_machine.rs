@@ -319,7 +319,7 @@ mod tests {
     use felix_raft::LogId;
 
     #[tokio::test]
-    async fn installing_a_snapshot_moves_the_start_past_it_before_the_commit_index() {
+    async fn installing_a_snapshot_moves_the_start_and_the_commit_index_past_it() {
         let dir = tempfile::tempdir().unwrap();
         let log = FelixLogStore::<TypeConfig>::options(dir.path())
             .open()
